@@ -1,0 +1,24 @@
+// The gpubench command line, as a library so tests can call it in-process.
+#ifndef GPUBENCH_CLIENT_CLI_H_
+#define GPUBENCH_CLIENT_CLI_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gpubench::client {
+
+// Exit codes (see README).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitJobFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnreachable = 3;
+
+// Runs `gpubench args...` and returns its exit code. Writes results to out
+// and messages to err.
+int RunCli(const std::vector<std::string>& args, std::ostream& out,
+           std::ostream& err);
+
+}  // namespace gpubench::client
+
+#endif  // GPUBENCH_CLIENT_CLI_H_

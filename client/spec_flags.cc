@@ -1,0 +1,226 @@
+#include "client/spec_flags.h"
+
+#include <functional>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/spec.h"
+
+namespace gpubench::client {
+namespace {
+
+using Values = std::vector<std::string>;
+
+absl::Status Bad(const std::string& flag, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
+}
+
+absl::StatusOr<int64_t> ToInt(const std::string& flag, const std::string& v) {
+  int64_t n;
+  if (!absl::SimpleAtoi(v, &n)) return Bad(flag, absl::StrCat("not an integer: \"", v, "\""));
+  return n;
+}
+
+absl::StatusOr<bool> ToBool(const std::string& flag, const std::string& v) {
+  if (v == "on" || v == "true" || v == "1" || v == "yes") return true;
+  if (v == "off" || v == "false" || v == "0" || v == "no") return false;
+  return Bad(flag, absl::StrCat("expected on/off, got \"", v, "\""));
+}
+
+absl::StatusOr<int> ToEnum(const std::string& flag,
+                           const google::protobuf::EnumDescriptor* type,
+                           const std::string& v) {
+  auto n = ParseEnumShortName(type, v);
+  if (!n.ok()) return Bad(flag, std::string(n.status().message()));
+  return *n;
+}
+
+// One flag: how to set a single value on the base, and how to add it to the
+// sweep axis when several are given.
+struct Flag {
+  std::string help;
+  std::function<absl::Status(const std::string& flag, const Values&,
+                             v1::JobSpec*)>
+      apply;
+};
+
+template <typename Parse, typename SetBase, typename AddSweep>
+Flag Axis(std::string help, Parse parse, SetBase set_base, AddSweep add_sweep) {
+  return {help, [parse, set_base, add_sweep](const std::string& flag,
+                                              const Values& values,
+                                              v1::JobSpec* spec) -> absl::Status {
+            for (const auto& v : values) {
+              auto parsed = parse(flag, v);
+              if (!parsed.ok()) return parsed.status();
+              if (values.size() == 1) {
+                set_base(*parsed, spec->mutable_base());
+              } else {
+                add_sweep(*parsed, spec->mutable_sweep());
+              }
+            }
+            return absl::OkStatus();
+          }};
+}
+
+absl::StatusOr<std::string> AsString(const std::string&, const std::string& v) {
+  return v;
+}
+
+auto EnumParser(const google::protobuf::EnumDescriptor* type) {
+  return [type](const std::string& flag, const std::string& v) {
+    return ToEnum(flag, type, v);
+  };
+}
+
+// A base-only setting: one value.
+template <typename Parse, typename Set>
+Flag Single(std::string help, Parse parse, Set set) {
+  return {help, [parse, set](const std::string& flag, const Values& values,
+                             v1::JobSpec* spec) -> absl::Status {
+            if (values.size() != 1) return Bad(flag, "takes one value");
+            auto parsed = parse(flag, values[0]);
+            if (!parsed.ok()) return parsed.status();
+            set(*parsed, spec);
+            return absl::OkStatus();
+          }};
+}
+
+const std::map<std::string, Flag>& Flags() {
+  using C = v1::RunConfig;
+  using S = v1::Sweep;
+  using J = v1::JobSpec;
+  static const auto* flags = new std::map<std::string, Flag>{
+      {"workload",
+       Axis("workload name(s): mlp, simple_cnn, resnet18, resnet50, unet, bilstm, "
+            "cnn_lstm, transformer, matmul, copy, torchscript",
+            AsString, [](const std::string& v, C* c) { c->set_workload(v); },
+            [](const std::string& v, S* s) { s->add_workload(v); })},
+      {"model-size",
+       Axis("mlp size(s): small, medium, large", AsString,
+            [](const std::string& v, C* c) { c->mutable_params()->set_model_size(v); },
+            [](const std::string& v, S* s) { s->add_model_size(v); })},
+      {"mode", Axis("train, infer", EnumParser(v1::Mode_descriptor()),
+                    [](int v, C* c) { c->set_mode(static_cast<v1::Mode>(v)); },
+                    [](int v, S* s) { s->add_mode(static_cast<v1::Mode>(v)); })},
+      {"device", Axis("auto, cpu, cuda, cuda:N, mps", AsString,
+                      [](const std::string& v, C* c) { c->set_device(v); },
+                      [](const std::string& v, S* s) { s->add_device(v); })},
+      {"batch", Axis("batch size(s), e.g. 32,64,128",
+                     [](const std::string& flag, const std::string& v)
+                         -> absl::StatusOr<int64_t> {
+                       auto n = ToInt(flag, v);
+                       if (n.ok() && (*n < 1 || *n > 65536)) {
+                         return Bad(flag, absl::StrCat("must be in [1, 65536], got ", *n));
+                       }
+                       return n;
+                     },
+                     [](int64_t v, C* c) { c->set_batch_size(v); },
+                     [](int64_t v, S* s) { s->add_batch_size(v); })},
+      {"precision",
+       Axis("fp32, tf32, fp16, bf16", EnumParser(v1::Precision_descriptor()),
+            [](int v, C* c) { c->set_precision(static_cast<v1::Precision>(v)); },
+            [](int v, S* s) { s->add_precision(static_cast<v1::Precision>(v)); })},
+      {"channels-last", Axis("on/off", ToBool,
+                             [](bool v, C* c) { c->set_channels_last(v); },
+                             [](bool v, S* s) { s->add_channels_last(v); })},
+      {"cudnn-benchmark", Axis("on/off", ToBool,
+                               [](bool v, C* c) { c->set_cudnn_benchmark(v); },
+                               [](bool v, S* s) { s->add_cudnn_benchmark(v); })},
+      {"execution",
+       Axis("eager, cuda_graph", EnumParser(v1::Execution_descriptor()),
+            [](int v, C* c) { c->set_execution(static_cast<v1::Execution>(v)); },
+            [](int v, S* s) { s->add_execution(static_cast<v1::Execution>(v)); })},
+      {"input", Axis("device, host", EnumParser(v1::InputSource_descriptor()),
+                     [](int v, C* c) {
+                       c->set_input_source(static_cast<v1::InputSource>(v));
+                     },
+                     [](int v, S* s) {
+                       s->add_input_source(static_cast<v1::InputSource>(v));
+                     })},
+      {"loader-threads",
+       Axis("host pipeline loader threads, e.g. 0,4", ToInt,
+            [](int64_t v, C* c) { c->mutable_pipeline()->set_loader_threads(v); },
+            [](int64_t v, S* s) { s->add_loader_threads(v); })},
+      {"pinned", Axis("host pipeline pinned memory on/off", ToBool,
+                      [](bool v, C* c) { c->mutable_pipeline()->set_pinned_memory(v); },
+                      [](bool v, S* s) { s->add_pinned_memory(v); })},
+      {"image-size", Axis("image side in pixels", ToInt,
+                          [](int64_t v, C* c) { c->mutable_params()->set_image_size(v); },
+                          [](int64_t v, S* s) { s->add_image_size(v); })},
+      {"seq-len", Axis("sequence length", ToInt,
+                       [](int64_t v, C* c) {
+                         c->mutable_params()->set_sequence_length(v);
+                       },
+                       [](int64_t v, S* s) { s->add_sequence_length(v); })},
+      {"matmul-size", Axis("matmul M=N=K", ToInt,
+                           [](int64_t v, C* c) {
+                             c->mutable_params()->set_matmul_m(v);
+                             c->mutable_params()->set_matmul_n(v);
+                             c->mutable_params()->set_matmul_k(v);
+                           },
+                           [](int64_t v, S* s) { s->add_matmul_size(v); })},
+      {"copy-bytes", Axis("copy size in bytes", ToInt,
+                          [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); },
+                          [](int64_t v, S* s) { s->add_copy_bytes(v); })},
+      {"optimizer", Single("sgd, adamw", EnumParser(v1::Optimizer_descriptor()),
+                           [](int v, J* j) {
+                             j->mutable_base()->set_optimizer(
+                                 static_cast<v1::Optimizer>(v));
+                           })},
+      {"extra-cost-us", Single("host pipeline extra CPU cost per sample, us", ToInt,
+                               [](int64_t v, J* j) {
+                                 j->mutable_base()->mutable_pipeline()
+                                     ->set_extra_cost_us_per_sample(v);
+                               })},
+      {"min-time-ms", Single("minimum measured time per run", ToInt,
+                             [](int64_t v, J* j) {
+                               j->mutable_measurement()->set_min_time_ms(v);
+                             })},
+      {"max-time-ms", Single("maximum measured time per run", ToInt,
+                             [](int64_t v, J* j) {
+                               j->mutable_measurement()->set_max_time_ms(v);
+                             })},
+      {"min-iterations", Single("minimum measured iterations per run", ToInt,
+                                [](int64_t v, J* j) {
+                                  j->mutable_measurement()->set_min_iterations(v);
+                                })},
+      {"warmup", Single("warm-up iterations", ToInt,
+                        [](int64_t v, J* j) {
+                          j->mutable_measurement()->set_warmup_iterations(v);
+                        })},
+      {"trials", Single("independent measurement windows per run", ToInt,
+                        [](int64_t v, J* j) {
+                          j->mutable_measurement()->set_trials(v);
+                        })},
+      {"name", Single("job name", AsString,
+                      [](const std::string& v, J* j) { j->set_name(v); })},
+  };
+  return *flags;
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& SpecFlagHelp() {
+  static const auto* help = [] {
+    auto* m = new std::map<std::string, std::string>;
+    for (const auto& [name, flag] : Flags()) (*m)[name] = flag.help;
+    return m;
+  }();
+  return *help;
+}
+
+absl::Status ApplySpecFlags(const std::map<std::string, std::string>& flags,
+                            v1::JobSpec* spec) {
+  for (const auto& [name, value] : flags) {
+    auto it = Flags().find(name);
+    if (it == Flags().end()) return Bad(name, "unknown flag; see --help");
+    const Values values = absl::StrSplit(value, ',', absl::SkipEmpty());
+    if (values.empty()) return Bad(name, "needs a value");
+    if (auto s = it->second.apply(name, values, spec); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpubench::client

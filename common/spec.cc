@@ -1,0 +1,532 @@
+#include "common/spec.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace gpubench {
+namespace {
+
+using google::protobuf::EnumDescriptor;
+
+absl::Status Invalid(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+template <typename T>
+absl::Status CheckRange(const std::string& path, T value, T lo, T hi) {
+  if (value < lo || value > hi) {
+    return Invalid(path, absl::StrCat("must be in [", lo, ", ", hi, "], got ",
+                                      value));
+  }
+  return absl::OkStatus();
+}
+
+// Zero means "default" for most numeric knobs, so the range admits it.
+template <typename T>
+absl::Status CheckOptionalRange(const std::string& path, T value, T lo, T hi) {
+  if (value == 0) return absl::OkStatus();
+  return CheckRange(path, value, lo, hi);
+}
+
+absl::Status CheckEnum(const std::string& path, const EnumDescriptor* type,
+                       int value) {
+  if (type->FindValueByNumber(value) == nullptr) {
+    return Invalid(path, absl::StrCat("unknown ", type->name(), " value ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWorkload(const std::string& path, const std::string& name) {
+  const auto& all = BuiltinWorkloads();
+  if (std::find(all.begin(), all.end(), name) == all.end()) {
+    return Invalid(path, absl::StrCat("unknown workload \"", name,
+                                      "\"; expected one of ",
+                                      absl::StrJoin(all, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckModelSize(const std::string& path, const std::string& size) {
+  if (size.empty() || size == "small" || size == "medium" || size == "large") {
+    return absl::OkStatus();
+  }
+  return Invalid(path, absl::StrCat("must be small, medium or large, got \"",
+                                    size, "\""));
+}
+
+absl::Status CheckDevice(const std::string& path, const std::string& device) {
+  if (device.empty() || device == "auto" || device == "cpu" ||
+      device == "cuda" || device == "mps") {
+    return absl::OkStatus();
+  }
+  int index;
+  if (absl::StartsWith(device, "cuda:") &&
+      absl::SimpleAtoi(device.substr(5), &index) && index >= 0 && index < 64) {
+    return absl::OkStatus();
+  }
+  return Invalid(path, absl::StrCat("must be auto, cpu, cuda, cuda:N or mps, got \"",
+                                    device, "\""));
+}
+
+constexpr int32_t kMaxBatch = 65536;
+constexpr int64_t kMaxMatmul = 65536;
+constexpr int64_t kMaxCopyBytes = int64_t{64} << 30;
+
+absl::Status CheckBatch(const std::string& path, int32_t batch) {
+  return CheckRange(path, batch, 1, kMaxBatch);
+}
+
+absl::Status ValidatePipeline(const std::string& path,
+                              const v1::InputPipeline& p) {
+  if (auto s = CheckRange(path + ".loader_threads", p.loader_threads(), 0, 256);
+      !s.ok())
+    return s;
+  if (auto s = CheckRange(path + ".prefetch_depth", p.prefetch_depth(), 0, 64);
+      !s.ok())
+    return s;
+  return CheckRange(path + ".extra_cost_us_per_sample",
+                    p.extra_cost_us_per_sample(), 0, 1000000);
+}
+
+absl::Status ValidateParams(const std::string& path,
+                            const v1::WorkloadParams& p) {
+  absl::Status s;
+  if (!(s = CheckModelSize(path + ".model_size", p.model_size())).ok()) return s;
+  if (!(s = CheckOptionalRange(path + ".image_size", p.image_size(), 8, 4096))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".num_classes", p.num_classes(), 2,
+                               1000000))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".sequence_length", p.sequence_length(),
+                               1, 1 << 20))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".num_layers", p.num_layers(), 1, 256))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".hidden_size", p.hidden_size(), 8,
+                               65536))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".num_heads", p.num_heads(), 1, 1024))
+           .ok())
+    return s;
+  if (p.hidden_size() != 0 && p.num_heads() != 0 &&
+      p.hidden_size() % p.num_heads() != 0) {
+    return Invalid(path + ".num_heads",
+                   absl::StrCat("must divide hidden_size ", p.hidden_size()));
+  }
+  if (!(s = CheckOptionalRange(path + ".vocab_size", p.vocab_size(), 2,
+                               10000000))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".matmul_m", p.matmul_m(), int64_t{1},
+                               kMaxMatmul))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".matmul_n", p.matmul_n(), int64_t{1},
+                               kMaxMatmul))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".matmul_k", p.matmul_k(), int64_t{1},
+                               kMaxMatmul))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".copy_bytes", p.copy_bytes(), int64_t{1},
+                               kMaxCopyBytes))
+           .ok())
+    return s;
+  if (!(s = CheckEnum(path + ".copy_direction", v1::CopyDirection_descriptor(),
+                      p.copy_direction()))
+           .ok())
+    return s;
+  for (int i = 0; i < p.inputs_size(); ++i) {
+    const std::string in = absl::StrCat(path, ".inputs[", i, "]");
+    if (p.inputs(i).shape_size() == 0) return Invalid(in + ".shape", "must not be empty");
+    for (int d = 0; d < p.inputs(i).shape_size(); ++d) {
+      if (auto st = CheckRange(absl::StrCat(in, ".shape[", d, "]"),
+                               p.inputs(i).shape(d), int64_t{1}, int64_t{1} << 24);
+          !st.ok())
+        return st;
+    }
+    if (auto st = CheckEnum(in + ".dtype", v1::DType_descriptor(), p.inputs(i).dtype());
+        !st.ok())
+      return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
+                               bool workload_swept) {
+  absl::Status s;
+  if (!workload_swept || !c.workload().empty()) {
+    if (!(s = CheckWorkload(path + ".workload", c.workload())).ok()) return s;
+  }
+  if (!(s = ValidateParams(path + ".params", c.params())).ok()) return s;
+  if (c.workload() == "torchscript" && c.params().model_path().empty() &&
+      c.params().model_sha256().empty()) {
+    return Invalid(path + ".params.model_path",
+                   "torchscript needs model_path or model_sha256");
+  }
+  if (c.workload() == "torchscript" && c.params().inputs_size() == 0) {
+    return Invalid(path + ".params.inputs", "torchscript needs its input shapes");
+  }
+  if (!(s = CheckEnum(path + ".mode", v1::Mode_descriptor(), c.mode())).ok())
+    return s;
+  if (!(s = CheckDevice(path + ".device", c.device())).ok()) return s;
+  if (!(s = CheckOptionalRange(path + ".batch_size", c.batch_size(), 1,
+                               kMaxBatch))
+           .ok())
+    return s;
+  if (!(s = CheckEnum(path + ".precision", v1::Precision_descriptor(),
+                      c.precision()))
+           .ok())
+    return s;
+  if (!(s = CheckEnum(path + ".execution", v1::Execution_descriptor(),
+                      c.execution()))
+           .ok())
+    return s;
+  if (c.execution() == v1::EXECUTION_CUDA_GRAPH &&
+      (c.device() == "cpu" || c.device() == "mps")) {
+    return Invalid(path + ".execution",
+                   absl::StrCat("CUDA graphs need a CUDA device, not \"",
+                                c.device(), "\""));
+  }
+  if (!(s = CheckEnum(path + ".input_source", v1::InputSource_descriptor(),
+                      c.input_source()))
+           .ok())
+    return s;
+  if (!(s = ValidatePipeline(path + ".pipeline", c.pipeline())).ok()) return s;
+  if (!(s = CheckEnum(path + ".optimizer", v1::Optimizer_descriptor(),
+                      c.optimizer()))
+           .ok())
+    return s;
+  if (c.learning_rate() < 0 || c.learning_rate() > 100) {
+    return Invalid(path + ".learning_rate",
+                   absl::StrCat("must be in [0, 100], got ", c.learning_rate()));
+  }
+  return absl::OkStatus();
+}
+
+// Validates every value of a repeated sweep field with one check.
+template <typename Values, typename Check>
+absl::Status ForEachValue(const std::string& path, const Values& values,
+                          Check check) {
+  for (int i = 0; i < values.size(); ++i) {
+    if (auto s = check(absl::StrCat(path, "[", i, "]"), values.Get(i)); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename Values>
+absl::Status ForEachEnum(const std::string& path, const Values& values,
+                         const EnumDescriptor* type) {
+  return ForEachValue(path, values, [type](const std::string& p, int v) {
+    return CheckEnum(p, type, v);
+  });
+}
+
+absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
+  absl::Status s;
+  if (!(s = ForEachValue(path + ".workload", w.workload(), CheckWorkload)).ok())
+    return s;
+  if (!(s = ForEachValue(path + ".model_size", w.model_size(), CheckModelSize))
+           .ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".mode", w.mode(), v1::Mode_descriptor())).ok())
+    return s;
+  if (!(s = ForEachValue(path + ".device", w.device(), CheckDevice)).ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".precision", w.precision(),
+                        v1::Precision_descriptor()))
+           .ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".execution", w.execution(),
+                        v1::Execution_descriptor()))
+           .ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".input_source", w.input_source(),
+                        v1::InputSource_descriptor()))
+           .ok())
+    return s;
+  auto range = [](int64_t lo, int64_t hi) {
+    return [lo, hi](const std::string& p, int64_t v) {
+      return CheckRange(p, v, lo, hi);
+    };
+  };
+  if (!(s = ForEachValue(path + ".loader_threads", w.loader_threads(),
+                         range(0, 256)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".prefetch_depth", w.prefetch_depth(),
+                         range(0, 64)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".image_size", w.image_size(), range(8, 4096)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".sequence_length", w.sequence_length(),
+                         range(1, 1 << 20)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".matmul_size", w.matmul_size(),
+                         range(1, kMaxMatmul)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".copy_bytes", w.copy_bytes(),
+                         range(1, kMaxCopyBytes)))
+           .ok())
+    return s;
+  return ForEachValue(path + ".batch_size", w.batch_size(), CheckBatch);
+}
+
+absl::Status ValidateMeasurement(const std::string& path,
+                                 const v1::Measurement& m) {
+  absl::Status s;
+  if (!(s = CheckRange(path + ".warmup_iterations", m.warmup_iterations(), 0,
+                       1000000))
+           .ok())
+    return s;
+  if (!(s = CheckRange(path + ".warmup_ms", m.warmup_ms(), int64_t{0},
+                       int64_t{3600000}))
+           .ok())
+    return s;
+  if (!(s = CheckRange(path + ".min_iterations", m.min_iterations(), 0,
+                       10000000))
+           .ok())
+    return s;
+  if (!(s = CheckRange(path + ".min_time_ms", m.min_time_ms(), int64_t{0},
+                       int64_t{86400000}))
+           .ok())
+    return s;
+  if (!(s = CheckRange(path + ".max_time_ms", m.max_time_ms(), int64_t{0},
+                       int64_t{86400000}))
+           .ok())
+    return s;
+  if (m.max_time_ms() != 0 && m.max_time_ms() < m.min_time_ms()) {
+    return Invalid(path + ".max_time_ms",
+                   absl::StrCat("must be at least min_time_ms ", m.min_time_ms(),
+                                ", got ", m.max_time_ms()));
+  }
+  if (!(s = CheckRange(path + ".window_iterations", m.window_iterations(), 0,
+                       1000000))
+           .ok())
+    return s;
+  if (m.cv_threshold() < 0 || m.cv_threshold() >= 1) {
+    return Invalid(path + ".cv_threshold",
+                   absl::StrCat("must be in [0, 1), got ", m.cv_threshold()));
+  }
+  if (!(s = CheckRange(path + ".trials", m.trials(), 0, 100)).ok()) return s;
+  return CheckRange(path + ".max_iterations", m.max_iterations(), 0, 100000000);
+}
+
+template <typename Values, typename Apply>
+void AddAxis(std::vector<std::function<void(int, v1::RunConfig*)>>* setters,
+             std::vector<int>* sizes, const Values& values, Apply apply) {
+  if (values.empty()) return;
+  sizes->push_back(values.size());
+  setters->push_back([&values, apply](int i, v1::RunConfig* c) {
+    apply(values.Get(i), c);
+  });
+}
+
+}  // namespace
+
+const std::vector<std::string>& BuiltinWorkloads() {
+  static const auto* kNames = new std::vector<std::string>{
+      "mlp",      "simple_cnn",  "resnet18", "resnet50", "unet",  "bilstm",
+      "cnn_lstm", "transformer", "matmul",   "copy",     "torchscript"};
+  return *kNames;
+}
+
+absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {
+  v1::JobSpec spec;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &spec, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec: ", std::string(status.message())));
+  }
+  return spec;
+}
+
+std::string MessageToJson(const google::protobuf::Message& message,
+                          bool multiline) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = multiline;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  // Printing a valid message cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+  absl::Status s;
+  if (!(s = ValidateRunConfig("spec.base", spec.base(),
+                              !spec.sweep().workload().empty()))
+           .ok())
+    return s;
+  if (!(s = ValidateSweep("spec.sweep", spec.sweep())).ok()) return s;
+  if (!(s = ValidateMeasurement("spec.measurement", spec.measurement())).ok())
+    return s;
+  if (!(s = CheckRange("spec.profiling.iterations", spec.profiling().iterations(),
+                       0, 1000))
+           .ok())
+    return s;
+  if (!(s = CheckRange("spec.profiling.top_operators",
+                       spec.profiling().top_operators(), 0, 1000))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange("spec.telemetry.interval_ms",
+                               spec.telemetry().interval_ms(), 10, 60000))
+           .ok())
+    return s;
+  if (!(s = CheckRange("spec.priority", spec.priority(), -1000, 1000)).ok())
+    return s;
+  if (!(s = CheckRange("spec.timeout_s", spec.timeout_s(), int64_t{0},
+                       int64_t{7 * 86400}))
+           .ok())
+    return s;
+  const int points = CountSweepPoints(spec.sweep());
+  if (points > kMaxSweepPoints) {
+    return Invalid("spec.sweep",
+                   absl::StrCat("expands to more than ", kMaxSweepPoints,
+                                " runs; split the job or drop an axis"));
+  }
+  return absl::OkStatus();
+}
+
+int CountSweepPoints(const v1::Sweep& w) {
+  const int sizes[] = {
+      w.workload_size(),        w.model_size_size(),     w.mode_size(),
+      w.device_size(),          w.precision_size(),      w.channels_last_size(),
+      w.cudnn_benchmark_size(), w.execution_size(),      w.input_source_size(),
+      w.loader_threads_size(),  w.pinned_memory_size(),  w.prefetch_depth_size(),
+      w.image_size_size(),      w.sequence_length_size(), w.matmul_size_size(),
+      w.copy_bytes_size(),      w.batch_size_size()};
+  int64_t product = 1;
+  for (int n : sizes) {
+    if (n == 0) continue;
+    product *= n;
+    if (product > kMaxSweepPoints) return kMaxSweepPoints + 1;
+  }
+  return static_cast<int>(product);
+}
+
+absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
+    const v1::JobSpec& spec) {
+  if (auto s = ValidateJobSpec(spec); !s.ok()) return s;
+  const v1::Sweep& w = spec.sweep();
+  std::vector<std::function<void(int, v1::RunConfig*)>> setters;
+  std::vector<int> sizes;
+  using C = v1::RunConfig;
+  AddAxis(&setters, &sizes, w.workload(),
+          [](const std::string& v, C* c) { c->set_workload(v); });
+  AddAxis(&setters, &sizes, w.model_size(), [](const std::string& v, C* c) {
+    c->mutable_params()->set_model_size(v);
+  });
+  AddAxis(&setters, &sizes, w.mode(),
+          [](int v, C* c) { c->set_mode(static_cast<v1::Mode>(v)); });
+  AddAxis(&setters, &sizes, w.device(),
+          [](const std::string& v, C* c) { c->set_device(v); });
+  AddAxis(&setters, &sizes, w.precision(), [](int v, C* c) {
+    c->set_precision(static_cast<v1::Precision>(v));
+  });
+  AddAxis(&setters, &sizes, w.channels_last(),
+          [](bool v, C* c) { c->set_channels_last(v); });
+  AddAxis(&setters, &sizes, w.cudnn_benchmark(),
+          [](bool v, C* c) { c->set_cudnn_benchmark(v); });
+  AddAxis(&setters, &sizes, w.execution(), [](int v, C* c) {
+    c->set_execution(static_cast<v1::Execution>(v));
+  });
+  AddAxis(&setters, &sizes, w.input_source(), [](int v, C* c) {
+    c->set_input_source(static_cast<v1::InputSource>(v));
+  });
+  AddAxis(&setters, &sizes, w.loader_threads(), [](int v, C* c) {
+    c->mutable_pipeline()->set_loader_threads(v);
+  });
+  AddAxis(&setters, &sizes, w.pinned_memory(), [](bool v, C* c) {
+    c->mutable_pipeline()->set_pinned_memory(v);
+  });
+  AddAxis(&setters, &sizes, w.prefetch_depth(), [](int v, C* c) {
+    c->mutable_pipeline()->set_prefetch_depth(v);
+  });
+  AddAxis(&setters, &sizes, w.image_size(),
+          [](int v, C* c) { c->mutable_params()->set_image_size(v); });
+  AddAxis(&setters, &sizes, w.sequence_length(),
+          [](int v, C* c) { c->mutable_params()->set_sequence_length(v); });
+  AddAxis(&setters, &sizes, w.matmul_size(), [](int64_t v, C* c) {
+    c->mutable_params()->set_matmul_m(v);
+    c->mutable_params()->set_matmul_n(v);
+    c->mutable_params()->set_matmul_k(v);
+  });
+  AddAxis(&setters, &sizes, w.copy_bytes(),
+          [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); });
+  AddAxis(&setters, &sizes, w.batch_size(),
+          [](int v, C* c) { c->set_batch_size(v); });
+
+  const int total = CountSweepPoints(w);
+  std::vector<v1::RunConfig> runs;
+  runs.reserve(total);
+  std::vector<int> index(sizes.size(), 0);
+  for (int n = 0; n < total; ++n) {
+    v1::RunConfig config = spec.base();
+    for (size_t a = 0; a < setters.size(); ++a) setters[a](index[a], &config);
+    runs.push_back(std::move(config));
+    // Odometer increment, last axis fastest.
+    for (int a = static_cast<int>(sizes.size()) - 1; a >= 0; --a) {
+      if (++index[a] < sizes[a]) break;
+      index[a] = 0;
+    }
+  }
+  return runs;
+}
+
+std::string EnumShortName(const EnumDescriptor* type, int value) {
+  const auto* v = type->FindValueByNumber(value);
+  if (v == nullptr) return absl::StrCat(value);
+  // The prefix is the enum's name in UPPER_SNAKE_CASE plus '_'.
+  std::string prefix;
+  for (char ch : type->name()) {
+    if (absl::ascii_isupper(ch) && !prefix.empty()) prefix += '_';
+    prefix += absl::ascii_toupper(ch);
+  }
+  prefix += '_';
+  std::string name = v->name();
+  if (absl::StartsWith(name, prefix)) name = name.substr(prefix.size());
+  return absl::AsciiStrToLower(std::string(name));
+}
+
+absl::StatusOr<int> ParseEnumShortName(const EnumDescriptor* type,
+                                       std::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(std::string(name));
+  std::vector<std::string> choices;
+  for (int i = 0; i < type->value_count(); ++i) {
+    const auto* v = type->value(i);
+    if (v->number() == 0) continue;
+    const std::string short_name = EnumShortName(type, v->number());
+    if (lower == short_name || lower == absl::AsciiStrToLower(v->name())) {
+      return v->number();
+    }
+    choices.push_back(short_name);
+  }
+  return absl::NotFoundError(absl::StrCat("unknown ", type->name(), " \"", std::string(name),
+                                          "\"; expected one of ",
+                                          absl::StrJoin(choices, ", ")));
+}
+
+}  // namespace gpubench

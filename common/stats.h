@@ -1,0 +1,50 @@
+// Descriptive statistics over samples. Plain C++, thread-compatible.
+#ifndef GPUBENCH_COMMON_STATS_H_
+#define GPUBENCH_COMMON_STATS_H_
+
+#include <vector>
+
+namespace gpubench::stats {
+
+struct Summary {
+  int count = 0;
+  double mean = 0;
+  double stddev = 0;  // sample standard deviation (n - 1)
+  double min = 0;
+  double p50 = 0;
+  double p90 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  double max = 0;
+};
+
+// Summarises values; all zeros when values is empty.
+Summary Summarize(std::vector<double> values);
+
+// The q-quantile (q in [0, 1]) of sorted values, interpolating linearly
+// between closest ranks (numpy's default). 0 when empty.
+double QuantileSorted(const std::vector<double>& sorted, double q);
+
+double Mean(const std::vector<double>& values);
+
+// Sample standard deviation; 0 for fewer than 2 values.
+double Stddev(const std::vector<double>& values);
+
+// Coefficient of variation stddev / mean; 0 when the mean is 0.
+double CoefficientOfVariation(const std::vector<double>& values);
+
+// Two-sided 95% critical value of Student's t with df degrees of freedom
+// (normal 1.96 for large df).
+double TCritical95(int df);
+
+// 95% confidence interval of the mean of values: mean -/+ t * s / sqrt(n).
+// Both bounds equal the mean for fewer than 2 values.
+struct Interval {
+  double low = 0;
+  double high = 0;
+};
+Interval MeanConfidence95(const std::vector<double>& values);
+
+}  // namespace gpubench::stats
+
+#endif  // GPUBENCH_COMMON_STATS_H_

@@ -1,0 +1,98 @@
+#include "common/spec.h"
+
+#include <gtest/gtest.h>
+
+#include "google/protobuf/util/message_differencer.h"
+
+namespace gpubench {
+namespace {
+
+constexpr char kSpec[] = R"({
+  "name": "resnet sweep",
+  "base": {"workload": "resnet50", "mode": "MODE_TRAIN", "device": "cuda:0"},
+  "sweep": {"batchSize": [32, 64, 128], "precision": ["PRECISION_FP32", "PRECISION_BF16"]},
+  "measurement": {"minTimeMs": "2000", "cvThreshold": 0.01},
+  "labels": {"team": "vision"}
+})";
+
+TEST(SpecJson, RoundTripKeepsEveryField) {
+  auto spec = ParseJobSpecJson(kSpec);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->base().workload(), "resnet50");
+  EXPECT_EQ(spec->sweep().batch_size_size(), 3);
+  EXPECT_EQ(spec->measurement().min_time_ms(), 2000);
+  auto again = ParseJobSpecJson(MessageToJson(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*spec, *again));
+}
+
+TEST(SpecJson, UnknownFieldIsRejectedByName) {
+  auto spec = ParseJobSpecJson(R"({"base": {"workload": "mlp", "batchSzie": 3}})");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(spec.status().message().find("batchSzie"), std::string::npos)
+      << spec.status();
+}
+
+TEST(SpecJson, WrongTypeIsRejectedByName) {
+  auto spec = ParseJobSpecJson(R"({"base": {"workload": "mlp", "batchSize": "big"}})");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(spec.status().message().find("batch_size"), std::string::npos)
+      << spec.status();
+}
+
+TEST(SpecValidation, NamesTheBadSweepValue) {
+  auto spec = ParseJobSpecJson(
+      R"({"base": {"workload": "mlp"}, "sweep": {"batchSize": [8, 16, 0]}})");
+  ASSERT_TRUE(spec.ok());
+  absl::Status s = ValidateJobSpec(*spec);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.sweep.batch_size[2]: must be in [1, 65536], got 0");
+}
+
+TEST(SpecValidation, UnknownWorkloadAndDevice) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("resnet51");
+  EXPECT_NE(ValidateJobSpec(spec).message().find("spec.base.workload"), std::string::npos);
+  spec.mutable_base()->set_workload("mlp");
+  spec.mutable_base()->set_device("gpu7");
+  EXPECT_NE(ValidateJobSpec(spec).message().find("spec.base.device"), std::string::npos);
+}
+
+TEST(Sweep, CartesianProductInStableOrder) {
+  auto spec = ParseJobSpecJson(kSpec);
+  ASSERT_TRUE(spec.ok());
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 6u);
+  // precision is declared before batch_size, so batch size varies fastest.
+  EXPECT_EQ((*runs)[0].precision(), v1::PRECISION_FP32);
+  EXPECT_EQ((*runs)[0].batch_size(), 32);
+  EXPECT_EQ((*runs)[1].batch_size(), 64);
+  EXPECT_EQ((*runs)[3].precision(), v1::PRECISION_BF16);
+  EXPECT_EQ((*runs)[3].batch_size(), 32);
+  for (const auto& r : *runs) EXPECT_EQ(r.device(), "cuda:0");
+}
+
+TEST(Sweep, RefusesMoreThan512Points) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("mlp");
+  for (int b = 1; b <= 30; ++b) spec.mutable_sweep()->add_batch_size(b);
+  for (int t = 0; t < 20; ++t) spec.mutable_sweep()->add_loader_threads(t);
+  auto runs = ExpandSweep(spec);
+  ASSERT_FALSE(runs.ok());
+  EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(runs.status().message().find("512"), std::string::npos);
+}
+
+TEST(EnumNames, ShortNamesRoundTrip) {
+  EXPECT_EQ(EnumShortName(v1::Precision_descriptor(), v1::PRECISION_FP16), "fp16");
+  EXPECT_EQ(*ParseEnumShortName(v1::Precision_descriptor(), "BF16"), v1::PRECISION_BF16);
+  EXPECT_EQ(*ParseEnumShortName(v1::Execution_descriptor(), "cuda_graph"),
+            v1::EXECUTION_CUDA_GRAPH);
+  EXPECT_FALSE(ParseEnumShortName(v1::Mode_descriptor(), "fly").ok());
+}
+
+}  // namespace
+}  // namespace gpubench

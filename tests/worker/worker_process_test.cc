@@ -1,0 +1,120 @@
+// Real gpubench-worker processes running real LibTorch models on the CPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "worker/process.h"
+
+namespace gpubench::worker {
+namespace {
+
+std::vector<v1::Run> RunJob(const v1::JobSpec& spec, ExitInfo* exit) {
+  v1::WorkerRequest request;
+  request.set_job_id("test");
+  *request.mutable_spec() = spec;
+  auto process = WorkerProcess::Start(GPUBENCH_WORKER_PATH, request);
+  EXPECT_TRUE(process.ok()) << process.status();
+  std::vector<v1::Run> runs;
+  v1::WorkerEvent event;
+  while (true) {
+    auto got = (*process)->Next(&event);
+    if (!got.ok() || !*got) break;
+    if (event.has_run_finished()) runs.push_back(event.run_finished().run());
+  }
+  *exit = (*process)->Wait();
+  return runs;
+}
+
+v1::JobSpec SmallSpec() {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("mlp");
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_base()->set_batch_size(16);
+  spec.mutable_measurement()->set_warmup_iterations(3);
+  spec.mutable_measurement()->set_min_iterations(30);
+  spec.mutable_measurement()->set_min_time_ms(100);
+  spec.mutable_measurement()->set_max_time_ms(3000);
+  return spec;
+}
+
+TEST(WorkerProcess, TrainAndInferGiveSaneFigures) {
+  v1::JobSpec spec = SmallSpec();
+  spec.mutable_sweep()->add_mode(v1::MODE_TRAIN);
+  spec.mutable_sweep()->add_mode(v1::MODE_INFER);
+  spec.mutable_base()->set_learning_rate(0.05);
+  ExitInfo exit;
+  auto runs = RunJob(spec, &exit);
+  ASSERT_TRUE(exit.ok()) << exit.Describe() << exit.stderr_tail;
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs) {
+    ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+    const auto& r = run.result();
+    EXPECT_GT(r.throughput_samples_per_s(), 0);
+    EXPECT_LE(r.latency().min_ms(), r.latency().p50_ms());
+    EXPECT_LE(r.latency().p50_ms(), r.latency().p90_ms());
+    EXPECT_LE(r.latency().p90_ms(), r.latency().p95_ms());
+    EXPECT_LE(r.latency().p95_ms(), r.latency().p99_ms());
+    EXPECT_LE(r.latency().p99_ms(), r.latency().max_ms());
+    EXPECT_GE(r.iterations(), 30);
+    EXPECT_EQ(run.samples().device_ms_size(), r.iterations());
+    EXPECT_EQ(r.resolved_device(), "cpu");
+    EXPECT_NEAR(r.parameter_count(), 30840, 100);
+    EXPECT_LE(r.throughput_ci_low(), r.throughput_samples_per_s());
+    EXPECT_GE(r.throughput_ci_high(), r.throughput_samples_per_s());
+  }
+  EXPECT_LT(runs[0].result().last_loss(), runs[0].result().first_loss());
+}
+
+TEST(WorkerProcess, OutOfMemorySkipsLargerBatches) {
+  v1::JobSpec spec = SmallSpec();
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  for (int b : {8, 64, 128}) spec.mutable_sweep()->add_batch_size(b);
+  // 3x32x32 fp32 is 12288 bytes a sample: 8 fit, 64 do not.
+  setenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES", "200000", 1);
+  ExitInfo exit;
+  auto runs = RunJob(spec, &exit);
+  unsetenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
+  ASSERT_TRUE(exit.ok()) << exit.stderr_tail;
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(runs[1].state(), v1::RUN_STATE_OUT_OF_MEMORY);
+  EXPECT_NE(runs[1].error().find("out of memory"), std::string::npos);
+  EXPECT_EQ(runs[2].state(), v1::RUN_STATE_SKIPPED_AFTER_OOM);
+}
+
+TEST(WorkerProcess, ModelErrorFailsTheRunNotTheProcess) {
+  v1::JobSpec spec = SmallSpec();
+  spec.mutable_base()->set_workload("torchscript");
+  spec.mutable_base()->mutable_params()->set_model_path("/nonexistent/model.pt");
+  auto* in = spec.mutable_base()->mutable_params()->add_inputs();
+  in->add_shape(1);
+  in->add_shape(8);
+  ExitInfo exit;
+  auto runs = RunJob(spec, &exit);
+  ASSERT_TRUE(exit.ok()) << exit.stderr_tail;
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+  EXPECT_FALSE(runs[0].error().empty());
+}
+
+TEST(WorkerProcess, HostPipelineMoreLoadersWaitLess) {
+  v1::JobSpec spec = SmallSpec();
+  spec.mutable_base()->set_input_source(v1::INPUT_SOURCE_HOST);
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  spec.mutable_base()->mutable_pipeline()->set_extra_cost_us_per_sample(500);
+  spec.mutable_base()->mutable_pipeline()->set_prefetch_depth(4);
+  spec.mutable_sweep()->add_loader_threads(0);
+  spec.mutable_sweep()->add_loader_threads(4);
+  ExitInfo exit;
+  auto runs = RunJob(spec, &exit);
+  ASSERT_TRUE(exit.ok()) << exit.stderr_tail;
+  ASSERT_EQ(runs.size(), 2u);
+  ASSERT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED) << runs[0].error();
+  ASSERT_EQ(runs[1].state(), v1::RUN_STATE_SUCCEEDED) << runs[1].error();
+  // Inline loading is nearly all waiting; 4 loaders hide part of it.
+  EXPECT_GT(runs[0].result().data_wait_share(), 0.3);
+  EXPECT_LT(runs[1].result().data_wait_share(), runs[0].result().data_wait_share());
+}
+
+}  // namespace
+}  // namespace gpubench::worker

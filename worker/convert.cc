@@ -1,0 +1,138 @@
+#include "worker/convert.h"
+
+namespace gpubench::worker {
+namespace {
+
+template <typename T>
+void SetIfNonZero(T value, T* field) {
+  if (value != T{}) *field = value;
+}
+
+void FillLatency(const stats::Summary& s, v1::LatencyStats* out) {
+  out->set_mean_ms(s.mean);
+  out->set_stddev_ms(s.stddev);
+  out->set_p50_ms(s.p50);
+  out->set_p90_ms(s.p90);
+  out->set_p95_ms(s.p95);
+  out->set_p99_ms(s.p99);
+  out->set_max_ms(s.max);
+  out->set_min_ms(s.min);
+}
+
+v1::RunState ToState(engine::RunStatus status) {
+  switch (status) {
+    case engine::RunStatus::kSucceeded: return v1::RUN_STATE_SUCCEEDED;
+    case engine::RunStatus::kOutOfMemory: return v1::RUN_STATE_OUT_OF_MEMORY;
+    case engine::RunStatus::kCancelled: return v1::RUN_STATE_CANCELLED;
+    case engine::RunStatus::kFailed: break;
+  }
+  return v1::RUN_STATE_FAILED;
+}
+
+}  // namespace
+
+engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
+  engine::RunConfig c;
+  const v1::WorkloadParams& p = v.params();
+  c.workload = v.workload();
+  c.model_size = p.model_size();
+  c.image_size = p.image_size();
+  c.num_classes = p.num_classes();
+  c.sequence_length = p.sequence_length();
+  c.num_layers = p.num_layers();
+  c.hidden_size = p.hidden_size();
+  c.num_heads = p.num_heads();
+  c.decoder = p.decoder();
+  c.vocab_size = p.vocab_size();
+  c.matmul_m = p.matmul_m();
+  c.matmul_n = p.matmul_n();
+  c.matmul_k = p.matmul_k();
+  c.copy_bytes = p.copy_bytes();
+  c.copy_direction = static_cast<engine::CopyDirection>(p.copy_direction());
+  c.model_path = p.model_path();
+  for (const auto& in : p.inputs()) {
+    engine::TensorSpec t;
+    t.shape.assign(in.shape().begin(), in.shape().end());
+    t.dtype = in.dtype() == v1::DTYPE_UNSPECIFIED
+                  ? engine::DType::kFloat32
+                  : static_cast<engine::DType>(in.dtype());
+    c.inputs.push_back(t);
+  }
+  c.mode = static_cast<engine::Mode>(v.mode());
+  c.device = v.device();
+  c.batch_size = v.batch_size();
+  c.precision = static_cast<engine::Precision>(v.precision());
+  c.channels_last = v.channels_last();
+  c.cudnn_benchmark = v.cudnn_benchmark();
+  c.execution = static_cast<engine::Execution>(v.execution());
+  c.input_source = static_cast<engine::InputSource>(v.input_source());
+  c.pipeline.loader_threads = v.pipeline().loader_threads();
+  c.pipeline.pinned_memory = v.pipeline().pinned_memory();
+  SetIfNonZero(v.pipeline().prefetch_depth(), &c.pipeline.prefetch_depth);
+  c.pipeline.extra_cost_us_per_sample = v.pipeline().extra_cost_us_per_sample();
+  c.pipeline.non_blocking = v.pipeline().non_blocking() || v.pipeline().pinned_memory();
+  c.optimizer = static_cast<engine::Optimizer>(v.optimizer());
+  c.learning_rate = v.learning_rate();
+  engine::ApplyWorkloadDefaults(&c);
+  return c;
+}
+
+engine::MeasureConfig ToMeasureConfig(const v1::Measurement& m) {
+  engine::MeasureConfig c;
+  SetIfNonZero(m.warmup_iterations(), &c.warmup_iterations);
+  SetIfNonZero(m.warmup_ms(), &c.warmup_ms);
+  SetIfNonZero(m.min_iterations(), &c.min_iterations);
+  SetIfNonZero(m.min_time_ms(), &c.min_time_ms);
+  SetIfNonZero(m.max_time_ms(), &c.max_time_ms);
+  SetIfNonZero(m.window_iterations(), &c.window_iterations);
+  SetIfNonZero(m.cv_threshold(), &c.cv_threshold);
+  SetIfNonZero(m.trials(), &c.trials);
+  SetIfNonZero(m.max_iterations(), &c.max_iterations);
+  SetIfNonZero(m.seed(), &c.seed);
+  if (c.max_time_ms < c.min_time_ms) c.max_time_ms = c.min_time_ms;
+  return c;
+}
+
+void FillRun(const engine::RunOutcome& o, v1::Run* run) {
+  run->set_state(ToState(o.status));
+  run->set_error(o.error);
+  v1::RunResult* r = run->mutable_result();
+  r->set_resolved_device(o.resolved_device);
+  r->set_throughput_samples_per_s(o.throughput_samples_per_s);
+  r->set_throughput_ci_low(o.throughput_ci_low);
+  r->set_throughput_ci_high(o.throughput_ci_high);
+  FillLatency(o.latency_ms, r->mutable_latency());
+  FillLatency(o.host_latency_ms, r->mutable_host_latency());
+  r->set_data_wait_share(o.data_wait_share);
+  r->set_device_busy_share(o.device_busy_share);
+  r->set_cold_start_ms(o.cold_start_ms);
+  r->set_graph_capture_ms(o.graph_capture_ms);
+  r->mutable_memory()->set_peak_device_allocated_bytes(o.peak_device_allocated_bytes);
+  r->mutable_memory()->set_peak_device_reserved_bytes(o.peak_device_reserved_bytes);
+  r->mutable_memory()->set_peak_host_rss_bytes(o.peak_host_rss_bytes);
+  r->set_parameter_count(o.parameter_count);
+  r->set_flops_per_iteration(o.flops_per_iteration);
+  r->set_achieved_tflops(o.achieved_tflops);
+  r->set_bandwidth_gb_per_s(o.bandwidth_gb_per_s);
+  r->set_first_loss(o.first_loss);
+  r->set_last_loss(o.last_loss);
+  if (o.dice >= 0) r->set_dice(o.dice);
+  r->set_iterations(o.iterations);
+  r->set_measured_ms(o.measured_ms);
+  r->set_stable(o.stable);
+  r->set_window_cv(o.window_cv);
+  if (o.trials.size() > 1) {
+    for (const auto& t : o.trials) {
+      v1::TrialResult* tr = r->add_trials();
+      tr->set_iterations(t.iterations);
+      tr->set_throughput_samples_per_s(t.throughput_samples_per_s);
+      tr->set_p50_ms(t.p50_ms);
+    }
+  }
+  v1::IterationSamples* s = run->mutable_samples();
+  s->mutable_device_ms()->Add(o.device_ms.begin(), o.device_ms.end());
+  s->mutable_host_ms()->Add(o.host_ms.begin(), o.host_ms.end());
+  s->mutable_data_wait_ms()->Add(o.data_wait_ms.begin(), o.data_wait_ms.end());
+}
+
+}  // namespace gpubench::worker

@@ -1,0 +1,24 @@
+// Converts between gpubench.v1 messages and the engine's plain types.
+// Torch-free (LIBTORCH.md, trap 2). Thread-safe (no state).
+#ifndef GPUBENCH_WORKER_CONVERT_H_
+#define GPUBENCH_WORKER_CONVERT_H_
+
+#include "gpubench/v1/result.pb.h"
+#include "gpubench/v1/spec.pb.h"
+#include "worker/engine/config.h"
+#include "worker/engine/engine.h"
+
+namespace gpubench::worker {
+
+// A validated v1 config as the engine takes it, workload defaults applied.
+engine::RunConfig ToEngineConfig(const v1::RunConfig& config);
+
+// Measurement rules with every unset (zero) field at its default.
+engine::MeasureConfig ToMeasureConfig(const v1::Measurement& m);
+
+// Fills run->state, error, result and samples from an engine outcome.
+void FillRun(const engine::RunOutcome& outcome, v1::Run* run);
+
+}  // namespace gpubench::worker
+
+#endif  // GPUBENCH_WORKER_CONVERT_H_

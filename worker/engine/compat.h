@@ -1,0 +1,46 @@
+// The one place that knows LibTorch 1.13 from 2.x (see LIBTORCH.md).
+#ifndef GPUBENCH_WORKER_ENGINE_COMPAT_H_
+#define GPUBENCH_WORKER_ENGINE_COMPAT_H_
+
+#include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#define GPUBENCH_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||           \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+#if GPUBENCH_TORCH_AT_LEAST(2, 1)
+#include <torch/mps.h>
+#endif
+
+namespace gpubench::engine::compat {
+
+// Turns autocast on or off for one device type with the given dtype.
+inline void SetAutocast(c10::DeviceType device, bool enabled,
+                        at::ScalarType dtype) {
+#if GPUBENCH_TORCH_AT_LEAST(2, 4)
+  at::autocast::set_autocast_enabled(device, enabled);
+  if (enabled) at::autocast::set_autocast_dtype(device, dtype);
+#else
+  if (device == c10::DeviceType::CPU) {
+    at::autocast::set_cpu_enabled(enabled);
+    if (enabled) at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_enabled(enabled);
+    if (enabled) at::autocast::set_autocast_gpu_dtype(dtype);
+  }
+#endif
+}
+
+// Waits for queued MPS work. 1.13 has no C++ entry point for it; there the
+// host clock is read after a .cpu() round trip by the caller instead.
+inline void MpsSynchronize() {
+#if GPUBENCH_TORCH_AT_LEAST(2, 1)
+  torch::mps::synchronize();
+#endif
+}
+
+}  // namespace gpubench::engine::compat
+
+#endif  // GPUBENCH_WORKER_ENGINE_COMPAT_H_

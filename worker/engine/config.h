@@ -1,0 +1,107 @@
+// Plain C++ types the engine works on. No torch and no protobuf here: this
+// header is shared by the torch-heavy engine and the torch-free code that
+// converts to and from gpubench.v1 messages (see LIBTORCH.md, trap 2).
+//
+// Enum values match the numbers of the gpubench.v1 enums of the same name.
+#ifndef GPUBENCH_WORKER_ENGINE_CONFIG_H_
+#define GPUBENCH_WORKER_ENGINE_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpubench::engine {
+
+enum class Mode { kUnspecified = 0, kTrain = 1, kInfer = 2 };
+enum class Precision { kUnspecified = 0, kFp32 = 1, kTf32 = 2, kFp16 = 3, kBf16 = 4 };
+enum class Execution { kUnspecified = 0, kEager = 1, kCudaGraph = 2 };
+enum class InputSource { kUnspecified = 0, kDevice = 1, kHost = 2 };
+enum class Optimizer { kUnspecified = 0, kSgd = 1, kAdamW = 2 };
+enum class CopyDirection {
+  kUnspecified = 0,
+  kHostToDevice = 1,
+  kDeviceToHost = 2,
+  kDeviceToDevice = 3
+};
+enum class DType {
+  kUnspecified = 0,
+  kFloat32 = 1,
+  kFloat16 = 2,
+  kBFloat16 = 3,
+  kInt64 = 4,
+  kInt32 = 5,
+  kUInt8 = 6
+};
+
+struct TensorSpec {
+  std::vector<int64_t> shape;  // batch dimension first
+  DType dtype = DType::kFloat32;
+};
+
+// Host input pipeline settings (InputSource::kHost).
+struct PipelineConfig {
+  int loader_threads = 0;            // 0: load inline in the loop
+  bool pinned_memory = false;        // collate into page-locked memory
+  int prefetch_depth = 2;            // batches prepared ahead
+  int extra_cost_us_per_sample = 0;  // extra CPU work per sample
+  bool non_blocking = true;          // non_blocking copy on a side stream
+};
+
+// One fully resolved sweep point. Defaults are filled by the converter, so
+// every field here is meaningful.
+struct RunConfig {
+  std::string workload;                // "mlp", "resnet50", ...
+  // Zero or empty workload parameters mean "the workload's default";
+  // ApplyWorkloadDefaults fills them in.
+  std::string model_size;              // mlp: small, medium, large
+  int image_size = 0;                  // square side in pixels
+  int num_classes = 0;                 // output classes
+  int sequence_length = 0;             // tokens, characters or frames
+  int num_layers = 0;                  // transformer
+  int hidden_size = 0;                 // transformer width
+  int num_heads = 0;                   // transformer heads
+  bool decoder = false;                // transformer: causal decoder
+  int vocab_size = 0;                  // bilstm, transformer
+  int64_t matmul_m = 0;                // matmul
+  int64_t matmul_n = 0;                // matmul
+  int64_t matmul_k = 0;                // matmul
+  int64_t copy_bytes = 0;              // copy
+  CopyDirection copy_direction = CopyDirection::kHostToDevice;
+  std::string model_path;              // torchscript / .pt2 file
+  std::vector<TensorSpec> inputs;      // torchscript inputs
+
+  Mode mode = Mode::kTrain;
+  std::string device = "auto";  // auto, cpu, cuda, cuda:N, mps
+  int batch_size = 32;
+  Precision precision = Precision::kFp32;
+  bool channels_last = false;
+  bool cudnn_benchmark = false;
+  Execution execution = Execution::kEager;
+  InputSource input_source = InputSource::kDevice;
+  PipelineConfig pipeline;
+  Optimizer optimizer = Optimizer::kSgd;
+  double learning_rate = 0;  // 0: 0.01 for SGD, 0.001 for AdamW
+};
+
+// Measurement rules, all defaults filled.
+struct MeasureConfig {
+  int warmup_iterations = 10;
+  int64_t warmup_ms = 0;
+  int min_iterations = 20;
+  int64_t min_time_ms = 1000;
+  int64_t max_time_ms = 30000;
+  int window_iterations = 10;
+  double cv_threshold = 0.02;
+  int trials = 1;
+  int max_iterations = 100000;
+  uint64_t seed = 0;
+};
+
+// Fills every zero or empty workload parameter of config with the default of
+// config->workload (see WorkloadParams in spec.proto), and learning_rate from
+// the optimizer. Leaves fields that were set alone.
+void ApplyWorkloadDefaults(RunConfig* config);
+
+}  // namespace gpubench::engine
+
+#endif  // GPUBENCH_WORKER_ENGINE_CONFIG_H_

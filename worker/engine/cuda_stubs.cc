@@ -1,0 +1,22 @@
+// Builds without CUDA in LibTorch: the engine never reaches these with a CUDA
+// device, because torch::cuda::is_available() is false there.
+#include "worker/engine/cuda_support.h"
+
+namespace gpubench::engine::cuda {
+
+bool Built() { return false; }
+std::unique_ptr<EventTimer> NewEventTimer() { return nullptr; }
+void ResetPeakMemory(int) {}
+void PeakMemory(int, int64_t* allocated, int64_t* reserved) {
+  *allocated = 0;
+  *reserved = 0;
+}
+absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
+    const std::function<void()>&) {
+  return absl::FailedPreconditionError(
+      "CUDA graphs need a LibTorch built with CUDA");
+}
+std::unique_ptr<CopyStream> NewCopyStream() { return nullptr; }
+void Probe(DeviceProbe*) {}
+
+}  // namespace gpubench::engine::cuda

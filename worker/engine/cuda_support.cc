@@ -1,0 +1,146 @@
+// Compiled only when LibTorch has CUDA (GPUBENCH_CUDA).
+#include "worker/engine/cuda_support.h"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpubench::engine::cuda {
+namespace {
+
+class CudaEventTimer : public EventTimer {
+ public:
+  void Begin() override {
+    Slot& slot = NextSlot();
+    slot.begin.record();
+  }
+  void End() override {
+    slots_[used_ - 1]->end.record();
+  }
+  void Collect(std::vector<double>* device_ms) override {
+    for (size_t i = 0; i < used_; ++i) {
+      slots_[i]->end.synchronize();
+      device_ms->push_back(slots_[i]->begin.elapsed_time(slots_[i]->end));
+    }
+    used_ = 0;
+  }
+
+ private:
+  struct Slot {
+    // Default flags disable timing; ask for timing events.
+    at::cuda::CUDAEvent begin{cudaEventDefault};
+    at::cuda::CUDAEvent end{cudaEventDefault};
+  };
+  // Slots are reused across windows, so events are created only while the
+  // first window grows the pool, never inside later timed windows.
+  Slot& NextSlot() {
+    if (used_ == slots_.size()) slots_.push_back(std::make_unique<Slot>());
+    return *slots_[used_++];
+  }
+  std::vector<std::unique_ptr<Slot>> slots_;
+  size_t used_ = 0;
+};
+
+class CudaGraph : public Graph {
+ public:
+  void Replay() override { graph_.replay(); }
+  at::cuda::CUDAGraph graph_;
+};
+
+class SideCopyStream : public CopyStream {
+ public:
+  torch::Tensor Copy(const torch::Tensor& host, const torch::Device& to,
+                     bool non_blocking) override {
+    auto current = c10::cuda::getCurrentCUDAStream(to.index());
+    if (!side_) side_ = c10::cuda::getStreamFromPool(false, to.index());
+    // Allocated on the current stream, which is the one that reads it.
+    torch::Tensor out = torch::empty(host.sizes(), host.options().device(to));
+    {
+      c10::cuda::CUDAStreamGuard guard(*side_);
+      out.copy_(host, non_blocking);
+    }
+    at::cuda::CUDAEvent done;
+    done.record(*side_);
+    done.block(current);
+    return out;
+  }
+
+ private:
+  c10::optional<c10::cuda::CUDAStream> side_;
+};
+
+}  // namespace
+
+bool Built() { return true; }
+
+std::unique_ptr<EventTimer> NewEventTimer() {
+  return std::make_unique<CudaEventTimer>();
+}
+
+void ResetPeakMemory(int device) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(device);
+}
+
+void PeakMemory(int device, int64_t* allocated, int64_t* reserved) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+  // Index 0 is the aggregate over pool types (StatType::AGGREGATE).
+  *allocated = stats.allocated_bytes[0].peak;
+  *reserved = stats.reserved_bytes[0].peak;
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
+    const std::function<void()>& step) {
+  auto graph = std::make_unique<CudaGraph>();
+  auto side = c10::cuda::getStreamFromPool();
+  torch::cuda::synchronize();
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    // Warm-up on the capture stream: cuDNN autotune, allocator pools.
+    for (int i = 0; i < 3; ++i) step();
+    side.synchronize();
+    const bool cache = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+    graph->graph_.capture_begin();
+    step();
+    graph->graph_.capture_end();
+    at::autocast::set_autocast_cache_enabled(cache);
+  }
+  torch::cuda::synchronize();
+  return graph;
+}
+
+std::unique_ptr<CopyStream> NewCopyStream() {
+  return std::make_unique<SideCopyStream>();
+}
+
+void Probe(DeviceProbe* probe) {
+  probe->cuda_built = true;
+  probe->cuda_version = absl::StrCat(CUDART_VERSION / 1000, ".",
+                                     (CUDART_VERSION % 1000) / 10);
+  if (!torch::cuda::is_available()) return;
+  const long cudnn = at::detail::getCUDAHooks().versionCuDNN();
+  if (cudnn > 0) {
+    probe->cudnn_version = absl::StrCat(cudnn / 10000, ".", (cudnn / 100) % 100,
+                                        ".", cudnn % 100);
+  }
+  for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) {
+    const cudaDeviceProp* p = at::cuda::getDeviceProperties(i);
+    DeviceProbe::Gpu gpu;
+    gpu.index = i;
+    gpu.name = p->name;
+    gpu.memory_bytes = static_cast<int64_t>(p->totalGlobalMem);
+    gpu.compute_capability = absl::StrCat(p->major, ".", p->minor);
+    gpu.multiprocessor_count = p->multiProcessorCount;
+    probe->gpus.push_back(gpu);
+  }
+}
+
+}  // namespace gpubench::engine::cuda

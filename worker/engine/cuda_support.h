@@ -1,0 +1,62 @@
+// CUDA-only services of the engine behind a torch-level interface that does
+// not include c10/cuda. cuda_support.cc implements it where LibTorch has CUDA
+// (GPUBENCH_CUDA); cuda_stubs.cc elsewhere, where every call fails cleanly.
+// Internal to the engine. Not thread-safe unless a function says so.
+#ifndef GPUBENCH_WORKER_ENGINE_CUDA_SUPPORT_H_
+#define GPUBENCH_WORKER_ENGINE_CUDA_SUPPORT_H_
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/engine/engine.h"
+
+namespace gpubench::engine::cuda {
+
+// True when this build has the CUDA implementation.
+bool Built();
+
+// Times iterations with CUDA events on the current stream.
+class EventTimer {
+ public:
+  virtual ~EventTimer() = default;
+  virtual void Begin() = 0;  // before an iteration's first kernel
+  virtual void End() = 0;    // after its last kernel
+  // Synchronises and appends each timed iteration's milliseconds.
+  virtual void Collect(std::vector<double>* device_ms) = 0;
+};
+std::unique_ptr<EventTimer> NewEventTimer();
+
+void ResetPeakMemory(int device);
+void PeakMemory(int device, int64_t* allocated_bytes, int64_t* reserved_bytes);
+
+// A captured CUDA graph of one step.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  virtual void Replay() = 0;
+};
+// Runs `step` a few times on a side stream to warm up, then captures one call
+// of it into a graph. The step must use only static buffers and no host sync.
+absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
+    const std::function<void()>& step);
+
+// Copies host batches to the device on a side stream; the current stream
+// waits for the copy on the device, not the host.
+class CopyStream {
+ public:
+  virtual ~CopyStream() = default;
+  virtual torch::Tensor Copy(const torch::Tensor& host, const torch::Device& to,
+                             bool non_blocking) = 0;
+};
+std::unique_ptr<CopyStream> NewCopyStream();
+
+// Adds GPUs, the CUDA runtime and cuDNN versions to *probe.
+void Probe(DeviceProbe* probe);
+
+}  // namespace gpubench::engine::cuda
+
+#endif  // GPUBENCH_WORKER_ENGINE_CUDA_SUPPORT_H_

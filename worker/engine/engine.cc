@@ -1,0 +1,629 @@
+#include "worker/engine/engine.h"
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "worker/engine/compat.h"
+#include "worker/engine/cuda_support.h"
+#include "worker/engine/models.h"
+#include "worker/engine/pipeline.h"
+
+namespace gpubench::engine {
+namespace {
+
+constexpr int kPoolBatches = 4;  // device-input batches cycled through
+
+// The error LibTorch raises when an allocation fails; also raised on purpose
+// by GPUBENCH_INJECT_OOM_ABOVE_BYTES so tests can exercise the OOM path.
+bool IsOutOfMemory(const std::string& what) {
+  return absl::StrContains(what, "out of memory") ||
+         absl::StrContains(what, "OutOfMemory");
+}
+
+// Test hook: fail any input allocation larger than the byte count in
+// GPUBENCH_INJECT_OOM_ABOVE_BYTES, as a device allocator would.
+void MaybeInjectOom(int64_t bytes) {
+  static const int64_t limit = [] {
+    const char* v = std::getenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
+    int64_t n = 0;
+    return v != nullptr && absl::SimpleAtoi(v, &n) ? n : int64_t{-1};
+  }();
+  if (limit >= 0 && bytes > limit) {
+    throw std::runtime_error(absl::StrCat(
+        "out of memory (injected): tried to allocate ", bytes,
+        " bytes, limit ", limit));
+  }
+}
+
+int64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      int64_t kb = 0;
+      status >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+absl::StatusOr<torch::Device> ResolveDevice(const std::string& name) {
+  if (name.empty() || name == "auto") {
+    if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, 0);
+    if (at::hasMPS()) return torch::Device(torch::kMPS);
+    return torch::Device(torch::kCPU);
+  }
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  if (absl::StartsWith(name, "cuda")) {
+    if (!torch::cuda::is_available()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device \"", name, "\": no CUDA device is available"));
+    }
+    torch::Device device(name == "cuda" ? "cuda:0" : name);
+    if (device.index() >= static_cast<int>(torch::cuda::device_count())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device \"", name, "\": only ", torch::cuda::device_count(),
+          " CUDA devices"));
+    }
+    return device;
+  }
+  if (name == "mps") {
+    if (!at::hasMPS()) {
+      return absl::FailedPreconditionError("device \"mps\": MPS is not available");
+    }
+    return torch::Device(torch::kMPS);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown device \"", name, "\""));
+}
+
+torch::ScalarType ToScalarType(DType t) {
+  switch (t) {
+    case DType::kFloat16: return torch::kFloat16;
+    case DType::kBFloat16: return torch::kBFloat16;
+    case DType::kInt64: return torch::kInt64;
+    case DType::kInt32: return torch::kInt32;
+    case DType::kUInt8: return torch::kUInt8;
+    default: return torch::kFloat32;
+  }
+}
+
+// Sets global flags for the run's precision and cuDNN settings.
+void ConfigureBackends(const RunConfig& c) {
+  auto& ctx = at::globalContext();
+  const bool tf32 = c.precision == Precision::kTf32;
+  ctx.setAllowTF32CuBLAS(tf32);
+  ctx.setAllowTF32CuDNN(tf32);
+  ctx.setBenchmarkCuDNN(c.cudnn_benchmark);
+}
+
+// Autocast on for one forward pass, off again after it, with the weight-cast
+// cache cleared so that casts never outlive an optimizer step.
+class AutocastScope {
+ public:
+  AutocastScope(const torch::Device& device, Precision precision)
+      : device_(device.type()),
+        enabled_(precision == Precision::kFp16 ||
+                 precision == Precision::kBf16) {
+    if (!enabled_) return;
+    compat::SetAutocast(device_, true,
+                        precision == Precision::kFp16 ? torch::kFloat16
+                                                      : torch::kBFloat16);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    compat::SetAutocast(device_, false, torch::kFloat32);
+  }
+
+ private:
+  const c10::DeviceType device_;
+  const bool enabled_;
+};
+
+// A workload ready to step, plus what it reports beyond timings.
+class Workload : public measure::Stepper {
+ public:
+  explicit Workload(torch::Device device) : device_(device) {
+    if (device_.is_cuda()) timer_ = cuda::NewEventTimer();
+  }
+
+  absl::Status Step(double* data_wait_ms) override {
+    *data_wait_ms = 0;
+    if (timer_) timer_->Begin();
+    DoStep(data_wait_ms);
+    if (timer_) timer_->End();
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush(std::vector<double>* device_ms) override {
+    if (timer_) {
+      timer_->Collect(device_ms);
+    } else if (device_.is_mps()) {
+      compat::MpsSynchronize();
+    }
+    return absl::OkStatus();
+  }
+
+  virtual int64_t samples_per_iteration() const = 0;
+  virtual void Report(RunOutcome* out) {}
+
+ protected:
+  virtual void DoStep(double* data_wait_ms) = 0;
+  const torch::Device device_;
+
+ private:
+  std::unique_ptr<cuda::EventTimer> timer_;
+};
+
+// A built-in or TorchScript network: train or infer on device or host input.
+class NetworkWorkload : public Workload {
+ public:
+  NetworkWorkload(const RunConfig& c, torch::Device device,
+                  std::shared_ptr<BenchModel> model, const MeasureConfig& m)
+      : Workload(device), c_(c), model_(std::move(model)) {
+    const bool image = model_->input_kind() == InputKind::kImage;
+    channels_last_ = c.channels_last && image;
+    model_->to(device_);
+    if (channels_last_) ToChannelsLast(*model_);
+    if (c.mode == Mode::kTrain) {
+      model_->train();
+      if (c.optimizer == Optimizer::kAdamW) {
+        optimizer_ = std::make_unique<torch::optim::AdamW>(
+            model_->parameters(),
+            torch::optim::AdamWOptions(c.learning_rate).weight_decay(0.01));
+      } else {
+        optimizer_ = std::make_unique<torch::optim::SGD>(
+            model_->parameters(),
+            torch::optim::SGDOptions(c.learning_rate).momentum(0.9));
+      }
+      if (c.precision == Precision::kFp16 && device_.is_cuda()) {
+        auto f = torch::TensorOptions().device(device_).dtype(torch::kFloat32);
+        scale_ = torch::full({1}, 65536.0, f);
+        found_inf_ = torch::zeros({1}, f);
+        growth_tracker_ = torch::zeros({1}, f.dtype(torch::kInt32));
+      }
+    } else {
+      model_->eval();
+    }
+    std::vector<int64_t> shape = {c.batch_size};
+    const auto sample = model_->sample_shape();
+    shape.insert(shape.end(), sample.begin(), sample.end());
+    const bool tokens = model_->input_kind() == InputKind::kTokens;
+    MaybeInjectOom(c10::multiply_integers(shape) * (tokens ? 8 : 4));
+
+    if (c.input_source == InputSource::kHost) {
+      const bool pinned = c.pipeline.pinned_memory && device_.is_cuda();
+      pipeline_ = std::make_unique<HostPipeline>(
+          c.pipeline, model_->input_kind(), sample, model_->vocab_size(),
+          c.batch_size, pinned, m.seed);
+      if (device_.is_cuda() && c.pipeline.non_blocking) {
+        copy_stream_ = cuda::NewCopyStream();
+      }
+    } else {
+      torch::NoGradGuard no_grad;
+      auto options = torch::TensorOptions().device(device_);
+      for (int i = 0; i < kPoolBatches; ++i) {
+        torch::Tensor x =
+            tokens ? torch::randint(model_->vocab_size(), shape,
+                                    options.dtype(torch::kInt64))
+                   : torch::randn(shape, options);
+        pool_x_.push_back(Prepare(x));
+        pool_y_.push_back(model_->Labels(x));
+      }
+    }
+    if (c.execution == Execution::kCudaGraph) {
+      torch::Tensor x = pool_x_.empty() ? NextInput(nullptr) : pool_x_[0];
+      static_x_ = x.clone();
+      static_y_ = LabelsFor(static_x_).clone();
+    }
+  }
+
+  int64_t samples_per_iteration() const override { return c_.batch_size; }
+
+  void Report(RunOutcome* out) override {
+    out->parameter_count = CountParameters(*model_);
+    const double fwd = model_->ForwardFlopsPerSample() * c_.batch_size;
+    out->flops_per_iteration = c_.mode == Mode::kTrain ? 3 * fwd : fwd;
+    if (first_loss_) out->first_loss = *first_loss_;
+    if (last_loss_.defined()) out->last_loss = last_loss_.item<double>();
+    if (last_out_.defined()) {
+      torch::NoGradGuard no_grad;
+      out->dice = model_->Metric(last_out_.to(torch::kFloat32), last_labels_);
+    }
+  }
+
+ protected:
+  void DoStep(double* data_wait_ms) override {
+    if (c_.execution == Execution::kCudaGraph) {
+      GraphStep(data_wait_ms);
+      return;
+    }
+    torch::Tensor x, y;
+    if (pipeline_) {
+      x = NextInput(data_wait_ms);
+      y = LabelsFor(x);
+    } else {
+      x = pool_x_[step_ % kPoolBatches];
+      y = pool_y_[step_ % kPoolBatches];
+    }
+    RunStep(x, y);
+    RecordFirstLoss();
+    ++step_;
+  }
+
+ private:
+  static void ToChannelsLast(torch::nn::Module& module) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : module.parameters()) {
+      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  }
+
+  torch::Tensor Prepare(const torch::Tensor& x) const {
+    return channels_last_ ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
+  }
+
+  torch::Tensor LabelsFor(const torch::Tensor& x) {
+    torch::NoGradGuard no_grad;
+    return model_->Labels(x);
+  }
+
+  torch::Tensor NextInput(double* wait_ms) {
+    double wait = 0;
+    torch::Tensor host = pipeline_->Next(&wait);
+    if (wait_ms != nullptr) *wait_ms = wait;
+    if (!device_.is_cuda()) return Prepare(host.to(device_));
+    torch::Tensor x =
+        copy_stream_ ? copy_stream_->Copy(host, device_, true) : host.to(device_);
+    return Prepare(x);
+  }
+
+  // One step on (x, y): forward, and in training loss, backward and update.
+  void RunStep(const torch::Tensor& x, const torch::Tensor& y) {
+    if (c_.mode == Mode::kInfer) {
+      torch::InferenceMode guard;
+      AutocastScope autocast(device_, c_.precision);
+      last_out_ = model_->Forward(x);
+      last_labels_ = y;
+      return;
+    }
+    optimizer_->zero_grad();
+    torch::Tensor out, loss;
+    {
+      AutocastScope autocast(device_, c_.precision);
+      out = model_->Forward(x);
+      loss = model_->Loss(out, y);
+    }
+    if (scale_.defined()) {
+      // Dynamic loss scaling. Eager mode checks for overflow on the host, as
+      // GradScaler does; a captured graph cannot, so it zeroes the gradients
+      // of an overflowing step on the device instead.
+      (loss.to(torch::kFloat32) * scale_).backward();
+      found_inf_.zero_();
+      std::vector<torch::Tensor> grads;
+      for (auto& p : model_->parameters()) {
+        if (p.grad().defined()) grads.push_back(p.grad());
+      }
+      at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_,
+                                                     scale_.reciprocal());
+      if (capturing_) {
+        for (auto& g : grads) {
+          g.copy_(torch::where(found_inf_ > 0, torch::zeros_like(g), g));
+        }
+        optimizer_->step();
+      } else if (found_inf_.item<float>() == 0) {
+        optimizer_->step();
+      }
+      at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5,
+                             2000);
+    } else {
+      loss.backward();
+      optimizer_->step();
+    }
+    last_loss_ = loss.detach();
+    last_out_ = out.detach();
+    last_labels_ = y;
+  }
+
+  void GraphStep(double* data_wait_ms) {
+    if (pipeline_) {
+      torch::Tensor x = NextInput(data_wait_ms);
+      static_x_.copy_(x, true);
+      static_y_.copy_(LabelsFor(x), true);
+    } else {
+      static_x_.copy_(pool_x_[step_ % kPoolBatches], true);
+      static_y_.copy_(pool_y_[step_ % kPoolBatches], true);
+    }
+    if (!graph_) {
+      const auto start = std::chrono::steady_clock::now();
+      capturing_ = true;
+      auto graph = cuda::CaptureGraph([this] { RunStep(static_x_, static_y_); });
+      capturing_ = false;
+      if (!graph.ok()) throw std::runtime_error(std::string(graph.status().message()));
+      graph_ = std::move(*graph);
+      graph_capture_ms_ = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+    }
+    graph_->Replay();
+    RecordFirstLoss();
+    ++step_;
+  }
+
+  void RecordFirstLoss() {
+    // The first step is the untimed cold start, so reading it here costs no
+    // measured time.
+    if (!first_loss_ && last_loss_.defined()) {
+      first_loss_ = last_loss_.item<double>();
+    }
+  }
+
+ public:
+  double graph_capture_ms_ = 0;
+
+ private:
+  const RunConfig c_;
+  std::shared_ptr<BenchModel> model_;
+  bool channels_last_ = false;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  torch::Tensor scale_, found_inf_, growth_tracker_;
+  std::unique_ptr<HostPipeline> pipeline_;
+  std::unique_ptr<cuda::CopyStream> copy_stream_;
+  std::vector<torch::Tensor> pool_x_, pool_y_;
+  torch::Tensor static_x_, static_y_;
+  std::unique_ptr<cuda::Graph> graph_;
+  bool capturing_ = false;
+  int64_t step_ = 0;
+  std::optional<double> first_loss_;
+  torch::Tensor last_loss_, last_out_, last_labels_;
+};
+
+// C = A x B; reports TFLOP/s.
+class MatmulWorkload : public Workload {
+ public:
+  MatmulWorkload(const RunConfig& c, torch::Device device) : Workload(device), c_(c) {
+    torch::ScalarType dtype = torch::kFloat32;
+    if (c.precision == Precision::kFp16) dtype = torch::kFloat16;
+    if (c.precision == Precision::kBf16) dtype = torch::kBFloat16;
+    const int64_t bytes = (c.matmul_m * c.matmul_k + c.matmul_k * c.matmul_n +
+                           c.matmul_m * c.matmul_n) *
+                          torch::elementSize(dtype);
+    MaybeInjectOom(bytes);
+    auto options = torch::TensorOptions().device(device).dtype(dtype);
+    // Random operands: zeros would run faster than real data.
+    a_ = torch::randn({c.matmul_m, c.matmul_k}, options);
+    b_ = torch::randn({c.matmul_k, c.matmul_n}, options);
+    out_ = torch::empty({c.matmul_m, c.matmul_n}, options);
+  }
+  int64_t samples_per_iteration() const override { return 1; }
+  void Report(RunOutcome* out) override {
+    out->flops_per_iteration =
+        2.0 * c_.matmul_m * c_.matmul_n * static_cast<double>(c_.matmul_k);
+  }
+
+ protected:
+  void DoStep(double*) override { torch::matmul_out(out_, a_, b_); }
+
+ private:
+  const RunConfig c_;
+  torch::Tensor a_, b_, out_;
+};
+
+// One copy of copy_bytes per iteration; reports GB/s.
+class CopyWorkload : public Workload {
+ public:
+  CopyWorkload(const RunConfig& c, torch::Device device)
+      : Workload(device), bytes_(c.copy_bytes) {
+    MaybeInjectOom(bytes_);
+    const bool pinned = c.pipeline.pinned_memory && device.is_cuda();
+    auto host = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pinned);
+    auto dev = torch::TensorOptions().dtype(torch::kUInt8).device(device);
+    switch (c.copy_direction) {
+      case CopyDirection::kDeviceToHost:
+        src_ = torch::randint(256, {bytes_}, dev);
+        dst_ = torch::empty({bytes_}, host);
+        break;
+      case CopyDirection::kDeviceToDevice:
+        src_ = torch::randint(256, {bytes_}, dev);
+        dst_ = torch::empty({bytes_}, dev);
+        break;
+      default:
+        src_ = torch::randint(256, {bytes_}, torch::kUInt8);
+        if (pinned) src_ = src_.pin_memory();
+        dst_ = torch::empty({bytes_}, dev);
+        break;
+    }
+    non_blocking_ = pinned;
+  }
+  int64_t samples_per_iteration() const override { return 1; }
+  void Report(RunOutcome* out) override {
+    if (out->latency_ms.p50 > 0) {
+      out->bandwidth_gb_per_s = bytes_ / (out->latency_ms.p50 * 1e-3) / 1e9;
+    }
+  }
+
+ protected:
+  void DoStep(double*) override { dst_.copy_(src_, non_blocking_); }
+
+ private:
+  const int64_t bytes_;
+  bool non_blocking_ = false;
+  torch::Tensor src_, dst_;
+};
+
+// A user's TorchScript module, run in inference (or trained on the mean of
+// its first output).
+class TorchScriptModel : public BenchModel {
+ public:
+  TorchScriptModel(torch::jit::Module module, std::vector<TensorSpec> inputs)
+      : module_(std::move(module)), inputs_(std::move(inputs)) {
+    // Expose the scripted parameters so an optimizer can train them.
+    int i = 0;
+    for (const auto& p : module_.parameters()) {
+      register_parameter(absl::StrCat("p", i++), p, p.requires_grad());
+    }
+  }
+  torch::Tensor Forward(const torch::Tensor& input) override {
+    std::vector<torch::jit::IValue> args = {input};
+    auto out = module_.forward(args);
+    return out.isTensor() ? out.toTensor() : out.toTuple()->elements()[0].toTensor();
+  }
+  torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor&) override {
+    return output.to(torch::kFloat32).mean();
+  }
+  torch::Tensor Labels(const torch::Tensor& input) override {
+    return torch::zeros({input.size(0)}, input.options().dtype(torch::kInt64));
+  }
+  std::vector<int64_t> sample_shape() const override {
+    return std::vector<int64_t>(inputs_[0].shape.begin() + 1, inputs_[0].shape.end());
+  }
+  InputKind input_kind() const override {
+    return inputs_[0].dtype == DType::kInt64 ? InputKind::kTokens : InputKind::kImage;
+  }
+  int64_t vocab_size() const override { return 100; }
+  double ForwardFlopsPerSample() const override { return 0; }
+  void train(bool on) override { module_.train(on); }
+
+ private:
+  torch::jit::Module module_;
+  std::vector<TensorSpec> inputs_;
+};
+
+absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
+                                                       torch::Device device,
+                                                       const MeasureConfig& m) {
+  if (c.workload == "matmul") return std::make_unique<MatmulWorkload>(c, device);
+  if (c.workload == "copy") return std::make_unique<CopyWorkload>(c, device);
+  if (c.workload == "torchscript") {
+    if (c.inputs.size() != 1) {
+      return absl::InvalidArgumentError(
+          "torchscript: exactly one input tensor is supported");
+    }
+    auto module = torch::jit::load(c.model_path, device);
+    auto model = std::make_shared<TorchScriptModel>(std::move(module), c.inputs);
+    return std::make_unique<NetworkWorkload>(c, device, model, m);
+  }
+  auto model = CreateModel(c);
+  if (!model.ok()) return model.status();
+  return std::make_unique<NetworkWorkload>(c, device, *model, m);
+}
+
+void Summarize(const measure::Outcome& m, int64_t samples_per_iteration,
+               RunOutcome* out) {
+  out->device_ms = m.device_ms;
+  out->host_ms = m.host_ms;
+  out->data_wait_ms = m.data_wait_ms;
+  out->latency_ms = stats::Summarize(m.device_ms);
+  out->host_latency_ms = stats::Summarize(m.host_ms);
+  out->cold_start_ms = m.cold_start_ms;
+  out->iterations = m.iterations;
+  out->measured_ms = m.measured_ms;
+  out->stable = m.stable;
+  out->window_cv = m.window_cv;
+  out->trials = m.trials;
+  if (m.measured_ms > 0) {
+    out->throughput_samples_per_s =
+        m.iterations * samples_per_iteration / (m.measured_ms / 1e3);
+    double wait = 0, busy = 0;
+    for (double w : m.data_wait_ms) wait += w;
+    for (double d : m.device_ms) busy += d;
+    out->data_wait_share = std::min(1.0, wait / m.measured_ms);
+    out->device_busy_share = std::min(1.0, busy / m.measured_ms);
+  }
+  const auto ci = stats::MeanConfidence95(m.window_throughput);
+  out->throughput_ci_low = std::min(ci.low, out->throughput_samples_per_s);
+  out->throughput_ci_high = std::max(ci.high, out->throughput_samples_per_s);
+}
+
+}  // namespace
+
+RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
+                  const measure::ProgressFn& progress,
+                  const std::atomic<bool>* cancel) {
+  RunOutcome out;
+  RunConfig c = config;
+  ApplyWorkloadDefaults(&c);
+  auto device = ResolveDevice(c.device);
+  if (!device.ok()) {
+    out.error = std::string(device.status().message());
+    return out;
+  }
+  out.resolved_device = device->str();
+  if (c.execution == Execution::kCudaGraph && !device->is_cuda()) {
+    out.error = absl::StrCat("execution cuda_graph needs a CUDA device, not ",
+                             device->str());
+    return out;
+  }
+  if (c.precision == Precision::kFp16 && device->is_cpu() &&
+      c.workload != "matmul") {
+    out.error = "precision fp16 (autocast) needs a CUDA or MPS device; use bf16 on CPU";
+    return out;
+  }
+  const int device_index = device->is_cuda() ? device->index() : -1;
+  try {
+    torch::manual_seed(measure_config.seed);
+    ConfigureBackends(c);
+    if (device_index >= 0) cuda::ResetPeakMemory(device_index);
+    auto workload = MakeWorkload(c, *device, measure_config);
+    if (!workload.ok()) {
+      out.error = std::string(workload.status().message());
+      return out;
+    }
+    auto measured =
+        measure::Measure(measure_config, (*workload)->samples_per_iteration(),
+                         measure::SteadyClock(), workload->get(), progress, cancel);
+    if (!measured.ok()) {
+      out.error = std::string(measured.status().message());
+      return out;
+    }
+    Summarize(*measured, (*workload)->samples_per_iteration(), &out);
+    (*workload)->Report(&out);
+    if (auto* net = dynamic_cast<NetworkWorkload*>(workload->get())) {
+      out.graph_capture_ms = net->graph_capture_ms_;
+    }
+    if (out.flops_per_iteration > 0 && out.latency_ms.p50 > 0 &&
+        out.throughput_samples_per_s > 0) {
+      const double iters_per_s =
+          out.throughput_samples_per_s / (*workload)->samples_per_iteration();
+      out.achieved_tflops = out.flops_per_iteration * iters_per_s / 1e12;
+    }
+    out.status = measured->cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
+  } catch (const std::exception& e) {
+    // c10::Error derives from std::exception.
+    std::string what = e.what();
+    // c10 errors carry a C++ backtrace after the first line; keep the message.
+    if (auto nl = what.find("\nException raised from"); nl != std::string::npos) {
+      what.resize(nl);
+    }
+    out.error = what;
+    out.status = IsOutOfMemory(what) ? RunStatus::kOutOfMemory : RunStatus::kFailed;
+  }
+  if (device_index >= 0) {
+    cuda::PeakMemory(device_index, &out.peak_device_allocated_bytes,
+                     &out.peak_device_reserved_bytes);
+  }
+  out.peak_host_rss_bytes = PeakRssBytes();
+  return out;
+}
+
+DeviceProbe ProbeDevices() {
+  DeviceProbe probe;
+  probe.torch_version = TORCH_VERSION;
+  probe.mps_available = at::hasMPS();
+  cuda::Probe(&probe);
+  return probe;
+}
+
+}  // namespace gpubench::engine

@@ -1,0 +1,86 @@
+// The benchmark engine: runs one sweep point with LibTorch and measures it.
+// Public header in plain C++ (no torch, no protobuf): the worker's torch-free
+// code converts to and from gpubench.v1 messages.
+#ifndef GPUBENCH_WORKER_ENGINE_ENGINE_H_
+#define GPUBENCH_WORKER_ENGINE_ENGINE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/stats.h"
+#include "worker/engine/config.h"
+#include "worker/measure.h"
+
+namespace gpubench::engine {
+
+enum class RunStatus { kSucceeded, kFailed, kOutOfMemory, kCancelled };
+
+// Everything one run measured. Figures that do not apply stay 0.
+struct RunOutcome {
+  RunStatus status = RunStatus::kFailed;
+  std::string error;            // kFailed and kOutOfMemory
+  std::string resolved_device;  // "cpu", "cuda:0", "mps"
+
+  double throughput_samples_per_s = 0;
+  double throughput_ci_low = 0;
+  double throughput_ci_high = 0;
+  stats::Summary latency_ms;       // device time per iteration
+  stats::Summary host_latency_ms;  // host time per iteration
+  double data_wait_share = 0;
+  double device_busy_share = 0;
+  double cold_start_ms = 0;
+  double graph_capture_ms = 0;
+  int64_t peak_device_allocated_bytes = 0;
+  int64_t peak_device_reserved_bytes = 0;
+  int64_t peak_host_rss_bytes = 0;
+  int64_t parameter_count = 0;
+  double flops_per_iteration = 0;
+  double achieved_tflops = 0;
+  double bandwidth_gb_per_s = 0;
+  double first_loss = 0;
+  double last_loss = 0;
+  double dice = -1;  // negative: not applicable
+  int iterations = 0;
+  double measured_ms = 0;
+  bool stable = false;
+  double window_cv = 0;
+  std::vector<measure::Trial> trials;
+
+  // Per-iteration samples, in order.
+  std::vector<double> device_ms;
+  std::vector<double> host_ms;
+  std::vector<double> data_wait_ms;
+};
+
+// Runs one sweep point: builds the workload, warms up, measures. Never
+// throws: LibTorch errors become kFailed (or kOutOfMemory when the device ran
+// out of memory) with the error text. *cancel stops it at the next iteration
+// boundary (kCancelled, partial figures kept). Runs on the calling thread;
+// one run at a time per process.
+RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure,
+                  const measure::ProgressFn& progress,
+                  const std::atomic<bool>* cancel);
+
+// What LibTorch sees on this host.
+struct DeviceProbe {
+  struct Gpu {
+    int index = 0;
+    std::string name;
+    int64_t memory_bytes = 0;
+    std::string compute_capability;
+    int multiprocessor_count = 0;
+  };
+  std::string torch_version;
+  std::string cuda_version;   // empty without CUDA
+  std::string cudnn_version;  // empty without cuDNN
+  bool cuda_built = false;    // LibTorch was built with CUDA
+  bool mps_available = false;
+  std::vector<Gpu> gpus;
+};
+DeviceProbe ProbeDevices();
+
+}  // namespace gpubench::engine
+
+#endif  // GPUBENCH_WORKER_ENGINE_ENGINE_H_

@@ -1,0 +1,82 @@
+// The built-in models. Internal to the engine: includes LibTorch, so only the
+// engine's own translation units may include it.
+#ifndef GPUBENCH_WORKER_ENGINE_MODELS_H_
+#define GPUBENCH_WORKER_ENGINE_MODELS_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/engine/config.h"
+
+namespace gpubench::engine {
+
+// What kind of tensor a model eats, which decides how the host pipeline
+// produces samples and whether channels_last applies.
+enum class InputKind {
+  kImage,   // float [B, 3, H, W]; host pipeline: uint8 image, crop, flip, normalise
+  kTokens,  // int64 [B, T] in [0, vocab)
+  kFrames,  // float [B, T, 3, H, W]
+};
+
+// A built-in neural network with a synthetic, learnable task.
+// Not thread-safe: one run owns one model.
+class BenchModel : public torch::nn::Module {
+ public:
+  ~BenchModel() override = default;
+
+  // Runs the model on a batch of inputs shaped as sample_shape() with a
+  // leading batch dimension.
+  virtual torch::Tensor Forward(const torch::Tensor& input) = 0;
+
+  // The training loss of Forward's output against Labels(input).
+  // Default: cross-entropy over the last dimension of a [B, C] output.
+  virtual torch::Tensor Loss(const torch::Tensor& output,
+                             const torch::Tensor& labels);
+
+  // Labels for a batch: a fixed, deterministic function of the input (the same
+  // for every call and every run with the same config), so that a training
+  // run's loss falls. Runs on the input's device, under no-grad.
+  virtual torch::Tensor Labels(const torch::Tensor& input) = 0;
+
+  // Shape of one sample, without the batch dimension.
+  virtual std::vector<int64_t> sample_shape() const = 0;
+
+  virtual InputKind input_kind() const = 0;
+
+  // Vocabulary size for kTokens models (token ids lie in [0, vocab)).
+  virtual int64_t vocab_size() const { return 0; }
+
+  // Forward FLOPs for one sample, counting 2 per multiply-accumulate of
+  // convolutions, linear layers, LSTM gates and attention matmuls.
+  virtual double ForwardFlopsPerSample() const = 0;
+
+  // Extra figure reported for the last batch, e.g. Dice for unet; negative
+  // when the model has none.
+  virtual double Metric(const torch::Tensor& output,
+                        const torch::Tensor& labels) {
+    return -1;
+  }
+};
+
+// Builds the model named by config.workload ("mlp", "simple_cnn", "resnet18",
+// "resnet50", "unet", "bilstm", "cnn_lstm", "transformer") with its
+// parameters from config (model_size, image_size, num_classes,
+// sequence_length, num_layers, hidden_size, num_heads, decoder, vocab_size).
+// Weights are initialised from torch's current seed, on the CPU in fp32.
+// Returns InvalidArgument naming the field for an unknown workload or size.
+absl::StatusOr<std::shared_ptr<BenchModel>> CreateModel(const RunConfig& config);
+
+// Number of trainable parameters.
+int64_t CountParameters(const torch::nn::Module& module);
+
+// True for the workloads CreateModel builds.
+bool IsModelWorkload(const std::string& workload);
+
+}  // namespace gpubench::engine
+
+#endif  // GPUBENCH_WORKER_ENGINE_MODELS_H_

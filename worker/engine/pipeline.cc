@@ -1,0 +1,154 @@
+#include "worker/engine/pipeline.h"
+
+#include <chrono>
+#include <random>
+
+namespace gpubench::engine {
+namespace {
+
+constexpr int kPad = 8;  // the stored image is this much larger than the crop
+constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
+constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Burns CPU for the configured extra cost, as a costly decoder would.
+void Spin(int us) {
+  if (us <= 0) return;
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// One image sample: a random uint8 picture, cropped, maybe flipped and
+// normalised into dst ([3, h, w] floats).
+void MakeImage(std::mt19937_64& rng, int64_t h, int64_t w, float* dst) {
+  const int64_t sh = h + kPad, sw = w + kPad;
+  std::vector<uint8_t> raw(3 * sh * sw);
+  for (size_t i = 0; i < raw.size(); i += 8) {
+    uint64_t bits = rng();
+    for (size_t j = 0; j < 8 && i + j < raw.size(); ++j) {
+      raw[i + j] = static_cast<uint8_t>(bits >> (8 * j));
+    }
+  }
+  const int64_t oy = rng() % (kPad + 1), ox = rng() % (kPad + 1);
+  const bool flip = rng() & 1;
+  for (int c = 0; c < 3; ++c) {
+    const float scale = 1.0f / (255.0f * kStd[c]);
+    const float shift = kMean[c] / kStd[c];
+    for (int64_t y = 0; y < h; ++y) {
+      const uint8_t* row = &raw[(c * sh + oy + y) * sw + ox];
+      float* out = dst + (c * h + y) * w;
+      for (int64_t x = 0; x < w; ++x) {
+        out[x] = row[flip ? w - 1 - x : x] * scale - shift;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+HostPipeline::HostPipeline(const PipelineConfig& config, InputKind kind,
+                           std::vector<int64_t> sample_shape,
+                           int64_t vocab_size, int64_t batch_size, bool pinned,
+                           uint64_t seed)
+    : config_(config),
+      kind_(kind),
+      sample_shape_(std::move(sample_shape)),
+      vocab_size_(vocab_size),
+      batch_size_(batch_size),
+      pinned_(pinned),
+      seed_(seed),
+      capacity_(std::max(1, config.prefetch_depth)) {
+  for (int i = 0; i < config_.loader_threads; ++i) {
+    loaders_.emplace_back([this] { LoaderLoop(); });
+  }
+}
+
+HostPipeline::~HostPipeline() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  space_cv_.notify_all();
+  ready_cv_.notify_all();
+  for (auto& t : loaders_) t.join();
+}
+
+torch::Tensor HostPipeline::BuildBatch(int64_t batch_index) const {
+  std::vector<int64_t> shape = {batch_size_};
+  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+  const int64_t per_sample = c10::multiply_integers(sample_shape_);
+  auto options = torch::TensorOptions().pinned_memory(pinned_);
+  torch::Tensor batch;
+  if (kind_ == InputKind::kTokens) {
+    batch = torch::empty(shape, options.dtype(torch::kInt64));
+    int64_t* data = batch.data_ptr<int64_t>();
+    for (int64_t s = 0; s < batch_size_; ++s) {
+      std::mt19937_64 rng(seed_ ^ (batch_index * batch_size_ + s) * 0x9E3779B97F4A7C15ull);
+      for (int64_t i = 0; i < per_sample; ++i) data[s * per_sample + i] = rng() % vocab_size_;
+      Spin(config_.extra_cost_us_per_sample);
+    }
+    return batch;
+  }
+  batch = torch::empty(shape, options.dtype(torch::kFloat32));
+  float* data = batch.data_ptr<float>();
+  const int64_t h = sample_shape_[sample_shape_.size() - 2];
+  const int64_t w = sample_shape_.back();
+  const int64_t frames = per_sample / (3 * h * w);  // 1 for images
+  for (int64_t s = 0; s < batch_size_; ++s) {
+    std::mt19937_64 rng(seed_ ^ (batch_index * batch_size_ + s) * 0x9E3779B97F4A7C15ull);
+    for (int64_t f = 0; f < frames; ++f) {
+      MakeImage(rng, h, w, data + s * per_sample + f * 3 * h * w);
+    }
+    Spin(config_.extra_cost_us_per_sample);
+  }
+  return batch;
+}
+
+void HostPipeline::LoaderLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      space_cv_.wait(lock, [this] {
+        return stopping_ || ready_.size() < capacity_;
+      });
+      if (stopping_) return;
+    }
+    torch::Tensor batch = BuildBatch(next_batch_.fetch_add(1));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      ready_.push_back(std::move(batch));
+    }
+    ready_cv_.notify_one();
+  }
+}
+
+torch::Tensor HostPipeline::Next(double* wait_ms) {
+  const auto start = std::chrono::steady_clock::now();
+  if (loaders_.empty()) {
+    torch::Tensor batch = BuildBatch(next_batch_.fetch_add(1));
+    *wait_ms = MsSince(start);
+    return batch;
+  }
+  torch::Tensor batch;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_cv_.wait(lock, [this] {
+      return !ready_.empty();
+    });
+    batch = std::move(ready_.front());
+    ready_.pop_front();
+  }
+  space_cv_.notify_one();
+  *wait_ms = MsSince(start);
+  return batch;
+}
+
+}  // namespace gpubench::engine

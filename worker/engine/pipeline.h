@@ -1,0 +1,67 @@
+// The `host` input pipeline: loader threads build batches on the CPU the way
+// an image data loader does (uint8 decode, random crop, flip, normalise),
+// collate them into pinned or pageable buffers and hand them to the loop.
+// Internal to the engine.
+#ifndef GPUBENCH_WORKER_ENGINE_PIPELINE_H_
+#define GPUBENCH_WORKER_ENGINE_PIPELINE_H_
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "worker/engine/config.h"
+#include "worker/engine/models.h"
+
+namespace gpubench::engine {
+
+// Thread-safe between its loader threads and one consumer calling Next().
+class HostPipeline {
+ public:
+  // sample_shape: one sample without the batch dimension. With
+  // config.loader_threads == 0, Next() builds each batch inline.
+  HostPipeline(const PipelineConfig& config, InputKind kind,
+               std::vector<int64_t> sample_shape, int64_t vocab_size,
+               int64_t batch_size, bool pinned, uint64_t seed);
+  ~HostPipeline();
+
+  HostPipeline(const HostPipeline&) = delete;
+  HostPipeline& operator=(const HostPipeline&) = delete;
+
+  // The next batch on the host. *wait_ms is the time the caller waited for
+  // it (inline: the time spent building it).
+  torch::Tensor Next(double* wait_ms);
+
+ private:
+  torch::Tensor BuildBatch(int64_t batch_index) const;
+  void LoaderLoop();
+
+  // Const after construction.
+  const PipelineConfig config_;
+  const InputKind kind_;
+  const std::vector<int64_t> sample_shape_;
+  const int64_t vocab_size_;
+  const int64_t batch_size_;
+  const bool pinned_;
+  const uint64_t seed_;
+  const size_t capacity_;
+
+  std::atomic<int64_t> next_batch_{0};
+  std::vector<std::thread> loaders_;
+
+  std::mutex mu_;
+  std::condition_variable ready_cv_;
+  std::condition_variable space_cv_;
+  std::deque<torch::Tensor> ready_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace gpubench::engine
+
+#endif  // GPUBENCH_WORKER_ENGINE_PIPELINE_H_

@@ -1,0 +1,48 @@
+// gpubench-worker: runs one job in its own process. Reads a length-delimited
+// WorkerRequest on stdin and writes WorkerEvents on stdout. SIGTERM or
+// SIGINT stops it at the next iteration boundary, keeping partial results.
+//   gpubench-worker            serve one request
+//   gpubench-worker --probe    print what LibTorch sees, as JSON
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "common/spec.h"
+#include "worker/worker.h"
+
+namespace {
+
+std::atomic<bool> g_cancel{false};
+
+void OnStopSignal(int) { g_cancel.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--probe") == 0) {
+    std::cout << gpubench::MessageToJson(gpubench::worker::ProbeHost()) << "\n";
+    return 0;
+  }
+  if (argc > 1) {
+    std::cerr << "usage: gpubench-worker [--probe] (a WorkerRequest on stdin)\n";
+    return 2;
+  }
+  std::signal(SIGTERM, OnStopSignal);
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  // The protocol owns the original stdout; anything a library prints goes to
+  // stderr, where the parent keeps the tail for crash reports.
+  const int protocol_fd = dup(STDOUT_FILENO);
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  const absl::Status status =
+      gpubench::worker::ServeOnce(STDIN_FILENO, protocol_fd, &g_cancel);
+  if (!status.ok()) {
+    std::cerr << "gpubench-worker: " << status << "\n";
+    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}

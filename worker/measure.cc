@@ -1,0 +1,149 @@
+#include "worker/measure.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/stats.h"
+
+namespace gpubench::measure {
+namespace {
+
+class SteadyClockImpl : public Clock {
+ public:
+  int64_t NowNs() override {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+constexpr double kNsPerMs = 1e6;
+
+bool Cancelled(const std::atomic<bool>* cancel) {
+  return cancel != nullptr && cancel->load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+Clock* SteadyClock() {
+  static SteadyClockImpl clock;
+  return &clock;
+}
+
+absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
+                                int64_t samples_per_iteration, Clock* clock,
+                                Stepper* stepper, const ProgressFn& progress,
+                                const std::atomic<bool>* cancel) {
+  Outcome out;
+  std::vector<double> device_ms;
+  double wait_ms = 0;
+
+  // Cold start: the first iteration alone, issued and finished.
+  {
+    const int64_t start = clock->NowNs();
+    if (auto s = stepper->Step(&wait_ms); !s.ok()) return s;
+    if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
+    out.cold_start_ms = (clock->NowNs() - start) / kNsPerMs;
+  }
+  {
+    const int64_t start = clock->NowNs();
+    int done = 1;
+    while (!Cancelled(cancel) &&
+           (done < config.warmup_iterations ||
+            clock->NowNs() - start < config.warmup_ms * kNsPerMs)) {
+      if (auto s = stepper->Step(&wait_ms); !s.ok()) return s;
+      ++done;
+      if (done % std::max(1, config.window_iterations) == 0) {
+        device_ms.clear();
+        if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
+        if (progress) {
+          progress({"warmup", done, 0, (clock->NowNs() - start) / kNsPerMs, 0});
+        }
+      }
+    }
+    device_ms.clear();
+    if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
+  }
+
+  const int window = std::max(1, config.window_iterations);
+  const int trials = std::max(1, config.trials);
+  out.stable = true;
+  for (int t = 0; t < trials && !Cancelled(cancel); ++t) {
+    std::vector<double> windows;
+    std::vector<double> trial_latency;
+    double trial_ms = 0;
+    int trial_iterations = 0;
+    bool stable = false;
+    const int64_t trial_start = clock->NowNs();
+    while (true) {
+      const int64_t window_start = clock->NowNs();
+      int n = 0;
+      const size_t first = out.host_ms.size();
+      for (; n < window && !Cancelled(cancel); ++n) {
+        const int64_t step_start = clock->NowNs();
+        double wait = 0;
+        if (auto s = stepper->Step(&wait); !s.ok()) return s;
+        out.host_ms.push_back((clock->NowNs() - step_start) / kNsPerMs);
+        out.data_wait_ms.push_back(wait);
+      }
+      device_ms.clear();
+      if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
+      const double wall_ms = (clock->NowNs() - window_start) / kNsPerMs;
+      if (device_ms.size() == static_cast<size_t>(n)) {
+        out.device_ms.insert(out.device_ms.end(), device_ms.begin(),
+                             device_ms.end());
+      } else {
+        // No device timer: the host clock around a synchronous step is the
+        // device time.
+        out.device_ms.insert(out.device_ms.end(), out.host_ms.begin() + first,
+                             out.host_ms.end());
+      }
+      trial_latency.insert(trial_latency.end(), out.device_ms.end() - n,
+                           out.device_ms.end());
+      if (n == 0) break;
+      trial_ms += wall_ms;
+      trial_iterations += n;
+      windows.push_back(n * samples_per_iteration / (wall_ms / 1e3));
+      const double elapsed_ms = (clock->NowNs() - trial_start) / kNsPerMs;
+      if (windows.size() >= 3) {
+        const std::vector<double> last(windows.end() - 3, windows.end());
+        out.window_cv = stats::CoefficientOfVariation(last);
+        stable = out.window_cv < config.cv_threshold;
+      }
+      if (progress) {
+        progress({"measure", out.iterations + trial_iterations,
+                  trial_iterations * samples_per_iteration / (trial_ms / 1e3),
+                  elapsed_ms,
+                  std::max(0.0, config.max_time_ms - elapsed_ms)});
+      }
+      if (Cancelled(cancel)) break;
+      if (trial_iterations >= config.min_iterations &&
+          elapsed_ms >= config.min_time_ms && stable) {
+        break;
+      }
+      if (elapsed_ms >= config.max_time_ms ||
+          trial_iterations >= config.max_iterations) {
+        stable = false;
+        break;
+      }
+    }
+    out.window_throughput.insert(out.window_throughput.end(), windows.begin(),
+                                 windows.end());
+    Trial trial;
+    trial.iterations = trial_iterations;
+    trial.measured_ms = trial_ms;
+    trial.throughput_samples_per_s =
+        trial_ms > 0 ? trial_iterations * samples_per_iteration / (trial_ms / 1e3)
+                     : 0;
+    trial.p50_ms = stats::Summarize(trial_latency).p50;
+    out.trials.push_back(trial);
+    out.measured_ms += trial_ms;
+    out.iterations += trial_iterations;
+    out.stable = out.stable && stable;
+  }
+  out.cancelled = Cancelled(cancel);
+  if (out.cancelled) out.stable = false;
+  return out;
+}
+
+}  // namespace gpubench::measure

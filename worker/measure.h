@@ -1,0 +1,85 @@
+// The measurement loop: warm-up, windows, the stability rule and trials.
+// Torch-free, so it is tested with a fake clock and a fake step.
+#ifndef GPUBENCH_WORKER_MEASURE_H_
+#define GPUBENCH_WORKER_MEASURE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/engine/config.h"
+
+namespace gpubench::measure {
+
+// Monotonic time source. Implementations must be thread-safe.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t NowNs() = 0;
+};
+
+// std::chrono::steady_clock.
+Clock* SteadyClock();
+
+// One benchmark iteration, issued by the loop. Not called concurrently.
+class Stepper {
+ public:
+  virtual ~Stepper() = default;
+  // Issues one iteration. It may return before the device finishes; it sets
+  // *data_wait_ms to the host time spent waiting for input.
+  virtual absl::Status Step(double* data_wait_ms) = 0;
+  // Waits until every issued iteration has finished. Appends the device time
+  // of each iteration issued since the last Flush, in order, or nothing where
+  // the device has no timer of its own (the loop then uses host times).
+  virtual absl::Status Flush(std::vector<double>* device_ms) = 0;
+};
+
+// Progress inside a run, reported once per window.
+struct Progress {
+  std::string phase;  // "warmup" or "measure"
+  int iterations = 0;
+  double throughput_samples_per_s = 0;
+  double elapsed_ms = 0;
+  double eta_ms = 0;
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+struct Trial {
+  int iterations = 0;
+  double measured_ms = 0;
+  double throughput_samples_per_s = 0;
+  double p50_ms = 0;
+};
+
+struct Outcome {
+  // Per iteration, all trials, in order.
+  std::vector<double> device_ms;
+  std::vector<double> host_ms;
+  std::vector<double> data_wait_ms;
+  // Throughput of each window, all trials.
+  std::vector<double> window_throughput;
+  std::vector<Trial> trials;
+  double cold_start_ms = 0;  // first warm-up iteration, issue to finish
+  double measured_ms = 0;    // sum of the trials' windows
+  int iterations = 0;
+  bool stable = false;       // every trial met the stability rule
+  double window_cv = 0;      // CV of the last 3 windows of the last trial
+  bool cancelled = false;
+};
+
+// Warms up, then measures config.trials windows of iterations. A trial ends
+// when it has min_iterations and min_time_ms and the CV of its last 3
+// windows' throughput is under cv_threshold (stable), or at max_time_ms or
+// max_iterations (unstable). *cancel, when set, stops at the next iteration
+// boundary with what was measured so far. A Step or Flush error is returned.
+absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
+                                int64_t samples_per_iteration, Clock* clock,
+                                Stepper* stepper, const ProgressFn& progress,
+                                const std::atomic<bool>* cancel);
+
+}  // namespace gpubench::measure
+
+#endif  // GPUBENCH_WORKER_MEASURE_H_

@@ -1,0 +1,140 @@
+#include "worker/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/delimited_message_util.h"
+
+namespace gpubench::worker {
+namespace {
+
+constexpr size_t kStderrTailBytes = 4096;
+
+absl::Status Errno(const char* what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+std::string ExitInfo::Describe() const {
+  if (signal != 0) return absl::StrCat("signal ", signal, " (", strsignal(signal), ")");
+  return absl::StrCat("exit ", exit_code);
+}
+
+std::string DefaultWorkerPath() {
+  if (const char* env = std::getenv("GPUBENCH_WORKER")) return env;
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "gpubench-worker";
+  std::string dir(self, n);
+  dir.resize(dir.rfind('/') + 1);
+  return dir + "gpubench-worker";
+}
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
+    const std::string& worker_path, const v1::WorkerRequest& request) {
+  if (access(worker_path.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker binary ", worker_path, " is not executable"));
+  }
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return Errno("pipe");
+  if (pipe2(out, O_CLOEXEC) != 0) return Errno("pipe");
+  if (pipe2(err, O_CLOEXEC) != 0) return Errno("pipe");
+  const pid_t pid = fork();
+  if (pid < 0) return Errno("fork");
+  if (pid == 0) {
+    dup2(in[0], STDIN_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    execl(worker_path.c_str(), worker_path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  // The request is small next to a pipe buffer, but write it fully anyway.
+  const std::string bytes = [&] {
+    std::string s;
+    google::protobuf::io::StringOutputStream sink(&s);
+    google::protobuf::util::SerializeDelimitedToZeroCopyStream(request, &sink);
+    return s;
+  }();
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = write(in[1], bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the worker died; Next() and Wait() report it
+    written += n;
+  }
+  close(in[1]);
+  return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, out[0], err[0]));
+}
+
+WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd)
+    : pid_(pid), events_fd_(events_fd), stderr_fd_(stderr_fd), reader_(events_fd) {
+  stderr_thread_ = std::thread([this] { DrainStderr(); });
+}
+
+WorkerProcess::~WorkerProcess() {
+  if (!reaped_) {
+    Kill();
+    Wait();
+  }
+  if (stderr_thread_.joinable()) stderr_thread_.join();
+  close(events_fd_);
+  close(stderr_fd_);
+}
+
+void WorkerProcess::DrainStderr() {
+  char buf[4096];
+  while (true) {
+    const ssize_t n = read(stderr_fd_, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    stderr_tail_.append(buf, n);
+    if (stderr_tail_.size() > 2 * kStderrTailBytes) {
+      stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
+    }
+  }
+}
+
+absl::StatusOr<bool> WorkerProcess::Next(v1::WorkerEvent* event) {
+  return reader_.Read(event);
+}
+
+void WorkerProcess::Stop() {
+  if (!reaped_) kill(pid_, SIGTERM);
+}
+
+void WorkerProcess::Kill() {
+  if (!reaped_) kill(pid_, SIGKILL);
+}
+
+ExitInfo WorkerProcess::Wait() {
+  if (reaped_) return exit_;
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  if (stderr_thread_.joinable()) stderr_thread_.join();
+  if (WIFSIGNALED(status)) exit_.signal = WTERMSIG(status);
+  if (WIFEXITED(status)) exit_.exit_code = WEXITSTATUS(status);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string tail = stderr_tail_;
+  if (tail.size() > kStderrTailBytes) tail.erase(0, tail.size() - kStderrTailBytes);
+  exit_.stderr_tail = tail;
+  return exit_;
+}
+
+}  // namespace gpubench::worker

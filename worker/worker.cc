@@ -1,0 +1,134 @@
+#include "worker/worker.h"
+
+#include <map>
+#include <set>
+
+#include "common/spec.h"
+#include "common/version.h"
+#include "google/protobuf/util/time_util.h"
+#include "worker/convert.h"
+#include "worker/engine/engine.h"
+#include "worker/ipc.h"
+
+namespace gpubench::worker {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+// The config with its batch size cleared: runs that share it lie on one
+// batch-size axis.
+std::string BatchAxisKey(v1::RunConfig config) {
+  config.clear_batch_size();
+  return config.SerializeAsString();
+}
+
+google::protobuf::Timestamp Now() {
+  return TimeUtil::GetCurrentTime();
+}
+
+}  // namespace
+
+absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
+                    const std::atomic<bool>* cancel) {
+  ipc::MessageWriter writer(out_fd);
+  auto runs = ExpandSweep(request.spec());
+  if (!runs.ok()) return runs.status();
+  const std::set<int> skip(request.skip_indices().begin(),
+                           request.skip_indices().end());
+  const engine::MeasureConfig measure =
+      ToMeasureConfig(request.spec().measurement());
+  // Smallest batch size that ran out of memory, per batch-size axis.
+  std::map<std::string, int> oom_batch;
+  int executed = 0;
+  bool cancelled = false;
+  for (int i = 0; i < static_cast<int>(runs->size()); ++i) {
+    if (skip.count(i)) continue;
+    const v1::RunConfig& config = (*runs)[i];
+    v1::Run run;
+    run.set_job_id(request.job_id());
+    run.set_index(i);
+    *run.mutable_config() = config;
+    *run.mutable_start_time() = Now();
+
+    v1::WorkerEvent started;
+    started.mutable_run_started()->set_index(i);
+    *started.mutable_run_started()->mutable_config() = config;
+    started.mutable_run_started()->set_run_count(runs->size());
+    if (auto s = writer.Write(started); !s.ok()) return s;
+
+    const std::string axis = BatchAxisKey(config);
+    const engine::RunConfig engine_config = ToEngineConfig(config);
+    auto oom = oom_batch.find(axis);
+    if (cancelled) {
+      run.set_state(v1::RUN_STATE_CANCELLED);
+      run.set_error("job cancelled before this run started");
+    } else if (oom != oom_batch.end() && engine_config.batch_size >= oom->second) {
+      run.set_state(v1::RUN_STATE_SKIPPED_AFTER_OOM);
+      run.set_error("batch size " + std::to_string(oom->second) +
+                    " of the same config ran out of memory");
+    } else {
+      absl::Status write_status;
+      auto progress = [&](const measure::Progress& p) {
+        v1::WorkerEvent event;
+        v1::RunProgress* rp = event.mutable_run_progress();
+        rp->set_index(i);
+        rp->set_phase(p.phase);
+        rp->set_iterations(p.iterations);
+        rp->set_throughput_samples_per_s(p.throughput_samples_per_s);
+        rp->set_elapsed_ms(p.elapsed_ms);
+        rp->set_eta_ms(p.eta_ms);
+        // Written between windows, outside the timed region.
+        if (write_status.ok()) write_status = writer.Write(event);
+      };
+      const engine::RunOutcome outcome =
+          engine::RunOne(engine_config, measure, progress, cancel);
+      if (!write_status.ok()) return write_status;
+      FillRun(outcome, &run);
+      ++executed;
+      if (outcome.status == engine::RunStatus::kOutOfMemory) {
+        oom_batch[axis] = engine_config.batch_size;
+      }
+      if (outcome.status == engine::RunStatus::kCancelled) cancelled = true;
+    }
+    *run.mutable_end_time() = Now();
+    v1::WorkerEvent finished;
+    *finished.mutable_run_finished()->mutable_run() = std::move(run);
+    if (auto s = writer.Write(finished); !s.ok()) return s;
+  }
+  v1::WorkerEvent done;
+  done.mutable_done()->set_runs_executed(executed);
+  done.mutable_done()->set_cancelled(cancelled ||
+                                     (cancel != nullptr && cancel->load()));
+  return writer.Write(done);
+}
+
+absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
+  ipc::MessageReader reader(in_fd);
+  v1::WorkerRequest request;
+  auto got = reader.Read(&request);
+  if (!got.ok()) return got.status();
+  if (!*got) return absl::InvalidArgumentError("no WorkerRequest on stdin");
+  return RunJob(request, out_fd, cancel);
+}
+
+v1::HostInfo ProbeHost() {
+  const engine::DeviceProbe probe = engine::ProbeDevices();
+  v1::HostInfo host;
+  host.set_torch_version(probe.torch_version);
+  host.set_cuda_version(probe.cuda_version);
+  host.set_cudnn_version(probe.cudnn_version);
+  host.set_mps_available(probe.mps_available);
+  host.set_gpubench_version(kGpubenchVersion);
+  for (const auto& g : probe.gpus) {
+    v1::GpuInfo* gpu = host.add_gpus();
+    gpu->set_index(g.index);
+    gpu->set_name(g.name);
+    gpu->set_memory_bytes(g.memory_bytes);
+    gpu->set_compute_capability(g.compute_capability);
+    gpu->set_multiprocessor_count(g.multiprocessor_count);
+  }
+  *host.mutable_probe_time() = Now();
+  return host;
+}
+
+}  // namespace gpubench::worker
