@@ -17,7 +17,8 @@ fi
 args=()
 build=build
 if [ "$FLAVOUR" = wheel ]; then
-  python3 -c 'import torch' 2>/dev/null || python3 -m pip install -q torch==2.11.0
+  python3 -c 'import torch, sys; sys.exit(not torch.__version__.startswith("2.11.0"))' 2>/dev/null \
+    || python3 -m pip install -q torch==2.11.0
   args+=("-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')")
   build=build-wheel
 fi

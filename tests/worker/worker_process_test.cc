@@ -41,7 +41,8 @@ TEST(WorkerProcess, TrainAndInferGiveSaneFigures) {
   v1::JobSpec spec = SmallSpec();
   spec.mutable_sweep()->add_mode(v1::MODE_TRAIN);
   spec.mutable_sweep()->add_mode(v1::MODE_INFER);
-  spec.mutable_base()->set_learning_rate(0.05);
+  spec.mutable_base()->set_optimizer(v1::OPTIMIZER_ADAMW);
+  spec.mutable_base()->set_learning_rate(0.003);
   ExitInfo exit;
   auto runs = RunJob(spec, &exit);
   ASSERT_TRUE(exit.ok()) << exit.Describe() << exit.stderr_tail;

@@ -513,6 +513,10 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
     }
     auto module = torch::jit::load(c.model_path, device);
     auto model = std::make_shared<TorchScriptModel>(std::move(module), c.inputs);
+    if (c.mode == Mode::kTrain && model->parameters().empty()) {
+      return absl::InvalidArgumentError(
+          "torchscript: the model has no trainable parameters; use mode infer");
+    }
     return std::make_unique<NetworkWorkload>(c, device, model, m);
   }
   auto model = CreateModel(c);

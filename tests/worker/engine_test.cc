@@ -1,0 +1,197 @@
+// Every workload through the engine's RunOne, in process, on the CPU: one
+// short train run and one short infer run each, with the figures a user reads.
+#include "worker/engine/engine.h"
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "worker/engine/config.h"
+
+namespace gpubench::engine {
+namespace {
+
+MeasureConfig Short() {
+  MeasureConfig m;
+  m.warmup_iterations = 2;
+  m.min_iterations = 6;
+  m.min_time_ms = 0;
+  m.max_time_ms = 20000;
+  m.window_iterations = 3;
+  m.max_iterations = 12;
+  return m;
+}
+
+// A small TorchScript module written by LibTorch itself, so the test needs no
+// Python: y = relu(x @ w1) @ w2 over 16 features, 4 classes.
+std::string WriteTorchScript() {
+  torch::jit::Module m("tiny");
+  torch::manual_seed(1);
+  m.register_parameter("w1", (torch::randn({16, 32}) * 0.3).requires_grad_(),
+                       /*is_buffer=*/false);
+  m.register_parameter("w2", (torch::randn({32, 4}) * 0.3).requires_grad_(),
+                       /*is_buffer=*/false);
+  m.define(R"(
+def forward(self, x):
+    return torch.relu(x @ self.w1) @ self.w2
+)");
+  const std::string path =
+      ::testing::TempDir() + "gpubench_engine_test_tiny.pt";
+  m.save(path);
+  return path;
+}
+
+// Each workload at a size the 2-core CI machine runs in seconds.
+RunConfig Small(const std::string& workload) {
+  RunConfig c;
+  c.workload = workload;
+  c.device = "cpu";
+  c.batch_size = 4;
+  if (workload == "resnet18" || workload == "resnet50") {
+    c.image_size = 64;
+    c.num_classes = 10;
+  } else if (workload == "unet") {
+    c.image_size = 32;
+  } else if (workload == "bilstm") {
+    c.sequence_length = 4;  // 1.13 on CPU: ~25 ms per LSTM step
+  } else if (workload == "cnn_lstm") {
+    c.sequence_length = 4;
+    c.image_size = 32;
+  } else if (workload == "transformer") {
+    c.sequence_length = 32;
+    c.num_layers = 2;
+    c.hidden_size = 64;
+    c.num_heads = 4;
+    c.vocab_size = 500;
+  } else if (workload == "matmul") {
+    c.matmul_m = c.matmul_n = c.matmul_k = 128;
+  } else if (workload == "copy") {
+    c.copy_bytes = 1 << 20;
+  }
+  return c;
+}
+
+class EveryWorkload : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
+  RunConfig config = Small(GetParam());
+  if (GetParam() == "torchscript") {
+    config.model_path = WriteTorchScript();
+    config.inputs.push_back({{4, 16}, DType::kFloat32});
+  }
+  const bool trains = GetParam() != "matmul" && GetParam() != "copy";
+  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
+    if (mode == Mode::kTrain && !trains) continue;
+    config.mode = mode;
+    RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+    SCOPED_TRACE(GetParam() + (mode == Mode::kTrain ? " train" : " infer"));
+    ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+    EXPECT_EQ(out.resolved_device, "cpu");
+    EXPECT_GT(out.throughput_samples_per_s, 0);
+    EXPECT_GE(out.iterations, 6);
+    EXPECT_EQ(out.device_ms.size(), static_cast<size_t>(out.iterations));
+    const stats::Summary& l = out.latency_ms;
+    EXPECT_GT(l.min, 0);
+    EXPECT_LE(l.min, l.p50);
+    EXPECT_LE(l.p50, l.p90);
+    EXPECT_LE(l.p90, l.p95);
+    EXPECT_LE(l.p95, l.p99);
+    EXPECT_LE(l.p99, l.max);
+    EXPECT_LE(out.throughput_ci_low, out.throughput_samples_per_s);
+    EXPECT_GE(out.throughput_ci_high, out.throughput_samples_per_s);
+    EXPECT_GT(out.peak_host_rss_bytes, 0);
+    if (GetParam() == "matmul") {
+      EXPECT_DOUBLE_EQ(out.flops_per_iteration, 2.0 * 128 * 128 * 128);
+      EXPECT_GT(out.achieved_tflops, 0);
+    } else if (GetParam() == "copy") {
+      EXPECT_GT(out.bandwidth_gb_per_s, 0);
+    } else {
+      EXPECT_GT(out.parameter_count, 0);
+    }
+    if (trains && mode == Mode::kTrain && GetParam() != "torchscript") {
+      // Cross-entropy style losses; a TorchScript model trains on the mean
+      // of its output, which may be negative.
+      EXPECT_GT(out.first_loss, 0);
+      EXPECT_GT(out.last_loss, 0);
+    }
+    if (GetParam() == "unet") {
+      EXPECT_GE(out.dice, 0);
+      EXPECT_LE(out.dice, 1);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, EveryWorkload,
+    ::testing::Values("mlp", "simple_cnn", "resnet18", "resnet50", "unet",
+                      "bilstm", "cnn_lstm", "transformer", "matmul", "copy",
+                      "torchscript"));
+
+// A training run of a few dozen steps lowers the loss from its first to its
+// last iteration (labels are a fixed function of the inputs).
+TEST(Engine, TrainingRunLowersTheLoss) {
+  MeasureConfig m = Short();
+  m.min_iterations = 40;
+  m.max_iterations = 40;
+  m.window_iterations = 10;
+  for (const char* workload : {"mlp", "simple_cnn", "transformer"}) {
+    RunConfig config = Small(workload);
+    config.batch_size = 16;
+    config.optimizer = Optimizer::kAdamW;
+    config.learning_rate = 0.003;
+    RunOutcome out = RunOne(config, m, nullptr, nullptr);
+    ASSERT_EQ(out.status, RunStatus::kSucceeded) << workload << ": " << out.error;
+    EXPECT_LT(out.last_loss, 0.9 * out.first_loss) << workload;
+  }
+}
+
+TEST(Engine, TrainingAModelWithoutParametersIsAClearError) {
+  torch::jit::Module m("frozen");
+  m.register_buffer("w", torch::randn({16, 4}));
+  m.define(R"(
+def forward(self, x):
+    return x @ self.w
+)");
+  const std::string path = ::testing::TempDir() + "gpubench_engine_frozen.pt";
+  m.save(path);
+  RunConfig config = Small("torchscript");
+  config.model_path = path;
+  config.inputs.push_back({{4, 16}, DType::kFloat32});
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_NE(out.error.find("no trainable parameters"), std::string::npos)
+      << out.error;
+  config.mode = Mode::kInfer;
+  out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+}
+
+TEST(Engine, CudaGraphOnCpuIsAClearError) {
+  RunConfig config = Small("mlp");
+  config.execution = Execution::kCudaGraph;
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_NE(out.error.find("cuda_graph"), std::string::npos) << out.error;
+}
+
+TEST(Engine, CancelStopsAtAnIterationBoundaryWithPartialFigures) {
+  RunConfig config = Small("mlp");
+  MeasureConfig m = Short();
+  m.max_iterations = 1000000;
+  m.min_iterations = 1000000;
+  m.max_time_ms = 60000;
+  std::atomic<bool> cancel{false};
+  int seen = 0;
+  measure::ProgressFn progress = [&](const measure::Progress& p) {
+    if (++seen >= 3) cancel = true;
+  };
+  RunOutcome out = RunOne(config, m, progress, &cancel);
+  EXPECT_EQ(out.status, RunStatus::kCancelled) << out.error;
+  EXPECT_LT(out.iterations, 1000000);
+}
+
+}  // namespace
+}  // namespace gpubench::engine
