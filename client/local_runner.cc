@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "worker/process.h"
@@ -10,13 +11,6 @@
 namespace gpubench::client {
 
 using google::protobuf::util::TimeUtil;
-
-std::string DefaultDataDir() {
-  if (const char* d = std::getenv("GPUBENCH_DATA_DIR")) return d;
-  if (const char* x = std::getenv("XDG_DATA_HOME")) return absl::StrCat(x, "/gpubench");
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home ? home : ".", "/.local/share/gpubench");
-}
 
 absl::StatusOr<LocalJobResult> RunLocalJob(
     const v1::JobSpec& spec, const std::string& worker_path,
@@ -30,7 +24,7 @@ absl::StatusOr<LocalJobResult> RunLocalJob(
   job.set_state(v1::JOB_STATE_RUNNING);
   job.set_run_count(configs->size());
   job.set_attempt(1);
-  *job.mutable_submit_time() = TimeUtil::GetCurrentTime();
+  *job.mutable_submit_time() = NowTimestamp();
   *job.mutable_start_time() = job.submit_time();
   auto id = store->InsertJob(job);
   if (!id.ok()) return id.status();
@@ -71,7 +65,7 @@ absl::StatusOr<LocalJobResult> RunLocalJob(
     }
   }
   const worker::ExitInfo exit = (*process)->Wait();
-  *job.mutable_end_time() = TimeUtil::GetCurrentTime();
+  *job.mutable_end_time() = NowTimestamp();
   if (!done || !exit.ok() || !stream_status.ok()) {
     job.set_state(v1::JOB_STATE_FAILED);
     job.set_worker_exit(exit.Describe());

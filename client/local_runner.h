@@ -29,10 +29,6 @@ absl::StatusOr<LocalJobResult> RunLocalJob(
     storage::Store* store,
     const std::function<void(const v1::WorkerEvent&)>& on_event);
 
-// $GPUBENCH_DATA_DIR, else $XDG_DATA_HOME/gpubench, else
-// ~/.local/share/gpubench.
-std::string DefaultDataDir();
-
 }  // namespace gpubench::client
 
 #endif  // GPUBENCH_CLIENT_LOCAL_RUNNER_H_

@@ -1,47 +1,218 @@
 // gpubenchd: the daemon. See README.md.
-//   gpubenchd [--listen 127.0.0.1:50051]
+//   gpubenchd [--listen 127.0.0.1:50051] [--data-dir DIR] [--config FILE] ...
+// Every flag may also be given in the config file as "name = value" lines
+// (without the dashes); flags on the command line win.
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/paths.h"
+#include "server/job_manager.h"
+#include "server/scheduler.h"
 #include "server/service.h"
+#include "storage/store.h"
+#include "worker/process.h"
 
 namespace {
-grpc::Server* g_server = nullptr;
-void OnSignal(int) {
-  // Shutdown from a signal handler is not async-signal-safe; a thread does it.
-  std::thread([] { if (g_server) g_server->Shutdown(); }).detach();
+
+constexpr char kUsage[] = R"(usage: gpubenchd [flags]
+  --listen HOST:PORT         address to serve (default 127.0.0.1:50051; port 0 picks one)
+  --data-dir DIR             SQLite file, models and traces (default: the user's data
+                             directory, /var/lib/gpubench under systemd)
+  --config FILE              "name = value" lines for any flag below
+  --worker PATH              gpubench-worker binary (default: beside gpubenchd)
+  --max-queue N              queued jobs before RESOURCE_EXHAUSTED (default 1000)
+  --max-job-seconds N        longest a job may run; bounds spec timeout_s (default 86400)
+  --stop-grace-ms N          SIGTERM to SIGKILL delay for cancel and shutdown (default 10000)
+  --max-requeues N           times an interrupted job is requeued (default 1)
+  --keep-samples-runs N      keep samples of the newest N runs (default 0: all)
+  --keep-trace-bytes N       keep the newest traces within N bytes (default 0: all)
+  --port-file PATH           write the bound port here once serving
+)";
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+using Flags = std::map<std::string, std::string>;
+
+bool ReadConfig(const std::string& path, Flags* flags, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = absl::StrCat("cannot read config file ", path);
+    return false;
+  }
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    absl::string_view l = absl::StripAsciiWhitespace(line);
+    if (l.empty() || l[0] == '#') continue;
+    const size_t eq = l.find('=');
+    if (eq == absl::string_view::npos) {
+      *error = absl::StrCat(path, ":", n, ": expected name = value");
+      return false;
+    }
+    const std::string name(absl::StripAsciiWhitespace(l.substr(0, eq)));
+    flags->emplace(name, std::string(absl::StripAsciiWhitespace(l.substr(eq + 1))));
+  }
+  return true;
 }
+
+bool ToInt(const Flags& flags, const std::string& name, int64_t* out, std::string* error) {
+  auto it = flags.find(name);
+  if (it == flags.end()) return true;
+  if (!absl::SimpleAtoi(it->second, out) || *out < 0) {
+    *error = absl::StrCat("--", name, ": expected a non-negative integer, got \"",
+                          it->second, "\"");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string listen = "127.0.0.1:50051";
+  using namespace gpubench;
+  Flags flags;
+  const std::map<std::string, bool> known = {
+      {"listen", true}, {"data-dir", true}, {"config", true}, {"worker", true},
+      {"max-queue", true}, {"max-job-seconds", true}, {"stop-grace-ms", true},
+      {"max-requeues", true}, {"keep-samples-runs", true}, {"keep-trace-bytes", true},
+      {"port-file", true}};
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
-      listen = argv[++i];
-    } else {
-      std::cerr << "usage: gpubenchd [--listen HOST:PORT]\n";
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (arg.rfind("--", 0) != 0 || !known.count(arg.substr(2)) || i + 1 >= argc) {
+      std::cerr << "gpubenchd: unknown or incomplete flag \"" << arg << "\"\n" << kUsage;
       return 2;
     }
+    flags[arg.substr(2)] = argv[++i];
   }
-  gpubench::server::BenchServiceImpl service(gpubench::server::ProbeMachine(listen));
+  std::string error;
+  if (flags.count("config")) {
+    Flags from_file;
+    if (!ReadConfig(flags["config"], &from_file, &error)) {
+      std::cerr << "gpubenchd: " << error << "\n";
+      return 2;
+    }
+    for (auto& [name, value] : from_file) {
+      if (!known.count(name)) {
+        std::cerr << "gpubenchd: config file " << flags["config"] << ": unknown setting \""
+                  << name << "\"\n";
+        return 2;
+      }
+      flags.emplace(name, value);  // the command line wins
+    }
+  }
+  server::DaemonOptions options;
+  int64_t max_queue = options.max_queue, max_requeues = options.max_requeues;
+  storage::RetentionLimits retention;
+  if (!ToInt(flags, "max-queue", &max_queue, &error) ||
+      !ToInt(flags, "max-job-seconds", &options.max_job_seconds, &error) ||
+      !ToInt(flags, "stop-grace-ms", &options.stop_grace_ms, &error) ||
+      !ToInt(flags, "max-requeues", &max_requeues, &error) ||
+      !ToInt(flags, "keep-samples-runs", &retention.max_runs_with_samples, &error) ||
+      !ToInt(flags, "keep-trace-bytes", &retention.max_trace_bytes, &error)) {
+    std::cerr << "gpubenchd: " << error << "\n";
+    return 2;
+  }
+  options.max_queue = static_cast<int>(max_queue);
+  options.max_requeues = static_cast<int>(max_requeues);
+  const std::string listen =
+      flags.count("listen") ? flags["listen"] : std::string("127.0.0.1:50051");
+  const std::string data_dir =
+      flags.count("data-dir") ? flags["data-dir"] : DefaultDataDir();
+  options.worker_path =
+      flags.count("worker") ? flags["worker"] : worker::DefaultWorkerPath();
+  options.model_dir = data_dir + "/models";
+  for (const std::string& dir : {data_dir, options.model_dir}) {
+    if (auto s = MakeDirs(dir); !s.ok()) {
+      std::cerr << "gpubenchd: " << s.message() << "\n";
+      return 1;
+    }
+  }
+
+  // A corrupt or unreadable database stops start-up; it is never rewritten.
+  auto store = storage::Store::Open({data_dir + "/gpubench.db"});
+  if (!store.ok()) {
+    std::cerr << "gpubenchd: " << store.status().message() << "\n";
+    return 1;
+  }
+  auto integrity = (*store)->IntegrityCheck();
+  if (!integrity.ok() || *integrity != "ok") {
+    std::cerr << "gpubenchd: database " << data_dir << "/gpubench.db failed "
+              << "integrity_check: "
+              << (integrity.ok() ? *integrity : std::string(integrity.status().message()))
+              << "; it was left untouched\n";
+    return 1;
+  }
+  std::string warning;
+  v1::HostInfo host = server::ProbeHost(listen, options.worker_path, &warning);
+  if (!warning.empty()) std::cerr << "gpubenchd: warning: " << warning << "\n";
+  if (auto s = (*store)->PutHost(host); !s.ok()) {
+    std::cerr << "gpubenchd: " << s.message() << "\n";
+    return 1;
+  }
+  if (auto pruned = (*store)->Prune(retention); !pruned.ok()) {
+    std::cerr << "gpubenchd: retention: " << pruned.status().message() << "\n";
+  }
+
+  server::JobManager jobs(options, store->get(), host);
+  server::Scheduler scheduler(&jobs, store->get());
+  jobs.SetRunHook([&scheduler](const v1::Job& job, v1::Run* run) {
+    scheduler.CompareWithHistory(job, run);
+  });
+  server::BenchServiceImpl service(&jobs, &scheduler, store->get(), options.model_dir);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(8 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "gpubenchd: cannot listen on " << listen << "\n";
     return 1;
   }
-  g_server = server.get();
+  if (auto s = jobs.Start(); !s.ok()) {
+    std::cerr << "gpubenchd: recovery failed: " << s.message() << "\n";
+    return 1;
+  }
+  scheduler.Start();
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  std::cerr << "gpubenchd: listening on " << listen << " (port " << port << ")\n";
-  server->Wait();
+  std::signal(SIGPIPE, SIG_IGN);
+  if (flags.count("port-file")) {
+    const std::string tmp = flags["port-file"] + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    std::rename(tmp.c_str(), flags["port-file"].c_str());
+  }
+  std::cerr << "gpubenchd: serving on " << listen << " (port " << port << "), data in "
+            << data_dir << ", " << host.gpus_size() << " GPU(s)\n";
+
+  while (!g_stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::cerr << "gpubenchd: shutting down\n";
+  // Stop the queue first (running jobs get the grace period and end
+  // INTERRUPTED, which watchers see), then the server: in-flight calls get a
+  // moment, then are cancelled.
+  scheduler.Stop();
+  jobs.Shutdown();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  std::cerr << "gpubenchd: stopped\n";
   return 0;
 }

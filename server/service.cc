@@ -3,13 +3,20 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <deque>
 #include <fstream>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/paths.h"
 #include "common/spec.h"
 #include "common/version.h"
+#include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/status_util.h"
+#include "storage/sha256.h"
 
 namespace gpubench::server {
 namespace {
@@ -60,39 +67,455 @@ v1::HostInfo ProbeMachine(const std::string& address) {
                         sysconf(_SC_PAGE_SIZE));
   host.set_gpubench_version(kGpubenchVersion);
   host.set_address(address);
-  *host.mutable_probe_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  *host.mutable_probe_time() = NowTimestamp();
   return host;
 }
 
-grpc::ServerUnaryReactor* BenchServiceImpl::GetHostInfo(
-    grpc::CallbackServerContext* context, const v1::GetHostInfoRequest*,
-    v1::GetHostInfoResponse* response) {
-  *response->mutable_host() = host_;
+v1::HostInfo ProbeHost(const std::string& address, const std::string& worker_path,
+                       std::string* warning) {
+  v1::HostInfo host = ProbeMachine(address);
+  const std::string command = absl::StrCat("'", worker_path, "' --probe 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  if (pipe) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) output.append(buf, n);
+    const int rc = pclose(pipe);
+    v1::HostInfo probed;
+    const size_t brace = output.find('{');
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;
+    if (rc == 0 && brace != std::string::npos &&
+        google::protobuf::util::JsonStringToMessage(output.substr(brace), &probed,
+                                                    options)
+            .ok()) {
+      host.set_torch_version(probed.torch_version());
+      host.set_cuda_version(probed.cuda_version());
+      host.set_cudnn_version(probed.cudnn_version());
+      host.set_mps_available(probed.mps_available());
+      *host.mutable_gpus() = probed.gpus();
+      return host;
+    }
+  }
+  *warning = absl::StrCat("cannot probe devices with ", worker_path, ": ",
+                          output.substr(0, 500));
+  return host;
+}
+
+namespace {
+
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
+                                const absl::Status& status) {
   auto* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
+}
+
+absl::Status Required(const std::string& value, const char* field) {
+  if (!value.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+}
+
+int64_t Ns(const google::protobuf::Timestamp& t) {
+  return google::protobuf::util::TimeUtil::TimestampToNanoseconds(t);
+}
+
+// Streams a job's events from a sequence until the job ends. Wakes on the
+// job manager's notifications; never blocks a gRPC thread.
+class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
+ public:
+  WatchReactor(JobManager* jobs, std::string job_id, int64_t after)
+      : jobs_(jobs), job_id_(std::move(job_id)), last_(after) {
+    token_ = jobs_->Subscribe(job_id_, [this] { Pump(); });
+    Pump();
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) {
+        FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away"));
+        return;
+      }
+    }
+    Pump();
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!writing_) FinishLocked(grpc::Status::CANCELLED);
+    cancelled_ = true;
+  }
+
+  void OnDone() override {
+    jobs_->Unsubscribe(token_);
+    delete this;
+  }
+
+ private:
+  void Pump() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (writing_ || finished_) return;
+    if (cancelled_) {
+      FinishLocked(grpc::Status::CANCELLED);
+      return;
+    }
+    if (pending_.empty()) {
+      std::vector<v1::ProgressEvent> events;
+      absl::Status s = jobs_->EventsAfter(job_id_, last_, &events, &ended_);
+      if (!s.ok()) {
+        FinishLocked(ToGrpcStatus(s));
+        return;
+      }
+      pending_.assign(events.begin(), events.end());
+    }
+    if (!pending_.empty()) {
+      *response_.mutable_event() = std::move(pending_.front());
+      pending_.pop_front();
+      last_ = response_.event().sequence();
+      writing_ = true;
+      StartWrite(&response_);
+    } else if (ended_) {
+      FinishLocked(grpc::Status::OK);
+    }
+  }
+
+  void FinishLocked(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  JobManager* const jobs_;
+  const std::string job_id_;
+  int64_t token_ = 0;
+  std::mutex mu_;
+  int64_t last_;  // guarded by mu_, as the rest
+  std::deque<v1::ProgressEvent> pending_;
+  v1::WatchJobResponse response_;
+  bool ended_ = false;
+  bool writing_ = false;
+  bool finished_ = false;
+  bool cancelled_ = false;
+};
+
+// Receives a model: a header, then chunks into a temporary file; checks size
+// and sha256, then keeps it once per hash under the model directory.
+class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
+ public:
+  static constexpr int64_t kMaxModelBytes = int64_t{8} << 30;
+
+  UploadReactor(storage::Store* store, std::string model_dir,
+                v1::UploadModelResponse* response)
+      : store_(store), model_dir_(std::move(model_dir)), response_(response) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    absl::Status s = ok ? Take() : Complete();
+    if (!s.ok() || !ok) {
+      out_.close();
+      std::remove(temp_.c_str());
+      Finish(ToGrpcStatus(s));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Take() {
+    if (request_.has_header()) {
+      if (!temp_.empty()) return absl::InvalidArgumentError("header: sent twice");
+      header_ = request_.header();
+      if (header_.name().empty()) return absl::InvalidArgumentError("header.name: required");
+      if (header_.sha256().size() != 64 ||
+          header_.sha256().find_first_not_of("0123456789abcdef") != std::string::npos) {
+        return absl::InvalidArgumentError(
+            "header.sha256: must be 64 lower-case hex digits");
+      }
+      if (header_.size_bytes() <= 0 || header_.size_bytes() > kMaxModelBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "header.size_bytes: must be in [1, ", kMaxModelBytes, "], got ",
+            header_.size_bytes()));
+      }
+      temp_ = absl::StrCat(model_dir_, "/.upload-", header_.sha256(), "-",
+                           reinterpret_cast<uintptr_t>(this));
+      out_.open(temp_, std::ios::binary | std::ios::trunc);
+      if (!out_) return absl::InternalError(absl::StrCat("cannot write ", temp_));
+      return absl::OkStatus();
+    }
+    if (temp_.empty()) return absl::InvalidArgumentError("header: must come first");
+    received_ += request_.chunk().size();
+    if (received_ > header_.size_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk: more data than header.size_bytes (", header_.size_bytes(), ")"));
+    }
+    out_.write(request_.chunk().data(), request_.chunk().size());
+    return out_ ? absl::OkStatus()
+                : absl::InternalError(absl::StrCat("cannot write ", temp_));
+  }
+
+  absl::Status Complete() {
+    if (temp_.empty()) return absl::InvalidArgumentError("header: missing");
+    out_.close();
+    if (received_ != header_.size_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header.size_bytes: ", header_.size_bytes(), " announced, ", received_,
+          " received"));
+    }
+    std::ifstream in(temp_, std::ios::binary);
+    const std::string data((std::istreambuf_iterator<char>(in)), {});
+    const std::string actual = storage::Sha256Hex(data);
+    if (actual != header_.sha256()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header.sha256: the data hashes to ", actual, ", not ", header_.sha256()));
+    }
+    if (auto existing = store_->GetModel(actual); existing.ok()) {
+      *response_->mutable_model() = *existing;
+      response_->set_already_present(true);
+      std::remove(temp_.c_str());
+      return absl::OkStatus();
+    }
+    if (std::rename(temp_.c_str(), ModelPath(model_dir_, actual).c_str()) != 0) {
+      return absl::InternalError(absl::StrCat("cannot store the model under ", model_dir_));
+    }
+    v1::ModelInfo model;
+    model.set_sha256(actual);
+    model.set_name(header_.name());
+    model.set_size_bytes(received_);
+    model.set_format(header_.format() == v1::MODEL_FORMAT_UNSPECIFIED
+                         ? v1::MODEL_FORMAT_TORCHSCRIPT
+                         : header_.format());
+    *model.mutable_upload_time() = NowTimestamp();
+    if (auto s = store_->PutModel(model); !s.ok()) return s;
+    *response_->mutable_model() = model;
+    return absl::OkStatus();
+  }
+
+  storage::Store* const store_;
+  const std::string model_dir_;
+  v1::UploadModelResponse* const response_;
+  v1::UploadModelRequest request_;
+  v1::ModelUploadHeader header_;
+  std::string temp_;
+  std::ofstream out_;
+  int64_t received_ = 0;
+};
+
+// Sends a run's trace: its info, then the uncompressed data in 1 MiB chunks.
+class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
+ public:
+  static constexpr size_t kChunkBytes = 1 << 20;
+
+  TraceReactor(storage::Store* store, const std::string& run_id) {
+    auto trace = run_id.empty()
+                     ? absl::InvalidArgumentError("run_id: required")
+                     : store->GetTrace(run_id);
+    if (!trace.ok()) {
+      Finish(ToGrpcStatus(trace.status()));
+      return;
+    }
+    data_ = std::move(trace->second);
+    *response_.mutable_info() = trace->first;
+    StartWrite(&response_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "reader went away"));
+      return;
+    }
+    if (offset_ >= data_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    response_.set_chunk(data_.substr(offset_, kChunkBytes));
+    offset_ += kChunkBytes;
+    StartWrite(&response_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  std::string data_;
+  size_t offset_ = 0;
+  v1::GetTraceResponse response_;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
+    grpc::CallbackServerContext*, v1::UploadModelResponse* response) {
+  return new UploadReactor(store_, model_dir_, response);
+}
+
+grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
+    grpc::CallbackServerContext*, const v1::GetTraceRequest* request) {
+  return new TraceReactor(store_, request->run_id());
 }
 
 grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
-  auto* reactor = context->DefaultReactor();
   auto runs = ExpandSweep(request->spec());
-  if (!runs.ok()) {
-    reactor->Finish(ToGrpcStatus(runs.status()));
-    return reactor;
+  if (!runs.ok()) return Reply(context, runs.status());
+  if (request->dry_run()) {
+    *response->mutable_job()->mutable_spec() = request->spec();
+    response->mutable_job()->set_run_count(runs->size());
+  } else {
+    auto job = jobs_->Submit(request->spec(), "");
+    if (!job.ok()) return Reply(context, job.status());
+    *response->mutable_job() = std::move(*job);
   }
-  if (!request->dry_run()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                                 "the job queue is not served yet; use dry_run "
-                                 "or `gpubench run` locally"));
-    return reactor;
-  }
-  *response->mutable_job()->mutable_spec() = request->spec();
-  response->mutable_job()->set_run_count(runs->size());
   for (auto& r : *runs) *response->add_runs() = std::move(r);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* context,
+                                                   const v1::GetJobRequest* request,
+                                                   v1::GetJobResponse* response) {
+  if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
+  auto job = store_->GetJob(request->job_id());
+  if (!job.ok()) return Reply(context, job.status());
+  *response->mutable_job() = std::move(*job);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext* context,
+                                                     const v1::ListJobsRequest* request,
+                                                     v1::ListJobsResponse* response) {
+  storage::JobFilter filter;
+  for (int s : request->states()) filter.states.push_back(static_cast<v1::JobState>(s));
+  filter.workload = request->workload();
+  filter.schedule_id = request->schedule_id();
+  filter.submitted_after_ns = Ns(request->submitted_after());
+  filter.submitted_before_ns = Ns(request->submitted_before());
+  auto page = store_->ListJobs(filter, request->page_size(), request->page_token());
+  if (!page.ok()) return Reply(context, page.status());
+  for (auto& j : page->items) *response->add_jobs() = std::move(j);
+  response->set_next_page_token(page->next_page_token);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  if (request->job_id().empty() || request->after_sequence() < 0 ||
+      !store_->GetJob(request->job_id()).ok()) {
+    // A reactor that only reports the error.
+    class ErrorReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
+     public:
+      explicit ErrorReactor(grpc::Status s) { Finish(s); }
+      void OnDone() override { delete this; }
+    };
+    grpc::Status status =
+        request->job_id().empty()
+            ? grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job_id: required")
+        : request->after_sequence() < 0
+            ? grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                           "after_sequence: must be >= 0")
+            : grpc::Status(grpc::StatusCode::NOT_FOUND,
+                           absl::StrCat("job ", request->job_id()));
+    return new ErrorReactor(status);
+  }
+  return new WatchReactor(jobs_, request->job_id(), request->after_sequence());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContext* context,
+                                                      const v1::CancelJobRequest* request,
+                                                      v1::CancelJobResponse* response) {
+  if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
+  auto job = jobs_->Cancel(request->job_id());
+  if (!job.ok()) return Reply(context, job.status());
+  *response->mutable_job() = std::move(*job);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* context,
+                                                   const v1::GetRunRequest* request,
+                                                   v1::GetRunResponse* response) {
+  if (auto s = Required(request->run_id(), "run_id"); !s.ok()) return Reply(context, s);
+  auto run = store_->GetRun(request->run_id(), request->include_samples());
+  if (!run.ok()) return Reply(context, run.status());
+  *response->mutable_run() = std::move(*run);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext* context,
+                                                     const v1::ListRunsRequest* request,
+                                                     v1::ListRunsResponse* response) {
+  if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
+  if (auto job = store_->GetJob(request->job_id()); !job.ok()) {
+    return Reply(context, job.status());
+  }
+  auto runs = store_->ListRuns(request->job_id(), request->include_samples());
+  if (!runs.ok()) return Reply(context, runs.status());
+  for (auto& r : *runs) *response->add_runs() = std::move(r);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContext* context,
+                                                      const v1::QueryRunsRequest* request,
+                                                      v1::QueryRunsResponse* response) {
+  storage::RunFilter filter;
+  filter.workload = request->workload();
+  filter.config_equals.assign(request->config_equals().begin(),
+                              request->config_equals().end());
+  filter.host_id = request->host_id();
+  for (int s : request->states()) filter.states.push_back(static_cast<v1::RunState>(s));
+  filter.started_after_ns = Ns(request->started_after());
+  filter.started_before_ns = Ns(request->started_before());
+  auto page = store_->QueryRuns(filter, request->page_size(), request->page_token());
+  if (!page.ok()) return Reply(context, page.status());
+  for (auto& r : page->items) *response->add_runs() = std::move(r);
+  response->set_next_page_token(page->next_page_token);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::GetHostInfo(
+    grpc::CallbackServerContext* context, const v1::GetHostInfoRequest*,
+    v1::GetHostInfoResponse* response) {
+  *response->mutable_host() = jobs_->host();
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::CreateSchedule(
+    grpc::CallbackServerContext* context, const v1::CreateScheduleRequest* request,
+    v1::CreateScheduleResponse* response) {
+  auto schedule = scheduler_->Create(request->schedule(), absl::Now());
+  if (!schedule.ok()) return Reply(context, schedule.status());
+  *response->mutable_schedule() = std::move(*schedule);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
+    grpc::CallbackServerContext* context, const v1::ListSchedulesRequest*,
+    v1::ListSchedulesResponse* response) {
+  auto schedules = store_->ListSchedules();
+  if (!schedules.ok()) return Reply(context, schedules.status());
+  for (auto& s : *schedules) *response->add_schedules() = std::move(s);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
+    grpc::CallbackServerContext* context, const v1::DeleteScheduleRequest* request,
+    v1::DeleteScheduleResponse*) {
+  if (auto s = Required(request->schedule_id(), "schedule_id"); !s.ok()) {
+    return Reply(context, s);
+  }
+  return Reply(context, store_->DeleteSchedule(request->schedule_id()));
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::ListRegressions(
+    grpc::CallbackServerContext* context, const v1::ListRegressionsRequest* request,
+    v1::ListRegressionsResponse* response) {
+  auto runs = store_->ListFlaggedRuns(Ns(request->since()), request->include_improvements());
+  if (!runs.ok()) return Reply(context, runs.status());
+  for (auto& r : *runs) *response->add_runs() = std::move(r);
+  return Reply(context, absl::OkStatus());
 }
 
 }  // namespace gpubench::server

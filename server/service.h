@@ -1,35 +1,86 @@
-// gpubench.v1.BenchService on gRPC's callback API. Reactors validate and
-// return; no model ever runs on a gRPC thread.
-//
-// Foundation stage: GetHostInfo and SubmitJob's dry run are served; the
-// queue, workers and store arrive with the daemon issue, and until then the
-// other rpcs answer UNIMPLEMENTED (the generated default).
+// gpubench.v1.BenchService on gRPC's callback API. Reactors validate, call
+// the job manager or the store, and return; no model ever runs on a gRPC
+// thread, and no reactor blocks on a worker.
 #ifndef GPUBENCH_SERVER_SERVICE_H_
 #define GPUBENCH_SERVER_SERVICE_H_
 
 #include <string>
 
 #include "gpubench/v1/service.grpc.pb.h"
+#include "server/job_manager.h"
+#include "server/scheduler.h"
+#include "storage/store.h"
 
 namespace gpubench::server {
 
 // Static facts about this machine: hostname, OS, kernel, CPU, memory.
 v1::HostInfo ProbeMachine(const std::string& address);
 
-// Thread-safe: its state is const after construction.
+// ProbeMachine plus what `gpubench-worker --probe` reports (GPUs, CUDA,
+// cuDNN, torch). A worker that cannot probe leaves those fields empty and
+// its error in *warning.
+v1::HostInfo ProbeHost(const std::string& address, const std::string& worker_path,
+                       std::string* warning);
+
+// Thread-safe; jobs and store outlive it.
 class BenchServiceImpl final : public v1::BenchService::CallbackService {
  public:
-  explicit BenchServiceImpl(v1::HostInfo host) : host_(std::move(host)) {}
+  BenchServiceImpl(JobManager* jobs, Scheduler* scheduler, storage::Store* store,
+                   std::string model_dir)
+      : jobs_(jobs),
+        scheduler_(scheduler),
+        store_(store),
+        model_dir_(std::move(model_dir)) {}
 
-  grpc::ServerUnaryReactor* GetHostInfo(grpc::CallbackServerContext* context,
-                                        const v1::GetHostInfoRequest* request,
-                                        v1::GetHostInfoResponse* response) override;
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
                                       v1::SubmitJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request,
+                                   v1::GetJobResponse* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerWriteReactor<v1::WatchJobResponse>* WatchJob(
+      grpc::CallbackServerContext* context,
+      const v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const v1::CancelJobRequest* request,
+                                      v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* context,
+                                   const v1::GetRunRequest* request,
+                                   v1::GetRunResponse* response) override;
+  grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
+                                     const v1::ListRunsRequest* request,
+                                     v1::ListRunsResponse* response) override;
+  grpc::ServerUnaryReactor* QueryRuns(grpc::CallbackServerContext* context,
+                                      const v1::QueryRunsRequest* request,
+                                      v1::QueryRunsResponse* response) override;
+  grpc::ServerUnaryReactor* GetHostInfo(grpc::CallbackServerContext* context,
+                                        const v1::GetHostInfoRequest* request,
+                                        v1::GetHostInfoResponse* response) override;
+  grpc::ServerUnaryReactor* CreateSchedule(grpc::CallbackServerContext* context,
+                                           const v1::CreateScheduleRequest* request,
+                                           v1::CreateScheduleResponse* response) override;
+  grpc::ServerUnaryReactor* ListSchedules(grpc::CallbackServerContext* context,
+                                          const v1::ListSchedulesRequest* request,
+                                          v1::ListSchedulesResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteSchedule(grpc::CallbackServerContext* context,
+                                           const v1::DeleteScheduleRequest* request,
+                                           v1::DeleteScheduleResponse* response) override;
+  grpc::ServerReadReactor<v1::UploadModelRequest>* UploadModel(
+      grpc::CallbackServerContext* context, v1::UploadModelResponse* response) override;
+  grpc::ServerWriteReactor<v1::GetTraceResponse>* GetTrace(
+      grpc::CallbackServerContext* context, const v1::GetTraceRequest* request) override;
+  grpc::ServerUnaryReactor* ListRegressions(
+      grpc::CallbackServerContext* context, const v1::ListRegressionsRequest* request,
+      v1::ListRegressionsResponse* response) override;
 
  private:
-  const v1::HostInfo host_;
+  JobManager* const jobs_;
+  Scheduler* const scheduler_;
+  storage::Store* const store_;
+  const std::string model_dir_;
 };
 
 }  // namespace gpubench::server

@@ -2,11 +2,22 @@
 
 #include <sqlite3.h>
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <random>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/clock.h"
+#include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
+#include "storage/sha256.h"
 
 namespace gpubench::storage {
 namespace {
@@ -42,6 +53,48 @@ CREATE INDEX runs_by_workload_start ON runs(workload, start_ns DESC);
 CREATE TABLE samples (
   run_id      TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
   data        BLOB NOT NULL            -- gpubench.v1.IterationSamples
+);
+)sql",
+    // 1 -> 2: queryable run configs, events, hosts, schedules, models, traces.
+    R"sql(
+ALTER TABLE runs ADD COLUMN config_json TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE runs ADD COLUMN schedule_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN end_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN verdict INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET schedule_id =
+  COALESCE((SELECT schedule_id FROM jobs WHERE jobs.job_id = runs.job_id), '');
+CREATE INDEX runs_by_start ON runs(start_ns DESC, run_id DESC);
+CREATE INDEX runs_by_host_start ON runs(host_id, start_ns DESC);
+CREATE INDEX runs_by_schedule_config ON runs(schedule_id, config_json, start_ns DESC);
+CREATE INDEX runs_by_verdict ON runs(verdict, end_ns DESC);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE INDEX jobs_by_schedule ON jobs(schedule_id, submit_ns DESC);
+CREATE TABLE job_events (
+  job_id      TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  sequence    INTEGER NOT NULL,
+  record      BLOB NOT NULL,           -- gpubench.v1.ProgressEvent
+  PRIMARY KEY (job_id, sequence)
+) WITHOUT ROWID;
+CREATE TABLE hosts (
+  host_id     TEXT PRIMARY KEY,
+  record      BLOB NOT NULL            -- gpubench.v1.HostInfo
+);
+CREATE TABLE schedules (
+  schedule_id TEXT PRIMARY KEY,
+  record      BLOB NOT NULL            -- gpubench.v1.Schedule
+);
+CREATE TABLE models (
+  sha256      TEXT PRIMARY KEY,
+  record      BLOB NOT NULL            -- gpubench.v1.ModelInfo
+);
+CREATE TABLE traces (
+  run_id      TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
+  format      TEXT NOT NULL,
+  size_bytes  INTEGER NOT NULL,        -- uncompressed
+  sha256      TEXT NOT NULL,           -- of the uncompressed data
+  created_ns  INTEGER NOT NULL,
+  data        BLOB NOT NULL            -- zlib
 );
 )sql",
 };
@@ -83,6 +136,174 @@ class Statement {
 
 int64_t ToNs(const google::protobuf::Timestamp& t) {
   return TimeUtil::TimestampToNanoseconds(t);
+}
+
+// A run's config as JSON with every field present, enum names and proto
+// field names, so json_extract can filter on any field.
+std::string ConfigJson(const v1::RunConfig& config) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(config, &json, options).ok()) {
+    return "{}";
+  }
+  return json;
+}
+
+// Keyset page tokens: "<ns>:<id>" of the last item returned.
+absl::Status ParseToken(const std::string& token, int64_t* ns, std::string* id) {
+  const size_t colon = token.find(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(token.substr(0, colon), ns) ||
+      colon + 1 >= token.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token: \"", token, "\" is not a token this daemon issued"));
+  }
+  *id = token.substr(colon + 1);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> PageSize(int requested, int default_size) {
+  if (requested < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must be >= 0, got ", requested));
+  }
+  return requested == 0 ? default_size : std::min(requested, 1000);
+}
+
+// One bound parameter of a dynamically built query.
+struct Param {
+  enum Kind { kText, kInt, kReal } kind;
+  std::string text;
+  int64_t i = 0;
+  double d = 0;
+};
+Param TextParam(std::string s) { return {Param::kText, std::move(s)}; }
+Param IntParam(int64_t v) { return {Param::kInt, "", v}; }
+
+// "col IN (?,?)" for a list of enum values.
+template <typename E>
+void InClause(const std::string& column, const std::vector<E>& values,
+              std::vector<std::string>* where, std::vector<Param>* params) {
+  if (values.empty()) return;
+  std::string in;
+  for (E v : values) {
+    absl::StrAppend(&in, in.empty() ? "" : ",", "?");
+    params->push_back(IntParam(static_cast<int64_t>(v)));
+  }
+  where->push_back(absl::StrCat(column, " IN (", in, ")"));
+}
+
+// Turns "params.model_size=small" into a json_extract condition on the
+// RunConfig JSON, checked against RunConfig's fields.
+absl::Status ConfigCondition(const std::string& entry, int index,
+                             std::vector<std::string>* where,
+                             std::vector<Param>* params) {
+  const std::string name = absl::StrCat("config_equals[", index, "]");
+  const size_t eq = entry.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": expected field=value, got \"", entry, "\""));
+  }
+  const std::string path = entry.substr(0, eq), value = entry.substr(eq + 1);
+  const google::protobuf::Descriptor* message = v1::RunConfig::descriptor();
+  const google::protobuf::FieldDescriptor* field = nullptr;
+  for (absl::string_view part : absl::StrSplit(path, '.')) {
+    if (message == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": \"", path, "\" goes inside a field that is not a message"));
+    }
+    field = message->FindFieldByName(std::string(part));
+    if (field == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": ", message->name(), " has no field \"", std::string(part), "\""));
+    }
+    message = field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE
+                  ? field->message_type()
+                  : nullptr;
+  }
+  if (field->is_repeated() || message != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": \"", path, "\" is not a single value"));
+  }
+  Param param;
+  using FD = google::protobuf::FieldDescriptor;
+  switch (field->cpp_type()) {
+    case FD::CPPTYPE_INT32:
+    case FD::CPPTYPE_UINT32: {
+      int64_t v;
+      if (!absl::SimpleAtoi(value, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": ", path, " takes an integer, got \"", value, "\""));
+      }
+      param = IntParam(v);
+      break;
+    }
+    case FD::CPPTYPE_INT64:
+    case FD::CPPTYPE_UINT64:
+      param = TextParam(value);  // the JSON mapping writes 64-bit ints as strings
+      break;
+    case FD::CPPTYPE_DOUBLE:
+    case FD::CPPTYPE_FLOAT: {
+      double v;
+      if (!absl::SimpleAtod(value, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": ", path, " takes a number, got \"", value, "\""));
+      }
+      param = {Param::kReal, "", 0, v};
+      break;
+    }
+    case FD::CPPTYPE_BOOL: {
+      bool v;
+      if (!absl::SimpleAtob(value, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": ", path, " takes true or false, got \"", value, "\""));
+      }
+      param = IntParam(v ? 1 : 0);
+      break;
+    }
+    case FD::CPPTYPE_ENUM: {
+      const auto* e = field->enum_type()->FindValueByName(value);
+      if (e == nullptr) {
+        // Also the short form the CLI prints: "bf16" for PRECISION_BF16.
+        const std::string prefix = absl::StrCat(
+            absl::AsciiStrToUpper(field->enum_type()->name()), "_");
+        std::string upper = absl::AsciiStrToUpper(value);
+        e = field->enum_type()->FindValueByName(prefix + upper);
+        if (e == nullptr) {
+          // Enum type names are CamelCase; values use UPPER_SNAKE prefixes.
+          for (int i = 0; i < field->enum_type()->value_count() && !e; ++i) {
+            const auto* candidate = field->enum_type()->value(i);
+            if (absl::EndsWith(candidate->name(), "_" + upper)) e = candidate;
+          }
+        }
+      }
+      if (e == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ": ", path, " has no value \"", value, "\""));
+      }
+      param = TextParam(e->name());
+      break;
+    }
+    default:
+      param = TextParam(value);
+  }
+  where->push_back(absl::StrCat("json_extract(r.config_json, '$.", path, "') = ?"));
+  params->push_back(std::move(param));
+  return absl::OkStatus();
+}
+
+void Bind(Statement& s, const std::vector<Param>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
+    if (p.kind == Param::kText) s.Text(i + 1, p.text);
+    if (p.kind == Param::kInt) s.Int(i + 1, p.i);
+    if (p.kind == Param::kReal) s.Real(i + 1, p.d);
+  }
+}
+
+std::string Where(const std::vector<std::string>& where) {
+  return where.empty() ? "" : absl::StrCat(" WHERE ", absl::StrJoin(where, " AND "));
 }
 
 }  // namespace
@@ -165,13 +386,37 @@ absl::Status Store::Migrate() {
         ", newer than this gpubench (", kSchemaVersion, ")"));
   }
   for (; version < kSchemaVersion; ++version) {
-    const std::string sql = absl::StrCat(
-        "BEGIN IMMEDIATE;", kMigrations[version],
-        "PRAGMA user_version=", version + 1, ";COMMIT;");
-    if (auto s = Exec(sql); !s.ok()) {
+    absl::Status s = Exec(absl::StrCat("BEGIN IMMEDIATE;", kMigrations[version]));
+    // 1 -> 2 also fills the new run columns from each stored record.
+    if (s.ok() && version + 1 == 2) s = BackfillRunColumns();
+    if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", version + 1, ";COMMIT;"));
+    if (!s.ok()) {
       Exec("ROLLBACK").IgnoreError();
       return s;
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::BackfillRunColumns() {
+  std::vector<std::pair<std::string, v1::Run>> runs;
+  {
+    Statement s(db_, "SELECT run_id, record FROM runs");
+    if (!s.ok()) return Error("backfill runs");
+    while (sqlite3_step(s.get()) == SQLITE_ROW) {
+      v1::Run run;
+      if (!run.ParseFromString(s.ColumnBlob(1))) return Error("garbled run record");
+      runs.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)),
+                        std::move(run));
+    }
+  }
+  for (const auto& [id, run] : runs) {
+    Statement s(db_, "UPDATE runs SET config_json=?, end_ns=?, verdict=? WHERE run_id=?");
+    s.Text(1, ConfigJson(run.config()));
+    s.Int(2, ToNs(run.end_time()));
+    s.Int(3, run.history().verdict());
+    s.Text(4, id);
+    if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("backfill runs");
   }
   return absl::OkStatus();
 }
@@ -182,20 +427,20 @@ absl::StatusOr<std::string> Store::InsertJob(const v1::Job& in) {
   if (job.job_id().empty()) job.set_job_id(NewId("j"));
   Statement s(db_,
               "INSERT INTO jobs(job_id, state, workload, submit_ns, schedule_id,"
-              " record) VALUES(?,?,?,?,?,?)");
+              " priority, record) VALUES(?,?,?,?,?,?,?)");
   if (!s.ok()) return Error("insert job");
   s.Text(1, job.job_id());
   s.Int(2, job.state());
   s.Text(3, job.spec().base().workload());
   s.Int(4, ToNs(job.submit_time()));
   s.Text(5, job.schedule_id());
-  s.Blob(6, job.SerializeAsString());
+  s.Int(6, job.spec().priority());
+  s.Blob(7, job.SerializeAsString());
   if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("insert job");
   return job.job_id();
 }
 
-absl::Status Store::UpdateJob(const v1::Job& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::Status Store::UpdateJobLocked(const v1::Job& job) {
   Statement s(db_, "UPDATE jobs SET state=?, record=? WHERE job_id=?");
   if (!s.ok()) return Error("update job");
   s.Int(1, job.state());
@@ -206,6 +451,19 @@ absl::Status Store::UpdateJob(const v1::Job& job) {
     return absl::NotFoundError(absl::StrCat("job ", job.job_id()));
   }
   return absl::OkStatus();
+}
+
+absl::Status Store::UpdateJob(const v1::Job& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return UpdateJobLocked(job);
+}
+
+absl::Status Store::UpdateJob(const v1::Job& job, const v1::ProgressEvent& event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return InTransaction([&] {
+    if (auto s = UpdateJobLocked(job); !s.ok()) return s;
+    return AppendEventLocked(event);
+  });
 }
 
 absl::StatusOr<v1::Job> Store::GetJob(const std::string& job_id) {
@@ -221,24 +479,27 @@ absl::StatusOr<v1::Job> Store::GetJob(const std::string& job_id) {
   return job;
 }
 
-absl::StatusOr<std::string> Store::InsertRun(const v1::Run& in) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::Status Store::InTransaction(const std::function<absl::Status()>& body) {
+  if (auto s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  absl::Status status = body();
+  if (status.ok()) status = Exec("COMMIT");
+  if (!status.ok()) Exec("ROLLBACK").IgnoreError();
+  return status;
+}
+
+absl::StatusOr<std::string> Store::InsertRunLocked(const v1::Run& in) {
   v1::Run run = in;
   if (run.run_id().empty()) run.set_run_id(NewId("r"));
   const std::string samples = run.samples().SerializeAsString();
   run.clear_samples();
-  if (auto s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  auto fail = [&](const char* what) {
-    absl::Status status = Error(what);
-    Exec("ROLLBACK").IgnoreError();
-    return status;
-  };
   {
     Statement s(db_,
                 "INSERT INTO runs(run_id, job_id, run_index, state, workload,"
-                " host_id, start_ns, throughput, record)"
-                " VALUES(?,?,?,?,?,?,?,?,?)");
-    if (!s.ok()) return fail("insert run");
+                " host_id, start_ns, throughput, record, config_json, schedule_id,"
+                " end_ns, verdict)"
+                " VALUES(?,?,?,?,?,?,?,?,?,?,"
+                "  COALESCE((SELECT schedule_id FROM jobs WHERE job_id=?), ''),?,?)");
+    if (!s.ok()) return Error("insert run");
     s.Text(1, run.run_id());
     s.Text(2, run.job_id());
     s.Int(3, run.index());
@@ -248,39 +509,525 @@ absl::StatusOr<std::string> Store::InsertRun(const v1::Run& in) {
     s.Int(7, ToNs(run.start_time()));
     s.Real(8, run.result().throughput_samples_per_s());
     s.Blob(9, run.SerializeAsString());
-    if (sqlite3_step(s.get()) != SQLITE_DONE) return fail("insert run");
+    s.Text(10, ConfigJson(run.config()));
+    s.Text(11, run.job_id());
+    s.Int(12, ToNs(run.end_time()));
+    s.Int(13, run.history().verdict());
+    if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("insert run");
   }
-  {
-    Statement s(db_, "INSERT INTO samples(run_id, data) VALUES(?,?)");
-    if (!s.ok()) return fail("insert samples");
-    s.Text(1, run.run_id());
-    s.Blob(2, samples);
-    if (sqlite3_step(s.get()) != SQLITE_DONE) return fail("insert samples");
-  }
-  if (auto s = Exec("COMMIT"); !s.ok()) return fail("commit run");
+  Statement s(db_, "INSERT INTO samples(run_id, data) VALUES(?,?)");
+  if (!s.ok()) return Error("insert samples");
+  s.Text(1, run.run_id());
+  s.Blob(2, samples);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("insert samples");
   return run.run_id();
+}
+
+absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string id;
+  absl::Status status = InTransaction([&]() -> absl::Status {
+    auto inserted = InsertRunLocked(run);
+    if (!inserted.ok()) return inserted.status();
+    id = *inserted;
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return id;
+}
+
+absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run,
+                                             const v1::ProgressEvent& event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string id;
+  absl::Status status = InTransaction([&]() -> absl::Status {
+    auto inserted = InsertRunLocked(run);
+    if (!inserted.ok()) return inserted.status();
+    id = *inserted;
+    // The event carries the run as stored: with its id, without samples.
+    v1::ProgressEvent stored = event;
+    if (stored.has_run_finished()) {
+      v1::Run* r = stored.mutable_run_finished()->mutable_run();
+      r->set_run_id(id);
+      r->clear_samples();
+    }
+    return AppendEventLocked(stored);
+  });
+  if (!status.ok()) return status;
+  return id;
 }
 
 absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(const std::string& job_id,
                                                      bool include_samples) {
   std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_,
-              "SELECT r.record, s.data FROM runs r LEFT JOIN samples s"
+              "SELECT r.record, s.data, r.run_id FROM runs r LEFT JOIN samples s"
               " ON s.run_id = r.run_id WHERE r.job_id=? ORDER BY r.run_index");
   if (!s.ok()) return Error("list runs");
   s.Text(1, job_id);
   std::vector<v1::Run> runs;
   int rc;
   while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-    v1::Run run;
-    if (!run.ParseFromString(s.ColumnBlob(0))) return Error("garbled run record");
-    if (include_samples && !run.mutable_samples()->ParseFromString(s.ColumnBlob(1))) {
-      return Error("garbled samples");
-    }
-    runs.push_back(std::move(run));
+    auto run = ReadRun(s.get(), include_samples);
+    if (!run.ok()) return run.status();
+    runs.push_back(std::move(*run));
   }
   if (rc != SQLITE_DONE) return Error("list runs");
   return runs;
+}
+
+// Columns: record, samples data (may be NULL), run_id.
+absl::StatusOr<v1::Run> Store::ReadRun(sqlite3_stmt* stmt, bool include_samples) {
+  v1::Run run;
+  const void* p = sqlite3_column_blob(stmt, 0);
+  if (!run.ParseFromArray(p, sqlite3_column_bytes(stmt, 0))) {
+    return Error("garbled run record");
+  }
+  run.set_run_id(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2)));
+  if (include_samples && sqlite3_column_type(stmt, 1) != SQLITE_NULL &&
+      !run.mutable_samples()->ParseFromArray(sqlite3_column_blob(stmt, 1),
+                                             sqlite3_column_bytes(stmt, 1))) {
+    return Error("garbled samples");
+  }
+  return run;
+}
+
+absl::StatusOr<v1::Run> Store::GetRun(const std::string& run_id, bool include_samples) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "SELECT r.record, s.data, r.run_id FROM runs r LEFT JOIN samples s"
+              " ON s.run_id = r.run_id WHERE r.run_id=?");
+  if (!s.ok()) return Error("get run");
+  s.Text(1, run_id);
+  if (sqlite3_step(s.get()) != SQLITE_ROW) {
+    return absl::NotFoundError(absl::StrCat("run ", run_id));
+  }
+  return ReadRun(s.get(), include_samples);
+}
+
+absl::StatusOr<Page<v1::Job>> Store::ListJobs(const JobFilter& filter, int page_size,
+                                              const std::string& page_token) {
+  auto limit = PageSize(page_size, 50);
+  if (!limit.ok()) return limit.status();
+  std::vector<std::string> where;
+  std::vector<Param> params;
+  InClause("state", filter.states, &where, &params);
+  if (!filter.workload.empty()) {
+    where.push_back("workload = ?");
+    params.push_back(TextParam(filter.workload));
+  }
+  if (!filter.schedule_id.empty()) {
+    where.push_back("schedule_id = ?");
+    params.push_back(TextParam(filter.schedule_id));
+  }
+  if (filter.submitted_after_ns > 0) {
+    where.push_back("submit_ns >= ?");
+    params.push_back(IntParam(filter.submitted_after_ns));
+  }
+  if (filter.submitted_before_ns > 0) {
+    where.push_back("submit_ns < ?");
+    params.push_back(IntParam(filter.submitted_before_ns));
+  }
+  if (!page_token.empty()) {
+    int64_t ns;
+    std::string id;
+    if (auto s = ParseToken(page_token, &ns, &id); !s.ok()) return s;
+    where.push_back("(submit_ns < ? OR (submit_ns = ? AND job_id < ?))");
+    params.push_back(IntParam(ns));
+    params.push_back(IntParam(ns));
+    params.push_back(TextParam(id));
+  }
+  const std::string sql =
+      absl::StrCat("SELECT record, submit_ns, job_id FROM jobs", Where(where),
+                   " ORDER BY submit_ns DESC, job_id DESC LIMIT ", *limit + 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, sql.c_str());
+  if (!s.ok()) return Error("list jobs");
+  Bind(s, params);
+  Page<v1::Job> page;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    if (static_cast<int>(page.items.size()) == *limit) {
+      const v1::Job& last = page.items.back();
+      page.next_page_token =
+          absl::StrCat(ToNs(last.submit_time()), ":", last.job_id());
+      break;
+    }
+    v1::Job job;
+    if (!job.ParseFromString(s.ColumnBlob(0))) return Error("garbled job record");
+    page.items.push_back(std::move(job));
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("list jobs");
+  return page;
+}
+
+absl::StatusOr<Page<v1::Run>> Store::QueryRuns(const RunFilter& filter, int page_size,
+                                               const std::string& page_token) {
+  auto limit = PageSize(page_size, 100);
+  if (!limit.ok()) return limit.status();
+  std::vector<std::string> where;
+  std::vector<Param> params;
+  auto equals = [&](const char* column, const std::string& value) {
+    if (value.empty()) return;
+    where.push_back(absl::StrCat("r.", column, " = ?"));
+    params.push_back(TextParam(value));
+  };
+  equals("workload", filter.workload);
+  equals("host_id", filter.host_id);
+  equals("job_id", filter.job_id);
+  equals("schedule_id", filter.schedule_id);
+  InClause("r.state", filter.states, &where, &params);
+  if (filter.started_after_ns > 0) {
+    where.push_back("r.start_ns >= ?");
+    params.push_back(IntParam(filter.started_after_ns));
+  }
+  if (filter.started_before_ns > 0) {
+    where.push_back("r.start_ns < ?");
+    params.push_back(IntParam(filter.started_before_ns));
+  }
+  for (size_t i = 0; i < filter.config_equals.size(); ++i) {
+    if (auto s = ConfigCondition(filter.config_equals[i], i, &where, &params); !s.ok()) {
+      return s;
+    }
+  }
+  if (!page_token.empty()) {
+    int64_t ns;
+    std::string id;
+    if (auto s = ParseToken(page_token, &ns, &id); !s.ok()) return s;
+    where.push_back("(r.start_ns < ? OR (r.start_ns = ? AND r.run_id < ?))");
+    params.push_back(IntParam(ns));
+    params.push_back(IntParam(ns));
+    params.push_back(TextParam(id));
+  }
+  const std::string sql = absl::StrCat(
+      "SELECT r.record, NULL, r.run_id, r.start_ns FROM runs r", Where(where),
+      " ORDER BY r.start_ns DESC, r.run_id DESC LIMIT ", *limit + 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, sql.c_str());
+  if (!s.ok()) return Error("query runs");
+  Bind(s, params);
+  Page<v1::Run> page;
+  int64_t last_ns = 0;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    if (static_cast<int>(page.items.size()) == *limit) {
+      page.next_page_token = absl::StrCat(last_ns, ":", page.items.back().run_id());
+      break;
+    }
+    auto run = ReadRun(s.get(), false);
+    if (!run.ok()) return run.status();
+    last_ns = sqlite3_column_int64(s.get(), 3);
+    page.items.push_back(std::move(*run));
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("query runs");
+  return page;
+}
+
+absl::Status Store::AppendEventLocked(const v1::ProgressEvent& event) {
+  Statement s(db_, "INSERT INTO job_events(job_id, sequence, record) VALUES(?,?,?)");
+  if (!s.ok()) return Error("append event");
+  s.Text(1, event.job_id());
+  s.Int(2, event.sequence());
+  s.Blob(3, event.SerializeAsString());
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("append event");
+  return absl::OkStatus();
+}
+
+absl::Status Store::AppendEvent(const v1::ProgressEvent& event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return AppendEventLocked(event);
+}
+
+absl::StatusOr<std::vector<v1::ProgressEvent>> Store::ListEvents(
+    const std::string& job_id, int64_t after_sequence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "SELECT record FROM job_events WHERE job_id=? AND sequence>?"
+              " ORDER BY sequence");
+  if (!s.ok()) return Error("list events");
+  s.Text(1, job_id);
+  s.Int(2, after_sequence);
+  std::vector<v1::ProgressEvent> events;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    v1::ProgressEvent e;
+    if (!e.ParseFromString(s.ColumnBlob(0))) return Error("garbled event");
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+absl::StatusOr<int64_t> Store::LastSequence(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT COALESCE(MAX(sequence), 0) FROM job_events WHERE job_id=?");
+  if (!s.ok()) return Error("last sequence");
+  s.Text(1, job_id);
+  if (sqlite3_step(s.get()) != SQLITE_ROW) return Error("last sequence");
+  return sqlite3_column_int64(s.get(), 0);
+}
+
+absl::Status Store::PutRecord(const char* sql, const std::string& key,
+                              const google::protobuf::Message& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, sql);
+  if (!s.ok()) return Error("write");
+  s.Text(1, key);
+  s.Blob(2, record.SerializeAsString());
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("write");
+  return absl::OkStatus();
+}
+
+absl::Status Store::GetRecord(const char* sql, const std::string& key, const char* what,
+                              google::protobuf::Message* record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, sql);
+  if (!s.ok()) return Error("read");
+  s.Text(1, key);
+  if (sqlite3_step(s.get()) != SQLITE_ROW) {
+    return absl::NotFoundError(absl::StrCat(what, " ", key));
+  }
+  if (!record->ParseFromString(s.ColumnBlob(0))) return Error("garbled record");
+  return absl::OkStatus();
+}
+
+absl::Status Store::PutHost(const v1::HostInfo& host) {
+  return PutRecord("INSERT OR REPLACE INTO hosts(host_id, record) VALUES(?,?)",
+                   host.host_id(), host);
+}
+
+absl::StatusOr<v1::HostInfo> Store::GetHost(const std::string& host_id) {
+  v1::HostInfo host;
+  if (auto s = GetRecord("SELECT record FROM hosts WHERE host_id=?", host_id, "host", &host);
+      !s.ok()) {
+    return s;
+  }
+  return host;
+}
+
+absl::StatusOr<std::string> Store::InsertSchedule(const v1::Schedule& in) {
+  v1::Schedule schedule = in;
+  if (schedule.schedule_id().empty()) schedule.set_schedule_id(NewId("s"));
+  if (auto s = PutRecord("INSERT INTO schedules(schedule_id, record) VALUES(?,?)",
+                         schedule.schedule_id(), schedule);
+      !s.ok()) {
+    return s;
+  }
+  return schedule.schedule_id();
+}
+
+absl::Status Store::UpdateSchedule(const v1::Schedule& schedule) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "UPDATE schedules SET record=? WHERE schedule_id=?");
+  if (!s.ok()) return Error("update schedule");
+  s.Blob(1, schedule.SerializeAsString());
+  s.Text(2, schedule.schedule_id());
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("update schedule");
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("schedule ", schedule.schedule_id()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Schedule>> Store::ListSchedules() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT record FROM schedules ORDER BY schedule_id");
+  if (!s.ok()) return Error("list schedules");
+  std::vector<v1::Schedule> schedules;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    v1::Schedule schedule;
+    if (!schedule.ParseFromString(s.ColumnBlob(0))) return Error("garbled schedule");
+    schedules.push_back(std::move(schedule));
+  }
+  return schedules;
+}
+
+absl::Status Store::DeleteSchedule(const std::string& schedule_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "DELETE FROM schedules WHERE schedule_id=?");
+  if (!s.ok()) return Error("delete schedule");
+  s.Text(1, schedule_id);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("delete schedule");
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("schedule ", schedule_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Run>> Store::ScheduleHistory(
+    const std::string& schedule_id, const v1::RunConfig& config, int limit,
+    const std::string& exclude_job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "SELECT r.record, NULL, r.run_id FROM runs r"
+              " WHERE r.schedule_id=? AND r.config_json=? AND r.state=? AND r.job_id<>?"
+              " ORDER BY r.start_ns DESC LIMIT ?");
+  if (!s.ok()) return Error("schedule history");
+  s.Text(1, schedule_id);
+  s.Text(2, ConfigJson(config));
+  s.Int(3, v1::RUN_STATE_SUCCEEDED);
+  s.Text(4, exclude_job_id);
+  s.Int(5, limit);
+  std::vector<v1::Run> runs;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    auto run = ReadRun(s.get(), false);
+    if (!run.ok()) return run.status();
+    runs.push_back(std::move(*run));
+  }
+  return runs;
+}
+
+absl::Status Store::SetRunHistory(const std::string& run_id,
+                                  const v1::HistoryComparison& history) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return InTransaction([&]() -> absl::Status {
+    v1::Run run;
+    {
+      Statement s(db_, "SELECT record FROM runs WHERE run_id=?");
+      s.Text(1, run_id);
+      if (sqlite3_step(s.get()) != SQLITE_ROW) {
+        return absl::NotFoundError(absl::StrCat("run ", run_id));
+      }
+      if (!run.ParseFromString(s.ColumnBlob(0))) return Error("garbled run record");
+    }
+    *run.mutable_history() = history;
+    Statement s(db_, "UPDATE runs SET record=?, verdict=? WHERE run_id=?");
+    s.Blob(1, run.SerializeAsString());
+    s.Int(2, history.verdict());
+    s.Text(3, run_id);
+    if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("set run history");
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<v1::Run>> Store::ListFlaggedRuns(int64_t since_ns,
+                                                            bool include_improvements) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "SELECT r.record, NULL, r.run_id FROM runs r"
+              " WHERE r.verdict IN (?, ?) AND r.end_ns >= ? ORDER BY r.end_ns DESC");
+  if (!s.ok()) return Error("list flagged runs");
+  s.Int(1, v1::VERDICT_REGRESSED);
+  s.Int(2, include_improvements ? v1::VERDICT_IMPROVED : v1::VERDICT_REGRESSED);
+  s.Int(3, since_ns);
+  std::vector<v1::Run> runs;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    auto run = ReadRun(s.get(), false);
+    if (!run.ok()) return run.status();
+    runs.push_back(std::move(*run));
+  }
+  return runs;
+}
+
+absl::Status Store::PutModel(const v1::ModelInfo& model) {
+  return PutRecord("INSERT OR REPLACE INTO models(sha256, record) VALUES(?,?)",
+                   model.sha256(), model);
+}
+
+absl::StatusOr<v1::ModelInfo> Store::GetModel(const std::string& sha256) {
+  v1::ModelInfo model;
+  if (auto s = GetRecord("SELECT record FROM models WHERE sha256=?", sha256, "model", &model);
+      !s.ok()) {
+    return s;
+  }
+  return model;
+}
+
+absl::Status Store::PutTrace(const std::string& run_id, const std::string& format,
+                             const std::string& data) {
+  uLongf size = compressBound(data.size());
+  std::string compressed(size, '\0');
+  if (compress2(reinterpret_cast<Bytef*>(compressed.data()), &size,
+                reinterpret_cast<const Bytef*>(data.data()), data.size(), 6) != Z_OK) {
+    return absl::InternalError("trace compression failed");
+  }
+  compressed.resize(size);
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "INSERT OR REPLACE INTO traces(run_id, format, size_bytes, sha256,"
+              " created_ns, data) VALUES(?,?,?,?,?,?)");
+  if (!s.ok()) return Error("put trace");
+  s.Text(1, run_id);
+  s.Text(2, format);
+  s.Int(3, data.size());
+  s.Text(4, Sha256Hex(data));
+  s.Int(5, ToNs(NowTimestamp()));
+  s.Blob(6, compressed);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("put trace");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<v1::TraceInfo, std::string>> Store::GetTrace(
+    const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT format, size_bytes, sha256, data FROM traces WHERE run_id=?");
+  if (!s.ok()) return Error("get trace");
+  s.Text(1, run_id);
+  if (sqlite3_step(s.get()) != SQLITE_ROW) {
+    return absl::NotFoundError(absl::StrCat("run ", run_id, " has no trace"));
+  }
+  v1::TraceInfo info;
+  info.set_run_id(run_id);
+  info.set_format(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)));
+  info.set_size_bytes(sqlite3_column_int64(s.get(), 1));
+  info.set_sha256(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 2)));
+  const std::string compressed = s.ColumnBlob(3);
+  std::string data(info.size_bytes(), '\0');
+  uLongf size = data.size();
+  if (uncompress(reinterpret_cast<Bytef*>(data.data()), &size,
+                 reinterpret_cast<const Bytef*>(compressed.data()),
+                 compressed.size()) != Z_OK ||
+      size != data.size()) {
+    return Error(absl::StrCat("trace of run ", run_id, " does not decompress"));
+  }
+  return std::make_pair(info, std::move(data));
+}
+
+absl::StatusOr<int64_t> Store::Prune(const RetentionLimits& limits) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t removed = 0;
+  absl::Status status = InTransaction([&]() -> absl::Status {
+    if (limits.max_runs_with_samples > 0) {
+      Statement s(db_,
+                  "DELETE FROM samples WHERE run_id IN (SELECT run_id FROM runs"
+                  " ORDER BY start_ns DESC, run_id DESC LIMIT -1 OFFSET ?)");
+      s.Int(1, limits.max_runs_with_samples);
+      if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("prune samples");
+      removed += sqlite3_changes(db_);
+    }
+    if (limits.max_trace_bytes > 0) {
+      std::vector<std::string> drop;
+      {
+        Statement s(db_,
+                    "SELECT run_id, length(data) FROM traces ORDER BY created_ns DESC");
+        int64_t total = 0;
+        while (sqlite3_step(s.get()) == SQLITE_ROW) {
+          total += sqlite3_column_int64(s.get(), 1);
+          if (total > limits.max_trace_bytes) {
+            drop.push_back(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)));
+          }
+        }
+      }
+      for (const std::string& id : drop) {
+        Statement s(db_, "DELETE FROM traces WHERE run_id=?");
+        s.Text(1, id);
+        if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("prune traces");
+        removed += sqlite3_changes(db_);
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return removed;
+}
+
+absl::StatusOr<std::string> Store::IntegrityCheck() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "PRAGMA integrity_check");
+  if (!s.ok()) return Error("integrity_check");
+  std::vector<std::string> lines;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    lines.push_back(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)));
+  }
+  return absl::StrJoin(lines, "; ");
 }
 
 }  // namespace gpubench::storage

@@ -1,6 +1,7 @@
 #include "worker/process.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,6 +54,9 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   const pid_t pid = fork();
   if (pid < 0) return Errno("fork");
   if (pid == 0) {
+    // The worker dies with the thread that started it (a daemon killed with
+    // SIGKILL must not leave a worker holding the GPU).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);

@@ -3,6 +3,8 @@
 #include <map>
 #include <set>
 
+#include "common/clock.h"
+#include "common/paths.h"
 #include "common/spec.h"
 #include "common/version.h"
 #include "google/protobuf/util/time_util.h"
@@ -23,7 +25,7 @@ std::string BatchAxisKey(v1::RunConfig config) {
 }
 
 google::protobuf::Timestamp Now() {
-  return TimeUtil::GetCurrentTime();
+  return NowTimestamp();
 }
 
 }  // namespace
@@ -57,7 +59,12 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     if (auto s = writer.Write(started); !s.ok()) return s;
 
     const std::string axis = BatchAxisKey(config);
-    const engine::RunConfig engine_config = ToEngineConfig(config);
+    engine::RunConfig engine_config = ToEngineConfig(config);
+    // An uploaded model is named by its hash; the daemon says where it keeps them.
+    if (engine_config.model_path.empty() && !config.params().model_sha256().empty()) {
+      engine_config.model_path =
+          ModelPath(request.model_dir(), config.params().model_sha256());
+    }
     auto oom = oom_batch.find(axis);
     if (cancelled) {
       run.set_state(v1::RUN_STATE_CANCELLED);

@@ -1,0 +1,171 @@
+#include "server/cron.h"
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/civil_time.h"
+
+namespace gpubench::server {
+namespace {
+
+struct Field {
+  const char* name;
+  int low, high;
+  const char* const* names;  // index 0 is value `low`
+};
+
+const char* const kMonths[] = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
+                               "JUL", "AUG", "SEP", "OCT", "NOV", "DEC", nullptr};
+const char* const kDays[] = {"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT", nullptr};
+
+absl::Status Bad(const Field& f, const std::string& text, const std::string& why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("cron: ", f.name, " field \"", text, "\" ", why));
+}
+
+absl::StatusOr<int> Value(const Field& f, const std::string& token, const std::string& text) {
+  int v;
+  if (absl::SimpleAtoi(token, &v)) {
+    const int high = f.names == kDays ? 7 : f.high;  // 7 is Sunday too
+    if (v < f.low || v > high) {
+      return Bad(f, text, absl::StrCat("out of range ", f.low, "-", f.high));
+    }
+    return f.names == kDays ? v % 7 : v;
+  }
+  const std::string upper = absl::AsciiStrToUpper(token);
+  for (int i = 0; f.names && f.names[i]; ++i) {
+    if (upper == f.names[i]) return f.low + i;
+  }
+  return Bad(f, text, "is not a number or name");
+}
+
+// Sets the bits one field allows; *restricted is false for "*".
+template <size_t N>
+absl::Status ParseField(const Field& f, const std::string& text, std::bitset<N>* bits,
+                        bool* restricted) {
+  *restricted = text != "*";
+  for (const std::string& part : std::vector<std::string>(absl::StrSplit(text, ','))) {
+    std::string range = part;
+    int step = 1;
+    if (auto slash = part.find('/'); slash != std::string::npos) {
+      range = part.substr(0, slash);
+      if (!absl::SimpleAtoi(part.substr(slash + 1), &step) || step <= 0) {
+        return Bad(f, text, "has a bad step");
+      }
+    }
+    int lo = f.low, hi = f.high;
+    if (range != "*") {
+      auto dash = range.find('-');
+      auto a = Value(f, range.substr(0, dash), text);
+      if (!a.ok()) return a.status();
+      lo = hi = *a;
+      if (dash != std::string::npos) {
+        auto b = Value(f, range.substr(dash + 1), text);
+        if (!b.ok()) return b.status();
+        hi = *b;
+        if (f.names == kDays && hi == 0 && range.substr(dash + 1) == "7") hi = 7;
+      } else if (step > 1) {
+        hi = f.high;  // "a/n" means a, a+n, ... up to the end
+      }
+      if (hi < lo) return Bad(f, text, "has a range that runs backwards");
+    }
+    for (int v = lo; v <= hi; v += step) bits->set(f.names == kDays ? v % 7 : v);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CronSchedule> CronSchedule::Parse(const std::string& expr) {
+  std::string text(absl::StripAsciiWhitespace(expr));
+  static const std::pair<const char*, const char*> kMacros[] = {
+      {"@hourly", "0 * * * *"},  {"@daily", "0 0 * * *"},   {"@midnight", "0 0 * * *"},
+      {"@weekly", "0 0 * * 0"},  {"@monthly", "0 0 1 * *"}, {"@yearly", "0 0 1 1 *"},
+      {"@annually", "0 0 1 1 *"}};
+  if (!text.empty() && text[0] == '@') {
+    bool found = false;
+    for (const auto& [name, value] : kMacros) {
+      if (absl::AsciiStrToLower(text) == name) {
+        text = value;
+        found = true;
+      }
+    }
+    if (!found) return absl::InvalidArgumentError(absl::StrCat("cron: unknown macro \"", text, "\""));
+  }
+  std::vector<std::string> fields = absl::StrSplit(text, ' ', absl::SkipWhitespace());
+  if (fields.size() != 5) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cron: \"", expr, "\" has ", fields.size(),
+        " fields; expected 5 (minute hour day-of-month month day-of-week)"));
+  }
+  CronSchedule c;
+  bool unused;
+  if (auto s = ParseField({"minute", 0, 59, nullptr}, fields[0], &c.minutes_, &unused); !s.ok())
+    return s;
+  if (auto s = ParseField({"hour", 0, 23, nullptr}, fields[1], &c.hours_, &unused); !s.ok())
+    return s;
+  if (auto s = ParseField({"day-of-month", 1, 31, nullptr}, fields[2], &c.days_,
+                          &c.days_restricted_);
+      !s.ok())
+    return s;
+  if (auto s = ParseField({"month", 1, 12, kMonths}, fields[3], &c.months_, &unused); !s.ok())
+    return s;
+  if (auto s = ParseField({"day-of-week", 0, 6, kDays}, fields[4], &c.weekdays_,
+                          &c.weekdays_restricted_);
+      !s.ok())
+    return s;
+  return c;
+}
+
+bool CronSchedule::DayMatches(const absl::CivilDay& day) const {
+  const bool dom = days_[day.day()];
+  const bool dow = weekdays_[(static_cast<int>(absl::GetWeekday(day)) + 1) % 7];
+  if (days_restricted_ && weekdays_restricted_) return dom || dow;
+  return dom && dow;
+}
+
+absl::StatusOr<absl::Time> CronSchedule::Next(absl::Time after,
+                                              const absl::TimeZone& tz) const {
+  absl::CivilMinute m = absl::ToCivilMinute(after, tz) + 1;
+  const absl::CivilMinute end = m + 5 * 366 * 24 * 60;
+  while (m < end) {
+    if (!months_[m.month()]) {
+      m = absl::CivilMinute(absl::CivilMonth(m) + 1);
+      continue;
+    }
+    if (!DayMatches(absl::CivilDay(m))) {
+      m = absl::CivilMinute(absl::CivilDay(m) + 1);
+      continue;
+    }
+    if (!hours_[m.hour()]) {
+      m = absl::CivilMinute(absl::CivilHour(m) + 1);
+      continue;
+    }
+    if (!minutes_[m.minute()]) {
+      m += 1;
+      continue;
+    }
+    const absl::TimeZone::TimeInfo info = tz.At(m);
+    // A skipped local minute does not exist; a repeated one fires at its
+    // first occurrence only.
+    if (info.kind != absl::TimeZone::TimeInfo::SKIPPED && info.pre > after) {
+      return info.pre;
+    }
+    m += 1;
+  }
+  return absl::NotFoundError("cron: no matching time within 5 years");
+}
+
+absl::StatusOr<absl::TimeZone> LoadZone(const std::string& name) {
+  if (name.empty()) return absl::LocalTimeZone();
+  absl::TimeZone tz;
+  if (!absl::LoadTimeZone(name, &tz)) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown time zone \"", name, "\""));
+  }
+  return tz;
+}
+
+}  // namespace gpubench::server

@@ -1,0 +1,49 @@
+// Five-field cron expressions (minute hour day-of-month month day-of-week),
+// evaluated in a time zone with daylight-saving changes handled.
+#ifndef GPUBENCH_SERVER_CRON_H_
+#define GPUBENCH_SERVER_CRON_H_
+
+#include <bitset>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gpubench::server {
+
+// Immutable and thread-safe once parsed.
+class CronSchedule {
+ public:
+  // Accepts *, numbers, ranges a-b, lists a,b, steps */n and a-b/n, month
+  // names JAN-DEC and day names SUN-SAT (any case), 0 and 7 for Sunday, and
+  // @hourly @daily @midnight @weekly @monthly @yearly @annually. When both
+  // day fields are restricted a day matches either (as Vixie cron does).
+  // InvalidArgument naming the field, e.g. `cron: minute field "61" out of
+  // range 0-59`.
+  static absl::StatusOr<CronSchedule> Parse(const std::string& expr);
+
+  // The first time strictly after `after` whose local time in tz matches.
+  // A local minute skipped by a daylight-saving jump never fires; a repeated
+  // one fires once (the first). NotFound when nothing matches within 5 years
+  // (e.g. "0 0 30 2 *").
+  absl::StatusOr<absl::Time> Next(absl::Time after, const absl::TimeZone& tz) const;
+
+ private:
+  bool DayMatches(const absl::CivilDay& day) const;
+
+  std::bitset<60> minutes_;
+  std::bitset<24> hours_;
+  std::bitset<32> days_;    // 1-31
+  std::bitset<13> months_;  // 1-12
+  std::bitset<7> weekdays_;  // 0 = Sunday
+  bool days_restricted_ = false;
+  bool weekdays_restricted_ = false;
+};
+
+// An IANA zone ("Europe/Paris"); "" is the host's local zone.
+// InvalidArgument naming the zone when it is unknown.
+absl::StatusOr<absl::TimeZone> LoadZone(const std::string& name);
+
+}  // namespace gpubench::server
+
+#endif  // GPUBENCH_SERVER_CRON_H_

@@ -1,0 +1,27 @@
+// The regression rule for scheduled runs: a run against the median of the
+// last K succeeded runs of the same config on the same schedule.
+#ifndef GPUBENCH_SERVER_HISTORY_H_
+#define GPUBENCH_SERVER_HISTORY_H_
+
+#include <vector>
+
+#include "gpubench/v1/result.pb.h"
+
+namespace gpubench::server {
+
+struct HistoryRule {
+  double threshold = 0.05;  // relative change that counts
+  int min_history = 3;      // fewer past runs: no verdict
+};
+
+// value and history are throughputs (samples/s; higher is better). The
+// verdict is REGRESSED when value is below the median by more than the
+// threshold AND below every past value (beyond the history's spread),
+// IMPROVED symmetrically, NO_CHANGE otherwise, UNSPECIFIED with too little
+// history. history_spread is (max - min) / median of the history.
+v1::HistoryComparison CompareWithHistory(double value, const std::vector<double>& history,
+                                         const HistoryRule& rule);
+
+}  // namespace gpubench::server
+
+#endif  // GPUBENCH_SERVER_HISTORY_H_

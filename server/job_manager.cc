@@ -1,0 +1,551 @@
+#include "server/job_manager.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/spec.h"
+#include "google/protobuf/util/time_util.h"
+#include "worker/process.h"
+
+namespace gpubench::server {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr size_t kKeptEndedLogs = 64;
+
+bool IsTerminal(v1::JobState s) {
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
+         s == v1::JOB_STATE_CANCELLED || s == v1::JOB_STATE_INTERRUPTED;
+}
+
+
+}  // namespace
+
+// One job between dispatch and its end.
+struct JobManager::Running {
+  v1::Job job;
+  std::set<std::string> leases;
+  std::mutex mu;  // guards the fields below
+  std::condition_variable cv;
+  worker::WorkerProcess* process = nullptr;
+  bool cancel = false;
+  bool shutdown = false;
+  bool timed_out = false;
+  bool finished = false;
+};
+
+JobManager::JobManager(DaemonOptions options, storage::Store* store,
+                       v1::HostInfo host)
+    : options_(std::move(options)), store_(store), host_(std::move(host)) {}
+
+JobManager::~JobManager() { Shutdown(); }
+
+absl::StatusOr<std::set<std::string>> JobManager::LeasesOf(
+    const v1::JobSpec& spec) const {
+  auto configs = ExpandSweep(spec);
+  if (!configs.ok()) return configs.status();
+  std::set<std::string> leases;
+  for (const v1::RunConfig& c : *configs) {
+    std::string d = c.device();
+    if (d.empty() || d == "auto") {
+      d = host_.gpus_size() > 0 ? "cuda:0" : host_.mps_available() ? "mps" : "cpu";
+    } else if (d == "cuda") {
+      d = "cuda:0";
+    }
+    leases.insert(d);
+  }
+  return leases;
+}
+
+absl::Status JobManager::Start() {
+  std::vector<v1::Job> jobs;
+  std::string token;
+  do {
+    auto p = store_->ListJobs(
+        {{v1::JOB_STATE_RUNNING, v1::JOB_STATE_QUEUED}, "", "", 0, 0}, 1000, token);
+    if (!p.ok()) return p.status();
+    for (auto& j : p->items) jobs.push_back(std::move(j));
+    token = p->next_page_token;
+  } while (!token.empty());
+  for (v1::Job& job : jobs) {
+    if (job.state() == v1::JOB_STATE_RUNNING) {
+      if (auto s = Interrupt(&job); !s.ok()) return s;
+    }
+    if (job.state() != v1::JOB_STATE_QUEUED) continue;
+    auto leases = LeasesOf(job.spec());
+    if (!leases.ok()) {
+      // A spec this build no longer accepts: fail it rather than loop.
+      SetState(&job, v1::JOB_STATE_FAILED, std::string(leases.status().message()))
+          .IgnoreError();
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.emplace(-job.spec().priority(), TimeUtil::TimestampToNanoseconds(job.submit_time()),
+                   job.job_id());
+    queued_leases_[job.job_id()] = *leases;
+  }
+  dispatcher_ = std::thread([this] { DispatchLoop(); });
+  return absl::OkStatus();
+}
+
+void JobManager::Shutdown() {
+  std::vector<std::shared_ptr<Running>> running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (auto& [id, r] : running_) running.push_back(r);
+  }
+  cv_.notify_all();
+  for (auto& r : running) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    r->shutdown = true;
+    r->cv.notify_all();
+  }
+  if (dispatcher_.joinable()) dispatcher_.join();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return job_threads_ == 0; });
+}
+
+absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
+                                           const std::string& schedule_id) {
+  auto configs = ExpandSweep(spec);
+  if (!configs.ok()) return configs.status();
+  auto leases = LeasesOf(spec);
+  if (!leases.ok()) return leases.status();
+  if (spec.timeout_s() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.timeout_s: must be >= 0, got ", spec.timeout_s()));
+  }
+  v1::Job job;
+  *job.mutable_spec() = spec;
+  job.set_state(v1::JOB_STATE_QUEUED);
+  job.set_run_count(configs->size());
+  job.set_schedule_id(schedule_id);
+  job.set_host_id(host_.host_id());
+  *job.mutable_submit_time() = NowTimestamp();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::UnavailableError("the daemon is shutting down");
+    if (static_cast<int>(queue_.size()) >= options_.max_queue) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the queue is full (", options_.max_queue, " jobs); retry later"));
+    }
+  }
+  auto id = store_->InsertJob(job);
+  if (!id.ok()) return id.status();
+  job.set_job_id(*id);
+  // The first event records the submission.
+  Emit(job.job_id(),
+       [](v1::ProgressEvent* e) {
+         e->mutable_state_changed()->set_state(v1::JOB_STATE_QUEUED);
+       },
+       /*durable=*/true, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.emplace(-spec.priority(), TimeUtil::TimestampToNanoseconds(job.submit_time()),
+                   job.job_id());
+    queued_leases_[job.job_id()] = *leases;
+  }
+  cv_.notify_all();
+  return job;
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
+  std::shared_ptr<Running> running;
+  bool was_queued = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = running_.find(job_id); it != running_.end()) {
+      running = it->second;
+    }
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (std::get<2>(*it) == job_id) {
+        queue_.erase(it);
+        queued_leases_.erase(job_id);
+        was_queued = true;
+        break;
+      }
+    }
+  }
+  if (running) {
+    {
+      std::lock_guard<std::mutex> lock(running->mu);
+      running->cancel = true;
+    }
+    running->cv.notify_all();
+  }
+  auto job = store_->GetJob(job_id);
+  if (!job.ok()) return job.status();
+  if (was_queued) {
+    if (auto s = SetState(&*job, v1::JOB_STATE_CANCELLED, "cancelled while queued");
+        !s.ok()) {
+      return s;
+    }
+    cv_.notify_all();
+  }
+  return job;
+}
+
+void JobManager::DispatchLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    // FIFO by priority per device: a job waits while an earlier one wants
+    // any of its devices, so large jobs are not starved by small ones.
+    std::set<std::string> claimed = busy_leases_;
+    std::shared_ptr<Running> start;
+    for (const auto& entry : queue_) {
+      const std::string& id = std::get<2>(entry);
+      const std::set<std::string>& want = queued_leases_[id];
+      const bool free = std::none_of(want.begin(), want.end(), [&](const std::string& d) {
+        return claimed.count(d) > 0;
+      });
+      if (free) {
+        start = std::make_shared<Running>();
+        start->job.set_job_id(id);
+        start->leases = want;
+        queue_.erase(entry);
+        queued_leases_.erase(id);
+        break;
+      }
+      claimed.insert(want.begin(), want.end());
+    }
+    if (!start) {
+      cv_.wait(lock);
+      continue;
+    }
+    busy_leases_.insert(start->leases.begin(), start->leases.end());
+    running_[start->job.job_id()] = start;
+    ++job_threads_;
+    std::thread([this, start] { RunJob(start); }).detach();
+  }
+}
+
+bool JobManager::Ends(const v1::Job& job) const {
+  // An interrupted job that will be requeued has not ended.
+  return IsTerminal(job.state()) && !(job.state() == v1::JOB_STATE_INTERRUPTED &&
+                                      job.attempt() <= options_.max_requeues);
+}
+
+absl::Status JobManager::Interrupt(v1::Job* job) {
+  const std::string why =
+      job->state() == v1::JOB_STATE_RUNNING && job->start_time().seconds() > 0
+          ? "the daemon stopped while the job was running"
+          : "interrupted";
+  if (auto s = SetState(job, v1::JOB_STATE_INTERRUPTED, why); !s.ok()) return s;
+  if (job->attempt() > options_.max_requeues) return absl::OkStatus();
+  return SetState(job, v1::JOB_STATE_QUEUED, "");
+}
+
+void JobManager::RunJob(std::shared_ptr<Running> running) {
+  const std::string job_id = running->job.job_id();
+  auto finish = [&] {
+    {
+      std::lock_guard<std::mutex> lock(running->mu);
+      running->finished = true;
+      running->process = nullptr;
+    }
+    running->cv.notify_all();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& d : running->leases) busy_leases_.erase(d);
+    running_.erase(job_id);
+    --job_threads_;  // the last touch of *this by this thread
+    cv_.notify_all();
+  };
+  auto loaded = store_->GetJob(job_id);
+  if (!loaded.ok()) {
+    finish();
+    return;
+  }
+  v1::Job& job = running->job;
+  job = *loaded;
+  if (IsTerminal(job.state())) {  // cancelled between dispatch and here
+    finish();
+    return;
+  }
+  job.set_attempt(job.attempt() + 1);
+  job.set_host_id(host_.host_id());
+  *job.mutable_start_time() = NowTimestamp();
+  job.clear_error();
+  SetState(&job, v1::JOB_STATE_RUNNING, "").IgnoreError();
+
+  v1::WorkerRequest request;
+  request.set_job_id(job_id);
+  *request.mutable_spec() = job.spec();
+  request.set_model_dir(options_.model_dir);
+  auto done_runs = store_->ListRuns(job_id, false);
+  int runs_done = 0;
+  if (done_runs.ok()) {
+    for (const v1::Run& r : *done_runs) request.add_skip_indices(r.index());
+    runs_done = done_runs->size();
+  }
+  job.set_runs_done(runs_done);
+
+  auto process = worker::WorkerProcess::Start(options_.worker_path, request);
+  if (!process.ok()) {
+    SetState(&job, v1::JOB_STATE_FAILED,
+             absl::StrCat("cannot start the worker: ", process.status().message()))
+        .IgnoreError();
+    finish();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(running->mu);
+    running->process = process->get();
+  }
+  std::thread watchdog([this, running] { Watchdog(running); });
+
+  bool done = false, cancelled_by_worker = false;
+  absl::Status stream;
+  bool any_ok = runs_done > 0;
+  while (true) {
+    v1::WorkerEvent event;
+    auto got = (*process)->Next(&event);
+    if (!got.ok()) {
+      stream = got.status();
+      (*process)->Kill();
+      break;
+    }
+    if (!*got) break;
+    if (event.has_run_started()) {
+      Emit(job_id, [&](v1::ProgressEvent* e) {
+        *e->mutable_run_started() = event.run_started();
+      }, true, nullptr);
+    } else if (event.has_run_progress()) {
+      Emit(job_id, [&](v1::ProgressEvent* e) {
+        *e->mutable_run_progress() = event.run_progress();
+      }, false, nullptr);
+    } else if (event.has_log()) {
+      Emit(job_id, [&](v1::ProgressEvent* e) { *e->mutable_log() = event.log(); },
+           false, nullptr);
+    } else if (event.has_run_finished()) {
+      v1::Run run = event.run_finished().run();
+      run.set_job_id(job_id);
+      run.set_host_id(host_.host_id());
+      if (!job.schedule_id().empty() && run_hook_) run_hook_(job, &run);
+      Emit(job_id, [&](v1::ProgressEvent* e) {
+        *e->mutable_run_finished()->mutable_run() = run;
+      }, true, &run);
+      job.set_runs_done(job.runs_done() + 1);
+      if (run.state() == v1::RUN_STATE_SUCCEEDED) {
+        auto& fits = (*job.mutable_max_batch_size_fits())[run.config().workload()];
+        fits = std::max(fits, run.config().batch_size());
+      }
+      any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED ||
+                run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
+                run.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
+      store_->UpdateJob(job).IgnoreError();
+    } else if (event.has_done()) {
+      done = true;
+      cancelled_by_worker = event.done().cancelled();
+    }
+  }
+  const worker::ExitInfo exit = (*process)->Wait();
+  bool cancel, shutdown, timed_out;
+  {
+    std::lock_guard<std::mutex> lock(running->mu);
+    cancel = running->cancel;
+    shutdown = running->shutdown;
+    timed_out = running->timed_out;
+    running->finished = true;
+    running->process = nullptr;
+  }
+  running->cv.notify_all();
+  watchdog.join();
+  process->reset();
+
+  *job.mutable_end_time() = NowTimestamp();
+  job.set_worker_exit(exit.Describe());
+  if (!exit.ok()) job.set_worker_stderr_tail(exit.stderr_tail);
+  if (timed_out) {
+    const int64_t limit = job.spec().timeout_s() > 0
+                              ? std::min(job.spec().timeout_s(), options_.max_job_seconds)
+                              : options_.max_job_seconds;
+    SetState(&job, v1::JOB_STATE_FAILED,
+             absl::StrCat("timed out after ", limit, " s; completed runs are kept"))
+        .IgnoreError();
+  } else if (cancel) {
+    SetState(&job, v1::JOB_STATE_CANCELLED, "cancelled; completed runs are kept")
+        .IgnoreError();
+  } else if (shutdown) {
+    Interrupt(&job).IgnoreError();
+  } else if (!done || !exit.ok() || !stream.ok()) {
+    SetState(&job, v1::JOB_STATE_FAILED,
+             stream.ok() ? absl::StrCat("worker ended early: ", exit.Describe())
+                         : absl::StrCat("worker stream broken: ", stream.message()))
+        .IgnoreError();
+  } else if (cancelled_by_worker) {
+    SetState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped").IgnoreError();
+  } else {
+    SetState(&job, any_ok ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
+             any_ok ? "" : "every run failed")
+        .IgnoreError();
+  }
+  if (job.state() == v1::JOB_STATE_QUEUED) {  // requeued after a shutdown
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      queue_.emplace(-job.spec().priority(),
+                     TimeUtil::TimestampToNanoseconds(job.submit_time()), job_id);
+      queued_leases_[job_id] = running->leases;
+    }
+  }
+  finish();
+}
+
+void JobManager::Watchdog(std::shared_ptr<Running> running) {
+  const int64_t limit_s =
+      running->job.spec().timeout_s() > 0
+          ? std::min(running->job.spec().timeout_s(), options_.max_job_seconds)
+          : options_.max_job_seconds;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
+  std::unique_lock<std::mutex> lock(running->mu);
+  const bool stop = running->cv.wait_until(lock, deadline, [&] {
+    return running->finished || running->cancel || running->shutdown;
+  });
+  if (running->finished) return;
+  if (!stop) running->timed_out = true;
+  if (running->process) running->process->Stop();
+  const auto kill_at =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.stop_grace_ms);
+  if (!running->cv.wait_until(lock, kill_at, [&] { return running->finished; })) {
+    if (running->process) running->process->Kill();
+  }
+}
+
+JobManager::JobLog* JobManager::LogLocked(const std::string& job_id) {
+  auto it = logs_.find(job_id);
+  if (it != logs_.end()) return &it->second;
+  JobLog& log = logs_[job_id];
+  // A job whose log is not in memory (a restart) continues its sequence.
+  auto last = store_->LastSequence(job_id);
+  log.next_sequence = (last.ok() ? *last : 0) + 1;
+  log.first_sequence = log.next_sequence;
+  return &log;
+}
+
+v1::ProgressEvent JobManager::NewEventLocked(const std::string& job_id) {
+  JobLog* log = LogLocked(job_id);
+  v1::ProgressEvent e;
+  e.set_job_id(job_id);
+  e.set_sequence(log->next_sequence++);
+  *e.mutable_time() = NowTimestamp();
+  return e;
+}
+
+void JobManager::Emit(const std::string& job_id,
+                      const std::function<void(v1::ProgressEvent*)>& fill,
+                      bool durable, const v1::Run* run_to_store) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    v1::ProgressEvent e = NewEventLocked(job_id);
+    fill(&e);
+    if (run_to_store) {
+      store_->InsertRun(*run_to_store, e).IgnoreError();
+    } else if (durable) {
+      store_->AppendEvent(e).IgnoreError();
+    }
+    // Watchers get runs without samples; GetRun has them.
+    if (e.has_run_finished()) e.mutable_run_finished()->mutable_run()->clear_samples();
+    logs_[job_id].events.push_back(std::move(e));
+  }
+  Notify(job_id);
+}
+
+absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
+                                  const std::string& error) {
+  job->set_state(state);
+  job->set_error(error);
+  if (IsTerminal(state) && job->end_time().seconds() == 0) {
+    *job->mutable_end_time() = NowTimestamp();
+  }
+  absl::Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    v1::ProgressEvent e = NewEventLocked(job->job_id());
+    e.mutable_state_changed()->set_state(state);
+    e.mutable_state_changed()->set_error(error);
+    status = store_->UpdateJob(*job, e);
+    JobLog& log = logs_[job->job_id()];
+    log.events.push_back(std::move(e));
+    const bool ended = Ends(*job);
+    if (!ended) {
+      ended_logs_.erase(std::remove(ended_logs_.begin(), ended_logs_.end(), job->job_id()),
+                        ended_logs_.end());
+    } else if (!log.ended) {
+      ended_logs_.push_back(job->job_id());
+      // Forget the oldest finished logs; the store still has their durable
+      // events for late watchers.
+      while (ended_logs_.size() > kKeptEndedLogs) {
+        logs_.erase(ended_logs_.front());
+        ended_logs_.erase(ended_logs_.begin());
+      }
+    }
+    log.ended = ended;
+  }
+  Notify(job->job_id());
+  return status;
+}
+
+void JobManager::Notify(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  for (auto& [token, listener] : listeners_) {
+    if (listener.first == job_id) listener.second();
+  }
+}
+
+int64_t JobManager::Subscribe(const std::string& job_id, std::function<void()> notify) {
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  const int64_t token = next_token_++;
+  listeners_[token] = {job_id, std::move(notify)};
+  return token;
+}
+
+void JobManager::Unsubscribe(int64_t token) {
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  listeners_.erase(token);
+}
+
+absl::Status JobManager::EventsAfter(const std::string& job_id,
+                                     int64_t after_sequence,
+                                     std::vector<v1::ProgressEvent>* events,
+                                     bool* ended) {
+  events->clear();
+  int64_t first_in_memory;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = logs_.find(job_id);
+    first_in_memory = it == logs_.end() ? INT64_MAX : it->second.first_sequence;
+  }
+  // Older events come from the store (durable ones only).
+  if (after_sequence + 1 < first_in_memory) {
+    auto stored = store_->ListEvents(job_id, after_sequence);
+    if (!stored.ok()) return stored.status();
+    for (auto& e : *stored) {
+      if (e.sequence() >= first_in_memory) break;
+      if (e.has_run_finished()) e.mutable_run_finished()->mutable_run()->clear_samples();
+      events->push_back(std::move(e));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = logs_.find(job_id);
+  if (it == logs_.end()) {
+    // Not in memory: the job ended before this daemon started, or is queued
+    // from a previous run of the daemon without events yet.
+    auto job = store_->GetJob(job_id);
+    if (!job.ok()) return job.status();
+    *ended = Ends(*job);
+    return absl::OkStatus();
+  }
+  const JobLog& log = it->second;
+  const int64_t from = std::max(after_sequence + 1, log.first_sequence);
+  for (const auto& e : log.events) {
+    if (e.sequence() >= from) events->push_back(e);
+  }
+  *ended = log.ended;
+  return absl::OkStatus();
+}
+
+}  // namespace gpubench::server

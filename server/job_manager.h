@@ -1,0 +1,144 @@
+// The daemon's job queue: validates and persists jobs, hands each device to
+// one job at a time (leases), runs every job in a fresh gpubench-worker
+// process, stores each run as it arrives, and keeps the progress events that
+// WatchJob streams. Never runs a model itself.
+#ifndef GPUBENCH_SERVER_JOB_MANAGER_H_
+#define GPUBENCH_SERVER_JOB_MANAGER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpubench/v1/job.pb.h"
+#include "storage/store.h"
+
+namespace gpubench::server {
+
+struct DaemonOptions {
+  std::string worker_path;            // the gpubench-worker binary
+  std::string model_dir;              // uploaded models, by sha256
+  int max_queue = 1000;               // queued jobs; beyond: RESOURCE_EXHAUSTED
+  int64_t max_job_seconds = 24 * 3600;  // bounds JobSpec.timeout_s (and is its default)
+  int64_t stop_grace_ms = 10000;      // SIGTERM, then SIGKILL after this
+  int max_requeues = 1;               // times an interrupted job is requeued
+};
+
+// Thread-safe. Start() once, then any thread may call the rest; Shutdown()
+// stops every thread it started.
+class JobManager {
+ public:
+  JobManager(DaemonOptions options, storage::Store* store, v1::HostInfo host);
+  ~JobManager();
+
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
+
+  // Recovery, then the dispatcher: a job found RUNNING (the daemon died under
+  // it) becomes INTERRUPTED, keeps its stored runs and is requeued up to
+  // max_requeues times; QUEUED jobs are queued again.
+  absl::Status Start();
+
+  // Stops accepting jobs, stops running workers (SIGTERM, SIGKILL after the
+  // grace period), marks their jobs INTERRUPTED (and requeued for the next
+  // start), and joins every thread. Queued jobs stay queued in the store.
+  void Shutdown();
+
+  // Validates spec (InvalidArgument naming the field), stores a QUEUED job
+  // and wakes the dispatcher. ResourceExhausted when the queue is full,
+  // Unavailable while shutting down.
+  absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec,
+                                 const std::string& schedule_id);
+
+  // A queued job is cancelled at once; a running one is asked to stop (its
+  // completed runs are kept) and ends CANCELLED. A finished job is returned
+  // unchanged. NotFound for an unknown id.
+  absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
+
+  // Events of a job with sequence > after_sequence, in order, and whether the
+  // job has ended (no event will follow the returned ones). NotFound for an
+  // unknown job.
+  absl::Status EventsAfter(const std::string& job_id, int64_t after_sequence,
+                           std::vector<v1::ProgressEvent>* events, bool* ended);
+
+  // Calls notify (on the thread that appended) whenever job_id gets events
+  // or ends. notify must not call Subscribe or Unsubscribe. Returns a token.
+  int64_t Subscribe(const std::string& job_id, std::function<void()> notify);
+  // After it returns, the notify of token is not running and never will.
+  void Unsubscribe(int64_t token);
+
+  // Called for each finished run of a scheduled job before it is stored;
+  // set once, before Start(), by the scheduler.
+  using RunHook = std::function<void(const v1::Job&, v1::Run*)>;
+  void SetRunHook(RunHook hook) { run_hook_ = std::move(hook); }
+
+  const v1::HostInfo& host() const { return host_; }
+
+ private:
+  struct Running;
+  struct JobLog {
+    std::vector<v1::ProgressEvent> events;  // in sequence order
+    int64_t first_sequence = 1;             // earlier ones are in the store
+    int64_t next_sequence = 1;
+    bool ended = false;
+  };
+
+  // The devices (leases) a spec's runs use: "cpu", "cuda:N", "mps".
+  absl::StatusOr<std::set<std::string>> LeasesOf(const v1::JobSpec& spec) const;
+  void DispatchLoop();
+  void RunJob(std::shared_ptr<Running> running);
+  // Stops the worker after a cancel, a timeout or a shutdown; SIGKILL after
+  // the grace period.
+  void Watchdog(std::shared_ptr<Running> running);
+  // True when no event will follow the job's current state.
+  bool Ends(const v1::Job& job) const;
+  // Marks a job INTERRUPTED and requeues it when attempts remain.
+  absl::Status Interrupt(v1::Job* job);
+
+  // Builds the next event of a job (sequence, time) and appends it to its
+  // log; the caller stores durable ones. Requires mu_.
+  v1::ProgressEvent NewEventLocked(const std::string& job_id);
+  // Appends a state change to the log, stores job and event together, and
+  // notifies watchers.
+  absl::Status SetState(v1::Job* job, v1::JobState state, const std::string& error);
+  // Appends a non-durable event, or stores a durable one.
+  void Emit(const std::string& job_id,
+            const std::function<void(v1::ProgressEvent*)>& fill, bool durable,
+            const v1::Run* run_to_store);
+  void Notify(const std::string& job_id);
+  JobLog* LogLocked(const std::string& job_id);
+
+  const DaemonOptions options_;
+  storage::Store* const store_;
+  const v1::HostInfo host_;
+  RunHook run_hook_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  // Queued job ids with their ordering keys: (-priority, submit ns, id).
+  std::set<std::tuple<int, int64_t, std::string>> queue_;
+  std::map<std::string, std::set<std::string>> queued_leases_;
+  std::set<std::string> busy_leases_;
+  std::map<std::string, std::shared_ptr<Running>> running_;
+  std::map<std::string, JobLog> logs_;
+  std::vector<std::string> ended_logs_;  // oldest first, for eviction
+  int job_threads_ = 0;  // RunJob threads (detached) still running
+  std::thread dispatcher_;
+
+  std::mutex listeners_mu_;
+  int64_t next_token_ = 1;
+  std::map<int64_t, std::pair<std::string, std::function<void()>>> listeners_;
+};
+
+}  // namespace gpubench::server
+
+#endif  // GPUBENCH_SERVER_JOB_MANAGER_H_

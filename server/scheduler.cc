@@ -1,0 +1,138 @@
+#include "server/scheduler.h"
+
+#include <chrono>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/spec.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/cron.h"
+#include "server/history.h"
+
+namespace gpubench::server {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr int kDefaultHistoryWindow = 7;
+constexpr double kDefaultThreshold = 0.05;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
+}
+
+// The next time of a stored (already validated) schedule after `after`.
+absl::StatusOr<absl::Time> NextTime(const v1::Schedule& s, absl::Time after) {
+  auto cron = CronSchedule::Parse(s.cron());
+  if (!cron.ok()) return cron.status();
+  auto zone = LoadZone(s.time_zone());
+  if (!zone.ok()) return zone.status();
+  return cron->Next(after, *zone);
+}
+
+absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+}  // namespace
+
+Scheduler::Scheduler(JobManager* jobs, storage::Store* store)
+    : jobs_(jobs), store_(store) {}
+
+Scheduler::~Scheduler() { Stop(); }
+
+absl::StatusOr<v1::Schedule> Scheduler::Create(v1::Schedule schedule, absl::Time now) {
+  if (auto c = CronSchedule::Parse(schedule.cron()); !c.ok()) {
+    return Prefixed(c.status(), "schedule.");
+  }
+  if (auto z = LoadZone(schedule.time_zone()); !z.ok()) {
+    return Prefixed(z.status(), "schedule.time_zone: ");
+  }
+  if (auto runs = ExpandSweep(schedule.spec()); !runs.ok()) {
+    return Prefixed(runs.status(), "schedule.");
+  }
+  if (schedule.history_window() < 0) {
+    return absl::InvalidArgumentError("schedule.history_window: must be >= 0");
+  }
+  if (schedule.regression_threshold() < 0 || schedule.regression_threshold() >= 1) {
+    return absl::InvalidArgumentError("schedule.regression_threshold: must be in [0, 1)");
+  }
+  schedule.clear_schedule_id();
+  *schedule.mutable_create_time() = ToProto(now);
+  schedule.clear_last_run_time();
+  auto next = NextTime(schedule, now);
+  if (!next.ok()) return Prefixed(next.status(), "schedule.cron: ");
+  *schedule.mutable_next_run_time() = ToProto(*next);
+  auto id = store_->InsertSchedule(schedule);
+  if (!id.ok()) return id.status();
+  schedule.set_schedule_id(*id);
+  return schedule;
+}
+
+int Scheduler::Tick(absl::Time now) {
+  auto schedules = store_->ListSchedules();
+  if (!schedules.ok()) return 0;
+  int submitted = 0;
+  for (v1::Schedule& s : *schedules) {
+    if (s.disabled() || FromProto(s.next_run_time()) > now) continue;
+    if (jobs_->Submit(s.spec(), s.schedule_id()).ok()) ++submitted;
+    *s.mutable_last_run_time() = ToProto(now);
+    auto next = NextTime(s, now);
+    if (next.ok()) {
+      *s.mutable_next_run_time() = ToProto(*next);
+    } else {
+      s.set_disabled(true);  // no future time: stop rather than fire forever
+    }
+    store_->UpdateSchedule(s).IgnoreError();
+  }
+  return submitted;
+}
+
+void Scheduler::CompareWithHistory(const v1::Job& job, v1::Run* run) {
+  if (job.schedule_id().empty() || run->state() != v1::RUN_STATE_SUCCEEDED) return;
+  int window = kDefaultHistoryWindow;
+  double threshold = kDefaultThreshold;
+  if (auto schedules = store_->ListSchedules(); schedules.ok()) {
+    for (const auto& s : *schedules) {
+      if (s.schedule_id() != job.schedule_id()) continue;
+      if (s.history_window() > 0) window = s.history_window();
+      if (s.regression_threshold() > 0) threshold = s.regression_threshold();
+    }
+  }
+  auto history =
+      store_->ScheduleHistory(job.schedule_id(), run->config(), window, job.job_id());
+  if (!history.ok()) return;
+  std::vector<double> values;
+  for (const auto& r : *history) values.push_back(r.result().throughput_samples_per_s());
+  HistoryRule rule;
+  rule.threshold = threshold;
+  *run->mutable_history() =
+      server::CompareWithHistory(run->result().throughput_samples_per_s(), values, rule);
+}
+
+void Scheduler::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      Tick(absl::Now());
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::seconds(15), [this] { return stop_; });
+    }
+  });
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gpubench::server

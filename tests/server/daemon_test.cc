@@ -1,0 +1,512 @@
+// A real gpubenchd process on a loopback port with a temporary data dir,
+// real gpubench-worker processes and tiny CPU jobs, driven over gRPC.
+#include <dirent.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpubench/v1/service.grpc.pb.h"
+#include "storage/store.h"
+
+namespace gpubench {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/daemon_test_" + name;
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
+  return dir;
+}
+
+// One gpubenchd child process.
+class Daemon {
+ public:
+  explicit Daemon(std::string data_dir, std::vector<std::string> extra = {})
+      : data_dir_(std::move(data_dir)) {
+    const std::string port_file = data_dir_ + "/port";
+    std::remove(port_file.c_str());
+    std::vector<std::string> args = {GPUBENCH_DAEMON_PATH, "--listen", "127.0.0.1:0",
+                                     "--data-dir", data_dir_, "--port-file", port_file,
+                                     "--worker", GPUBENCH_WORKER_PATH,
+                                     "--stop-grace-ms", "2000"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      freopen((data_dir_ + "/daemon.log").c_str(), "a", stderr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 300 && port_ == 0; ++i) {
+      std::ifstream in(port_file);
+      if (!(in >> port_)) {
+        port_ = 0;
+        int status;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+          exited_ = true;
+          exit_status_ = status;
+          return;
+        }
+        std::this_thread::sleep_for(milliseconds(50));
+      }
+    }
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::BenchService::NewStub(channel_);
+  }
+  ~Daemon() { Stop(SIGKILL); }
+
+  // Sends sig and reaps the process; returns its exit status.
+  int Stop(int sig) {
+    if (exited_) return exit_status_;
+    kill(pid_, sig);
+    waitpid(pid_, &exit_status_, 0);
+    exited_ = true;
+    return exit_status_;
+  }
+
+  bool serving() const { return port_ != 0; }
+  v1::BenchService::Stub* stub() { return stub_.get(); }
+  pid_t pid() const { return pid_; }
+  std::string log() const {
+    std::ifstream in(data_dir_ + "/daemon.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  std::string data_dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  bool exited_ = false;
+  int exit_status_ = 0;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::BenchService::Stub> stub_;
+};
+
+v1::JobSpec TinySpec(const std::string& workload = "mlp") {
+  v1::JobSpec spec;
+  spec.set_name("tiny");
+  spec.mutable_base()->set_workload(workload);
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  spec.mutable_base()->set_batch_size(8);
+  auto* m = spec.mutable_measurement();
+  m->set_warmup_iterations(2);
+  m->set_min_iterations(10);
+  m->set_min_time_ms(50);
+  m->set_max_time_ms(2000);
+  return spec;
+}
+
+// A job that measures for a minute unless stopped.
+v1::JobSpec LongSpec() {
+  v1::JobSpec spec = TinySpec();
+  spec.set_name("long");
+  spec.mutable_measurement()->set_min_time_ms(60000);
+  spec.mutable_measurement()->set_max_time_ms(60000);
+  spec.mutable_measurement()->set_cv_threshold(0.0001);
+  return spec;
+}
+
+std::string Submit(Daemon& d, const v1::JobSpec& spec) {
+  grpc::ClientContext ctx;
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  v1::SubmitJobResponse resp;
+  grpc::Status s = d.stub()->SubmitJob(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp.job().job_id();
+}
+
+v1::Job GetJob(Daemon& d, const std::string& id) {
+  grpc::ClientContext ctx;
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::GetJobResponse resp;
+  grpc::Status s = d.stub()->GetJob(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp.job();
+}
+
+// Watches a job from after_sequence until the stream ends (or stop_when
+// returns true for an event). Returns the events.
+std::vector<v1::ProgressEvent> Watch(
+    Daemon& d, const std::string& id, int64_t after = 0,
+    const std::function<bool(const v1::ProgressEvent&)>& stop_when = nullptr,
+    grpc::Status* status = nullptr) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  v1::WatchJobRequest req;
+  req.set_job_id(id);
+  req.set_after_sequence(after);
+  auto reader = d.stub()->WatchJob(&ctx, req);
+  std::vector<v1::ProgressEvent> events;
+  v1::WatchJobResponse resp;
+  while (reader->Read(&resp)) {
+    events.push_back(resp.event());
+    if (stop_when && stop_when(resp.event())) {
+      ctx.TryCancel();
+      break;
+    }
+  }
+  grpc::Status s = reader->Finish();
+  if (status) *status = s;
+  return events;
+}
+
+v1::JobState WaitForEnd(Daemon& d, const std::string& id) {
+  Watch(d, id);
+  return GetJob(d, id).state();
+}
+
+std::vector<v1::Run> ListRuns(Daemon& d, const std::string& id, bool samples) {
+  grpc::ClientContext ctx;
+  v1::ListRunsRequest req;
+  req.set_job_id(id);
+  req.set_include_samples(samples);
+  v1::ListRunsResponse resp;
+  EXPECT_TRUE(d.stub()->ListRuns(&ctx, req, &resp).ok());
+  return {resp.runs().begin(), resp.runs().end()};
+}
+
+// The gpubench-worker children of a process.
+std::vector<pid_t> WorkerChildren(pid_t parent) {
+  std::vector<pid_t> pids;
+  DIR* dir = opendir("/proc");
+  while (dirent* e = readdir(dir)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    const std::string comm = stat.substr(stat.find('(') + 1, close - stat.find('(') - 1);
+    int ppid = 0;
+    char state;
+    std::sscanf(stat.c_str() + close + 2, "%c %d", &state, &ppid);
+    if (ppid == parent && comm.rfind("gpubench-work", 0) == 0) pids.push_back(pid);
+  }
+  closedir(dir);
+  return pids;
+}
+
+bool IsState(const v1::ProgressEvent& e, v1::JobState s) {
+  return e.has_state_changed() && e.state_changed().state() == s;
+}
+
+TEST(Daemon, SubmitWatchSucceedsAndStoresRunsWithSamples) {
+  Daemon d(FreshDir("submit"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_sweep()->add_batch_size(4);
+  spec.mutable_sweep()->add_batch_size(8);
+  const std::string id = Submit(d, spec);
+  ASSERT_FALSE(id.empty());
+  grpc::Status status;
+  auto events = Watch(d, id, 0, nullptr, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(IsState(events.front(), v1::JOB_STATE_QUEUED));
+  EXPECT_TRUE(IsState(events.back(), v1::JOB_STATE_SUCCEEDED)) << events.back().DebugString();
+  int started = 0, finished = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].job_id(), id);
+    if (i > 0) EXPECT_GT(events[i].sequence(), events[i - 1].sequence());
+    started += events[i].has_run_started();
+    finished += events[i].has_run_finished();
+  }
+  EXPECT_EQ(started, 2);
+  EXPECT_EQ(finished, 2);
+
+  const v1::Job job = GetJob(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.runs_done(), 2);
+  EXPECT_EQ(job.attempt(), 1);
+  auto runs = ListRuns(d, id, true);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.state(), v1::RUN_STATE_SUCCEEDED);
+    EXPECT_GT(r.result().throughput_samples_per_s(), 0);
+    EXPECT_EQ(r.samples().device_ms_size(), r.result().iterations());
+    EXPECT_GE(r.result().iterations(), 10);
+  }
+  EXPECT_EQ(runs[0].config().batch_size(), 4);
+  EXPECT_EQ(runs[1].config().batch_size(), 8);
+
+  // Resuming after an event replays only what followed it.
+  const int64_t mid = events[events.size() / 2].sequence();
+  auto rest = Watch(d, id, mid);
+  ASSERT_FALSE(rest.empty());
+  EXPECT_GT(rest.front().sequence(), mid);
+  EXPECT_TRUE(IsState(rest.back(), v1::JOB_STATE_SUCCEEDED));
+
+  // GetRun with and without samples.
+  grpc::ClientContext ctx;
+  v1::GetRunRequest req;
+  req.set_run_id(runs[1].run_id());
+  v1::GetRunResponse resp;
+  ASSERT_TRUE(d.stub()->GetRun(&ctx, req, &resp).ok());
+  EXPECT_EQ(resp.run().samples().device_ms_size(), 0);
+  EXPECT_EQ(resp.run().config().batch_size(), 8);
+}
+
+TEST(Daemon, BadInputIsInvalidArgumentNamingTheFieldAndUnknownIdsNotFound) {
+  Daemon d(FreshDir("errors"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  {
+    v1::JobSpec spec = TinySpec();
+    spec.mutable_sweep()->add_batch_size(0);
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    v1::SubmitJobResponse resp;
+    grpc::Status s = d.stub()->SubmitJob(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("sweep.batch_size[0]"), std::string::npos)
+        << s.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_job_id("jnope");
+    v1::GetJobResponse resp;
+    EXPECT_EQ(d.stub()->GetJob(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::CancelJobRequest req;
+    req.set_job_id("jnope");
+    v1::CancelJobResponse resp;
+    EXPECT_EQ(d.stub()->CancelJob(&ctx, req, &resp).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  grpc::Status status;
+  Watch(d, "jnope", 0, nullptr, &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  {
+    grpc::ClientContext ctx;
+    v1::QueryRunsRequest req;
+    req.add_config_equals("no_such_field=1");
+    v1::QueryRunsResponse resp;
+    grpc::Status s = d.stub()->QueryRuns(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("no_such_field"), std::string::npos) << s.error_message();
+  }
+}
+
+TEST(Daemon, ListAndQueryFilter) {
+  Daemon d(FreshDir("list"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec cnn = TinySpec("simple_cnn");
+  cnn.mutable_sweep()->add_batch_size(4);
+  cnn.mutable_sweep()->add_batch_size(8);
+  const std::string a = Submit(d, TinySpec("mlp"));
+  const std::string b = Submit(d, cnn);
+  ASSERT_EQ(WaitForEnd(d, a), v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(WaitForEnd(d, b), v1::JOB_STATE_SUCCEEDED);
+  {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest req;
+    req.set_workload("simple_cnn");
+    v1::ListJobsResponse resp;
+    ASSERT_TRUE(d.stub()->ListJobs(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.jobs_size(), 1);
+    EXPECT_EQ(resp.jobs(0).job_id(), b);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest req;
+    req.add_states(v1::JOB_STATE_SUCCEEDED);
+    req.set_page_size(1);
+    v1::ListJobsResponse resp;
+    ASSERT_TRUE(d.stub()->ListJobs(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.jobs_size(), 1);
+    EXPECT_EQ(resp.jobs(0).job_id(), b);  // newest first
+    EXPECT_FALSE(resp.next_page_token().empty());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::QueryRunsRequest req;
+    req.set_workload("simple_cnn");
+    req.add_config_equals("batch_size=4");
+    v1::QueryRunsResponse resp;
+    ASSERT_TRUE(d.stub()->QueryRuns(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.runs_size(), 1);
+    EXPECT_EQ(resp.runs(0).job_id(), b);
+    EXPECT_EQ(resp.runs(0).config().batch_size(), 4);
+  }
+}
+
+TEST(Daemon, CancelQueuedAndRunningJobs) {
+  Daemon d(FreshDir("cancel"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string running = Submit(d, LongSpec());
+  const std::string queued = Submit(d, TinySpec());  // waits for the CPU lease
+  Watch(d, running, 0, [](const v1::ProgressEvent& e) { return e.has_run_started(); });
+  EXPECT_EQ(GetJob(d, queued).state(), v1::JOB_STATE_QUEUED);
+  for (const std::string& id : {queued, running}) {
+    grpc::ClientContext ctx;
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    ASSERT_TRUE(d.stub()->CancelJob(&ctx, req, &resp).ok());
+  }
+  EXPECT_EQ(GetJob(d, queued).state(), v1::JOB_STATE_CANCELLED);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(WaitForEnd(d, running), v1::JOB_STATE_CANCELLED);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  // The partial run is kept, marked cancelled.
+  auto runs = ListRuns(d, running, false);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_CANCELLED);
+}
+
+TEST(Daemon, JobTimeoutFailsTheJob) {
+  Daemon d(FreshDir("timeout"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = LongSpec();
+  spec.set_timeout_s(2);
+  const std::string id = Submit(d, spec);
+  EXPECT_EQ(WaitForEnd(d, id), v1::JOB_STATE_FAILED);
+  EXPECT_NE(GetJob(d, id).error().find("timed out after 2 s"), std::string::npos)
+      << GetJob(d, id).error();
+}
+
+TEST(Daemon, KilledWorkerFailsItsJobAndTheNextJobRuns) {
+  Daemon d(FreshDir("worker_kill"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string victim = Submit(d, LongSpec());
+  const std::string next = Submit(d, TinySpec());
+  Watch(d, victim, 0, [](const v1::ProgressEvent& e) { return e.has_run_progress(); });
+  std::vector<pid_t> workers = WorkerChildren(d.pid());
+  ASSERT_EQ(workers.size(), 1u);
+  kill(workers[0], SIGKILL);
+  EXPECT_EQ(WaitForEnd(d, victim), v1::JOB_STATE_FAILED);
+  const v1::Job job = GetJob(d, victim);
+  EXPECT_NE(job.worker_exit().find("signal 9"), std::string::npos) << job.worker_exit();
+  EXPECT_NE(job.error().find("worker ended early"), std::string::npos) << job.error();
+  EXPECT_EQ(WaitForEnd(d, next), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST(Daemon, KilledDaemonInterruptsAndRequeuesTheJobKeepingItsRuns) {
+  const std::string dir = FreshDir("daemon_kill");
+  v1::JobSpec spec = TinySpec();
+  // Three runs; the third measures long enough to be killed in.
+  spec.mutable_sweep()->add_batch_size(4);
+  spec.mutable_sweep()->add_batch_size(8);
+  spec.mutable_sweep()->add_batch_size(16);
+  spec.mutable_measurement()->set_min_time_ms(1500);
+  std::string id, first_run_id;
+  {
+    Daemon d(dir);
+    ASSERT_TRUE(d.serving()) << d.log();
+    id = Submit(d, spec);
+    Watch(d, id, 0, [](const v1::ProgressEvent& e) { return e.has_run_finished(); });
+    d.Stop(SIGKILL);
+  }
+  {
+    auto store = storage::Store::Open({dir + "/gpubench.db"});
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto runs = (*store)->ListRuns(id, false);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_GE(runs->size(), 1u);
+    first_run_id = (*runs)[0].run_id();
+    EXPECT_EQ((*store)->GetJob(id)->state(), v1::JOB_STATE_RUNNING);
+  }
+  Daemon d(dir);
+  ASSERT_TRUE(d.serving()) << d.log();
+  auto events = Watch(d, id);
+  bool interrupted = false;
+  for (const auto& e : events) interrupted |= IsState(e, v1::JOB_STATE_INTERRUPTED);
+  EXPECT_TRUE(interrupted);
+  const v1::Job job = GetJob(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_EQ(job.attempt(), 2);
+  auto runs = ListRuns(d, id, true);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].run_id(), first_run_id);  // kept, not rerun
+  for (const auto& r : runs) EXPECT_EQ(r.state(), v1::RUN_STATE_SUCCEEDED);
+  d.Stop(SIGTERM);
+  auto store = storage::Store::Open({dir + "/gpubench.db"});
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
+}
+
+TEST(Daemon, SigtermStopsCleanlyAndTheJobResumesOnRestart) {
+  const std::string dir = FreshDir("sigterm");
+  std::string id;
+  {
+    Daemon d(dir);
+    ASSERT_TRUE(d.serving()) << d.log();
+    v1::JobSpec spec = LongSpec();
+    spec.mutable_measurement()->set_min_time_ms(3000);
+    spec.mutable_measurement()->set_max_time_ms(3000);
+    id = Submit(d, spec);
+    Watch(d, id, 0, [](const v1::ProgressEvent& e) { return e.has_run_progress(); });
+    const int status = d.Stop(SIGTERM);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << d.log();
+  }
+  {
+    auto store = storage::Store::Open({dir + "/gpubench.db"});
+    ASSERT_TRUE(store.ok());
+    EXPECT_EQ((*store)->GetJob(id)->state(), v1::JOB_STATE_QUEUED);  // requeued
+  }
+  Daemon d(dir);
+  ASSERT_TRUE(d.serving()) << d.log();
+  EXPECT_EQ(WaitForEnd(d, id), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST(Daemon, FullQueueIsResourceExhausted) {
+  Daemon d(FreshDir("full"), {"--max-queue", "1"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string running = Submit(d, LongSpec());
+  Watch(d, running, 0, [](const v1::ProgressEvent& e) { return e.has_run_started(); });
+  Submit(d, TinySpec());  // queued: the queue is now full
+  grpc::ClientContext ctx;
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = TinySpec();
+  v1::SubmitJobResponse resp;
+  EXPECT_EQ(d.stub()->SubmitJob(&ctx, req, &resp).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+TEST(Daemon, CorruptDatabaseStopsStartUpAndIsLeftUntouched) {
+  const std::string dir = FreshDir("corrupt");
+  const std::string garbage(8192, 'x');
+  std::ofstream(dir + "/gpubench.db") << garbage;
+  Daemon d(dir);
+  EXPECT_FALSE(d.serving());
+  const int status = d.Stop(SIGKILL);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  EXPECT_NE(d.log().find(dir + "/gpubench.db"), std::string::npos) << d.log();
+  std::ifstream in(dir + "/gpubench.db");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), garbage);
+}
+
+TEST(Daemon, HostInfoIsProbedAtStartUp) {
+  Daemon d(FreshDir("host"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  grpc::ClientContext ctx;
+  v1::GetHostInfoResponse resp;
+  ASSERT_TRUE(d.stub()->GetHostInfo(&ctx, {}, &resp).ok());
+  EXPECT_FALSE(resp.host().hostname().empty());
+  EXPECT_FALSE(resp.host().torch_version().empty()) << d.log();
+  EXPECT_GT(resp.host().cpu_cores(), 0);
+  EXPECT_FALSE(resp.host().gpubench_version().empty());
+}
+
+}  // namespace
+}  // namespace gpubench
