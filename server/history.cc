@@ -10,7 +10,7 @@ v1::HistoryComparison CompareWithHistory(double value, const std::vector<double>
   c.set_value_samples_per_s(value);
   c.set_history_count(history.size());
   if (history.empty() || static_cast<int>(history.size()) < rule.min_history) {
-    c.set_verdict(v1::VERDICT_UNSPECIFIED);
+    c.set_verdict(v1::VERDICT_INSUFFICIENT_HISTORY);
     return c;
   }
   std::vector<double> sorted = history;
@@ -20,7 +20,7 @@ v1::HistoryComparison CompareWithHistory(double value, const std::vector<double>
       n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   c.set_baseline_median_samples_per_s(median);
   if (median <= 0) {
-    c.set_verdict(v1::VERDICT_UNSPECIFIED);
+    c.set_verdict(v1::VERDICT_INSUFFICIENT_HISTORY);
     return c;
   }
   const double ratio = value / median;

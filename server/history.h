@@ -17,8 +17,8 @@ struct HistoryRule {
 // value and history are throughputs (samples/s; higher is better). The
 // verdict is REGRESSED when value is below the median by more than the
 // threshold AND below every past value (beyond the history's spread),
-// IMPROVED symmetrically, NO_CHANGE otherwise, UNSPECIFIED with too little
-// history. history_spread is (max - min) / median of the history.
+// IMPROVED symmetrically, NO_CHANGE otherwise, INSUFFICIENT_HISTORY with
+// fewer than min_history past runs. history_spread is (max - min) / median of the history.
 v1::HistoryComparison CompareWithHistory(double value, const std::vector<double>& history,
                                          const HistoryRule& rule);
 

@@ -22,6 +22,11 @@ bool IsTerminal(v1::JobState s) {
          s == v1::JOB_STATE_CANCELLED || s == v1::JOB_STATE_INTERRUPTED;
 }
 
+// Watchers get runs without their series; GetRun has them.
+void StripSeries(v1::Run* run) {
+  run->clear_samples();
+  run->clear_telemetry_series();
+}
 
 }  // namespace
 
@@ -384,6 +389,11 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
              any_ok ? "" : "every run failed")
         .IgnoreError();
   }
+  if (auto pruned = store_->Prune(options_.retention); !pruned.ok()) {
+    Emit(job_id, [&](v1::ProgressEvent* e) {
+      e->mutable_log()->set_text(absl::StrCat("retention: ", pruned.status().message()));
+    }, false, nullptr);
+  }
   if (job.state() == v1::JOB_STATE_QUEUED) {  // requeued after a shutdown
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_) {
@@ -447,8 +457,7 @@ void JobManager::Emit(const std::string& job_id,
     } else if (durable) {
       store_->AppendEvent(e).IgnoreError();
     }
-    // Watchers get runs without samples; GetRun has them.
-    if (e.has_run_finished()) e.mutable_run_finished()->mutable_run()->clear_samples();
+    if (e.has_run_finished()) StripSeries(e.mutable_run_finished()->mutable_run());
     logs_[job_id].events.push_back(std::move(e));
   }
   Notify(job_id);
@@ -525,7 +534,7 @@ absl::Status JobManager::EventsAfter(const std::string& job_id,
     if (!stored.ok()) return stored.status();
     for (auto& e : *stored) {
       if (e.sequence() >= first_in_memory) break;
-      if (e.has_run_finished()) e.mutable_run_finished()->mutable_run()->clear_samples();
+      if (e.has_run_finished()) StripSeries(e.mutable_run_finished()->mutable_run());
       events->push_back(std::move(e));
     }
   }

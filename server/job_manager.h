@@ -30,6 +30,7 @@ struct DaemonOptions {
   int64_t max_job_seconds = 24 * 3600;  // bounds JobSpec.timeout_s (and is its default)
   int64_t stop_grace_ms = 10000;      // SIGTERM, then SIGKILL after this
   int max_requeues = 1;               // times an interrupted job is requeued
+  storage::RetentionLimits retention;  // applied after every job ends
 };
 
 // Thread-safe. Start() once, then any thread may call the rest; Shutdown()

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   }
   server::DaemonOptions options;
   int64_t max_queue = options.max_queue, max_requeues = options.max_requeues;
-  storage::RetentionLimits retention;
+  storage::RetentionLimits& retention = options.retention;
   if (!ToInt(flags, "max-queue", &max_queue, &error) ||
       !ToInt(flags, "max-job-seconds", &options.max_job_seconds, &error) ||
       !ToInt(flags, "stop-grace-ms", &options.stop_grace_ms, &error) ||

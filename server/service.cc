@@ -254,6 +254,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
       return absl::InvalidArgumentError(absl::StrCat(
           "chunk: more data than header.size_bytes (", header_.size_bytes(), ")"));
     }
+    sha_.Update(request_.chunk());
     out_.write(request_.chunk().data(), request_.chunk().size());
     return out_ ? absl::OkStatus()
                 : absl::InternalError(absl::StrCat("cannot write ", temp_));
@@ -267,9 +268,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
           "header.size_bytes: ", header_.size_bytes(), " announced, ", received_,
           " received"));
     }
-    std::ifstream in(temp_, std::ios::binary);
-    const std::string data((std::istreambuf_iterator<char>(in)), {});
-    const std::string actual = storage::Sha256Hex(data);
+    const std::string actual = sha_.HexDigest();
     if (actual != header_.sha256()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "header.sha256: the data hashes to ", actual, ", not ", header_.sha256()));
@@ -303,6 +302,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
   v1::ModelUploadHeader header_;
   std::string temp_;
   std::ofstream out_;
+  storage::Sha256 sha_;  // of the chunks so far
   int64_t received_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "storage/sha256.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -50,28 +51,50 @@ void Block(const unsigned char* p, uint32_t h[8]) {
 
 }  // namespace
 
-std::string Sha256Hex(absl::string_view data) {
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+Sha256::Sha256()
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c,
+         0x1f83d9ab, 0x5be0cd19} {}
+
+void Sha256::Update(absl::string_view data) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   size_t n = data.size();
-  for (; n >= 64; n -= 64, p += 64) Block(p, h);
+  total_bytes_ += n;
+  if (buffered_ > 0) {
+    const size_t take = std::min(n, sizeof(buffer_) - buffered_);
+    std::memcpy(buffer_ + buffered_, p, take);
+    buffered_ += take, p += take, n -= take;
+    if (buffered_ < sizeof(buffer_)) return;
+    Block(buffer_, h_);
+    buffered_ = 0;
+  }
+  for (; n >= 64; n -= 64, p += 64) Block(p, h_);
+  std::memcpy(buffer_, p, n);
+  buffered_ = n;
+}
+
+std::string Sha256::HexDigest() {
   unsigned char tail[128] = {};
-  std::memcpy(tail, p, n);
-  tail[n] = 0x80;
-  const size_t len = n < 56 ? 64 : 128;
-  const uint64_t bits = uint64_t{data.size()} * 8;
+  std::memcpy(tail, buffer_, buffered_);
+  tail[buffered_] = 0x80;
+  const size_t len = buffered_ < 56 ? 64 : 128;
+  const uint64_t bits = total_bytes_ * 8;
   for (int i = 0; i < 8; ++i) tail[len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  Block(tail, h);
-  if (len == 128) Block(tail + 64, h);
+  Block(tail, h_);
+  if (len == 128) Block(tail + 64, h_);
   static const char kHex[] = "0123456789abcdef";
   std::string out(64, '0');
   for (int i = 0; i < 32; ++i) {
-    const unsigned byte = (h[i / 4] >> (24 - 8 * (i % 4))) & 0xff;
+    const unsigned byte = (h_[i / 4] >> (24 - 8 * (i % 4))) & 0xff;
     out[2 * i] = kHex[byte >> 4];
     out[2 * i + 1] = kHex[byte & 15];
   }
   return out;
+}
+
+std::string Sha256Hex(absl::string_view data) {
+  Sha256 sha;
+  sha.Update(data);
+  return sha.HexDigest();
 }
 
 }  // namespace gpubench::storage

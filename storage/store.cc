@@ -97,6 +97,13 @@ CREATE TABLE traces (
   data        BLOB NOT NULL            -- zlib
 );
 )sql",
+    // 2 -> 3: telemetry series beside the samples.
+    R"sql(
+CREATE TABLE telemetry (
+  run_id      TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
+  data        BLOB NOT NULL            -- gpubench.v1.TelemetrySeries
+);
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -113,6 +120,7 @@ class Statement {
   Statement(sqlite3* db, const char* sql) {
     rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
   }
+  Statement(sqlite3* db, const std::string& sql) : Statement(db, sql.c_str()) {}
   ~Statement() { sqlite3_finalize(stmt_); }
   bool ok() const { return rc_ == SQLITE_OK; }
   sqlite3_stmt* get() { return stmt_; }
@@ -491,7 +499,10 @@ absl::StatusOr<std::string> Store::InsertRunLocked(const v1::Run& in) {
   v1::Run run = in;
   if (run.run_id().empty()) run.set_run_id(NewId("r"));
   const std::string samples = run.samples().SerializeAsString();
+  const std::string telemetry = run.telemetry_series().SerializeAsString();
+  const bool has_telemetry = run.has_telemetry_series();
   run.clear_samples();
+  run.clear_telemetry_series();
   {
     Statement s(db_,
                 "INSERT INTO runs(run_id, job_id, run_index, state, workload,"
@@ -515,11 +526,15 @@ absl::StatusOr<std::string> Store::InsertRunLocked(const v1::Run& in) {
     s.Int(13, run.history().verdict());
     if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("insert run");
   }
-  Statement s(db_, "INSERT INTO samples(run_id, data) VALUES(?,?)");
-  if (!s.ok()) return Error("insert samples");
-  s.Text(1, run.run_id());
-  s.Blob(2, samples);
-  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("insert samples");
+  for (const char* table : {"samples", "telemetry"}) {
+    const bool is_samples = table == std::string("samples");
+    if (!is_samples && !has_telemetry) continue;
+    Statement s(db_, absl::StrCat("INSERT INTO ", table, "(run_id, data) VALUES(?,?)"));
+    if (!s.ok()) return Error(absl::StrCat("insert ", table));
+    s.Text(1, run.run_id());
+    s.Blob(2, is_samples ? samples : telemetry);
+    if (sqlite3_step(s.get()) != SQLITE_DONE) return Error(absl::StrCat("insert ", table));
+  }
   return run.run_id();
 }
 
@@ -550,6 +565,7 @@ absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run,
       v1::Run* r = stored.mutable_run_finished()->mutable_run();
       r->set_run_id(id);
       r->clear_samples();
+      r->clear_telemetry_series();
     }
     return AppendEventLocked(stored);
   });
@@ -561,8 +577,9 @@ absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(const std::string& job_id,
                                                      bool include_samples) {
   std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_,
-              "SELECT r.record, s.data, r.run_id FROM runs r LEFT JOIN samples s"
-              " ON s.run_id = r.run_id WHERE r.job_id=? ORDER BY r.run_index");
+              "SELECT r.record, s.data, r.run_id, t.data FROM runs r"
+              " LEFT JOIN samples s ON s.run_id = r.run_id"
+              " LEFT JOIN telemetry t ON t.run_id = r.run_id WHERE r.job_id=? ORDER BY r.run_index");
   if (!s.ok()) return Error("list runs");
   s.Text(1, job_id);
   std::vector<v1::Run> runs;
@@ -576,7 +593,8 @@ absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(const std::string& job_id,
   return runs;
 }
 
-// Columns: record, samples data (may be NULL), run_id.
+// Columns: record, samples data (may be NULL), run_id, and optionally
+// telemetry data (may be NULL).
 absl::StatusOr<v1::Run> Store::ReadRun(sqlite3_stmt* stmt, bool include_samples) {
   v1::Run run;
   const void* p = sqlite3_column_blob(stmt, 0);
@@ -589,14 +607,21 @@ absl::StatusOr<v1::Run> Store::ReadRun(sqlite3_stmt* stmt, bool include_samples)
                                              sqlite3_column_bytes(stmt, 1))) {
     return Error("garbled samples");
   }
+  if (include_samples && sqlite3_column_count(stmt) > 3 &&
+      sqlite3_column_type(stmt, 3) != SQLITE_NULL &&
+      !run.mutable_telemetry_series()->ParseFromArray(sqlite3_column_blob(stmt, 3),
+                                                      sqlite3_column_bytes(stmt, 3))) {
+    return Error("garbled telemetry");
+  }
   return run;
 }
 
 absl::StatusOr<v1::Run> Store::GetRun(const std::string& run_id, bool include_samples) {
   std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_,
-              "SELECT r.record, s.data, r.run_id FROM runs r LEFT JOIN samples s"
-              " ON s.run_id = r.run_id WHERE r.run_id=?");
+              "SELECT r.record, s.data, r.run_id, t.data FROM runs r"
+              " LEFT JOIN samples s ON s.run_id = r.run_id"
+              " LEFT JOIN telemetry t ON t.run_id = r.run_id WHERE r.run_id=?");
   if (!s.ok()) return Error("get run");
   s.Text(1, run_id);
   if (sqlite3_step(s.get()) != SQLITE_ROW) {
@@ -970,6 +995,7 @@ absl::StatusOr<std::pair<v1::TraceInfo, std::string>> Store::GetTrace(
   info.set_size_bytes(sqlite3_column_int64(s.get(), 1));
   info.set_sha256(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 2)));
   const std::string compressed = s.ColumnBlob(3);
+  info.set_compressed_size_bytes(compressed.size());
   std::string data(info.size_bytes(), '\0');
   uLongf size = data.size();
   if (uncompress(reinterpret_cast<Bytef*>(data.data()), &size,
@@ -985,10 +1011,13 @@ absl::StatusOr<int64_t> Store::Prune(const RetentionLimits& limits) {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t removed = 0;
   absl::Status status = InTransaction([&]() -> absl::Status {
-    if (limits.max_runs_with_samples > 0) {
-      Statement s(db_,
-                  "DELETE FROM samples WHERE run_id IN (SELECT run_id FROM runs"
-                  " ORDER BY start_ns DESC, run_id DESC LIMIT -1 OFFSET ?)");
+    // A run's telemetry series goes with its samples.
+    for (const char* table : {"samples", "telemetry"}) {
+      if (limits.max_runs_with_samples <= 0) break;
+      Statement s(db_, absl::StrCat("DELETE FROM ", table,
+                                    " WHERE run_id IN (SELECT run_id FROM runs"
+                                    " ORDER BY start_ns DESC, run_id DESC"
+                                    " LIMIT -1 OFFSET ?)"));
       s.Int(1, limits.max_runs_with_samples);
       if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("prune samples");
       removed += sqlite3_changes(db_);

@@ -26,7 +26,7 @@ struct StoreOptions {
 };
 
 // The schema version this build writes; Open migrates older files up to it.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // ListJobs filter; empty or zero fields match everything.
 struct JobFilter {
@@ -62,7 +62,7 @@ struct Page {
 
 // Caps applied by Store::Prune; 0 means no cap.
 struct RetentionLimits {
-  int64_t max_runs_with_samples = 0;  // keep samples of the newest N runs
+  int64_t max_runs_with_samples = 0;  // keep samples (and telemetry) of the newest N runs
   int64_t max_trace_bytes = 0;        // keep the newest traces within N bytes
 };
 
@@ -84,10 +84,11 @@ class Store {
   absl::Status UpdateJob(const v1::Job& job);
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
 
-  // Stores a run with its result and samples in one transaction; assigns
-  // run_id when empty. Returns the id.
+  // Stores a run with its result, samples and telemetry series in one
+  // transaction; assigns run_id when empty. Returns the id.
   absl::StatusOr<std::string> InsertRun(const v1::Run& run);
-  // The runs of a job in sweep order; samples only when asked for.
+  // The runs of a job in sweep order; samples and telemetry series only when
+  // asked for.
   absl::StatusOr<std::vector<v1::Run>> ListRuns(const std::string& job_id,
                                                 bool include_samples);
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpubench/v1/service.grpc.pb.h"
+#include "storage/sha256.h"
 #include "storage/store.h"
 
 namespace gpubench {
@@ -506,6 +507,131 @@ TEST(Daemon, HostInfoIsProbedAtStartUp) {
   EXPECT_FALSE(resp.host().torch_version().empty()) << d.log();
   EXPECT_GT(resp.host().cpu_cores(), 0);
   EXPECT_FALSE(resp.host().gpubench_version().empty());
+}
+
+// Uploads data in 64 KiB chunks under a claimed sha256.
+grpc::Status Upload(Daemon& d, const std::string& data, const std::string& sha256,
+                    v1::UploadModelResponse* resp) {
+  grpc::ClientContext ctx;
+  auto writer = d.stub()->UploadModel(&ctx, resp);
+  v1::UploadModelRequest req;
+  req.mutable_header()->set_name("tiny.pt");
+  req.mutable_header()->set_sha256(sha256);
+  req.mutable_header()->set_size_bytes(data.size());
+  writer->Write(req);
+  for (size_t off = 0; off < data.size(); off += 65536) {
+    req.set_chunk(data.substr(off, 65536));
+    if (!writer->Write(req)) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+TEST(Daemon, UploadedModelIsHashCheckedAndStoredOncePerHash) {
+  const std::string dir = FreshDir("upload");
+  Daemon d(dir);
+  ASSERT_TRUE(d.serving()) << d.log();
+  std::string data(300000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 % 251);
+  const std::string sha = storage::Sha256Hex(data);
+
+  v1::UploadModelResponse wrong;
+  grpc::Status s = Upload(d, data, std::string(64, '0'), &wrong);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("header.sha256"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find(sha), std::string::npos) << s.error_message();
+
+  v1::UploadModelResponse first, second;
+  ASSERT_TRUE(Upload(d, data, sha, &first).ok());
+  EXPECT_EQ(first.model().sha256(), sha);
+  EXPECT_EQ(first.model().size_bytes(), 300000);
+  EXPECT_FALSE(first.already_present());
+  ASSERT_TRUE(Upload(d, data, sha, &second).ok());
+  EXPECT_TRUE(second.already_present());
+  // One file under models/, with the uploaded bytes; no temporary left.
+  int files = 0;
+  DIR* models = opendir((dir + "/models").c_str());
+  ASSERT_NE(models, nullptr);
+  while (dirent* e = readdir(models)) files += e->d_name[0] != '.';
+  closedir(models);
+  EXPECT_EQ(files, 1);
+  std::ifstream in(dir + "/models/" + sha, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), data);
+}
+
+TEST(Daemon, TraceStreamsInChunksThatReassembleToTheStoredTrace) {
+  const std::string dir = FreshDir("trace");
+  Daemon d(dir);
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string id = Submit(d, TinySpec());
+  ASSERT_EQ(WaitForEnd(d, id), v1::JOB_STATE_SUCCEEDED);
+  const std::string run_id = ListRuns(d, id, false).at(0).run_id();
+  // A 3 MiB trace, stored beside the running daemon (SQLite WAL allows it).
+  std::string trace = "{\"traceEvents\":[";
+  while (trace.size() < (3u << 20)) {
+    trace += "{\"name\":\"aten::mm\",\"ph\":\"X\",\"ts\":" + std::to_string(trace.size()) +
+             ",\"dur\":5},";
+  }
+  trace += "{}]}";
+  {
+    auto store = storage::Store::Open({dir + "/gpubench.db"});
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutTrace(run_id, "chrome", trace).ok());
+  }
+  grpc::ClientContext ctx;
+  v1::GetTraceRequest req;
+  req.set_run_id(run_id);
+  auto reader = d.stub()->GetTrace(&ctx, req);
+  v1::GetTraceResponse resp;
+  v1::TraceInfo info;
+  std::string got;
+  int chunks = 0;
+  while (reader->Read(&resp)) {
+    if (resp.has_info()) info = resp.info();
+    if (resp.part_case() == v1::GetTraceResponse::kChunk) {
+      got += resp.chunk();
+      ++chunks;
+    }
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(got, trace);
+  EXPECT_GE(chunks, 3);
+  EXPECT_EQ(info.size_bytes(), static_cast<int64_t>(trace.size()));
+  EXPECT_EQ(info.sha256(), storage::Sha256Hex(trace));
+  EXPECT_LT(info.compressed_size_bytes(), info.size_bytes());
+
+  grpc::ClientContext ctx2;
+  req.set_run_id("rnope");
+  auto missing = d.stub()->GetTrace(&ctx2, req);
+  while (missing->Read(&resp)) {
+  }
+  EXPECT_EQ(missing->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(Daemon, HigherPriorityRunsFirstAndEqualPrioritiesInSubmitOrder) {
+  Daemon d(FreshDir("priority"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string blocker = Submit(d, LongSpec());
+  Watch(d, blocker, 0, [](const v1::ProgressEvent& e) { return e.has_run_started(); });
+  v1::JobSpec low = TinySpec(), high = TinySpec();
+  high.set_priority(10);
+  const std::string low_a = Submit(d, low);
+  const std::string low_b = Submit(d, low);
+  const std::string urgent = Submit(d, high);
+  grpc::ClientContext ctx;
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(blocker);
+  v1::CancelJobResponse cancelled;
+  ASSERT_TRUE(d.stub()->CancelJob(&ctx, cancel, &cancelled).ok());
+  for (const std::string& id : {low_a, low_b, urgent}) {
+    ASSERT_EQ(WaitForEnd(d, id), v1::JOB_STATE_SUCCEEDED);
+  }
+  auto started = [&](const std::string& id) {
+    const v1::Job j = GetJob(d, id);
+    return j.start_time().seconds() * 1000000000LL + j.start_time().nanos();
+  };
+  EXPECT_LT(started(urgent), started(low_a));
+  EXPECT_LT(started(low_a), started(low_b));
 }
 
 }  // namespace

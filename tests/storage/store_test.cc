@@ -3,8 +3,14 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace gpubench::storage {
 namespace {
@@ -89,6 +95,310 @@ TEST(Store, RefusesANewerSchema) {
   auto store = Store::Open({path});
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("newer"), std::string::npos);
+}
+
+// ---- Migrations: frozen copies of each released schema, with data ----
+
+// Schema version 1 exactly as gpubench 0.1 wrote it. Never edit: it stands
+// for files already on disk.
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE jobs (job_id TEXT PRIMARY KEY, state INTEGER NOT NULL,
+  workload TEXT NOT NULL, submit_ns INTEGER NOT NULL,
+  schedule_id TEXT NOT NULL DEFAULT '', record BLOB NOT NULL);
+CREATE INDEX jobs_by_submit ON jobs(submit_ns DESC);
+CREATE TABLE runs (run_id TEXT PRIMARY KEY,
+  job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  run_index INTEGER NOT NULL, state INTEGER NOT NULL, workload TEXT NOT NULL,
+  host_id TEXT NOT NULL DEFAULT '', start_ns INTEGER NOT NULL,
+  throughput REAL NOT NULL, record BLOB NOT NULL, UNIQUE (job_id, run_index));
+CREATE INDEX runs_by_workload_start ON runs(workload, start_ns DESC);
+CREATE TABLE samples (run_id TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
+  data BLOB NOT NULL);
+PRAGMA user_version=1;
+)sql";
+
+// What version 2 added on top of version 1. Never edit.
+constexpr char kSchemaV1ToV2[] = R"sql(
+ALTER TABLE runs ADD COLUMN config_json TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE runs ADD COLUMN schedule_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN end_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN verdict INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX runs_by_start ON runs(start_ns DESC, run_id DESC);
+CREATE INDEX runs_by_host_start ON runs(host_id, start_ns DESC);
+CREATE INDEX runs_by_schedule_config ON runs(schedule_id, config_json, start_ns DESC);
+CREATE INDEX runs_by_verdict ON runs(verdict, end_ns DESC);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE INDEX jobs_by_schedule ON jobs(schedule_id, submit_ns DESC);
+CREATE TABLE job_events (job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  sequence INTEGER NOT NULL, record BLOB NOT NULL,
+  PRIMARY KEY (job_id, sequence)) WITHOUT ROWID;
+CREATE TABLE hosts (host_id TEXT PRIMARY KEY, record BLOB NOT NULL);
+CREATE TABLE schedules (schedule_id TEXT PRIMARY KEY, record BLOB NOT NULL);
+CREATE TABLE models (sha256 TEXT PRIMARY KEY, record BLOB NOT NULL);
+CREATE TABLE traces (run_id TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
+  format TEXT NOT NULL, size_bytes INTEGER NOT NULL, sha256 TEXT NOT NULL,
+  created_ns INTEGER NOT NULL, data BLOB NOT NULL);
+PRAGMA user_version=2;
+)sql";
+
+void Exec(sqlite3* db, const std::string& sql) {
+  char* error = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error ? error : "");
+}
+
+// Writes a version-1 job with one run (batch 32 on host h1) and its samples,
+// the way gpubench 0.1 wrote them.
+void InsertV1Rows(sqlite3* db) {
+  v1::Job job;
+  job.set_job_id("jold");
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.mutable_spec()->mutable_base()->set_workload("mlp");
+  v1::Run run;
+  run.set_job_id("jold");
+  run.mutable_config()->set_workload("mlp");
+  run.mutable_config()->set_batch_size(32);
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  run.set_host_id("h1");
+  run.mutable_result()->set_throughput_samples_per_s(1234);
+  v1::IterationSamples samples;
+  samples.add_device_ms(0.5f);
+  samples.add_device_ms(0.75f);
+  sqlite3_stmt* st;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "INSERT INTO jobs VALUES('jold', ?, 'mlp', 1000, '', ?)",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  const std::string job_blob = job.SerializeAsString();
+  sqlite3_bind_int(st, 1, job.state());
+  sqlite3_bind_blob(st, 2, job_blob.data(), job_blob.size(), SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+  sqlite3_finalize(st);
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "INSERT INTO runs VALUES('rold', 'jold', 0, ?, 'mlp',"
+                               " 'h1', 2000, 1234, ?)",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  const std::string run_blob = run.SerializeAsString();
+  sqlite3_bind_int(st, 1, run.state());
+  sqlite3_bind_blob(st, 2, run_blob.data(), run_blob.size(), SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+  sqlite3_finalize(st);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "INSERT INTO samples VALUES('rold', ?)", -1, &st,
+                               nullptr),
+            SQLITE_OK);
+  const std::string samples_blob = samples.SerializeAsString();
+  sqlite3_bind_blob(st, 1, samples_blob.data(), samples_blob.size(), SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+  sqlite3_finalize(st);
+}
+
+// A database file at schema version `version` (0: an empty file), holding
+// the version-1 rows from version 1 on.
+std::string OldDatabase(int version) {
+  const std::string path = TempPath(absl::StrCat("schema_v", version, ".db"));
+  sqlite3* db;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  if (version >= 1) {
+    Exec(db, kSchemaV1);
+    InsertV1Rows(db);
+  }
+  if (version >= 2) {
+    Exec(db, kSchemaV1ToV2);
+    // Version 2 filled config_json while migrating; do as it did.
+    Exec(db, "UPDATE runs SET config_json='{\"workload\":\"mlp\",\"batch_size\":32}'");
+  }
+  sqlite3_close(db);
+  return path;
+}
+
+class MigrationTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(MigrationTest, OldFileOpensAtTheCurrentVersionWithItsDataIntact) {
+  const int from = GetParam();
+  const std::string path = OldDatabase(from);
+  auto store = Store::Open({path});
+  ASSERT_TRUE(store.ok()) << "from version " << from << ": " << store.status();
+  EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
+  EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
+  if (from >= 1) {
+    auto job = (*store)->GetJob("jold");
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED);
+    auto run = (*store)->GetRun("rold", /*include_samples=*/true);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->result().throughput_samples_per_s(), 1234);
+    ASSERT_EQ(run->samples().device_ms_size(), 2);
+    EXPECT_FLOAT_EQ(run->samples().device_ms(1), 0.75f);
+    // Old runs answer the new config and host queries.
+    RunFilter filter;
+    filter.config_equals = {"batch_size=32"};
+    filter.host_id = "h1";
+    auto page = (*store)->QueryRuns(filter, 0, "");
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_EQ(page->items.size(), 1u);
+    EXPECT_EQ(page->items[0].run_id(), "rold");
+  }
+  // What the newest version added works on the migrated file.
+  v1::Job job;
+  const std::string job_id = *(*store)->InsertJob(job);
+  v1::Run run;
+  run.set_job_id(job_id);
+  run.mutable_telemetry_series()->set_source("host");
+  run.mutable_telemetry_series()->add_samples()->set_host_rss_bytes(4096);
+  auto run_id = (*store)->InsertRun(run);
+  ASSERT_TRUE(run_id.ok()) << run_id.status();
+  EXPECT_EQ((*store)->GetRun(*run_id, true)->telemetry_series().samples(0).host_rss_bytes(),
+            4096);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryOlderVersion, MigrationTest,
+                         ::testing::Range(0, kSchemaVersion));
+
+// ---- Series, traces, retention, listings ----
+
+// A run of job_id started at start_s, with samples, telemetry and a trace.
+std::string AddRun(Store* store, const std::string& job_id, int index, int64_t start_s) {
+  v1::Run run;
+  run.set_job_id(job_id);
+  run.set_index(index);
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  run.mutable_config()->set_workload(index % 2 ? "mlp" : "resnet18");
+  run.mutable_config()->set_batch_size(8 << (index % 3));
+  run.set_host_id(index % 2 ? "hA" : "hB");
+  *run.mutable_start_time() = google::protobuf::util::TimeUtil::SecondsToTimestamp(start_s);
+  run.mutable_result()->set_throughput_samples_per_s(100 + index);
+  for (int i = 0; i < 50; ++i) run.mutable_samples()->add_device_ms(1 + i * 0.01f);
+  auto* series = run.mutable_telemetry_series();
+  series->set_source("nvml");
+  series->set_interval_ms(100);
+  for (int i = 0; i < 5; ++i) {
+    auto* sample = series->add_samples();
+    sample->set_offset_ms(i * 100);
+    sample->set_power_w(300 + i);
+  }
+  auto id = store->InsertRun(run);
+  EXPECT_TRUE(id.ok()) << id.status();
+  EXPECT_TRUE(store->PutTrace(*id, "chrome", std::string(10000, 'a' + index % 26)).ok());
+  return *id;
+}
+
+TEST(Store, TelemetrySeriesAndTracesRoundTrip) {
+  auto store = Store::Open({TempPath("series.db")});
+  ASSERT_TRUE(store.ok());
+  v1::Job job;
+  const std::string job_id = *(*store)->InsertJob(job);
+  const std::string run_id = AddRun(store->get(), job_id, 0, 100);
+  auto run = (*store)->GetRun(run_id, true);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->samples().device_ms_size(), 50);
+  ASSERT_EQ(run->telemetry_series().samples_size(), 5);
+  EXPECT_FLOAT_EQ(run->telemetry_series().samples(4).power_w(), 304);
+  // Listings without series stay light.
+  EXPECT_FALSE((*store)->GetRun(run_id, false)->has_telemetry_series());
+  EXPECT_FALSE((*(*store)->ListRuns(job_id, false))[0].has_telemetry_series());
+  auto trace = (*store)->GetTrace(run_id);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->second, std::string(10000, 'a'));
+  EXPECT_EQ(trace->first.size_bytes(), 10000);
+  EXPECT_EQ(trace->first.sha256().size(), 64u);
+  EXPECT_EQ((*store)->GetTrace("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Store, RetentionDropsOldestSamplesAndTracesButKeepsResults) {
+  auto store = Store::Open({TempPath("retention.db")});
+  ASSERT_TRUE(store.ok());
+  v1::Job job;
+  const std::string job_id = *(*store)->InsertJob(job);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(AddRun(store->get(), job_id, i, 1000 + i));
+  RetentionLimits limits;
+  limits.max_runs_with_samples = 2;
+  // Traces of 10,000 identical bytes compress small; keep room for about 3.
+  const int64_t one_trace = [&] {
+    return static_cast<int64_t>((*store)->GetTrace(ids[0])->first.compressed_size_bytes());
+  }();
+  limits.max_trace_bytes = one_trace * 3;
+  auto removed = (*store)->Prune(limits);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_GT(*removed, 0);
+  for (int i = 0; i < 6; ++i) {
+    auto run = (*store)->GetRun(ids[i], true);
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->result().throughput_samples_per_s(), 100 + i) << "result of run " << i;
+    const bool newest_two = i >= 4;
+    EXPECT_EQ(run->samples().device_ms_size(), newest_two ? 50 : 0) << "run " << i;
+    EXPECT_EQ(run->telemetry_series().samples_size(), newest_two ? 5 : 0) << "run " << i;
+  }
+  int traces_left = 0;
+  for (const auto& id : ids) traces_left += (*store)->GetTrace(id).ok();
+  EXPECT_EQ(traces_left, 3);
+  EXPECT_TRUE((*store)->GetTrace(ids[5]).ok());   // the newest is kept
+  EXPECT_FALSE((*store)->GetTrace(ids[0]).ok());  // the oldest goes first
+}
+
+TEST(Store, PagesCoverEveryJobOnceAndGarbledTokensAreNamed) {
+  auto store = Store::Open({TempPath("pages.db")});
+  ASSERT_TRUE(store.ok());
+  for (int i = 0; i < 23; ++i) {
+    v1::Job job;
+    job.set_state(i % 3 == 0 ? v1::JOB_STATE_FAILED : v1::JOB_STATE_SUCCEEDED);
+    job.mutable_spec()->mutable_base()->set_workload(i % 2 ? "mlp" : "resnet50");
+    *job.mutable_submit_time() = google::protobuf::util::TimeUtil::SecondsToTimestamp(i);
+    ASSERT_TRUE((*store)->InsertJob(job).ok());
+  }
+  std::vector<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    auto page = (*store)->ListJobs({}, 5, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const auto& j : page->items) seen.push_back(j.job_id());
+    token = page->next_page_token;
+    ++pages;
+  } while (!token.empty() && pages < 10);
+  EXPECT_EQ(pages, 5);
+  EXPECT_EQ(seen.size(), 23u);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::unique(seen.begin(), seen.end()), seen.end());
+  JobFilter failed_mlp;
+  failed_mlp.states = {v1::JOB_STATE_FAILED};
+  failed_mlp.workload = "mlp";
+  auto page = (*store)->ListJobs(failed_mlp, 100, "");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->items.size(), 4u);  // i = 3, 9, 15, 21
+  auto bad = (*store)->ListJobs({}, 5, "garbage");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("page_token"), std::string::npos);
+}
+
+TEST(Store, QueryRunsFiltersOnConfigHostAndTime) {
+  auto store = Store::Open({TempPath("query.db")});
+  ASSERT_TRUE(store.ok());
+  v1::Job job;
+  const std::string job_id = *(*store)->InsertJob(job);
+  for (int i = 0; i < 12; ++i) AddRun(store->get(), job_id, i, 1000 + i);
+  auto count = [&](RunFilter f) -> int {
+    auto page = (*store)->QueryRuns(f, 1000, "");
+    EXPECT_TRUE(page.ok()) << page.status();
+    return page.ok() ? page->items.size() : -1;
+  };
+  RunFilter f;
+  EXPECT_EQ(count(f), 12);
+  f.workload = "mlp";  // odd indices
+  EXPECT_EQ(count(f), 6);
+  f.config_equals = {"batch_size=16"};  // odd and index % 3 == 1: 1, 7
+  EXPECT_EQ(count(f), 2);
+  f = {};
+  f.host_id = "hB";
+  f.started_after_ns = 1006 * 1000000000LL;  // 6, 8, 10
+  EXPECT_EQ(count(f), 3);
+  f = {};
+  f.config_equals = {"no_such_field=1"};
+  auto bad = (*store)->QueryRuns(f, 0, "");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("no_such_field"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,273 @@
+// Cron parsing, the history rule, and the scheduler against a real store and
+// job manager (real gpubench-worker processes, tiny CPU jobs), driven by an
+// injected clock.
+#include "server/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/time/civil_time.h"
+#include "server/cron.h"
+#include "server/history.h"
+#include "server/job_manager.h"
+#include "storage/store.h"
+
+namespace gpubench::server {
+namespace {
+
+absl::Time Utc(int y, int mo, int d, int h, int mi) {
+  return absl::FromCivil(absl::CivilMinute(y, mo, d, h, mi), absl::UTCTimeZone());
+}
+
+TEST(Cron, NextFollowsEachField) {
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  auto daily = CronSchedule::Parse("30 2 * * *");
+  ASSERT_TRUE(daily.ok()) << daily.status();
+  EXPECT_EQ(*daily->Next(Utc(2026, 1, 1, 0, 0), utc), Utc(2026, 1, 1, 2, 30));
+  EXPECT_EQ(*daily->Next(Utc(2026, 1, 1, 2, 30), utc), Utc(2026, 1, 2, 2, 30));
+  // Weekdays at 23:00; 2026-01-02 is a Friday.
+  auto weekdays = CronSchedule::Parse("0 23 * * MON-FRI");
+  ASSERT_TRUE(weekdays.ok());
+  EXPECT_EQ(*weekdays->Next(Utc(2026, 1, 2, 23, 0), utc), Utc(2026, 1, 5, 23, 0));
+  auto every_15 = CronSchedule::Parse("*/15 * * * *");
+  EXPECT_EQ(*every_15->Next(Utc(2026, 1, 1, 0, 7), utc), Utc(2026, 1, 1, 0, 15));
+  auto nightly = CronSchedule::Parse("@daily");
+  EXPECT_EQ(*nightly->Next(Utc(2026, 3, 4, 12, 0), utc), Utc(2026, 3, 5, 0, 0));
+}
+
+TEST(Cron, LocalTimeZoneAndDaylightSaving) {
+  auto paris = LoadZone("Europe/Paris");
+  ASSERT_TRUE(paris.ok()) << paris.status();
+  // 02:30 does not exist in Paris on 2026-03-29 (clocks go 02:00 -> 03:00).
+  auto cron = CronSchedule::Parse("30 2 * * *");
+  const absl::Time next = *cron->Next(Utc(2026, 3, 28, 12, 0), *paris);
+  EXPECT_EQ(next, Utc(2026, 3, 30, 0, 30));  // 02:30 CEST, the day after
+  // 01:00 in Paris in winter is 00:00 UTC.
+  auto one = CronSchedule::Parse("0 1 * * *");
+  EXPECT_EQ(*one->Next(Utc(2026, 1, 10, 12, 0), *paris), Utc(2026, 1, 11, 0, 0));
+}
+
+TEST(Cron, BadExpressionsNameTheField) {
+  auto bad_minute = CronSchedule::Parse("61 * * * *");
+  ASSERT_FALSE(bad_minute.ok());
+  EXPECT_EQ(bad_minute.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_minute.status().message().find("minute"), std::string::npos);
+  auto bad_month = CronSchedule::Parse("0 0 1 FOO *");
+  ASSERT_FALSE(bad_month.ok());
+  EXPECT_NE(bad_month.status().message().find("month"), std::string::npos);
+  EXPECT_FALSE(CronSchedule::Parse("0 0 * *").ok());  // four fields
+  EXPECT_FALSE(LoadZone("Mars/Olympus_Mons").ok());
+  // A date that never comes has no next time.
+  auto never = CronSchedule::Parse("0 0 30 2 *");
+  ASSERT_TRUE(never.ok());
+  EXPECT_EQ(never->Next(Utc(2026, 1, 1, 0, 0), absl::UTCTimeZone()).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(History, VerdictNeedsTheThresholdAndTheSpread) {
+  HistoryRule rule;  // 5%, at least 3 past runs
+  const std::vector<double> steady = {1000, 1010, 990, 1005, 995};
+  EXPECT_EQ(CompareWithHistory(900, steady, rule).verdict(), v1::VERDICT_REGRESSED);
+  EXPECT_EQ(CompareWithHistory(1100, steady, rule).verdict(), v1::VERDICT_IMPROVED);
+  EXPECT_EQ(CompareWithHistory(980, steady, rule).verdict(), v1::VERDICT_NO_CHANGE);
+  // 10% below the median but inside a noisy history's range: no verdict of
+  // regression.
+  const std::vector<double> noisy = {1000, 850, 1150, 1000, 890};
+  EXPECT_EQ(CompareWithHistory(900, noisy, rule).verdict(), v1::VERDICT_NO_CHANGE);
+  EXPECT_EQ(CompareWithHistory(900, {1000, 1000}, rule).verdict(),
+            v1::VERDICT_INSUFFICIENT_HISTORY);
+  const v1::HistoryComparison c = CompareWithHistory(900, steady, rule);
+  EXPECT_DOUBLE_EQ(c.baseline_median_samples_per_s(), 1000);
+  EXPECT_DOUBLE_EQ(c.ratio(), 0.9);
+  EXPECT_EQ(c.history_count(), 5);
+}
+
+// A store, a job manager running real workers, and a scheduler, all in this
+// process; the scheduler's clock is whatever the test passes to Tick.
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = ::testing::TempDir();
+    const std::string path = dir + "/scheduler_test_" +
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                             ".db";
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+    auto store = storage::Store::Open({path});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    DaemonOptions options;
+    options.worker_path = GPUBENCH_WORKER_PATH;
+    options.model_dir = dir;
+    v1::HostInfo host;
+    host.set_host_id("test-host");
+    jobs_ = std::make_unique<JobManager>(options, store_.get(), host);
+    scheduler_ = std::make_unique<Scheduler>(jobs_.get(), store_.get());
+    jobs_->SetRunHook([this](const v1::Job& job, v1::Run* run) {
+      scheduler_->CompareWithHistory(job, run);
+    });
+  }
+  void TearDown() override {
+    if (jobs_) jobs_->Shutdown();
+  }
+
+  static v1::Schedule Nightly() {
+    v1::Schedule s;
+    s.set_name("nightly mlp");
+    s.set_cron("0 2 * * *");
+    s.set_time_zone("UTC");
+    v1::JobSpec* spec = s.mutable_spec();
+    spec->mutable_base()->set_workload("mlp");
+    spec->mutable_base()->set_device("cpu");
+    spec->mutable_base()->set_mode(v1::MODE_INFER);
+    spec->mutable_base()->set_batch_size(8);
+    auto* m = spec->mutable_measurement();
+    m->set_warmup_iterations(2);
+    m->set_min_iterations(10);
+    m->set_min_time_ms(50);
+    m->set_max_time_ms(2000);
+    return s;
+  }
+
+  std::vector<v1::Job> JobsOf(const std::string& schedule_id) {
+    storage::JobFilter filter;
+    filter.schedule_id = schedule_id;
+    auto page = store_->ListJobs(filter, 100, "");
+    EXPECT_TRUE(page.ok()) << page.status();
+    return page.ok() ? page->items : std::vector<v1::Job>{};
+  }
+
+  // Polls the store until the job ends (60 s at most).
+  v1::Job WaitForEnd(const std::string& job_id) {
+    for (int i = 0; i < 600; ++i) {
+      auto job = store_->GetJob(job_id);
+      if (job.ok() && (job->state() == v1::JOB_STATE_SUCCEEDED ||
+                       job->state() == v1::JOB_STATE_FAILED ||
+                       job->state() == v1::JOB_STATE_CANCELLED)) {
+        return *job;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "job " << job_id << " did not end";
+    return {};
+  }
+
+  std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, FiresWhenDueAndOnceAfterDowntime) {
+  auto created = scheduler_->Create(Nightly(), Utc(2026, 1, 1, 0, 0));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string id = created->schedule_id();
+  EXPECT_EQ(created->next_run_time().seconds(), absl::ToUnixSeconds(Utc(2026, 1, 1, 2, 0)));
+
+  EXPECT_EQ(scheduler_->Tick(Utc(2026, 1, 1, 1, 59)), 0);
+  EXPECT_EQ(scheduler_->Tick(Utc(2026, 1, 1, 2, 0)), 1);
+  EXPECT_EQ(scheduler_->Tick(Utc(2026, 1, 1, 2, 1)), 0);  // next is tomorrow
+  ASSERT_EQ(JobsOf(id).size(), 1u);
+  EXPECT_EQ(JobsOf(id)[0].state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(JobsOf(id)[0].schedule_id(), id);
+
+  // Down for five nights: one job on the first tick back, not five.
+  EXPECT_EQ(scheduler_->Tick(Utc(2026, 1, 6, 9, 0)), 1);
+  EXPECT_EQ(scheduler_->Tick(Utc(2026, 1, 6, 9, 1)), 0);
+  EXPECT_EQ(JobsOf(id).size(), 2u);
+  auto stored = store_->ListSchedules();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].next_run_time().seconds(),
+            absl::ToUnixSeconds(Utc(2026, 1, 7, 2, 0)));
+}
+
+TEST_F(SchedulerTest, BadScheduleIsInvalidArgumentNamingTheField) {
+  v1::Schedule s = Nightly();
+  s.set_cron("0 25 * * *");
+  auto bad_cron = scheduler_->Create(s, absl::Now());
+  ASSERT_FALSE(bad_cron.ok());
+  EXPECT_EQ(bad_cron.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_cron.status().message().find("hour"), std::string::npos);
+  s = Nightly();
+  s.set_time_zone("Nowhere/Town");
+  auto bad_zone = scheduler_->Create(s, absl::Now());
+  ASSERT_FALSE(bad_zone.ok());
+  EXPECT_NE(bad_zone.status().message().find("schedule.time_zone"), std::string::npos);
+  s = Nightly();
+  s.mutable_spec()->mutable_base()->set_batch_size(0);
+  s.mutable_spec()->mutable_sweep()->add_batch_size(-4);
+  auto bad_spec = scheduler_->Create(s, absl::Now());
+  ASSERT_FALSE(bad_spec.ok());
+  EXPECT_NE(bad_spec.status().message().find("batch_size"), std::string::npos);
+  EXPECT_TRUE(store_->ListSchedules()->empty());
+}
+
+TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
+  ASSERT_TRUE(jobs_->Start().ok());
+  auto created = scheduler_->Create(Nightly(), Utc(2026, 1, 1, 0, 0));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string id = created->schedule_id();
+
+  // Night 1: a real run, with no history yet.
+  ASSERT_EQ(scheduler_->Tick(Utc(2026, 1, 1, 2, 0)), 1);
+  const v1::Job first = WaitForEnd(JobsOf(id)[0].job_id());
+  ASSERT_EQ(first.state(), v1::JOB_STATE_SUCCEEDED) << first.error();
+  auto first_runs = store_->ListRuns(first.job_id(), false);
+  ASSERT_TRUE(first_runs.ok());
+  ASSERT_EQ(first_runs->size(), 1u);
+  const v1::Run& measured = (*first_runs)[0];
+  EXPECT_EQ(measured.history().verdict(), v1::VERDICT_INSUFFICIENT_HISTORY);
+  const double real = measured.result().throughput_samples_per_s();
+  ASSERT_GT(real, 0);
+
+  // Plant seven later nights (the whole default window of 7) of the same
+  // config, each 3x or 3.1x faster than this machine runs it: the next real
+  // run must look like a regression.
+  std::set<std::string> planted = {first.job_id()};
+  for (int night = 0; night < 7; ++night) {
+    v1::Job job;
+    job.set_state(v1::JOB_STATE_SUCCEEDED);
+    job.set_schedule_id(id);
+    job.mutable_spec()->mutable_base()->set_workload("mlp");
+    const std::string job_id = *store_->InsertJob(job);
+    planted.insert(job_id);
+    v1::Run run = measured;
+    run.mutable_start_time()->set_seconds(measured.start_time().seconds() + 1 + night);
+    run.clear_run_id();
+    run.clear_history();
+    run.set_job_id(job_id);
+    run.mutable_result()->set_throughput_samples_per_s(real * (night % 2 ? 3.0 : 3.1));
+    ASSERT_TRUE(store_->InsertRun(run).ok());
+  }
+
+  ASSERT_EQ(scheduler_->Tick(Utc(2026, 1, 2, 2, 0)), 1);
+  std::string second_id;
+  for (const v1::Job& j : JobsOf(id)) {
+    if (!planted.count(j.job_id())) second_id = j.job_id();
+  }
+  ASSERT_FALSE(second_id.empty());
+  const v1::Job second = WaitForEnd(second_id);
+  ASSERT_EQ(second.state(), v1::JOB_STATE_SUCCEEDED) << second.error();
+  auto runs = store_->ListRuns(second_id, false);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  const v1::HistoryComparison& h = (*runs)[0].history();
+  EXPECT_EQ(h.verdict(), v1::VERDICT_REGRESSED);
+  EXPECT_EQ(h.history_count(), 7);
+  EXPECT_LT(h.ratio(), 0.5);
+  EXPECT_GT(h.baseline_median_samples_per_s(), 2.5 * real);
+
+  // The regression is what a query for flagged runs of the last hour returns.
+  auto flagged =
+      store_->ListFlaggedRuns(absl::ToUnixNanos(absl::Now() - absl::Hours(1)), false);
+  ASSERT_TRUE(flagged.ok()) << flagged.status();
+  ASSERT_EQ(flagged->size(), 1u);
+  EXPECT_EQ((*flagged)[0].job_id(), second_id);
+}
+
+}  // namespace
+}  // namespace gpubench::server
