@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -24,6 +23,7 @@
 #include <random>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"

@@ -53,11 +53,7 @@ absl::StatusOr<LocalJobResult> RunLocalJob(
       auto run_id = store->InsertRun(run);
       if (!run_id.ok()) return run_id.status();
       run.set_run_id(*run_id);
-      job.set_runs_done(job.runs_done() + 1);
-      if (run.state() == v1::RUN_STATE_SUCCEEDED) {
-        auto& fits = (*job.mutable_max_batch_size_fits())[run.config().workload()];
-        fits = std::max(fits, run.config().batch_size());
-      }
+      CountFinishedRun(run, &job);
       result.runs.push_back(std::move(run));
     } else if (event.has_done()) {
       done = true;

@@ -529,4 +529,17 @@ absl::StatusOr<int> ParseEnumShortName(const EnumDescriptor* type,
                                           absl::StrJoin(choices, ", ")));
 }
 
+std::string ConfigKeyWithoutBatch(const v1::RunConfig& config) {
+  v1::RunConfig rest = config;
+  rest.clear_batch_size();
+  return rest.ShortDebugString();
+}
+
+void CountFinishedRun(const v1::Run& run, v1::Job* job) {
+  job->set_runs_done(job->runs_done() + 1);
+  if (run.state() != v1::RUN_STATE_SUCCEEDED) return;
+  int32_t& fits = (*job->mutable_max_batch_size_fits())[ConfigKeyWithoutBatch(run.config())];
+  fits = std::max(fits, run.config().batch_size());
+}
+
 }  // namespace gpubench

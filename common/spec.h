@@ -9,6 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gpubench/v1/job.pb.h"
+#include "gpubench/v1/result.pb.h"
 #include "gpubench/v1/spec.pb.h"
 
 namespace gpubench {
@@ -42,6 +44,15 @@ int CountSweepPoints(const v1::Sweep& sweep);
 // in Sweep's declaration order, the last one varying fastest. Validates first;
 // more than kMaxSweepPoints points is InvalidArgument.
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(const v1::JobSpec& spec);
+
+// Everything about a run's config but its batch size, as one line
+// ("workload: \"resnet50\" mode: MODE_TRAIN precision: PRECISION_FP16"): the key
+// under which Job.max_batch_size_fits records the largest batch that fit.
+std::string ConfigKeyWithoutBatch(const v1::RunConfig& config);
+
+// Books a finished run into its job: runs_done, and for a succeeded run the
+// largest batch size that fit for its config.
+void CountFinishedRun(const v1::Run& run, v1::Job* job);
 
 // Short names for enum values, as the CLI takes and prints them: the value
 // name without the enum's prefix, lower-cased ("fp16" for PRECISION_FP16).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
+#include <utility>
 
 namespace gpubench::stats {
 
@@ -57,9 +59,11 @@ double TCritical95(int df) {
       2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
   if (df < 1) return 0;
   if (df <= 30) return kTable[df - 1];
-  if (df <= 60) return 2.000;
-  if (df <= 120) return 1.980;
-  return 1.960;
+  // Cornish-Fisher expansion around the normal quantile; within 0.001 of
+  // the exact value from df = 30 on.
+  const double z = 1.959964, n = df;
+  return z + (z * z * z + z) / (4 * n) +
+         (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * n * n);
 }
 
 Interval MeanConfidence95(const std::vector<double>& values) {
@@ -68,6 +72,88 @@ Interval MeanConfidence95(const std::vector<double>& values) {
   const double half = TCritical95(static_cast<int>(values.size()) - 1) *
                       Stddev(values) / std::sqrt(values.size());
   return {mean - half, mean + half};
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  if (values.size() % 2 == 1) return values[mid];
+  const double upper = values[mid];
+  return (*std::max_element(values.begin(), values.begin() + mid) + upper) / 2;
+}
+
+RankTest MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b) {
+  RankTest t;
+  const double n1 = a.size(), n2 = b.size();
+  if (a.empty() || b.empty()) return t;
+  // Rank the pooled values; tied values share their mean rank.
+  std::vector<std::pair<double, bool>> pooled;  // (value, from a)
+  pooled.reserve(a.size() + b.size());
+  for (double v : a) pooled.emplace_back(v, true);
+  for (double v : b) pooled.emplace_back(v, false);
+  std::sort(pooled.begin(), pooled.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  const double n = pooled.size();
+  double rank_sum_a = 0, tie_term = 0;
+  for (size_t i = 0; i < pooled.size();) {
+    size_t j = i;
+    while (j < pooled.size() && pooled[j].first == pooled[i].first) ++j;
+    const double mean_rank = (i + 1 + j) / 2.0;  // ranks i+1 .. j
+    const double ties = j - i;
+    tie_term += ties * ties * ties - ties;
+    for (size_t k = i; k < j; ++k) {
+      if (pooled[k].second) rank_sum_a += mean_rank;
+    }
+    i = j;
+  }
+  t.u = rank_sum_a - n1 * (n1 + 1) / 2;
+  const double mean_u = n1 * n2 / 2;
+  const double var_u = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)));
+  if (var_u <= 0) return t;
+  const double diff = t.u - mean_u;
+  const double corrected = std::max(0.0, std::fabs(diff) - 0.5);
+  t.z = (diff < 0 ? -corrected : corrected) / std::sqrt(var_u);
+  t.p_value = std::min(1.0, std::erfc(std::fabs(t.z) / std::sqrt(2.0)));
+  return t;
+}
+
+namespace {
+
+// Every k-th value, so that at most max_values remain.
+std::vector<double> Thin(const std::vector<double>& values, size_t max_values) {
+  if (values.size() <= max_values) return values;
+  std::vector<double> out;
+  out.reserve(max_values);
+  const double step = static_cast<double>(values.size()) / max_values;
+  for (size_t i = 0; i < max_values; ++i) out.push_back(values[static_cast<size_t>(i * step)]);
+  return out;
+}
+
+}  // namespace
+
+Ratio RatioOfMedians(const std::vector<double>& a_in, const std::vector<double>& b_in,
+                     int resamples, std::size_t max_values) {
+  Ratio r;
+  const std::vector<double> a = Thin(a_in, max_values), b = Thin(b_in, max_values);
+  const double mb = Median(b);
+  if (a.empty() || b.empty() || mb == 0) return r;
+  r.value = Median(a) / mb;
+  r.ci95 = {r.value, r.value};
+  if (a.size() < 2 || b.size() < 2 || resamples < 10) return r;
+  std::mt19937_64 rng(0x9e3779b97f4a7c15ULL);  // fixed: reproducible intervals
+  std::vector<double> ratios, ra(a.size()), rb(b.size());
+  ratios.reserve(resamples);
+  for (int i = 0; i < resamples; ++i) {
+    std::uniform_int_distribution<size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
+    for (double& v : ra) v = a[pick_a(rng)];
+    for (double& v : rb) v = b[pick_b(rng)];
+    const double m = Median(rb);
+    if (m != 0) ratios.push_back(Median(ra) / m);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  r.ci95 = {QuantileSorted(ratios, 0.025), QuantileSorted(ratios, 0.975)};
+  return r;
 }
 
 }  // namespace gpubench::stats

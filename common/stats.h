@@ -2,6 +2,7 @@
 #ifndef GPUBENCH_COMMON_STATS_H_
 #define GPUBENCH_COMMON_STATS_H_
 
+#include <cstddef>
 #include <vector>
 
 namespace gpubench::stats {
@@ -44,6 +45,30 @@ struct Interval {
   double high = 0;
 };
 Interval MeanConfidence95(const std::vector<double>& values);
+
+// The median of values (not necessarily sorted); 0 when empty.
+double Median(std::vector<double> values);
+
+// Two-sided Mann-Whitney U test of "a and b come from the same
+// distribution", by the normal approximation with tie and continuity
+// corrections (good from about 8 values a side; per-iteration samples are
+// hundreds). p_value is 1 when either side is empty or every value ties.
+struct RankTest {
+  double u = 0;        // U of a: pairs (x in a, y in b) with x > y, ties 1/2
+  double z = 0;        // standardised U
+  double p_value = 1;
+};
+RankTest MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b);
+
+// median(a) / median(b) with a percentile-bootstrap 95% interval: resamples
+// of each side (with replacement, fixed seed, so the same samples give the
+// same interval). Sides longer than max_values are thinned evenly first.
+struct Ratio {
+  double value = 0;
+  Interval ci95;
+};
+Ratio RatioOfMedians(const std::vector<double>& a, const std::vector<double>& b,
+                     int resamples = 1000, std::size_t max_values = 4000);
 
 }  // namespace gpubench::stats
 

@@ -334,11 +334,7 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
       Emit(job_id, [&](v1::ProgressEvent* e) {
         *e->mutable_run_finished()->mutable_run() = run;
       }, true, &run);
-      job.set_runs_done(job.runs_done() + 1);
-      if (run.state() == v1::RUN_STATE_SUCCEEDED) {
-        auto& fits = (*job.mutable_max_batch_size_fits())[run.config().workload()];
-        fits = std::max(fits, run.config().batch_size());
-      }
+      CountFinishedRun(run, &job);
       any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED ||
                 run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
                 run.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;

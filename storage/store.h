@@ -26,7 +26,7 @@ struct StoreOptions {
 };
 
 // The schema version this build writes; Open migrates older files up to it.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // ListJobs filter; empty or zero fields match everything.
 struct JobFilter {
@@ -70,8 +70,9 @@ struct RetentionLimits {
 class Store {
  public:
   // Opens (creating if needed) and migrates the database. A file that is not
-  // a database, is corrupt, or is from a newer gpubench fails with
-  // FailedPrecondition naming the file; it is never overwritten.
+  // a database, or is from a newer gpubench, fails with FailedPrecondition
+  // naming the file; it is never overwritten. Open reads only the header and
+  // schema (fast on a large file); IntegrityCheck() reads everything.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const StoreOptions& options);
   ~Store();
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 #include "common/stats.h"
 
@@ -37,6 +39,14 @@ absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
   Outcome out;
   std::vector<double> device_ms;
   double wait_ms = 0;
+  const int window = std::max(1, config.window_iterations);
+  stepper->Reserve(window);
+  // Sized up front so that no timed window reallocates.
+  const int64_t per_trial = config.max_iterations > 0 ? config.max_iterations : 1 << 16;
+  const size_t expected = static_cast<size_t>(
+      std::min<int64_t>(per_trial * std::max(1, config.trials) + window, 1 << 20));
+  for (auto* v : {&out.device_ms, &out.host_ms, &out.data_wait_ms}) v->reserve(expected);
+  device_ms.reserve(window);
 
   // Cold start: the first iteration alone, issued and finished.
   {
@@ -65,8 +75,9 @@ absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
     if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
   }
 
-  const int window = std::max(1, config.window_iterations);
   const int trials = std::max(1, config.trials);
+  // Time per sample of each window and of each trial, for the interval.
+  std::vector<double> window_ms_per_sample, trial_ms_per_sample;
   out.stable = true;
   for (int t = 0; t < trials && !Cancelled(cancel); ++t) {
     std::vector<double> windows;
@@ -93,10 +104,11 @@ absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
         out.device_ms.insert(out.device_ms.end(), device_ms.begin(),
                              device_ms.end());
       } else {
-        // No device timer: the host clock around a synchronous step is the
-        // device time.
-        out.device_ms.insert(out.device_ms.end(), out.host_ms.begin() + first,
-                             out.host_ms.end());
+        // No device timer: the host clock around a synchronous step, less
+        // the time it waited for input, is the device time.
+        for (size_t i = first; i < out.host_ms.size(); ++i) {
+          out.device_ms.push_back(std::max(0.0, out.host_ms[i] - out.data_wait_ms[i]));
+        }
       }
       trial_latency.insert(trial_latency.end(), out.device_ms.end() - n,
                            out.device_ms.end());
@@ -104,6 +116,7 @@ absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
       trial_ms += wall_ms;
       trial_iterations += n;
       windows.push_back(n * samples_per_iteration / (wall_ms / 1e3));
+      window_ms_per_sample.push_back(wall_ms / (n * samples_per_iteration));
       const double elapsed_ms = (clock->NowNs() - trial_start) / kNsPerMs;
       if (windows.size() >= 3) {
         const std::vector<double> last(windows.end() - 3, windows.end());
@@ -121,11 +134,11 @@ absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
           elapsed_ms >= config.min_time_ms && stable) {
         break;
       }
-      if (elapsed_ms >= config.max_time_ms ||
-          trial_iterations >= config.max_iterations) {
+      if (elapsed_ms >= config.max_time_ms) {
         stable = false;
         break;
       }
+      if (config.max_iterations > 0 && trial_iterations >= config.max_iterations) break;
     }
     out.window_throughput.insert(out.window_throughput.end(), windows.begin(),
                                  windows.end());
@@ -139,7 +152,27 @@ absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
     out.trials.push_back(trial);
     out.measured_ms += trial_ms;
     out.iterations += trial_iterations;
+    if (trial_iterations > 0) {
+      trial_ms_per_sample.push_back(trial_ms / (trial_iterations * samples_per_iteration));
+    }
     out.stable = out.stable && stable;
+  }
+  // The point estimate is total samples / total time, i.e. 1 / (mean time
+  // per sample); the interval is that mean's t interval, inverted. Trials
+  // are independent; consecutive windows less so, so windows serve only
+  // when there is a single trial.
+  if (out.iterations > 0 && out.measured_ms > 0) {
+    const double per_sample = out.measured_ms / (out.iterations * samples_per_iteration);
+    const std::vector<double>& spread =
+        trial_ms_per_sample.size() >= 2 ? trial_ms_per_sample : window_ms_per_sample;
+    double half = 0;
+    if (spread.size() >= 2) {
+      half = stats::TCritical95(static_cast<int>(spread.size()) - 1) *
+             stats::Stddev(spread) / std::sqrt(static_cast<double>(spread.size()));
+    }
+    out.throughput_ci_high = per_sample - half > 0 ? 1e3 / (per_sample - half)
+                                                   : std::numeric_limits<double>::infinity();
+    out.throughput_ci_low = 1e3 / (per_sample + half);
   }
   out.cancelled = Cancelled(cancel);
   if (out.cancelled) out.stable = false;

@@ -35,6 +35,10 @@ class Stepper {
   // of each iteration issued since the last Flush, in order, or nothing where
   // the device has no timer of its own (the loop then uses host times).
   virtual absl::Status Flush(std::vector<double>* device_ms) = 0;
+  // Called once before the first Step with the iterations per window, so a
+  // stepper can allocate what it needs for a window (e.g. timing events)
+  // outside the timed windows.
+  virtual void Reserve(int window_iterations) {}
 };
 
 // Progress inside a run, reported once per window.
@@ -61,6 +65,11 @@ struct Outcome {
   std::vector<double> data_wait_ms;
   // Throughput of each window, all trials.
   std::vector<double> window_throughput;
+  // 95% interval of the throughput (samples/s), consistent with
+  // iterations / measured_ms: from the spread of the trials' time per sample
+  // when there are several trials, else of the windows'.
+  double throughput_ci_low = 0;
+  double throughput_ci_high = 0;
   std::vector<Trial> trials;
   double cold_start_ms = 0;  // first warm-up iteration, issue to finish
   double measured_ms = 0;    // sum of the trials' windows
@@ -72,8 +81,10 @@ struct Outcome {
 
 // Warms up, then measures config.trials windows of iterations. A trial ends
 // when it has min_iterations and min_time_ms and the CV of its last 3
-// windows' throughput is under cv_threshold (stable), or at max_time_ms or
-// max_iterations (unstable). *cancel, when set, stops at the next iteration
+// windows' throughput is under cv_threshold (stable), at max_time_ms
+// (unstable), or at max_iterations (stable if the CV rule holds then).
+// Where the stepper has no device timer, an iteration's device time is its
+// host time less its data wait. *cancel, when set, stops at the next iteration
 // boundary with what was measured so far. A Step or Flush error is returned.
 absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
                                 int64_t samples_per_iteration, Clock* clock,

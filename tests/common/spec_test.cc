@@ -95,4 +95,30 @@ TEST(EnumNames, ShortNamesRoundTrip) {
 }
 
 }  // namespace
+TEST(Sweep, LargestBatchThatFitIsKeptPerConfig) {
+  v1::Job job;
+  auto run = [&](const char* precision, int batch, v1::RunState state) {
+    v1::Run r;
+    r.mutable_config()->set_workload("resnet50");
+    r.mutable_config()->set_batch_size(batch);
+    r.mutable_config()->set_precision(precision == std::string("fp16") ? v1::PRECISION_FP16
+                                                                       : v1::PRECISION_FP32);
+    r.set_state(state);
+    CountFinishedRun(r, &job);
+    return ConfigKeyWithoutBatch(r.config());
+  };
+  const std::string fp32 = run("fp32", 64, v1::RUN_STATE_SUCCEEDED);
+  run("fp32", 128, v1::RUN_STATE_OUT_OF_MEMORY);
+  const std::string fp16 = run("fp16", 128, v1::RUN_STATE_SUCCEEDED);
+  run("fp16", 256, v1::RUN_STATE_SUCCEEDED);
+  run("fp16", 512, v1::RUN_STATE_SKIPPED_AFTER_OOM);
+  EXPECT_EQ(job.runs_done(), 5);
+  ASSERT_NE(fp32, fp16);
+  EXPECT_EQ(job.max_batch_size_fits().at(fp32), 64);
+  EXPECT_EQ(job.max_batch_size_fits().at(fp16), 256);
+  EXPECT_EQ(job.max_batch_size_fits().size(), 2u);
+  EXPECT_NE(fp16.find("resnet50"), std::string::npos);
+  EXPECT_EQ(fp16.find("batch_size"), std::string::npos);
+}
+
 }  // namespace gpubench

@@ -142,6 +142,13 @@ CREATE TABLE traces (run_id TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE C
 PRAGMA user_version=2;
 )sql";
 
+// What version 3 added on top of version 2. Never edit.
+constexpr char kSchemaV2ToV3[] = R"sql(
+CREATE TABLE telemetry (run_id TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
+  data BLOB NOT NULL);
+PRAGMA user_version=3;
+)sql";
+
 void Exec(sqlite3* db, const std::string& sql) {
   char* error = nullptr;
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
@@ -209,6 +216,7 @@ std::string OldDatabase(int version) {
     // Version 2 filled config_json while migrating; do as it did.
     Exec(db, "UPDATE runs SET config_json='{\"workload\":\"mlp\",\"batch_size\":32}'");
   }
+  if (version >= 3) Exec(db, kSchemaV2ToV3);
   sqlite3_close(db);
   return path;
 }
@@ -218,6 +226,16 @@ class MigrationTest : public ::testing::TestWithParam<int> {};
 TEST_P(MigrationTest, OldFileOpensAtTheCurrentVersionWithItsDataIntact) {
   const int from = GetParam();
   const std::string path = OldDatabase(from);
+  {
+    sqlite3* db;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), from) << "the fixture is not at its version";
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
   auto store = Store::Open({path});
   ASSERT_TRUE(store.ok()) << "from version " << from << ": " << store.status();
   EXPECT_EQ((*store)->schema_version(), kSchemaVersion);

@@ -6,6 +6,7 @@
 #include <torch/script.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,83 @@ TEST(Engine, CancelStopsAtAnIterationBoundaryWithPartialFigures) {
   RunOutcome out = RunOne(config, m, progress, &cancel);
   EXPECT_EQ(out.status, RunStatus::kCancelled) << out.error;
   EXPECT_LT(out.iterations, 1000000);
+}
+
+TEST(Engine, WaitingForInputIsNotDeviceTime) {
+  // Inline loading at 3 ms a sample dominates a tiny mlp step: the loop is
+  // starved, and the figures must say so rather than call the device busy.
+  RunConfig config = Small("mlp");
+  config.mode = Mode::kInfer;
+  config.input_source = InputSource::kHost;
+  config.pipeline.loader_threads = 0;
+  config.pipeline.extra_cost_us_per_sample = 3000;
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+  EXPECT_GT(out.data_wait_share, 0.8);
+  EXPECT_LT(out.device_busy_share, 0.2);
+  EXPECT_LE(out.data_wait_share + out.device_busy_share, 1.02);
+  EXPECT_LT(out.latency_ms.p50, 0.2 * out.host_latency_ms.p50);
+}
+
+TEST(Engine, LoaderThreadOutOfMemoryFailsTheRunNotTheProcess) {
+  RunConfig config = Small("mlp");
+  config.mode = Mode::kInfer;
+  config.input_source = InputSource::kHost;
+  config.pipeline.loader_threads = 2;
+  config.batch_size = 64;  // 64 x 12288 bytes
+  setenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES", "200000", 1);
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  unsetenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
+  EXPECT_EQ(out.status, RunStatus::kOutOfMemory) << out.error;
+  EXPECT_NE(out.error.find("out of memory"), std::string::npos) << out.error;
+}
+
+TEST(Engine, TorchScriptTakesSeveralInputsOfTheirDtypes) {
+  // forward(x: float, ids: int64, scale: half): every input is used.
+  torch::jit::Module m("multi");
+  m.register_parameter("w", (torch::randn({16, 4}) * 0.3).requires_grad_(), false);
+  m.define(R"(
+def forward(self, x, ids, scale):
+    assert ids.element_size() == 8 and not ids.is_floating_point(), "ids must be int64"
+    assert scale.element_size() == 2 and scale.is_floating_point(), "scale must be float16"
+    return (x @ self.w) * scale.float() + ids.float().mean(dim=1, keepdim=True)
+)");
+  const std::string path = ::testing::TempDir() + "gpubench_engine_multi.pt";
+  m.save(path);
+  RunConfig config = Small("torchscript");
+  config.model_path = path;
+  config.inputs = {{{4, 16}, DType::kFloat32}, {{4, 7}, DType::kInt64},
+                   {{4, 4}, DType::kFloat16}};
+  for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
+    config.mode = mode;
+    RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+    EXPECT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+    EXPECT_GT(out.throughput_samples_per_s, 0);
+  }
+  // A wrong dtype reaches the model, and its own check fails the run.
+  config.inputs[1].dtype = DType::kInt32;
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_NE(out.error.find("int64"), std::string::npos) << out.error;
+}
+
+TEST(Engine, CorruptTorchScriptFileFailsTheRunWithItsError) {
+  const std::string path = ::testing::TempDir() + "gpubench_engine_corrupt.pt";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    const std::string junk(4096, 'z');
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+  }
+  RunConfig config = Small("torchscript");
+  config.mode = Mode::kInfer;
+  config.model_path = path;
+  config.inputs = {{{4, 16}, DType::kFloat32}};
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_FALSE(out.error.empty());
+  EXPECT_EQ(out.error.find("Exception raised from"), std::string::npos) << out.error;
 }
 
 }  // namespace

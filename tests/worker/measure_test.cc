@@ -19,13 +19,16 @@ class FakeStepper : public Stepper {
   FakeStepper(FakeClock* clock, std::function<int64_t()> step_ns)
       : clock_(clock), step_ns_(std::move(step_ns)) {}
   absl::Status Step(double* wait) override {
-    *wait = 0;
-    clock_->now_ns += step_ns_();
+    *wait = wait_ns / 1e6;
+    clock_->now_ns += wait_ns + step_ns_();
     ++steps;
     return absl::OkStatus();
   }
   absl::Status Flush(std::vector<double>*) override { return absl::OkStatus(); }
+  void Reserve(int window) override { reserved = window; }
   int steps = 0;
+  int reserved = 0;
+  int64_t wait_ns = 0;  // input wait added before each step's work
 
  private:
   FakeClock* clock_;
@@ -97,6 +100,95 @@ TEST(Measure, TrialsAreIndependentWindows) {
   ASSERT_TRUE(out.ok());
   ASSERT_EQ(out->trials.size(), 3u);
   for (const auto& t : out->trials) EXPECT_NEAR(t.throughput_samples_per_s, 4000, 1e-6);
+}
+
+TEST(Measure, IntervalBracketsTheThroughputOnANoisyClock) {
+  FakeClock clock;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int64_t> ns(1'000'000, 3'000'000);
+  FakeStepper stepper(&clock, [&] { return ns(rng); });
+  engine::MeasureConfig c = Config();
+  c.max_time_ms = 500;
+  auto out = Measure(c, 8, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok());
+  const double throughput = out->iterations * 8 / (out->measured_ms / 1e3);
+  EXPECT_LT(out->throughput_ci_low, throughput);
+  EXPECT_GT(out->throughput_ci_high, throughput);
+  // About 4000 samples/s (2 ms mean per 8 samples); the interval is narrow
+  // but not empty.
+  EXPECT_GT(out->throughput_ci_low, 3000);
+  EXPECT_LT(out->throughput_ci_high, 5000);
+  EXPECT_LT(out->throughput_ci_high - out->throughput_ci_low, 0.2 * throughput);
+}
+
+TEST(Measure, SteadyClockHasAnIntervalOfZeroWidth) {
+  FakeClock clock;
+  FakeStepper stepper(&clock, [] { return int64_t{2'000'000}; });
+  auto out = Measure(Config(), 16, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok());
+  EXPECT_NEAR(out->throughput_ci_low, 8000, 1e-6);
+  EXPECT_NEAR(out->throughput_ci_high, 8000, 1e-6);
+}
+
+TEST(Measure, IntervalComesFromTheTrialsWhenThereAreSeveral) {
+  FakeClock clock;
+  // Trial speeds differ (1, 1.1, 1.2 ms a step), each steady inside.
+  engine::MeasureConfig c = Config();
+  c.trials = 3;
+  int trial = 0;
+  FakeStepper varying(&clock, [&] { return int64_t{1'000'000} + 100'000 * trial; });
+  auto progress = [&](const Progress& p) {
+    // A trial of this config is 100 iterations (100 ms at 1 ms); move on.
+    trial = p.iterations / 100;
+  };
+  auto out = Measure(c, 1, &clock, &varying, progress, nullptr);
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(out->trials.size(), 3u);
+  EXPECT_GT(out->trials[0].throughput_samples_per_s, out->trials[2].throughput_samples_per_s);
+  const double throughput = out->iterations / (out->measured_ms / 1e3);
+  EXPECT_LT(out->throughput_ci_low, throughput);
+  EXPECT_GT(out->throughput_ci_high, throughput);
+  // The trials are 9% apart: the interval spans about that, not the
+  // near-zero spread of windows inside each steady trial.
+  EXPECT_GT(out->throughput_ci_high - out->throughput_ci_low, 0.05 * throughput);
+}
+
+TEST(Measure, WarmUpBySecondsRunsUntilTheTimeIsUp) {
+  FakeClock clock;
+  FakeStepper stepper(&clock, [] { return int64_t{10'000'000}; });  // 10 ms
+  engine::MeasureConfig c = Config();
+  c.warmup_iterations = 1;
+  c.warmup_ms = 200;
+  auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok());
+  // Cold start, then 200 ms of warm-up (20 steps), then the measured ones.
+  EXPECT_GE(stepper.steps - out->iterations, 20);
+  EXPECT_LE(stepper.steps - out->iterations, 22);
+  EXPECT_EQ(stepper.reserved, c.window_iterations);
+}
+
+TEST(Measure, WaitForInputIsNotDeviceTimeWithoutADeviceTimer) {
+  FakeClock clock;
+  FakeStepper stepper(&clock, [] { return int64_t{1'000'000}; });  // 1 ms of work
+  stepper.wait_ns = 3'000'000;                                      // 3 ms waiting
+  auto out = Measure(Config(), 1, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->device_ms.empty());
+  EXPECT_NEAR(out->device_ms[0], 1.0, 1e-9);
+  EXPECT_NEAR(out->host_ms[0], 4.0, 1e-9);
+  EXPECT_NEAR(out->data_wait_ms[0], 3.0, 1e-9);
+}
+
+TEST(Measure, MaxIterationsWithAStableRateIsStable) {
+  FakeClock clock;
+  FakeStepper stepper(&clock, [] { return int64_t{1'000'000}; });
+  engine::MeasureConfig c = Config();
+  c.min_time_ms = 5000;  // not reached before the cap
+  c.max_iterations = 60;
+  auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->iterations, 60);
+  EXPECT_TRUE(out->stable);
 }
 
 }  // namespace

@@ -33,8 +33,8 @@ inline void SetAutocast(c10::DeviceType device, bool enabled,
 #endif
 }
 
-// Waits for queued MPS work. 1.13 has no C++ entry point for it; there the
-// host clock is read after a .cpu() round trip by the caller instead.
+// Waits for queued MPS work. LibTorch before 2.1 has no C++ entry point for
+// it; MPS builds (macOS wheels) are all newer, and 1.13 here is Linux-only.
 inline void MpsSynchronize() {
 #if GPUBENCH_TORCH_AT_LEAST(2, 1)
   torch::mps::synchronize();

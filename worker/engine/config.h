@@ -42,7 +42,7 @@ struct TensorSpec {
 struct PipelineConfig {
   int loader_threads = 0;            // 0: load inline in the loop
   bool pinned_memory = false;        // collate into page-locked memory
-  int prefetch_depth = 2;            // batches prepared ahead
+  int prefetch_depth = 2;            // batches ahead per loader thread
   int extra_cost_us_per_sample = 0;  // extra CPU work per sample
   bool non_blocking = true;          // non_blocking copy on a side stream
 };

@@ -6,6 +6,7 @@ namespace gpubench::engine::cuda {
 
 bool Built() { return false; }
 std::unique_ptr<EventTimer> NewEventTimer() { return nullptr; }
+void SetDevice(int) {}
 void ResetPeakMemory(int) {}
 void PeakMemory(int, int64_t* allocated, int64_t* reserved) {
   *allocated = 0;

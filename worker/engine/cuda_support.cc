@@ -25,6 +25,15 @@ class CudaEventTimer : public EventTimer {
   void End() override {
     slots_[used_ - 1]->end.record();
   }
+  void Reserve(int n) override {
+    while (slots_.size() < static_cast<size_t>(n)) slots_.push_back(std::make_unique<Slot>());
+    // CUDAEvent creates its cudaEvent on first record: record each once.
+    for (auto& slot : slots_) {
+      slot->begin.record();
+      slot->end.record();
+    }
+    torch::cuda::synchronize();
+  }
   void Collect(std::vector<double>* device_ms) override {
     for (size_t i = 0; i < used_; ++i) {
       slots_[i]->end.synchronize();
@@ -67,14 +76,15 @@ class SideCopyStream : public CopyStream {
       c10::cuda::CUDAStreamGuard guard(*side_);
       out.copy_(host, non_blocking);
     }
-    at::cuda::CUDAEvent done;
-    done.record(*side_);
-    done.block(current);
+    // One event, re-recorded each copy: the wait captures its state now.
+    done_.record(*side_);
+    done_.block(current);
     return out;
   }
 
  private:
   c10::optional<c10::cuda::CUDAStream> side_;
+  at::cuda::CUDAEvent done_;
 };
 
 }  // namespace
@@ -85,7 +95,11 @@ std::unique_ptr<EventTimer> NewEventTimer() {
   return std::make_unique<CudaEventTimer>();
 }
 
+void SetDevice(int device) { c10::cuda::set_device(static_cast<c10::DeviceIndex>(device)); }
+
 void ResetPeakMemory(int device) {
+  torch::cuda::synchronize(device);
+  c10::cuda::CUDACachingAllocator::emptyCache();
   c10::cuda::CUDACachingAllocator::resetPeakStats(device);
 }
 

@@ -27,9 +27,16 @@ class EventTimer {
   virtual void End() = 0;    // after its last kernel
   // Synchronises and appends each timed iteration's milliseconds.
   virtual void Collect(std::vector<double>* device_ms) = 0;
+  // Creates events for n iterations now, outside any timed window.
+  virtual void Reserve(int n) = 0;
 };
 std::unique_ptr<EventTimer> NewEventTimer();
 
+// Makes device the current CUDA device of this thread, so that streams,
+// events, graphs and synchronisation all use it ("cuda:N", N > 0).
+void SetDevice(int device);
+// Empties the caching allocator's cache (so reserved memory starts from what
+// is live) and resets its peak statistics.
 void ResetPeakMemory(int device);
 void PeakMemory(int device, int64_t* allocated_bytes, int64_t* reserved_bytes);
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "worker/engine/compat.h"
 #include "worker/engine/cuda_support.h"
+#include "worker/engine/inject.h"
 #include "worker/engine/models.h"
 #include "worker/engine/pipeline.h"
 
@@ -30,20 +31,10 @@ bool IsOutOfMemory(const std::string& what) {
          absl::StrContains(what, "OutOfMemory");
 }
 
-// Test hook: fail any input allocation larger than the byte count in
-// GPUBENCH_INJECT_OOM_ABOVE_BYTES, as a device allocator would.
-void MaybeInjectOom(int64_t bytes) {
-  static const int64_t limit = [] {
-    const char* v = std::getenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
-    int64_t n = 0;
-    return v != nullptr && absl::SimpleAtoi(v, &n) ? n : int64_t{-1};
-  }();
-  if (limit >= 0 && bytes > limit) {
-    throw std::runtime_error(absl::StrCat(
-        "out of memory (injected): tried to allocate ", bytes,
-        " bytes, limit ", limit));
-  }
-}
+// Starts a new peak-RSS window: Linux resets VmHWM to the current RSS when
+// "5" is written to clear_refs (kernel 4.0+), so each run reports its own
+// peak rather than the process's.
+void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 int64_t PeakRssBytes() {
   std::ifstream status("/proc/self/status");
@@ -132,7 +123,8 @@ class AutocastScope {
   const bool enabled_;
 };
 
-// A workload ready to step, plus what it reports beyond timings.
+// A workload ready to step, plus what it reports beyond timings. A step is
+// Fetch (wait for input: outside the device timer) then Compute (timed).
 class Workload : public measure::Stepper {
  public:
   explicit Workload(torch::Device device) : device_(device) {
@@ -141,26 +133,35 @@ class Workload : public measure::Stepper {
 
   absl::Status Step(double* data_wait_ms) override {
     *data_wait_ms = 0;
+    Fetch(data_wait_ms);
     if (timer_) timer_->Begin();
-    DoStep(data_wait_ms);
-    if (timer_) timer_->End();
+    Compute();
+    if (timer_) {
+      timer_->End();
+    } else if (device_.is_mps()) {
+      // No MPS timer: finish each step so the host clock times the device.
+      compat::MpsSynchronize();
+    }
     return absl::OkStatus();
   }
 
   absl::Status Flush(std::vector<double>* device_ms) override {
-    if (timer_) {
-      timer_->Collect(device_ms);
-    } else if (device_.is_mps()) {
-      compat::MpsSynchronize();
-    }
+    if (timer_) timer_->Collect(device_ms);
     return absl::OkStatus();
+  }
+
+  void Reserve(int window_iterations) override {
+    if (timer_) timer_->Reserve(window_iterations);
   }
 
   virtual int64_t samples_per_iteration() const = 0;
   virtual void Report(RunOutcome* out) {}
 
  protected:
-  virtual void DoStep(double* data_wait_ms) = 0;
+  // Gets the next input ready; sets *data_wait_ms to the host time waited.
+  virtual void Fetch(double* data_wait_ms) {}
+  // Issues the step's device work.
+  virtual void Compute() = 0;
   const torch::Device device_;
 
  private:
@@ -201,7 +202,7 @@ class NetworkWorkload : public Workload {
     const auto sample = model_->sample_shape();
     shape.insert(shape.end(), sample.begin(), sample.end());
     const bool tokens = model_->input_kind() == InputKind::kTokens;
-    MaybeInjectOom(c10::multiply_integers(shape) * (tokens ? 8 : 4));
+    const int64_t batch_bytes = c10::multiply_integers(shape) * (tokens ? 8 : 4);
 
     if (c.input_source == InputSource::kHost) {
       const bool pinned = c.pipeline.pinned_memory && device_.is_cuda();
@@ -212,6 +213,7 @@ class NetworkWorkload : public Workload {
         copy_stream_ = cuda::NewCopyStream();
       }
     } else {
+      MaybeInjectOom(batch_bytes);  // the host pipeline checks its own batches
       torch::NoGradGuard no_grad;
       auto options = torch::TensorOptions().device(device_);
       for (int i = 0; i < kPoolBatches; ++i) {
@@ -245,20 +247,22 @@ class NetworkWorkload : public Workload {
   }
 
  protected:
-  void DoStep(double* data_wait_ms) override {
-    if (c_.execution == Execution::kCudaGraph) {
-      GraphStep(data_wait_ms);
-      return;
-    }
-    torch::Tensor x, y;
+  void Fetch(double* data_wait_ms) override {
     if (pipeline_) {
-      x = NextInput(data_wait_ms);
-      y = LabelsFor(x);
+      x_ = NextInput(data_wait_ms);
+      y_ = LabelsFor(x_);
     } else {
-      x = pool_x_[step_ % kPoolBatches];
-      y = pool_y_[step_ % kPoolBatches];
+      x_ = pool_x_[step_ % kPoolBatches];
+      y_ = pool_y_[step_ % kPoolBatches];
     }
-    RunStep(x, y);
+  }
+
+  void Compute() override {
+    if (c_.execution == Execution::kCudaGraph) {
+      GraphStep();
+    } else {
+      RunStep(x_, y_);
+    }
     RecordFirstLoss();
     ++step_;
   }
@@ -337,15 +341,10 @@ class NetworkWorkload : public Workload {
     last_labels_ = y;
   }
 
-  void GraphStep(double* data_wait_ms) {
-    if (pipeline_) {
-      torch::Tensor x = NextInput(data_wait_ms);
-      static_x_.copy_(x, true);
-      static_y_.copy_(LabelsFor(x), true);
-    } else {
-      static_x_.copy_(pool_x_[step_ % kPoolBatches], true);
-      static_y_.copy_(pool_y_[step_ % kPoolBatches], true);
-    }
+  void GraphStep() {
+    // Copying the input into the graph's static buffers is part of the step.
+    static_x_.copy_(x_, true);
+    static_y_.copy_(y_, true);
     if (!graph_) {
       const auto start = std::chrono::steady_clock::now();
       capturing_ = true;
@@ -358,8 +357,6 @@ class NetworkWorkload : public Workload {
                               .count();
     }
     graph_->Replay();
-    RecordFirstLoss();
-    ++step_;
   }
 
   void RecordFirstLoss() {
@@ -382,6 +379,7 @@ class NetworkWorkload : public Workload {
   std::unique_ptr<HostPipeline> pipeline_;
   std::unique_ptr<cuda::CopyStream> copy_stream_;
   std::vector<torch::Tensor> pool_x_, pool_y_;
+  torch::Tensor x_, y_;  // this step's input, from Fetch
   torch::Tensor static_x_, static_y_;
   std::unique_ptr<cuda::Graph> graph_;
   bool capturing_ = false;
@@ -414,7 +412,7 @@ class MatmulWorkload : public Workload {
   }
 
  protected:
-  void DoStep(double*) override { torch::matmul_out(out_, a_, b_); }
+  void Compute() override { torch::matmul_out(out_, a_, b_); }
 
  private:
   const RunConfig c_;
@@ -455,7 +453,7 @@ class CopyWorkload : public Workload {
   }
 
  protected:
-  void DoStep(double*) override { dst_.copy_(src_, non_blocking_); }
+  void Compute() override { dst_.copy_(src_, non_blocking_); }
 
  private:
   const int64_t bytes_;
@@ -464,11 +462,16 @@ class CopyWorkload : public Workload {
 };
 
 // A user's TorchScript module, run in inference (or trained on the mean of
-// its first output).
+// its first output). Every input's first dimension is the batch. The first
+// input is the one the loop varies (device pool or host pipeline); the
+// others are random tensors of their shape and dtype, made once.
 class TorchScriptModel : public BenchModel {
  public:
-  TorchScriptModel(torch::jit::Module module, std::vector<TensorSpec> inputs)
-      : module_(std::move(module)), inputs_(std::move(inputs)) {
+  static constexpr int64_t kVocab = 100;  // integer inputs are in [0, 100)
+
+  TorchScriptModel(torch::jit::Module module, std::vector<TensorSpec> inputs,
+                   int64_t batch_size)
+      : module_(std::move(module)), inputs_(std::move(inputs)), batch_size_(batch_size) {
     // Expose the scripted parameters so an optimizer can train them.
     int i = 0;
     for (const auto& p : module_.parameters()) {
@@ -476,7 +479,11 @@ class TorchScriptModel : public BenchModel {
     }
   }
   torch::Tensor Forward(const torch::Tensor& input) override {
-    std::vector<torch::jit::IValue> args = {input};
+    const torch::ScalarType first = ToScalarType(inputs_[0].dtype);
+    std::vector<torch::jit::IValue> args = {
+        input.scalar_type() == first ? input : input.to(first)};
+    if (extra_.empty() && inputs_.size() > 1) MakeExtraInputs(input.device());
+    for (const auto& t : extra_) args.emplace_back(t);
     auto out = module_.forward(args);
     return out.isTensor() ? out.toTensor() : out.toTuple()->elements()[0].toTensor();
   }
@@ -490,15 +497,33 @@ class TorchScriptModel : public BenchModel {
     return std::vector<int64_t>(inputs_[0].shape.begin() + 1, inputs_[0].shape.end());
   }
   InputKind input_kind() const override {
-    return inputs_[0].dtype == DType::kInt64 ? InputKind::kTokens : InputKind::kImage;
+    return IsIntegral(inputs_[0].dtype) ? InputKind::kTokens : InputKind::kImage;
   }
-  int64_t vocab_size() const override { return 100; }
+  int64_t vocab_size() const override { return kVocab; }
   double ForwardFlopsPerSample() const override { return 0; }
   void train(bool on) override { module_.train(on); }
 
  private:
+  static bool IsIntegral(DType t) {
+    return t == DType::kInt64 || t == DType::kInt32 || t == DType::kUInt8;
+  }
+
+  void MakeExtraInputs(const torch::Device& device) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 1; i < inputs_.size(); ++i) {
+      std::vector<int64_t> shape = inputs_[i].shape;
+      if (!shape.empty()) shape[0] = batch_size_;
+      const auto options =
+          torch::TensorOptions().device(device).dtype(ToScalarType(inputs_[i].dtype));
+      extra_.push_back(IsIntegral(inputs_[i].dtype) ? torch::randint(kVocab, shape, options)
+                                                    : torch::randn(shape, options));
+    }
+  }
+
   torch::jit::Module module_;
-  std::vector<TensorSpec> inputs_;
+  const std::vector<TensorSpec> inputs_;
+  const int64_t batch_size_;
+  std::vector<torch::Tensor> extra_;
 };
 
 absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
@@ -507,12 +532,13 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
   if (c.workload == "matmul") return std::make_unique<MatmulWorkload>(c, device);
   if (c.workload == "copy") return std::make_unique<CopyWorkload>(c, device);
   if (c.workload == "torchscript") {
-    if (c.inputs.size() != 1) {
+    if (c.inputs.empty() || c.inputs[0].shape.empty()) {
       return absl::InvalidArgumentError(
-          "torchscript: exactly one input tensor is supported");
+          "torchscript: give the model's input shapes (batch dimension first)");
     }
     auto module = torch::jit::load(c.model_path, device);
-    auto model = std::make_shared<TorchScriptModel>(std::move(module), c.inputs);
+    auto model =
+        std::make_shared<TorchScriptModel>(std::move(module), c.inputs, c.batch_size);
     if (c.mode == Mode::kTrain && model->parameters().empty()) {
       return absl::InvalidArgumentError(
           "torchscript: the model has no trainable parameters; use mode infer");
@@ -579,7 +605,12 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
   try {
     torch::manual_seed(measure_config.seed);
     ConfigureBackends(c);
-    if (device_index >= 0) cuda::ResetPeakMemory(device_index);
+    if (device_index >= 0) {
+      cuda::SetDevice(device_index);
+      // Frees what earlier runs left cached, so peaks are this run's own.
+      cuda::ResetPeakMemory(device_index);
+    }
+    ResetPeakRss();
     auto workload = MakeWorkload(c, *device, measure_config);
     if (!workload.ok()) {
       out.error = std::string(workload.status().message());

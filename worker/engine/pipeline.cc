@@ -3,6 +3,8 @@
 #include <chrono>
 #include <random>
 
+#include "worker/engine/inject.h"
+
 namespace gpubench::engine {
 namespace {
 
@@ -64,7 +66,9 @@ HostPipeline::HostPipeline(const PipelineConfig& config, InputKind kind,
       batch_size_(batch_size),
       pinned_(pinned),
       seed_(seed),
-      capacity_(std::max(1, config.prefetch_depth)) {
+      // As PyTorch's prefetch_factor: batches in flight per loader thread.
+      capacity_(static_cast<size_t>(std::max(1, config.prefetch_depth)) *
+                std::max(1, config.loader_threads)) {
   for (int i = 0; i < config_.loader_threads; ++i) {
     loaders_.emplace_back([this] { LoaderLoop(); });
   }
@@ -85,6 +89,7 @@ torch::Tensor HostPipeline::BuildBatch(int64_t batch_index) const {
   shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
   const int64_t per_sample = c10::multiply_integers(sample_shape_);
   auto options = torch::TensorOptions().pinned_memory(pinned_);
+  MaybeInjectOom(c10::multiply_integers(shape) * (kind_ == InputKind::kTokens ? 8 : 4));
   torch::Tensor batch;
   if (kind_ == InputKind::kTokens) {
     batch = torch::empty(shape, options.dtype(torch::kInt64));
@@ -115,18 +120,38 @@ void HostPipeline::LoaderLoop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
+      // Batches being built count against the depth too, so N threads never
+      // run N - 1 batches past it.
       space_cv_.wait(lock, [this] {
-        return stopping_ || ready_.size() < capacity_;
+        return stopping_ || ready_.size() + building_ < capacity_;
       });
       if (stopping_) return;
+      ++building_;
     }
-    torch::Tensor batch = BuildBatch(next_batch_.fetch_add(1));
+    torch::Tensor batch;
+    std::exception_ptr error;
+    try {
+      batch = BuildBatch(next_batch_.fetch_add(1));
+    } catch (...) {
+      // E.g. pinned memory exhausted: the run fails, not the process.
+      error = std::current_exception();
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) return;
-      ready_.push_back(std::move(batch));
+      --building_;
+      if (error) {
+        if (!error_) error_ = error;
+        stopping_ = true;
+      } else if (!stopping_) {
+        ready_.push_back(std::move(batch));
+      }
+      if (stopping_ && !error) return;
     }
-    ready_cv_.notify_one();
+    ready_cv_.notify_all();
+    if (error) {
+      space_cv_.notify_all();
+      return;
+    }
   }
 }
 
@@ -140,9 +165,8 @@ torch::Tensor HostPipeline::Next(double* wait_ms) {
   torch::Tensor batch;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    ready_cv_.wait(lock, [this] {
-      return !ready_.empty();
-    });
+    ready_cv_.wait(lock, [this] { return !ready_.empty() || error_; });
+    if (ready_.empty()) std::rethrow_exception(error_);
     batch = std::move(ready_.front());
     ready_.pop_front();
   }

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -35,7 +36,9 @@ class HostPipeline {
   HostPipeline& operator=(const HostPipeline&) = delete;
 
   // The next batch on the host. *wait_ms is the time the caller waited for
-  // it (inline: the time spent building it).
+  // it (inline: the time spent building it). Rethrows a loader thread's
+  // exception (e.g. a failed pinned allocation) once the ready batches are
+  // used up.
   torch::Tensor Next(double* wait_ms);
 
  private:
@@ -59,6 +62,8 @@ class HostPipeline {
   std::condition_variable ready_cv_;
   std::condition_variable space_cv_;
   std::deque<torch::Tensor> ready_ ABSL_GUARDED_BY(mu_);
+  size_t building_ ABSL_GUARDED_BY(mu_) = 0;  // batches loaders are building
+  std::exception_ptr error_ ABSL_GUARDED_BY(mu_);  // a loader's failure
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
