@@ -1,28 +1,38 @@
 #!/bin/bash
-# CUDA smoke run of the engine on a GPU host (issue 3): one workload in train
-# and infer, fp32 and fp16 (with loss scaling), eager and CUDA graph; plus
-# matmul, a pinned copy, the host pipeline and an out-of-memory sweep.
+# CUDA smoke run of the whole stack on a GPU host (issues 3, 4 and 7): a real
+# gpubenchd on loopback, jobs submitted with the gpubench CLI, each run in a
+# gpubench-worker. Cases: resnet50 train and infer in fp32 and fp16 (with
+# loss scaling), eager and CUDA graph; mlp with and without a graph; matmul;
+# pinned and pageable copies; the host pipeline at 0 and 8 loader threads; an
+# out-of-memory sweep; and every workload in train and infer in each
+# precision with channels_last and cudnn benchmark.
 # Usage, in the checkout root of a GPU host, after .gpu/build.sh:
 #   OUT=/tmp/smoke bash bench/gpu_smoke.sh
-# Prints one result table per case; logs go under $OUT.
+# ONLY=regex runs only the cases whose names match (e.g. ONLY=every_workload).
+# Prints one result table per case; logs and the daemon's data go under $OUT.
 set -uo pipefail
 B=${BUILD:-build-gpu}/bin
 OUT=${OUT:-/tmp/gpubench-smoke}
 mkdir -p "$OUT"
-export GPUBENCH_DATA_DIR=$OUT/data
+export GPUBENCH_HOST=127.0.0.1:${PORT:-50077}
+"$B/gpubenchd" --listen "$GPUBENCH_HOST" --data-dir "$OUT/data" 2> "$OUT/daemon.log" &
+daemon=$!
+trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT
+for _ in $(seq 100); do "$B/gpubench" jobs > /dev/null 2>&1 && break; sleep 0.2; done
 short="--warmup 5 --min-iterations 50 --min-time-ms 1000 --max-time-ms 8000"
 
 case_() {
   local name=$1
   shift
-  echo "== $name: gpubench run $*"
-  "$B/gpubench" run $short "$@" > "$OUT/$name.txt" 2> "$OUT/$name.err"
+  [[ $name =~ ${ONLY:-.} ]] || return 0
+  echo "== $name: gpubench submit --wait $*"
+  "$B/gpubench" submit --wait $short "$@" > "$OUT/$name.txt" 2> "$OUT/$name.err"
   local rc=$?
   cat "$OUT/$name.txt"
   [ $rc -eq 0 ] || { echo "(exit $rc)"; tail -5 "$OUT/$name.err"; }
 }
 
-"$B/gpubench-worker" --probe > "$OUT/probe.txt" 2>&1 || true
+"$B/gpubench" hosts > "$OUT/hosts.json" 2>&1 || true
 case_ resnet50 --workload resnet50 --device cuda --batch 32 --mode train,infer \
   --precision fp32,fp16 --channels-last true --cudnn-benchmark true \
   --execution eager,cuda_graph
@@ -35,3 +45,9 @@ case_ pipeline --workload resnet18 --device cuda --batch 64 --mode train \
   --pinned true --image-size 128
 case_ oom --workload resnet50 --device cuda --mode train --batch 256,8192,16384 \
   --max-time-ms 3000
+short="--warmup 3 --min-iterations 10 --min-time-ms 200 --max-time-ms 2000"
+case_ every_workload --workload mlp,simple_cnn,resnet18,resnet50,unet,bilstm,cnn_lstm,transformer \
+  --device cuda --batch 16 --mode train,infer --precision fp32,tf32,fp16,bf16 \
+  --channels-last true --cudnn-benchmark true
+"$B/gpubench" jobs > "$OUT/jobs.txt" 2>&1
+cat "$OUT/jobs.txt"

@@ -13,6 +13,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitJobFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUnreachable = 3;
+inline constexpr int kExitRegression = 4;  // a regression or significant slowdown
 
 // Runs `gpubench args...` and returns its exit code. Writes results to out
 // and messages to err.

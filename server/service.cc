@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <sstream>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -65,6 +66,17 @@ v1::HostInfo ProbeMachine(const std::string& address) {
   host.set_cpu_cores(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   host.set_memory_bytes(static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
                         sysconf(_SC_PAGE_SIZE));
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..."
+  std::ifstream nvrm("/proc/driver/nvidia/version");
+  std::string line;
+  if (std::getline(nvrm, line)) {
+    const size_t module = line.find("Kernel Module");
+    if (module != std::string::npos) {
+      std::istringstream words(line.substr(module + 13));
+      std::string version;
+      if (words >> version) host.set_driver_version(version);
+    }
+  }
   host.set_gpubench_version(kGpubenchVersion);
   host.set_address(address);
   *host.mutable_probe_time() = NowTimestamp();
@@ -468,9 +480,17 @@ grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContex
   for (int s : request->states()) filter.states.push_back(static_cast<v1::RunState>(s));
   filter.started_after_ns = Ns(request->started_after());
   filter.started_before_ns = Ns(request->started_before());
+  filter.job_id = request->job_id();
+  filter.schedule_id = request->schedule_id();
   auto page = store_->QueryRuns(filter, request->page_size(), request->page_token());
   if (!page.ok()) return Reply(context, page.status());
-  for (auto& r : page->items) *response->add_runs() = std::move(r);
+  for (auto& r : page->items) {
+    if (request->include_samples()) {
+      auto full = store_->GetRun(r.run_id(), /*include_samples=*/true);
+      if (full.ok()) r = std::move(*full);
+    }
+    *response->add_runs() = std::move(r);
+  }
   response->set_next_page_token(page->next_page_token);
   return Reply(context, absl::OkStatus());
 }

@@ -2,7 +2,20 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <random>
 #include <sstream>
+
+#include "absl/strings/str_split.h"
+#include "client/compare.h"
+#include "common/stats.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gpubench/v1/service.pb.h"
+#include "storage/sha256.h"
+#include "storage/store.h"
+#include "tests/support/daemon_process.h"
 
 namespace gpubench::client {
 namespace {
@@ -36,6 +49,304 @@ TEST(Cli, SpecCountsRuns) {
             kExitOk)
       << err.str();
   EXPECT_NE(out.str().find("4 runs"), std::string::npos) << out.str();
+}
+
+// ---- Through real daemons on loopback ----
+
+using testing_support::Daemon;
+using testing_support::FreshDir;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result Cli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = RunCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// A quick CPU job's spec flags.
+std::vector<std::string> Tiny(std::vector<std::string> args) {
+  for (const char* a : {"--workload", "mlp", "--device", "cpu", "--mode", "infer",
+                        "--warmup", "2", "--min-iterations", "10", "--min-time-ms", "50",
+                        "--max-time-ms", "1500"}) {
+    args.push_back(a);
+  }
+  return args;
+}
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+TEST(CliDaemon, SubmitWatchShowRoundTrip) {
+  Daemon d(FreshDir("cli_round_trip"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result submitted = Cli(Tiny({"submit", "--host", d.address(), "--batch", "4,8"}));
+  ASSERT_EQ(submitted.code, kExitOk) << submitted.err;
+  const std::string id = SplitLines(submitted.out).at(0);
+  ASSERT_EQ(id[0], 'j') << submitted.out;
+
+  Result watched = Cli({"watch", id, "--host", d.address()});
+  ASSERT_EQ(watched.code, kExitOk) << watched.err;
+  EXPECT_NE(watched.err.find("succeeded"), std::string::npos) << watched.err;  // progress
+  EXPECT_NE(watched.out.find("mlp infer b4"), std::string::npos) << watched.out;
+  EXPECT_NE(watched.out.find("mlp infer b8"), std::string::npos) << watched.out;
+
+  // JSON: {"job": Job, "runs": [Run]} in the protobuf JSON mapping.
+  Result shown = Cli({"show", id, "--host", d.address(), "--output", "json"});
+  ASSERT_EQ(shown.code, kExitOk) << shown.err;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(shown.out, &doc).ok()) << shown.out;
+  std::string job_json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(doc.fields().at("job"), &job_json).ok());
+  v1::Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(job_json, &job).ok()) << job_json;
+  EXPECT_EQ(job.job_id(), id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(doc.fields().at("runs").list_value().values_size(), 2);
+
+  // --wait prints the results table itself.
+  Result waited = Cli(Tiny({"submit", "--host", d.address(), "--wait"}));
+  ASSERT_EQ(waited.code, kExitOk) << waited.err;
+  EXPECT_NE(waited.out.find("succeeded"), std::string::npos) << waited.out;
+  Result jobs = Cli({"jobs", "--host", d.address(), "--state", "succeeded"});
+  ASSERT_EQ(jobs.code, kExitOk) << jobs.err;
+  EXPECT_EQ(SplitLines(jobs.out).size(), 3u) << jobs.out;  // header + 2 jobs
+}
+
+TEST(CliDaemon, CsvAndJsonOutputsParseBack) {
+  Daemon d(FreshDir("cli_formats"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result done = Cli(Tiny({"submit", "--host", d.address(), "--batch", "4,8,16", "--wait"}));
+  ASSERT_EQ(done.code, kExitOk) << done.err;
+
+  Result csv = Cli({"runs", "--host", d.address(), "--workload", "mlp", "--output", "csv"});
+  ASSERT_EQ(csv.code, kExitOk) << csv.err;
+  std::vector<std::string> lines = SplitLines(csv.out);
+  ASSERT_EQ(lines.size(), 4u) << csv.out;
+  std::vector<std::string> header = absl::StrSplit(lines[0], ',');
+  const auto tput = std::find(header.begin(), header.end(), "samples/s") - header.begin();
+  ASSERT_LT(static_cast<size_t>(tput), header.size()) << lines[0];
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> cells = absl::StrSplit(lines[i], ',');
+    ASSERT_EQ(cells.size(), header.size()) << lines[i];
+    EXPECT_GT(std::stod(cells[tput]), 0) << lines[i];
+  }
+  Result filtered = Cli({"runs", "--host", d.address(), "--config", "batch_size=8",
+                         "--output", "csv"});
+  EXPECT_EQ(SplitLines(filtered.out).size(), 2u) << filtered.out;
+
+  Result json = Cli({"runs", "--host", d.address(), "--output", "json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  v1::QueryRunsResponse runs;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &runs).ok()) << json.out;
+  ASSERT_EQ(runs.runs_size(), 3);
+  for (const auto& r : runs.runs()) EXPECT_GT(r.result().throughput_samples_per_s(), 0);
+
+  Result markdown = Cli({"runs", "--host", d.address(), "--output", "markdown"});
+  EXPECT_EQ(markdown.out.rfind("| job | # | config", 0), 0u) << markdown.out;
+}
+
+TEST(CliDaemon, CompareHostsRunsOneSpecOnEveryHostAndGivesAVerdict) {
+  Daemon a(FreshDir("cli_fleet_a")), b(FreshDir("cli_fleet_b"));
+  ASSERT_TRUE(a.serving() && b.serving());
+  Result r = Cli(Tiny({"compare", "--hosts", a.address() + "," + b.address(), "--batch",
+                       "8"}));
+  ASSERT_TRUE(r.code == kExitOk || r.code == kExitRegression) << r.code << r.err << r.out;
+  std::vector<std::string> lines = SplitLines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_NE(lines[1].find(a.address()), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find(b.address()), std::string::npos) << lines[1];
+  EXPECT_TRUE(lines[1].find("faster") != std::string::npos ||
+              lines[1].find("slower") != std::string::npos ||
+              lines[1].find("no significant difference") != std::string::npos)
+      << lines[1];
+  // The table's ratio is the ratio of the two runs' median time per sample.
+  Result json = Cli(Tiny({"compare", "--hosts", a.address() + "," + b.address(), "--batch",
+                          "8", "--output", "json"}));
+  EXPECT_NE(json.out.find("\"verdict\""), std::string::npos) << json.out;
+}
+
+// Plants a succeeded run with n samples around ms (lognormal 2% noise) in
+// the daemon's store; returns its id.
+std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed) {
+  auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+  EXPECT_TRUE(store.ok()) << store.status();
+  v1::Job job;
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  const std::string job_id = *(*store)->InsertJob(job);
+  v1::Run run;
+  run.set_job_id(job_id);
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  run.mutable_config()->set_workload("mlp");
+  run.mutable_config()->set_batch_size(1);
+  run.mutable_result()->set_throughput_samples_per_s(1000 / ms);
+  std::mt19937 rng(seed);
+  std::lognormal_distribution<double> noise(0, 0.02);
+  for (int i = 0; i < n; ++i) run.mutable_samples()->add_device_ms(ms * noise(rng));
+  return *(*store)->InsertRun(run);
+}
+
+TEST(CliDaemon, ExitCodesSayWhatHappened) {
+  Daemon d(FreshDir("cli_exit"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  EXPECT_EQ(Cli({"frobnicate"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"show"}).code, kExitUsage);
+  Result bad = Cli(Tiny({"submit", "--host", d.address(), "--batch", "0"}));
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_NE(bad.err.find("batch"), std::string::npos) << bad.err;
+
+  Result unreachable = Cli({"jobs", "--host", "127.0.0.1:1"});
+  EXPECT_EQ(unreachable.code, kExitUnreachable);
+  EXPECT_NE(unreachable.err.find("cannot reach"), std::string::npos) << unreachable.err;
+  EXPECT_EQ(unreachable.err.find("Exception"), std::string::npos);
+
+  // A job whose only run fails (its model file does not exist).
+  const std::string spec = FreshDir("cli_exit_spec") + "/bad.json";
+  std::ofstream(spec) << R"({"base": {"workload": "torchscript", "device": "cpu",
+    "mode": "MODE_INFER", "params": {"model_path": "/nonexistent/model.pt",
+    "inputs": [{"shape": [1, 16], "dtype": "DTYPE_FLOAT32"}]}}})";
+  Result failed = Cli({"submit", spec, "--host", d.address(), "--wait"});
+  EXPECT_EQ(failed.code, kExitJobFailed) << failed.err << failed.out;
+
+  // Planted samples: 5% slower with 400 samples a side is significant.
+  const std::string fast = PlantRun(d, 1.00, 400, 1);
+  const std::string slow = PlantRun(d, 1.05, 400, 2);
+  const std::string same = PlantRun(d, 1.00, 400, 3);
+  Result slower = Cli({"compare", fast, slow, "--host", d.address()});
+  EXPECT_EQ(slower.code, kExitRegression) << slower.err << slower.out;
+  EXPECT_NE(slower.out.find("slower"), std::string::npos) << slower.out;
+  Result faster = Cli({"compare", slow, fast, "--host", d.address()});
+  EXPECT_EQ(faster.code, kExitOk) << faster.err << faster.out;
+  EXPECT_NE(faster.out.find("faster"), std::string::npos) << faster.out;
+  Result no_diff = Cli({"compare", fast, same, "--host", d.address()});
+  EXPECT_EQ(no_diff.code, kExitOk) << no_diff.err << no_diff.out;
+  EXPECT_NE(no_diff.out.find("no significant difference"), std::string::npos) << no_diff.out;
+}
+
+TEST(CliDaemon, HostsSideBySideReportsAnUnreachableHostAndShowsTheOthers) {
+  Daemon d(FreshDir("cli_hosts"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  // A fleet file names the live host; --host picks it by name.
+  const std::string fleet = FreshDir("cli_hosts_fleet") + "/fleet.json";
+  std::ofstream(fleet) << R"({"hosts": [{"name": "alpha", "address": ")" << d.address()
+                       << R"("}, {"name": "gone", "address": "127.0.0.1:1"}]})";
+  setenv("GPUBENCH_FLEET", fleet.c_str(), 1);
+  unsetenv("GPUBENCH_HOST");
+  Result all = Cli({"hosts"});
+  Result one = Cli({"jobs", "--host", "alpha"});
+  unsetenv("GPUBENCH_FLEET");
+  EXPECT_EQ(all.code, kExitUnreachable);
+  std::vector<std::string> lines = SplitLines(all.out);
+  ASSERT_GE(lines.size(), 5u) << all.out;
+  EXPECT_NE(lines[0].find("alpha"), std::string::npos);
+  EXPECT_NE(lines[0].find("gone"), std::string::npos);
+  EXPECT_NE(all.out.find("unreachable"), std::string::npos);
+  EXPECT_NE(all.out.find("torch"), std::string::npos);
+  EXPECT_NE(all.err.find("gone"), std::string::npos) << all.err;
+  EXPECT_EQ(one.code, kExitOk) << one.err;
+}
+
+TEST(CliDaemon, TraceScheduleModelAndReport) {
+  Daemon d(FreshDir("cli_misc"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string dir = FreshDir("cli_misc_files");
+  Result done = Cli(Tiny({"submit", "--host", d.address(), "--batch", "4,8", "--wait"}));
+  ASSERT_EQ(done.code, kExitOk) << done.err;
+  const std::string job_id = done.out.substr(4, done.out.find(' ', 4) - 4);
+
+  // trace: what the store holds arrives byte for byte.
+  const std::string trace = R"({"traceEvents":[{"name":"aten::mm","ph":"X","ts":1,"dur":2}]})";
+  std::string run_id;
+  {
+    auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+    ASSERT_TRUE(store.ok());
+    run_id = (*(*store)->ListRuns(job_id, false))[0].run_id();
+    ASSERT_TRUE((*store)->PutTrace(run_id, "chrome", trace).ok());
+  }
+  Result got = Cli({"trace", run_id, "-o", dir + "/trace.json", "--host", d.address()});
+  ASSERT_EQ(got.code, kExitOk) << got.err;
+  std::ifstream in(dir + "/trace.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), trace);
+
+  // schedule add / list / rm.
+  Result added = Cli(Tiny({"schedule", "add", "--cron", "0 3 * * *", "--tz", "UTC",
+                           "--host", d.address()}));
+  ASSERT_EQ(added.code, kExitOk) << added.err;
+  const std::string schedule_id = added.out.substr(0, added.out.find(' '));
+  Result listed = Cli({"schedule", "list", "--host", d.address()});
+  EXPECT_NE(listed.out.find(schedule_id), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("0 3 * * *"), std::string::npos) << listed.out;
+  Result bad_cron = Cli(Tiny({"schedule", "add", "--cron", "0 25 * * *", "--host", d.address()}));
+  EXPECT_EQ(bad_cron.code, kExitUsage);
+  EXPECT_NE(bad_cron.err.find("hour"), std::string::npos) << bad_cron.err;
+  EXPECT_EQ(Cli({"schedule", "rm", schedule_id, "--host", d.address()}).code, kExitOk);
+  EXPECT_EQ(Cli({"schedule", "list", "--host", d.address()}).out.find(schedule_id),
+            std::string::npos);
+
+  // model upload: the printed hash is the file's.
+  const std::string model = dir + "/model.pt";
+  std::ofstream(model, std::ios::binary) << std::string(3 << 20, 'm');
+  Result uploaded = Cli({"model", "upload", model, "--host", d.address()});
+  ASSERT_EQ(uploaded.code, kExitOk) << uploaded.err;
+  EXPECT_EQ(uploaded.out.substr(0, 64), storage::Sha256Hex(std::string(3 << 20, 'm')));
+
+  // report: one HTML file with plots.
+  Result report = Cli({"report", job_id, "-o", dir + "/report.html", "--host", d.address()});
+  ASSERT_EQ(report.code, kExitOk) << report.err;
+  std::ifstream html_in(dir + "/report.html");
+  const std::string html(std::istreambuf_iterator<char>(html_in), {});
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find(job_id), std::string::npos);
+}
+
+// ---- The statistics behind the verdicts ----
+
+std::vector<double> Noisy(double center, int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::lognormal_distribution<double> noise(0, 0.03);
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(center * noise(rng));
+  return v;
+}
+
+TEST(CompareStats, IdenticalDistributionsShowNoDifference) {
+  int differences = 0;
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    const Comparison c = CompareSamples(Noisy(1, 300, seed), Noisy(1, 300, seed + 100), {});
+    differences += c.verdict != Verdict::kNoDifference;
+    EXPECT_NEAR(c.speedup.value, 1, 0.02);
+  }
+  EXPECT_LE(differences, 1);  // alpha 5% and a 1% minimum effect
+}
+
+TEST(CompareStats, FivePercentShiftWithEnoughSamplesIsSignificant) {
+  const Comparison slower = CompareSamples(Noisy(1, 300, 1), Noisy(1.05, 300, 2), {});
+  EXPECT_EQ(slower.verdict, Verdict::kSlower);
+  EXPECT_LT(slower.p_value, 1e-6);
+  EXPECT_NEAR(slower.speedup.value, 1 / 1.05, 0.01);
+  EXPECT_LT(slower.speedup.ci95.high, 1);
+  const Comparison faster = CompareSamples(Noisy(1.05, 300, 3), Noisy(1, 300, 4), {});
+  EXPECT_EQ(faster.verdict, Verdict::kFaster);
+  EXPECT_GT(faster.speedup.ci95.low, 1);
+  // Too few samples for the same shift: no verdict either way.
+  const Comparison few = CompareSamples(Noisy(1, 3, 5), Noisy(1.05, 3, 6), {});
+  EXPECT_EQ(few.verdict, Verdict::kNoDifference);
+}
+
+TEST(CompareStats, MannWhitneyMatchesTheTextbook) {
+  // Complete separation, 5 a side: U = 0, z = -2.507 with the continuity
+  // correction, two-sided p = 0.0122 (scipy's asymptotic method agrees).
+  const stats::RankTest t = stats::MannWhitneyU({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10});
+  EXPECT_DOUBLE_EQ(t.u, 0);
+  EXPECT_NEAR(t.z, -2.5067, 1e-3);
+  EXPECT_NEAR(t.p_value, 0.01219, 1e-4);
+  // Ties share ranks; all equal means no evidence at all.
+  EXPECT_DOUBLE_EQ(stats::MannWhitneyU({3, 3, 3}, {3, 3, 3}).p_value, 1);
+  EXPECT_DOUBLE_EQ(stats::MannWhitneyU({1, 2, 2}, {2, 3, 4}).u, 1.0);
 }
 
 }  // namespace

@@ -16,86 +16,17 @@
 #include <vector>
 
 #include "gpubench/v1/service.grpc.pb.h"
+#include "tests/support/daemon_process.h"
 #include "storage/sha256.h"
 #include "storage/store.h"
 
 namespace gpubench {
 namespace {
 
+using testing_support::Daemon;
+using testing_support::FreshDir;
+
 using std::chrono::milliseconds;
-
-std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/daemon_test_" + name;
-  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
-  return dir;
-}
-
-// One gpubenchd child process.
-class Daemon {
- public:
-  explicit Daemon(std::string data_dir, std::vector<std::string> extra = {})
-      : data_dir_(std::move(data_dir)) {
-    const std::string port_file = data_dir_ + "/port";
-    std::remove(port_file.c_str());
-    std::vector<std::string> args = {GPUBENCH_DAEMON_PATH, "--listen", "127.0.0.1:0",
-                                     "--data-dir", data_dir_, "--port-file", port_file,
-                                     "--worker", GPUBENCH_WORKER_PATH,
-                                     "--stop-grace-ms", "2000"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      freopen((data_dir_ + "/daemon.log").c_str(), "a", stderr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    for (int i = 0; i < 300 && port_ == 0; ++i) {
-      std::ifstream in(port_file);
-      if (!(in >> port_)) {
-        port_ = 0;
-        int status;
-        if (waitpid(pid_, &status, WNOHANG) == pid_) {
-          exited_ = true;
-          exit_status_ = status;
-          return;
-        }
-        std::this_thread::sleep_for(milliseconds(50));
-      }
-    }
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
-                                   grpc::InsecureChannelCredentials());
-    stub_ = v1::BenchService::NewStub(channel_);
-  }
-  ~Daemon() { Stop(SIGKILL); }
-
-  // Sends sig and reaps the process; returns its exit status.
-  int Stop(int sig) {
-    if (exited_) return exit_status_;
-    kill(pid_, sig);
-    waitpid(pid_, &exit_status_, 0);
-    exited_ = true;
-    return exit_status_;
-  }
-
-  bool serving() const { return port_ != 0; }
-  v1::BenchService::Stub* stub() { return stub_.get(); }
-  pid_t pid() const { return pid_; }
-  std::string log() const {
-    std::ifstream in(data_dir_ + "/daemon.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
- private:
-  std::string data_dir_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  bool exited_ = false;
-  int exit_status_ = 0;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::BenchService::Stub> stub_;
-};
 
 v1::JobSpec TinySpec(const std::string& workload = "mlp") {
   v1::JobSpec spec;

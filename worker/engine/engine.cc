@@ -572,9 +572,8 @@ void Summarize(const measure::Outcome& m, int64_t samples_per_iteration,
     out->data_wait_share = std::min(1.0, wait / m.measured_ms);
     out->device_busy_share = std::min(1.0, busy / m.measured_ms);
   }
-  const auto ci = stats::MeanConfidence95(m.window_throughput);
-  out->throughput_ci_low = std::min(ci.low, out->throughput_samples_per_s);
-  out->throughput_ci_high = std::max(ci.high, out->throughput_samples_per_s);
+  out->throughput_ci_low = m.throughput_ci_low;
+  out->throughput_ci_high = m.throughput_ci_high;
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+// What the CLI's command files share: parsed arguments, connections, and
+// the runs table. Internal to client/.
+#ifndef GPUBENCH_CLIENT_CLI_INTERNAL_H_
+#define GPUBENCH_CLIENT_CLI_INTERNAL_H_
+
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/fleet.h"
+#include "client/output.h"
+#include "gpubench/v1/service.grpc.pb.h"
+
+namespace gpubench::client {
+
+struct Args {
+  std::string command;
+  std::vector<std::string> positional;          // after the command
+  std::map<std::string, std::string> spec_flags;  // --workload resnet50 ...
+  std::map<std::string, std::vector<std::string>> options;  // command options
+  Format format = Format::kTable;
+  bool wait = false;
+  bool watch = false;
+  bool help = false;
+
+  // The last value of a command option, or fallback.
+  std::string Option(const std::string& name, const std::string& fallback = "") const;
+  bool Has(const std::string& name) const { return options.count(name) > 0; }
+  const std::vector<std::string>& All(const std::string& name) const;
+};
+
+// One daemon: where it is and a stub for it.
+struct Daemon {
+  HostEntry host;
+  std::unique_ptr<v1::BenchService::Stub> stub;
+};
+
+// Connects to every host resolved from --host / GPUBENCH_HOST / the fleet
+// file; all_fleet as in ResolveHosts.
+absl::StatusOr<std::vector<Daemon>> ConnectAll(const Args& a, bool all_fleet);
+// The single daemon a command talks to (the first resolved host).
+absl::StatusOr<Daemon> ConnectOne(const Args& a);
+
+// Reports a failed call and returns the exit code it implies: UNAVAILABLE or
+// DEADLINE_EXCEEDED is 3 (cannot reach), INVALID_ARGUMENT 2, others 1.
+int CallFailed(const HostEntry& host, const grpc::Status& s, std::ostream& err);
+
+// The enum value's short name ("succeeded" for JOB_STATE_SUCCEEDED).
+std::string Short(const google::protobuf::EnumDescriptor* type, int value);
+
+// A date or time for --since/--until: "2026-11-20", "2026-11-20T08:00:00Z"
+// (RFC 3339), or an age before now: "36h", "7d". InvalidArgument naming the
+// flag otherwise.
+absl::StatusOr<absl::Time> ParseWhen(const std::string& flag, const std::string& text);
+
+// The runs of one or more jobs as a table: the config columns that vary,
+// state, throughput with CI, latency percentiles, wait share, peak memory,
+// loss, notes.
+Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column);
+
+// A config in a few words, for tables and progress lines:
+// "resnet50 train b32 fp16 cl graph".
+std::string ConfigLabel(const v1::RunConfig& c);
+
+// Prints a job and its runs in the chosen format; JSON is
+// {"job": Job, "runs": [Run...]} in the protobuf JSON mapping.
+void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
+              std::ostream& out);
+
+// Commands, each returning the exit code.
+int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err);
+int JobCommand(const Args& a, std::ostream& out, std::ostream& err);  // watch, show, cancel
+int JobsCommand(const Args& a, std::ostream& out, std::ostream& err);
+int RunsCommand(const Args& a, std::ostream& out, std::ostream& err);
+int TraceCommand(const Args& a, std::ostream& out, std::ostream& err);
+int ModelCommand(const Args& a, std::ostream& out, std::ostream& err);
+int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err);
+int HostsCommand(const Args& a, std::ostream& out, std::ostream& err);
+int CompareCommand(const Args& a, std::ostream& out, std::ostream& err);
+int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err);
+int ReportCommand(const Args& a, std::ostream& out, std::ostream& err);
+
+// Builds the spec from a JSON file (positional[0] when given) and flags;
+// with neither, the embedded default job.
+absl::StatusOr<v1::JobSpec> BuildSpec(const Args& a, const std::string& spec_path);
+
+}  // namespace gpubench::client
+
+#endif  // GPUBENCH_CLIENT_CLI_INTERNAL_H_

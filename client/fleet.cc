@@ -1,0 +1,156 @@
+#include "client/fleet.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace gpubench::client {
+namespace {
+
+std::string ExpandHome(const std::string& path) {
+  if (path.rfind("~/", 0) != 0) return path;
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home ? home : "", path.substr(1));
+}
+
+absl::StatusOr<std::string> ReadText(const std::string& path) {
+  std::ifstream in(ExpandHome(path));
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+constexpr char kDefaultAddress[] = "127.0.0.1:50051";
+
+}  // namespace
+
+std::string DefaultFleetPath() {
+  if (const char* p = std::getenv("GPUBENCH_FLEET"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) {
+    return absl::StrCat(x, "/gpubench/fleet.json");
+  }
+  return ExpandHome("~/.config/gpubench/fleet.json");
+}
+
+absl::StatusOr<std::vector<HostEntry>> ReadFleet(const std::string& path) {
+  auto text = ReadText(path);
+  if (!text.ok()) return text.status();
+  google::protobuf::Struct root;
+  if (auto s = google::protobuf::util::JsonStringToMessage(*text, &root); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fleet file ", path, ": not JSON: ", std::string(s.message())));
+  }
+  auto hosts = root.fields().find("hosts");
+  if (hosts == root.fields().end() || !hosts->second.has_list_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fleet file ", path, ": needs a \"hosts\" list"));
+  }
+  std::vector<HostEntry> entries;
+  int i = 0;
+  for (const auto& value : hosts->second.list_value().values()) {
+    const std::string where = absl::StrCat("fleet file ", path, ": hosts[", i++, "]");
+    if (!value.has_struct_value()) return absl::InvalidArgumentError(where + ": not an object");
+    HostEntry e;
+    for (const auto& [key, v] : value.struct_value().fields()) {
+      const bool is_string = v.kind_case() == google::protobuf::Value::kStringValue;
+      if (key == "name" && is_string) {
+        e.name = v.string_value();
+      } else if (key == "address" && is_string) {
+        e.address = v.string_value();
+      } else if (key == "tls" && v.kind_case() == google::protobuf::Value::kBoolValue) {
+        e.tls = v.bool_value();
+      } else if (key == "ca_file" && is_string) {
+        e.ca_file = ExpandHome(v.string_value());
+      } else if (key == "token" && is_string) {
+        e.token = v.string_value();
+      } else if (key == "token_file" && is_string) {
+        auto token = ReadText(v.string_value());
+        if (!token.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ".token_file: ", token.status().message()));
+        e.token = std::string(absl::StripAsciiWhitespace(*token));
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".", key, ": unknown setting or wrong type"));
+      }
+    }
+    if (e.address.empty()) return absl::InvalidArgumentError(where + ".address: required");
+    if (e.name.empty()) e.name = e.address;
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+absl::StatusOr<std::vector<HostEntry>> ResolveHosts(const std::vector<std::string>& flags,
+                                                    bool all_fleet) {
+  std::vector<HostEntry> fleet;
+  const std::string fleet_path = DefaultFleetPath();
+  if (auto read = ReadFleet(fleet_path); read.ok()) {
+    fleet = std::move(*read);
+  } else if (read.status().code() != absl::StatusCode::kNotFound) {
+    return read.status();
+  }
+  std::vector<std::string> wanted = flags;
+  if (wanted.empty()) {
+    if (const char* env = std::getenv("GPUBENCH_HOST"); env && *env) {
+      wanted = absl::StrSplit(env, ',', absl::SkipWhitespace());
+    }
+  }
+  if (wanted.empty()) {
+    if (fleet.empty()) return std::vector<HostEntry>{{kDefaultAddress, kDefaultAddress}};
+    if (!all_fleet) fleet.resize(1);
+    return fleet;
+  }
+  std::vector<HostEntry> out;
+  for (const std::string& w : wanted) {
+    const std::string name(absl::StripAsciiWhitespace(w));
+    bool found = false;
+    for (const HostEntry& e : fleet) {
+      if (e.name == name || e.address == name) {
+        out.push_back(e);
+        found = true;
+        break;
+      }
+    }
+    if (found) continue;
+    if (name.find(':') == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--host: \"", name, "\" is neither host:port nor a name in ", fleet_path));
+    }
+    out.push_back({name, name});
+  }
+  return out;
+}
+
+std::shared_ptr<grpc::Channel> Dial(const HostEntry& host) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (host.tls) {
+    grpc::SslCredentialsOptions options;
+    if (!host.ca_file.empty()) {
+      auto roots = ReadText(host.ca_file);
+      if (roots.ok()) options.pem_root_certs = *roots;
+    }
+    credentials = grpc::SslCredentials(options);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return grpc::CreateCustomChannel(host.address, credentials, args);
+}
+
+void PrepareCall(const HostEntry& host, int deadline_s, grpc::ClientContext* context) {
+  if (deadline_s > 0) {
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
+  }
+  if (!host.token.empty()) context->AddMetadata("authorization", "Bearer " + host.token);
+}
+
+}  // namespace gpubench::client

@@ -1,0 +1,497 @@
+// The CLI's commands on one daemon: submit, watch, show, cancel, jobs, runs,
+// trace, model upload, schedules.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli.h"
+#include "client/cli_internal.h"
+#include "common/spec.h"
+#include "google/protobuf/util/time_util.h"
+#include "storage/sha256.h"
+
+namespace gpubench::client {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr int kCallSeconds = 30;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+std::string When(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(t.seconds()),
+                          absl::LocalTimeZone());
+}
+
+std::string Duration(double ms) {
+  if (ms < 0) ms = 0;
+  const int64_t s = static_cast<int64_t>(ms / 1000);
+  return s >= 3600 ? absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60)
+                   : absl::StrFormat("%dm%02ds", s / 60, s % 60);
+}
+
+// Live progress of a job. On a terminal: one redrawn status line (run i/N,
+// its config, phase, iterations, throughput so far, ETA of the job). Not on a
+// terminal: one plain line per event that matters.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(std::ostream& err, bool tty) : err_(err), tty_(tty) {}
+
+  void On(const v1::ProgressEvent& e) {
+    if (e.has_state_changed()) {
+      Clear();
+      err_ << "job " << e.job_id() << ": "
+           << Short(v1::JobState_descriptor(), e.state_changed().state())
+           << (e.state_changed().error().empty() ? "" : " (" + e.state_changed().error() + ")")
+           << "\n";
+    } else if (e.has_run_started()) {
+      run_index_ = e.run_started().index();
+      run_count_ = e.run_started().run_count();
+      label_ = ConfigLabel(e.run_started().config());
+      run_start_ = absl::Now();
+      if (!tty_) err_ << "run " << run_index_ + 1 << "/" << run_count_ << ": " << label_ << "\n";
+    } else if (e.has_run_progress() && tty_) {
+      const auto& p = e.run_progress();
+      // ETA: this run's own estimate, plus the mean run time so far for
+      // each run still to come.
+      const double mean_run_ms = finished_ > 0 ? finished_ms_ / finished_ : p.elapsed_ms() + p.eta_ms();
+      const double eta_ms = p.eta_ms() + mean_run_ms * std::max(0, run_count_ - run_index_ - 1);
+      const std::string line = absl::StrFormat(
+          "[%s] run %d/%d %s | %s %d it | %.1f samples/s | ETA %s", Bar(), run_index_ + 1,
+          run_count_, label_, p.phase(), p.iterations(), p.throughput_samples_per_s(),
+          Duration(eta_ms));
+      err_ << "\r" << line.substr(0, 160) << "\033[K" << std::flush;
+      drawn_ = true;
+    } else if (e.has_run_finished()) {
+      ++finished_;
+      finished_ms_ += absl::ToDoubleMilliseconds(absl::Now() - run_start_);
+      const v1::Run& r = e.run_finished().run();
+      Clear();
+      err_ << "  run " << r.index() + 1 << "/" << run_count_ << " "
+           << Short(v1::RunState_descriptor(), r.state())
+           << absl::StrFormat(", %.1f samples/s", r.result().throughput_samples_per_s())
+           << (r.error().empty() ? "" : " (" + r.error().substr(0, 80) + ")") << "\n";
+    } else if (e.has_log() && !tty_) {
+      err_ << "  " << e.log().text() << "\n";
+    }
+  }
+
+  void Clear() {
+    if (drawn_) err_ << "\r\033[K";
+    drawn_ = false;
+  }
+
+ private:
+  std::string Bar() const {
+    const int width = 20;
+    const int done = run_count_ > 0 ? width * run_index_ / run_count_ : 0;
+    return std::string(done, '#') + std::string(width - done, '.');
+  }
+
+  std::ostream& err_;
+  const bool tty_;
+  int run_index_ = 0, run_count_ = 0, finished_ = 0;
+  double finished_ms_ = 0;
+  std::string label_;
+  absl::Time run_start_;
+  bool drawn_ = false;
+};
+
+// Follows a job until its stream ends; progress to err when show_progress.
+grpc::Status FollowJob(const Daemon& d, const std::string& job_id, bool show_progress,
+                       std::ostream& err) {
+  grpc::ClientContext ctx;
+  PrepareCall(d.host, 0, &ctx);
+  v1::WatchJobRequest req;
+  req.set_job_id(job_id);
+  auto reader = d.stub->WatchJob(&ctx, req);
+  v1::WatchJobResponse resp;
+  ProgressPrinter printer(err, isatty(fileno(stderr)) && &err == &std::cerr);
+  while (reader->Read(&resp)) {
+    if (show_progress) printer.On(resp.event());
+  }
+  printer.Clear();
+  return reader->Finish();
+}
+
+absl::Status GetJob(const Daemon& d, const std::string& id, v1::Job* job,
+                    std::vector<v1::Run>* runs, grpc::Status* call) {
+  {
+    grpc::ClientContext ctx;
+    PrepareCall(d.host, kCallSeconds, &ctx);
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::GetJobResponse resp;
+    *call = d.stub->GetJob(&ctx, req, &resp);
+    if (!call->ok()) return absl::UnknownError("call");
+    *job = resp.job();
+  }
+  grpc::ClientContext ctx;
+  PrepareCall(d.host, kCallSeconds, &ctx);
+  v1::ListRunsRequest req;
+  req.set_job_id(id);
+  v1::ListRunsResponse resp;
+  *call = d.stub->ListRuns(&ctx, req, &resp);
+  if (!call->ok()) return absl::UnknownError("call");
+  runs->assign(resp.runs().begin(), resp.runs().end());
+  return absl::OkStatus();
+}
+
+// Prints a job and its runs; returns the exit code its state implies.
+int ShowJob(const Daemon& d, const std::string& id, const Args& a, std::ostream& out,
+            std::ostream& err) {
+  v1::Job job;
+  std::vector<v1::Run> runs;
+  grpc::Status call;
+  if (!GetJob(d, id, &job, &runs, &call).ok()) return CallFailed(d.host, call, err);
+  PrintJob(job, runs, a.format, out);
+  const v1::JobState state = job.state();
+  if (state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED ||
+      state == v1::JOB_STATE_INTERRUPTED) {
+    err << "gpubench: job " << Short(v1::JobState_descriptor(), state) << ": " << job.error()
+        << "\n";
+    if (!job.worker_stderr_tail().empty()) err << job.worker_stderr_tail() << "\n";
+    return kExitJobFailed;
+  }
+  for (const v1::Run& r : runs) {
+    if (r.state() == v1::RUN_STATE_FAILED) return kExitJobFailed;
+  }
+  return kExitOk;
+}
+
+int Usage(std::ostream& err, const std::string& message) {
+  err << "gpubench: " << message << "; see gpubench --help\n";
+  return kExitUsage;
+}
+
+// A positive --limit, or fallback.
+absl::StatusOr<int> Limit(const Args& a, int fallback) {
+  if (!a.Has("limit")) return fallback;
+  int n = 0;
+  if (!absl::SimpleAtoi(a.Option("limit"), &n) || n <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--limit: \"", a.Option("limit"), "\" is not a positive number"));
+  }
+  return n;
+}
+
+}  // namespace
+
+int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  auto spec = BuildSpec(a, a.positional.empty() ? "" : a.positional[0]);
+  if (!spec.ok()) return Usage(err, std::string(spec.status().message()));
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  v1::SubmitJobResponse resp;
+  {
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, kCallSeconds, &ctx);
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = *spec;
+    if (auto s = d->stub->SubmitJob(&ctx, req, &resp); !s.ok()) {
+      return CallFailed(d->host, s, err);
+    }
+  }
+  const std::string& id = resp.job().job_id();
+  if (!a.wait) {
+    out << id << "\n";
+    return kExitOk;
+  }
+  err << "job " << id << " queued on " << d->host.name << " (" << resp.job().run_count()
+      << " runs)\n";
+  if (auto s = FollowJob(*d, id, a.watch || a.format == Format::kTable, err); !s.ok()) {
+    return CallFailed(d->host, s, err);
+  }
+  return ShowJob(*d, id, a, out, err);
+}
+
+int JobCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  if (a.positional.size() != 1) return Usage(err, a.command + " takes one job id");
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  const std::string& id = a.positional[0];
+  if (a.command == "cancel") {
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, kCallSeconds, &ctx);
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    if (auto s = d->stub->CancelJob(&ctx, req, &resp); !s.ok()) {
+      return CallFailed(d->host, s, err);
+    }
+    out << id << " " << Short(v1::JobState_descriptor(), resp.job().state()) << "\n";
+    return kExitOk;
+  }
+  if (a.command == "watch") {
+    if (auto s = FollowJob(*d, id, true, err); !s.ok()) return CallFailed(d->host, s, err);
+  }
+  return ShowJob(*d, id, a, out, err);
+}
+
+int JobsCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  v1::ListJobsRequest req;
+  for (const auto& [name, value] : a.spec_flags) {
+    if (name != "workload") return Usage(err, "jobs: unknown option --" + name);
+    req.set_workload(value);
+  }
+  for (const std::string& s : a.All("state")) {
+    auto state = ParseEnumShortName(v1::JobState_descriptor(), s);
+    if (!state.ok()) return Usage(err, absl::StrCat("--state: unknown job state \"", s, "\""));
+    req.add_states(static_cast<v1::JobState>(*state));
+  }
+  req.set_schedule_id(a.Option("schedule"));
+  for (const char* flag : {"since", "until"}) {
+    if (!a.Has(flag)) continue;
+    auto t = ParseWhen(flag, a.Option(flag));
+    if (!t.ok()) return Usage(err, std::string(t.status().message()));
+    *(flag == std::string("since") ? req.mutable_submitted_after()
+                                   : req.mutable_submitted_before()) = ToProto(*t);
+  }
+  auto limit = Limit(a, 50);
+  if (!limit.ok()) return Usage(err, std::string(limit.status().message()));
+  req.set_page_size(std::min(*limit, 1000));
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  grpc::ClientContext ctx;
+  PrepareCall(d->host, kCallSeconds, &ctx);
+  v1::ListJobsResponse resp;
+  if (auto s = d->stub->ListJobs(&ctx, req, &resp); !s.ok()) return CallFailed(d->host, s, err);
+  if (a.format == Format::kJson) {
+    out << MessageToJson(resp) << "\n";
+    return kExitOk;
+  }
+  Table t;
+  t.header = {"job", "state", "workload", "runs", "submitted", "name"};
+  for (const v1::Job& j : resp.jobs()) {
+    t.rows.push_back({j.job_id(), Short(v1::JobState_descriptor(), j.state()),
+                      j.spec().base().workload(), absl::StrCat(j.runs_done(), "/", j.run_count()),
+                      When(j.submit_time()), j.spec().name().empty() ? "-" : j.spec().name()});
+  }
+  PrintTable(t, a.format, out);
+  return kExitOk;
+}
+
+int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  v1::QueryRunsRequest req;
+  for (const auto& [name, value] : a.spec_flags) {
+    if (name != "workload") return Usage(err, a.command + ": unknown option --" + name);
+    req.set_workload(value);
+  }
+  for (const std::string& c : a.All("config")) req.add_config_equals(c);
+  req.set_job_id(a.Option("job"));
+  req.set_schedule_id(a.Option("schedule"));
+  req.set_host_id(a.Option("host-id"));
+  for (const std::string& s : a.All("state")) {
+    auto state = ParseEnumShortName(v1::RunState_descriptor(), s);
+    if (!state.ok()) return Usage(err, absl::StrCat("--state: unknown run state \"", s, "\""));
+    req.add_states(static_cast<v1::RunState>(*state));
+  }
+  for (const char* flag : {"since", "until"}) {
+    if (!a.Has(flag)) continue;
+    auto t = ParseWhen(flag, a.Option(flag));
+    if (!t.ok()) return Usage(err, std::string(t.status().message()));
+    *(flag == std::string("since") ? req.mutable_started_after()
+                                   : req.mutable_started_before()) = ToProto(*t);
+  }
+  auto limit = Limit(a, 100);
+  if (!limit.ok()) return Usage(err, std::string(limit.status().message()));
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  // Page through until the limit.
+  v1::QueryRunsResponse all;
+  std::string token;
+  do {
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, kCallSeconds, &ctx);
+    req.set_page_size(std::min(1000, *limit - all.runs_size()));
+    req.set_page_token(token);
+    v1::QueryRunsResponse resp;
+    if (auto s = d->stub->QueryRuns(&ctx, req, &resp); !s.ok()) {
+      return CallFailed(d->host, s, err);
+    }
+    for (auto& r : *resp.mutable_runs()) *all.add_runs() = std::move(r);
+    token = resp.next_page_token();
+  } while (!token.empty() && all.runs_size() < *limit);
+  if (a.format == Format::kJson) {
+    out << MessageToJson(all) << "\n";
+    return kExitOk;
+  }
+  PrintTable(RunsTable({all.runs().begin(), all.runs().end()}, true), a.format, out);
+  return kExitOk;
+}
+
+int TraceCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  if (a.positional.size() != 1 || !a.Has("out")) {
+    return Usage(err, "trace takes a run id and -o FILE");
+  }
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  const std::string path = a.Option("out");
+  const std::string temp = path + ".part";
+  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
+  if (!file) return Usage(err, "cannot write " + temp);
+  grpc::ClientContext ctx;
+  PrepareCall(d->host, 0, &ctx);
+  v1::GetTraceRequest req;
+  req.set_run_id(a.positional[0]);
+  auto reader = d->stub->GetTrace(&ctx, req);
+  v1::GetTraceResponse resp;
+  v1::TraceInfo info;
+  storage::Sha256 sha;
+  int64_t bytes = 0;
+  while (reader->Read(&resp)) {
+    if (resp.has_info()) info = resp.info();
+    if (resp.part_case() == v1::GetTraceResponse::kChunk) {
+      sha.Update(resp.chunk());
+      file.write(resp.chunk().data(), resp.chunk().size());
+      bytes += resp.chunk().size();
+    }
+  }
+  file.close();
+  if (auto s = reader->Finish(); !s.ok()) {
+    std::remove(temp.c_str());
+    return CallFailed(d->host, s, err);
+  }
+  const std::string digest = sha.HexDigest();
+  if (bytes != info.size_bytes() || digest != info.sha256()) {
+    std::remove(temp.c_str());
+    err << "gpubench: trace of " << a.positional[0] << " arrived damaged (" << bytes << " of "
+        << info.size_bytes() << " bytes, sha256 " << digest << ")\n";
+    return kExitJobFailed;
+  }
+  std::rename(temp.c_str(), path.c_str());
+  out << path << ": " << bytes << " bytes, " << info.format()
+      << " trace; open it in https://ui.perfetto.dev or chrome://tracing\n";
+  return kExitOk;
+}
+
+int ModelCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  if (a.positional.size() != 2 || a.positional[0] != "upload") {
+    return Usage(err, "model upload FILE");
+  }
+  const std::string& path = a.positional[1];
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Usage(err, "cannot read " + path);
+  // Hash first (the daemon checks it), then stream.
+  storage::Sha256 sha;
+  int64_t size = 0;
+  std::string chunk(1 << 20, '\0');
+  while (file.read(chunk.data(), chunk.size()) || file.gcount() > 0) {
+    sha.Update(absl::string_view(chunk.data(), file.gcount()));
+    size += file.gcount();
+  }
+  if (size == 0) return Usage(err, path + " is empty");
+  const std::string digest = sha.HexDigest();
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  grpc::ClientContext ctx;
+  PrepareCall(d->host, 0, &ctx);
+  v1::UploadModelResponse resp;
+  auto writer = d->stub->UploadModel(&ctx, &resp);
+  v1::UploadModelRequest req;
+  const size_t slash = path.find_last_of('/');
+  req.mutable_header()->set_name(slash == std::string::npos ? path : path.substr(slash + 1));
+  req.mutable_header()->set_sha256(digest);
+  req.mutable_header()->set_size_bytes(size);
+  bool ok = writer->Write(req);
+  file.clear();
+  file.seekg(0);
+  while (ok && (file.read(chunk.data(), chunk.size()) || file.gcount() > 0)) {
+    req.set_chunk(chunk.data(), file.gcount());
+    ok = writer->Write(req);
+  }
+  writer->WritesDone();
+  if (auto s = writer->Finish(); !s.ok()) return CallFailed(d->host, s, err);
+  out << resp.model().sha256() << "  " << resp.model().name() << " (" << size << " bytes"
+      << (resp.already_present() ? ", already stored" : "") << ")\n"
+      << "use it with: --workload torchscript and params.model_sha256 = "
+      << resp.model().sha256() << "\n";
+  return kExitOk;
+}
+
+int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  const std::string verb = a.positional.empty() ? "" : a.positional[0];
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  if (verb == "add") {
+    if (!a.Has("cron")) return Usage(err, "schedule add needs --cron \"MIN HOUR DOM MON DOW\"");
+    auto spec = BuildSpec(a, a.positional.size() > 1 ? a.positional[1] : "");
+    if (!spec.ok()) return Usage(err, std::string(spec.status().message()));
+    v1::CreateScheduleRequest req;
+    v1::Schedule* s = req.mutable_schedule();
+    s->set_name(spec->name());
+    s->set_cron(a.Option("cron"));
+    s->set_time_zone(a.Option("tz"));
+    *s->mutable_spec() = *spec;
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, kCallSeconds, &ctx);
+    v1::CreateScheduleResponse resp;
+    if (auto st = d->stub->CreateSchedule(&ctx, req, &resp); !st.ok()) {
+      return CallFailed(d->host, st, err);
+    }
+    out << resp.schedule().schedule_id() << "  next run " << When(resp.schedule().next_run_time())
+        << "\n";
+    return kExitOk;
+  }
+  if (verb == "list") {
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, kCallSeconds, &ctx);
+    v1::ListSchedulesResponse resp;
+    if (auto st = d->stub->ListSchedules(&ctx, {}, &resp); !st.ok()) {
+      return CallFailed(d->host, st, err);
+    }
+    if (a.format == Format::kJson) {
+      out << MessageToJson(resp) << "\n";
+      return kExitOk;
+    }
+    Table t;
+    t.header = {"schedule", "cron", "zone", "next run", "last run", "name"};
+    for (const v1::Schedule& s : resp.schedules()) {
+      t.rows.push_back({s.schedule_id(), s.cron(), s.time_zone().empty() ? "local" : s.time_zone(),
+                        s.disabled() ? "disabled" : When(s.next_run_time()),
+                        When(s.last_run_time()), s.name().empty() ? "-" : s.name()});
+    }
+    PrintTable(t, a.format, out);
+    return kExitOk;
+  }
+  if (verb == "rm" && a.positional.size() == 2) {
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, kCallSeconds, &ctx);
+    v1::DeleteScheduleRequest req;
+    req.set_schedule_id(a.positional[1]);
+    v1::DeleteScheduleResponse resp;
+    if (auto st = d->stub->DeleteSchedule(&ctx, req, &resp); !st.ok()) {
+      return CallFailed(d->host, st, err);
+    }
+    out << "deleted " << a.positional[1] << "\n";
+    return kExitOk;
+  }
+  if (verb == "history" && a.positional.size() == 2) {
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, kCallSeconds, &ctx);
+    v1::QueryRunsRequest req;
+    req.set_schedule_id(a.positional[1]);
+    req.set_page_size(200);
+    v1::QueryRunsResponse resp;
+    if (auto st = d->stub->QueryRuns(&ctx, req, &resp); !st.ok()) {
+      return CallFailed(d->host, st, err);
+    }
+    if (a.format == Format::kJson) {
+      out << MessageToJson(resp) << "\n";
+      return kExitOk;
+    }
+    PrintTable(RunsTable({resp.runs().begin(), resp.runs().end()}, true), a.format, out);
+    return kExitOk;
+  }
+  return Usage(err, "schedule add|list|rm ID|history ID");
+}
+
+}  // namespace gpubench::client

@@ -1,0 +1,134 @@
+#include "client/output.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace gpubench::client {
+namespace {
+
+bool LooksNumeric(const std::string& cell) {
+  if (cell.empty() || cell == "-") return false;
+  const char c = cell[0];
+  return absl::ascii_isdigit(static_cast<unsigned char>(c)) ||
+         ((c == '-' || c == '+' || c == '.') && cell.size() > 1 &&
+          absl::ascii_isdigit(static_cast<unsigned char>(cell[1])));
+}
+
+std::string CsvCell(const std::string& cell) {
+  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
+  return absl::StrCat("\"", absl::StrReplaceAll(cell, {{"\"", "\"\""}}), "\"");
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          static const char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+absl::StatusOr<Format> ParseFormat(const std::string& name) {
+  if (name == "table" || name.empty()) return Format::kTable;
+  if (name == "json") return Format::kJson;
+  if (name == "csv") return Format::kCsv;
+  if (name == "markdown" || name == "md") return Format::kMarkdown;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--output: \"", name, "\" is not one of table, json, csv, markdown"));
+}
+
+void PrintTable(const Table& table, Format format, std::ostream& out) {
+  const size_t columns = table.header.size();
+  auto cell = [&](const std::vector<std::string>& row, size_t i) -> const std::string& {
+    static const std::string kEmpty;
+    return i < row.size() ? row[i] : kEmpty;
+  };
+  switch (format) {
+    case Format::kCsv: {
+      std::vector<std::string> cells;
+      for (const auto& h : table.header) cells.push_back(CsvCell(h));
+      out << absl::StrJoin(cells, ",") << "\n";
+      for (const auto& row : table.rows) {
+        cells.clear();
+        for (size_t i = 0; i < columns; ++i) cells.push_back(CsvCell(cell(row, i)));
+        out << absl::StrJoin(cells, ",") << "\n";
+      }
+      return;
+    }
+    case Format::kJson: {
+      out << "[";
+      for (size_t r = 0; r < table.rows.size(); ++r) {
+        out << (r ? ",\n " : "\n ") << "{";
+        for (size_t i = 0; i < columns; ++i) {
+          out << (i ? ", " : "") << JsonString(table.header[i]) << ": "
+              << JsonString(cell(table.rows[r], i));
+        }
+        out << "}";
+      }
+      out << "\n]\n";
+      return;
+    }
+    case Format::kMarkdown: {
+      auto escape = [](const std::string& s) { return absl::StrReplaceAll(s, {{"|", "\\|"}}); };
+      std::vector<std::string> cells;
+      for (const auto& h : table.header) cells.push_back(escape(h));
+      out << "| " << absl::StrJoin(cells, " | ") << " |\n|";
+      for (size_t i = 0; i < columns; ++i) out << " --- |";
+      out << "\n";
+      for (const auto& row : table.rows) {
+        cells.clear();
+        for (size_t i = 0; i < columns; ++i) cells.push_back(escape(cell(row, i)));
+        out << "| " << absl::StrJoin(cells, " | ") << " |\n";
+      }
+      return;
+    }
+    case Format::kTable: {
+      std::vector<size_t> width(columns, 0);
+      std::vector<bool> numeric(columns, true);
+      for (size_t i = 0; i < columns; ++i) width[i] = table.header[i].size();
+      for (const auto& row : table.rows) {
+        for (size_t i = 0; i < columns; ++i) {
+          width[i] = std::max(width[i], cell(row, i).size());
+          if (!cell(row, i).empty() && cell(row, i) != "-" && !LooksNumeric(cell(row, i))) {
+            numeric[i] = false;
+          }
+        }
+      }
+      auto line = [&](const std::vector<std::string>& row) {
+        std::string text;
+        for (size_t i = 0; i < columns; ++i) {
+          const std::string& c = cell(row, i);
+          const std::string pad(width[i] - std::min(width[i], c.size()), ' ');
+          const bool last = i + 1 == columns;
+          text += numeric[i] ? pad + c : (last ? c : c + pad);
+          if (!last) text += "  ";
+        }
+        out << text << "\n";
+      };
+      line(table.header);
+      for (const auto& row : table.rows) line(row);
+      return;
+    }
+  }
+}
+
+}  // namespace gpubench::client

@@ -1,0 +1,41 @@
+// The HTML report of `gpubench report`: jobs, their runs and plots of them as
+// one self-contained page.
+#ifndef GPUBENCH_CLIENT_REPORT_H_
+#define GPUBENCH_CLIENT_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "gpubench/v1/job.pb.h"
+#include "gpubench/v1/result.pb.h"
+
+namespace gpubench::client {
+
+// One job as the report shows it.
+struct ReportJob {
+  // The job, as GetJob returns it.
+  v1::Job job;
+  // Its runs, in any order (the report sorts them by index).
+  std::vector<v1::Run> runs;
+  // The daemon the job was read from: its name or address.
+  std::string host;
+};
+
+// Renders jobs as one HTML page titled `title`. The page is self-contained:
+// inline CSS and hand-written inline SVG, no scripts and no external fetches,
+// so it reads offline and can be mailed or archived as one file.
+//
+// The page has a header (title, generation time, hosts), then per job a
+// summary, a table of its runs (only the config columns that vary between
+// them) and the plots its data supports: throughput and latency against batch
+// size, peak memory against batch size, speedup by device, optimised against
+// baseline, data-wait share against loader threads, and top operators of
+// profiled runs. A plot is drawn only from at least two points (a bar chart
+// from at least one ratio of two runs, or one profile); every text from the
+// jobs is HTML-escaped. Thread-safe (no state).
+std::string RenderReport(const std::vector<ReportJob>& jobs,
+                         const std::string& title);
+
+}  // namespace gpubench::client
+
+#endif  // GPUBENCH_CLIENT_REPORT_H_

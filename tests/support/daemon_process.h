@@ -1,0 +1,106 @@
+// A real gpubenchd child process on a loopback port (port 0: the daemon
+// picks one and writes it to a port file), for tests that drive the daemon
+// over gRPC or through the CLI. Test-only; not thread-safe.
+#ifndef GPUBENCH_TESTS_SUPPORT_DAEMON_PROCESS_H_
+#define GPUBENCH_TESTS_SUPPORT_DAEMON_PROCESS_H_
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpubench/v1/service.grpc.pb.h"
+
+namespace gpubench::testing_support {
+
+using std::chrono::milliseconds;
+
+// An empty directory under the test's temp dir.
+inline std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/gpubench_test_" + name;
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
+  return dir;
+}
+
+// One gpubenchd child process.
+class Daemon {
+ public:
+  explicit Daemon(std::string data_dir, std::vector<std::string> extra = {})
+      : data_dir_(std::move(data_dir)) {
+    const std::string port_file = data_dir_ + "/port";
+    std::remove(port_file.c_str());
+    std::vector<std::string> args = {GPUBENCH_DAEMON_PATH, "--listen", "127.0.0.1:0",
+                                     "--data-dir", data_dir_, "--port-file", port_file,
+                                     "--worker", GPUBENCH_WORKER_PATH,
+                                     "--stop-grace-ms", "2000"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      freopen((data_dir_ + "/daemon.log").c_str(), "a", stderr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 300 && port_ == 0; ++i) {
+      std::ifstream in(port_file);
+      if (!(in >> port_)) {
+        port_ = 0;
+        int status;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+          exited_ = true;
+          exit_status_ = status;
+          return;
+        }
+        std::this_thread::sleep_for(milliseconds(50));
+      }
+    }
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::BenchService::NewStub(channel_);
+  }
+  ~Daemon() { Stop(SIGKILL); }
+
+  // Sends sig and reaps the process; returns its exit status.
+  int Stop(int sig) {
+    if (exited_) return exit_status_;
+    kill(pid_, sig);
+    waitpid(pid_, &exit_status_, 0);
+    exited_ = true;
+    return exit_status_;
+  }
+
+  bool serving() const { return port_ != 0; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& data_dir() const { return data_dir_; }
+  v1::BenchService::Stub* stub() { return stub_.get(); }
+  pid_t pid() const { return pid_; }
+  std::string log() const {
+    std::ifstream in(data_dir_ + "/daemon.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  std::string data_dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  bool exited_ = false;
+  int exit_status_ = 0;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::BenchService::Stub> stub_;
+};
+
+}  // namespace gpubench::testing_support
+
+#endif  // GPUBENCH_TESTS_SUPPORT_DAEMON_PROCESS_H_
