@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -21,6 +22,7 @@
 #include "common/spec.h"
 #include "common/version.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/util/time_util.h"
 #include "worker/process.h"
 
 namespace gpubench::client {
@@ -263,6 +265,29 @@ int CallFailed(const HostEntry& host, const grpc::Status& s, std::ostream& err) 
   }
   err << "gpubench: " << host.name << ": " << s.error_message() << "\n";
   return s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? kExitUsage : kExitJobFailed;
+}
+
+int Usage(std::ostream& err, const std::string& message) {
+  err << "gpubench: " << message << "; see gpubench --help\n";
+  return kExitUsage;
+}
+
+absl::Status TimeRange(const Args& a, google::protobuf::Timestamp* after,
+                       google::protobuf::Timestamp* before) {
+  for (const char* flag : {"since", "until"}) {
+    if (!a.Has(flag)) continue;
+    auto t = ParseWhen(flag, a.Option(flag));
+    if (!t.ok()) return t.status();
+    *(flag == std::string("since") ? after : before) =
+        google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(*t));
+  }
+  return absl::OkStatus();
+}
+
+void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call) {
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < daemons.size(); ++i) threads.emplace_back([&call, i] { call(i); });
+  for (auto& t : threads) t.join();
 }
 
 std::string Short(const google::protobuf::EnumDescriptor* type, int v) {

@@ -3,6 +3,7 @@
 #ifndef GPUBENCH_CLIENT_CLI_INTERNAL_H_
 #define GPUBENCH_CLIENT_CLI_INTERNAL_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -70,6 +71,20 @@ std::string ConfigLabel(const v1::RunConfig& c);
 // {"job": Job, "runs": [Run...]} in the protobuf JSON mapping.
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
               std::ostream& out);
+
+// Deadline of a unary call, seconds.
+inline constexpr int kCallSeconds = 30;
+
+// Prints "gpubench: message; see gpubench --help" and returns 2.
+int Usage(std::ostream& err, const std::string& message);
+
+// --since and --until into a request's time range; unset flags leave their
+// field alone. InvalidArgument naming the flag.
+absl::Status TimeRange(const Args& a, google::protobuf::Timestamp* after,
+                       google::protobuf::Timestamp* before);
+
+// Calls call(i) for every daemon i at once, one thread each, and waits.
+void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call);
 
 // Commands, each returning the exit code.
 int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err);

@@ -22,13 +22,7 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-constexpr int kCallSeconds = 30;
 constexpr int kHistoryRuns = 7;
-
-int Usage(std::ostream& err, const std::string& message) {
-  err << "gpubench: " << message << "; see gpubench --help\n";
-  return kExitUsage;
-}
 
 std::string GiB(int64_t bytes) { return absl::StrFormat("%.1f GiB", bytes / double(1 << 30)); }
 
@@ -158,9 +152,8 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
   std::vector<int> codes(daemons->size(), kExitOk);
   std::vector<std::string> messages(daemons->size());
   std::mutex err_mu;
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < daemons->size(); ++i) {
-    threads.emplace_back([&, i] {
+  ForEachDaemon(*daemons, [&](size_t i) {
+    {
       const Daemon& d = (*daemons)[i];
       std::ostringstream log;
       sides[i].name = d.host.name;
@@ -197,9 +190,8 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
       std::lock_guard<std::mutex> lock(err_mu);
       err << d.host.name << ": job " << submitted.job().job_id() << " done\n";
       messages[i] = log.str();
-    });
-  }
-  for (auto& t : threads) t.join();
+    }
+  });
   int worst = kExitOk;
   for (size_t i = 0; i < codes.size(); ++i) {
     err << messages[i];
@@ -278,17 +270,13 @@ int HostsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
   std::vector<v1::HostInfo> infos(daemons->size());
   std::vector<grpc::Status> status(daemons->size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < daemons->size(); ++i) {
-    threads.emplace_back([&, i] {
-      grpc::ClientContext ctx;
-      PrepareCall((*daemons)[i].host, 10, &ctx);
-      v1::GetHostInfoResponse resp;
-      status[i] = (*daemons)[i].stub->GetHostInfo(&ctx, {}, &resp);
-      infos[i] = resp.host();
-    });
-  }
-  for (auto& t : threads) t.join();
+  ForEachDaemon(*daemons, [&](size_t i) {
+    grpc::ClientContext ctx;
+    PrepareCall((*daemons)[i].host, 10, &ctx);
+    v1::GetHostInfoResponse resp;
+    status[i] = (*daemons)[i].stub->GetHostInfo(&ctx, {}, &resp);
+    infos[i] = resp.host();
+  });
   int code = kExitOk;
   for (size_t i = 0; i < daemons->size(); ++i) {
     if (!status[i].ok()) code = std::max(code, CallFailed((*daemons)[i].host, status[i], err));
@@ -381,18 +369,14 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
   std::vector<v1::ListRegressionsResponse> found(daemons->size());
   std::vector<grpc::Status> status(daemons->size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < daemons->size(); ++i) {
-    threads.emplace_back([&, i] {
-      grpc::ClientContext ctx;
-      PrepareCall((*daemons)[i].host, kCallSeconds, &ctx);
-      v1::ListRegressionsRequest req;
-      *req.mutable_since() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(since));
-      req.set_include_improvements(a.Has("include-improvements"));
-      status[i] = (*daemons)[i].stub->ListRegressions(&ctx, req, &found[i]);
-    });
-  }
-  for (auto& t : threads) t.join();
+  ForEachDaemon(*daemons, [&](size_t i) {
+    grpc::ClientContext ctx;
+    PrepareCall((*daemons)[i].host, kCallSeconds, &ctx);
+    v1::ListRegressionsRequest req;
+    *req.mutable_since() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(since));
+    req.set_include_improvements(a.Has("include-improvements"));
+    status[i] = (*daemons)[i].stub->ListRegressions(&ctx, req, &found[i]);
+  });
   int code = kExitOk;
   Table t;
   t.header = {"host", "run", "job", "config", "verdict", "samples/s", "baseline", "ratio",

@@ -17,14 +17,6 @@
 namespace gpubench::client {
 namespace {
 
-using google::protobuf::util::TimeUtil;
-
-constexpr int kCallSeconds = 30;
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
-
 std::string When(const google::protobuf::Timestamp& t) {
   if (t.seconds() == 0) return "-";
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(t.seconds()),
@@ -167,11 +159,6 @@ int ShowJob(const Daemon& d, const std::string& id, const Args& a, std::ostream&
   return kExitOk;
 }
 
-int Usage(std::ostream& err, const std::string& message) {
-  err << "gpubench: " << message << "; see gpubench --help\n";
-  return kExitUsage;
-}
-
 // A positive --limit, or fallback.
 absl::StatusOr<int> Limit(const Args& a, int fallback) {
   if (!a.Has("limit")) return fallback;
@@ -248,12 +235,9 @@ int JobsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     req.add_states(static_cast<v1::JobState>(*state));
   }
   req.set_schedule_id(a.Option("schedule"));
-  for (const char* flag : {"since", "until"}) {
-    if (!a.Has(flag)) continue;
-    auto t = ParseWhen(flag, a.Option(flag));
-    if (!t.ok()) return Usage(err, std::string(t.status().message()));
-    *(flag == std::string("since") ? req.mutable_submitted_after()
-                                   : req.mutable_submitted_before()) = ToProto(*t);
+  if (auto s = TimeRange(a, req.mutable_submitted_after(), req.mutable_submitted_before());
+      !s.ok()) {
+    return Usage(err, std::string(s.message()));
   }
   auto limit = Limit(a, 50);
   if (!limit.ok()) return Usage(err, std::string(limit.status().message()));
@@ -294,12 +278,9 @@ int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     if (!state.ok()) return Usage(err, absl::StrCat("--state: unknown run state \"", s, "\""));
     req.add_states(static_cast<v1::RunState>(*state));
   }
-  for (const char* flag : {"since", "until"}) {
-    if (!a.Has(flag)) continue;
-    auto t = ParseWhen(flag, a.Option(flag));
-    if (!t.ok()) return Usage(err, std::string(t.status().message()));
-    *(flag == std::string("since") ? req.mutable_started_after()
-                                   : req.mutable_started_before()) = ToProto(*t);
+  if (auto s = TimeRange(a, req.mutable_started_after(), req.mutable_started_before());
+      !s.ok()) {
+    return Usage(err, std::string(s.message()));
   }
   auto limit = Limit(a, 100);
   if (!limit.ok()) return Usage(err, std::string(limit.status().message()));

@@ -41,6 +41,9 @@ constexpr char kUsage[] = R"(usage: gpubenchd [flags]
   --keep-samples-runs N      keep samples of the newest N runs (default 0: all)
   --keep-trace-bytes N       keep the newest traces within N bytes (default 0: all)
   --port-file PATH           write the bound port here once serving
+  --token-file PATH          require "authorization: Bearer <token>" on every call
+  --tls-cert PATH            serve TLS with this PEM certificate chain ...
+  --tls-key PATH             ... and this PEM private key
 )";
 
 std::atomic<bool> g_stop{false};
@@ -89,7 +92,7 @@ int main(int argc, char** argv) {
       {"listen", true}, {"data-dir", true}, {"config", true}, {"worker", true},
       {"max-queue", true}, {"max-job-seconds", true}, {"stop-grace-ms", true},
       {"max-requeues", true}, {"keep-samples-runs", true}, {"keep-trace-bytes", true},
-      {"port-file", true}};
+      {"port-file", true}, {"token-file", true}, {"tls-cert", true}, {"tls-key", true}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -176,10 +179,36 @@ int main(int argc, char** argv) {
   jobs.SetRunHook([&scheduler](const v1::Job& job, v1::Run* run) {
     scheduler.CompareWithHistory(job, run);
   });
-  server::BenchServiceImpl service(&jobs, &scheduler, store->get(), options.model_dir);
+  std::string token, cert, key;
+  for (auto [flag, out] : {std::pair<const char*, std::string*>{"token-file", &token},
+                           {"tls-cert", &cert}, {"tls-key", &key}}) {
+    if (!flags.count(flag)) continue;
+    std::ifstream in(flags[flag]);
+    if (!in) {
+      std::cerr << "gpubenchd: --" << flag << ": cannot read " << flags[flag] << "\n";
+      return 2;
+    }
+    out->assign(std::istreambuf_iterator<char>(in), {});
+  }
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (flags.count("token-file") && token.empty()) {
+    std::cerr << "gpubenchd: --token-file: " << flags["token-file"] << " is empty\n";
+    return 2;
+  }
+  if (cert.empty() != key.empty()) {
+    std::cerr << "gpubenchd: --tls-cert and --tls-key go together\n";
+    return 2;
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!cert.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  server::BenchServiceImpl service(&jobs, &scheduler, store->get(), options.model_dir, token);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, credentials, &port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(8 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -200,7 +229,9 @@ int main(int argc, char** argv) {
     std::ofstream(tmp) << port << "\n";
     std::rename(tmp.c_str(), flags["port-file"].c_str());
   }
-  std::cerr << "gpubenchd: serving on " << listen << " (port " << port << "), data in "
+  std::cerr << "gpubenchd: serving on " << listen << " (port " << port << ""
+            << (cert.empty() ? "" : ", TLS") << (token.empty() ? "" : ", token required")
+            << "), data in "
             << data_dir << ", " << host.gpus_size() << " GPU(s)\n";
 
   while (!g_stop.load()) {

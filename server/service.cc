@@ -124,6 +124,14 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
   return reactor;
 }
 
+// A stream reactor that only reports an error.
+template <typename Base>
+class FailedStream : public Base {
+ public:
+  explicit FailedStream(grpc::Status s) { this->Finish(std::move(s)); }
+  void OnDone() override { delete this; }
+};
+
 absl::Status Required(const std::string& value, const char* field) {
   if (!value.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
@@ -361,18 +369,25 @@ class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
 }  // namespace
 
 grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
-    grpc::CallbackServerContext*, v1::UploadModelResponse* response) {
+    grpc::CallbackServerContext* context, v1::UploadModelResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) {
+    return new FailedStream<grpc::ServerReadReactor<v1::UploadModelRequest>>(ToGrpcStatus(s));
+  }
   return new UploadReactor(store_, model_dir_, response);
 }
 
 grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
-    grpc::CallbackServerContext*, const v1::GetTraceRequest* request) {
+    grpc::CallbackServerContext* context, const v1::GetTraceRequest* request) {
+  if (auto s = Authorize(context); !s.ok()) {
+    return new FailedStream<grpc::ServerWriteReactor<v1::GetTraceResponse>>(ToGrpcStatus(s));
+  }
   return new TraceReactor(store_, request->run_id());
 }
 
 grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   auto runs = ExpandSweep(request->spec());
   if (!runs.ok()) return Reply(context, runs.status());
   if (request->dry_run()) {
@@ -390,6 +405,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
 grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                    const v1::GetJobRequest* request,
                                                    v1::GetJobResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   auto job = store_->GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
@@ -400,6 +416,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                      const v1::ListJobsRequest* request,
                                                      v1::ListJobsResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   storage::JobFilter filter;
   for (int s : request->states()) filter.states.push_back(static_cast<v1::JobState>(s));
   filter.workload = request->workload();
@@ -415,6 +432,9 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext
 
 grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  if (auto s = Authorize(context); !s.ok()) {
+    return new FailedStream<grpc::ServerWriteReactor<v1::WatchJobResponse>>(ToGrpcStatus(s));
+  }
   if (request->job_id().empty() || request->after_sequence() < 0 ||
       !store_->GetJob(request->job_id()).ok()) {
     // A reactor that only reports the error.
@@ -439,6 +459,7 @@ grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
 grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                       const v1::CancelJobRequest* request,
                                                       v1::CancelJobResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   auto job = jobs_->Cancel(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
@@ -449,6 +470,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* context,
                                                    const v1::GetRunRequest* request,
                                                    v1::GetRunResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   if (auto s = Required(request->run_id(), "run_id"); !s.ok()) return Reply(context, s);
   auto run = store_->GetRun(request->run_id(), request->include_samples());
   if (!run.ok()) return Reply(context, run.status());
@@ -459,6 +481,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext* context,
                                                      const v1::ListRunsRequest* request,
                                                      v1::ListRunsResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   if (auto job = store_->GetJob(request->job_id()); !job.ok()) {
     return Reply(context, job.status());
@@ -472,6 +495,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContext* context,
                                                       const v1::QueryRunsRequest* request,
                                                       v1::QueryRunsResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   storage::RunFilter filter;
   filter.workload = request->workload();
   filter.config_equals.assign(request->config_equals().begin(),
@@ -498,6 +522,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BenchServiceImpl::GetHostInfo(
     grpc::CallbackServerContext* context, const v1::GetHostInfoRequest*,
     v1::GetHostInfoResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   *response->mutable_host() = jobs_->host();
   return Reply(context, absl::OkStatus());
 }
@@ -505,6 +530,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetHostInfo(
 grpc::ServerUnaryReactor* BenchServiceImpl::CreateSchedule(
     grpc::CallbackServerContext* context, const v1::CreateScheduleRequest* request,
     v1::CreateScheduleResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   auto schedule = scheduler_->Create(request->schedule(), absl::Now());
   if (!schedule.ok()) return Reply(context, schedule.status());
   *response->mutable_schedule() = std::move(*schedule);
@@ -514,6 +540,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CreateSchedule(
 grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
     grpc::CallbackServerContext* context, const v1::ListSchedulesRequest*,
     v1::ListSchedulesResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   auto schedules = store_->ListSchedules();
   if (!schedules.ok()) return Reply(context, schedules.status());
   for (auto& s : *schedules) *response->add_schedules() = std::move(s);
@@ -523,6 +550,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
 grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
     grpc::CallbackServerContext* context, const v1::DeleteScheduleRequest* request,
     v1::DeleteScheduleResponse*) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   if (auto s = Required(request->schedule_id(), "schedule_id"); !s.ok()) {
     return Reply(context, s);
   }
@@ -532,10 +560,30 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRegressions(
     grpc::CallbackServerContext* context, const v1::ListRegressionsRequest* request,
     v1::ListRegressionsResponse* response) {
+  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
   auto runs = store_->ListFlaggedRuns(Ns(request->since()), request->include_improvements());
   if (!runs.ok()) return Reply(context, runs.status());
   for (auto& r : *runs) *response->add_runs() = std::move(r);
   return Reply(context, absl::OkStatus());
+}
+
+absl::Status BenchServiceImpl::Authorize(const grpc::CallbackServerContext* context) const {
+  if (token_.empty()) return absl::OkStatus();
+  const std::string expected = "Bearer " + token_;
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  bool match = false;
+  if (it != metadata.end() && it->second.size() == expected.size()) {
+    // Constant time: no early exit on the first differing byte.
+    unsigned char diff = 0;
+    const char* got = it->second.data();
+    for (size_t i = 0; i < expected.size(); ++i) diff |= got[i] ^ expected[i];
+    match = diff == 0;
+  }
+  if (match) return absl::OkStatus();
+  return absl::UnauthenticatedError(
+      "this daemon needs a token: send \"authorization: Bearer <token>\" (the fleet file's "
+      "token or token_file)");
 }
 
 }  // namespace gpubench::server

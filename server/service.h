@@ -25,12 +25,15 @@ v1::HostInfo ProbeHost(const std::string& address, const std::string& worker_pat
 // Thread-safe; jobs and store outlive it.
 class BenchServiceImpl final : public v1::BenchService::CallbackService {
  public:
+  // token: when not empty, every call must carry "authorization: Bearer
+  // <token>", else UNAUTHENTICATED.
   BenchServiceImpl(JobManager* jobs, Scheduler* scheduler, storage::Store* store,
-                   std::string model_dir)
+                   std::string model_dir, std::string token = "")
       : jobs_(jobs),
         scheduler_(scheduler),
         store_(store),
-        model_dir_(std::move(model_dir)) {}
+        model_dir_(std::move(model_dir)),
+        token_(std::move(token)) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -77,10 +80,13 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
       v1::ListRegressionsResponse* response) override;
 
  private:
+  absl::Status Authorize(const grpc::CallbackServerContext* context) const;
+
   JobManager* const jobs_;
   Scheduler* const scheduler_;
   storage::Store* const store_;
   const std::string model_dir_;
+  const std::string token_;
 };
 
 }  // namespace gpubench::server

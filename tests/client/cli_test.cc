@@ -303,6 +303,40 @@ TEST(CliDaemon, TraceScheduleModelAndReport) {
   EXPECT_NE(html.find(job_id), std::string::npos);
 }
 
+TEST(CliDaemon, FleetFileTlsAndTokenReachASecuredDaemon) {
+  const std::string dir = FreshDir("cli_tls_files");
+  // A self-signed certificate for 127.0.0.1 (openssl is in Debian's base).
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
+  ASSERT_EQ(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1"
+                         " -addext subjectAltName=IP:127.0.0.1 -keyout '" + key + "' -out '" +
+                         cert + "' 2>/dev/null")
+                            .c_str()),
+            0);
+  std::ofstream(dir + "/token") << "s3cret-token\n";
+  Daemon d(FreshDir("cli_tls"), {"--tls-cert", cert, "--tls-key", key, "--token-file",
+                                 dir + "/token"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string fleet = dir + "/fleet.json";
+  std::ofstream(fleet) << R"({"hosts": [
+    {"name": "secure", "address": ")" << d.address() << R"(", "tls": true,
+     "ca_file": ")" << cert << R"(", "token_file": ")" << dir << R"(/token"},
+    {"name": "no-token", "address": ")" << d.address() << R"(", "tls": true,
+     "ca_file": ")" << cert << R"("},
+    {"name": "plain", "address": ")" << d.address() << R"("}]})";
+  setenv("GPUBENCH_FLEET", fleet.c_str(), 1);
+  Result ok = Cli({"jobs", "--host", "secure"});
+  Result no_token = Cli({"jobs", "--host", "no-token"});
+  Result plain = Cli({"jobs", "--host", "plain"});
+  Result bad_fleet_host = Cli({"jobs", "--host", "nobody"});
+  unsetenv("GPUBENCH_FLEET");
+  EXPECT_EQ(ok.code, kExitOk) << ok.err;
+  EXPECT_EQ(no_token.code, kExitUnreachable);
+  EXPECT_NE(no_token.err.find("token"), std::string::npos) << no_token.err;
+  EXPECT_EQ(plain.code, kExitUnreachable) << plain.err;
+  EXPECT_EQ(bad_fleet_host.code, kExitUsage);
+  EXPECT_NE(bad_fleet_host.err.find("nobody"), std::string::npos) << bad_fleet_host.err;
+}
+
 // ---- The statistics behind the verdicts ----
 
 std::vector<double> Noisy(double center, int n, uint32_t seed) {
