@@ -87,6 +87,91 @@ examples:
 spec flags (one value sets it; a comma list sweeps it):
 )";
 
+// `gpubench COMMAND --help`: what it does, its options, examples.
+const std::map<std::string, std::string>& CommandHelp() {
+  static const auto* help = new std::map<std::string, std::string>{
+      {"submit", R"(usage: gpubench submit [SPEC.json] [spec flags] [--wait | --watch] [--host H]
+Queues a job on a daemon and prints its id. --wait waits and prints the results
+table (exit 1 if the job or a run failed); --watch also shows live progress.
+With neither a spec file nor spec flags, submits the default mlp sweep.
+examples:
+  gpubench submit --workload resnet50 --mode train --batch 32,64,128 --precision fp32,bf16 --wait
+  gpubench submit nightly.json --host h100-a --watch
+)"},
+      {"watch", R"(usage: gpubench watch JOB [--host H]
+Follows a job until it ends: a progress bar on a terminal (run i/N, config,
+iterations, samples/s so far, ETA), plain lines otherwise; then its results.
+example: gpubench watch j3f2c0d1e2a3b4c5d
+)"},
+      {"show", R"(usage: gpubench show JOB [--output table|json|csv|markdown] [--host H]
+A job and its runs. JSON is {"job": Job, "runs": [Run]} in the API's JSON mapping.
+example: gpubench show j3f2c0d1e2a3b4c5d --output json | jq '.runs[].result.throughput_samples_per_s'
+)"},
+      {"cancel", R"(usage: gpubench cancel JOB [--host H]
+Cancels a queued job, or stops a running one at its next iteration (completed runs are kept).
+)"},
+      {"jobs", R"(usage: gpubench jobs [--state S]... [--workload W] [--schedule ID]
+                    [--since WHEN] [--until WHEN] [--limit N] [--output F] [--host H]
+Recent jobs, newest first. WHEN: 2026-11-20, an RFC 3339 time, or an age (36h, 7d).
+example: gpubench jobs --state failed --since 7d
+)"},
+      {"runs", R"(usage: gpubench runs [--workload W] [--config FIELD=VALUE]... [--job JOB]
+                    [--schedule ID] [--host-id ID] [--state S]... [--since WHEN]
+                    [--until WHEN] [--limit N] [--output F] [--host H]
+Runs across jobs, newest first. FIELD is a RunConfig field, dotted for nested ones.
+examples:
+  gpubench runs --workload resnet50 --config precision=bf16 --config batch_size=64 --output csv
+  gpubench runs --config params.model_size=large --since 30d
+)"},
+      {"hosts", R"(usage: gpubench hosts [--host H]... [--output F]
+Host info (GPUs, driver, CUDA, cuDNN, torch, CPU, memory, OS) of every daemon in the
+fleet, one column each. Unreachable hosts are reported; the others still answer (exit 3).
+)"},
+      {"compare", R"(usage: gpubench compare A B [--host H [--host H2]]
+       gpubench compare --hosts a,b[,c] [SPEC.json] [spec flags]
+       gpubench compare RUN --history
+Side by side with ratios and a verdict per row: faster, slower or no significant
+difference (Mann-Whitney U on per-iteration time per sample, --alpha 0.05; ratio of
+medians with a bootstrap 95% interval; --min-effect 0.01). A and B are job ids (runs
+paired by config) or run ids; with two --host flags A comes from the first. --hosts runs
+one spec on every host at once; the first host is the baseline. Exit 4 when a row is slower.
+examples:
+  gpubench compare --hosts h100-a,h200-b --workload resnet50 --batch 64 --mode infer
+  gpubench compare j1... j2... --output markdown
+)"},
+      {"regressions", R"(usage: gpubench regressions [--since WHEN] [--include-improvements] [--host H]...
+Runs the nightly schedules flagged against their history, across the fleet
+(default: the last 7 days). Exit 4 when there is a regression.
+)"},
+      {"trace", R"(usage: gpubench trace RUN -o FILE [--host H]
+Saves a run's profiler trace (Chrome trace JSON: ui.perfetto.dev, chrome://tracing).
+)"},
+      {"schedule", R"(usage: gpubench schedule add --cron "MIN HOUR DOM MON DOW" [--tz ZONE] [SPEC.json] [spec flags]
+       gpubench schedule list | rm ID | history ID
+Nightly (cron) jobs; each scheduled run is compared with the schedule's history.
+example: gpubench schedule add --cron "0 2 * * *" --tz Europe/Paris --workload resnet50 --batch 64
+)"},
+      {"model", R"(usage: gpubench model upload FILE [--host H]
+Uploads a TorchScript model (sha256-checked, stored once); prints the hash to use as
+the spec's params.model_sha256.
+)"},
+      {"report", R"(usage: gpubench report JOB... -o FILE [--title T] [--host H]
+One self-contained HTML file (tables and SVG plots: throughput and latency against
+batch size, peak memory, speedups, data-wait share against loader threads, top
+operators), readable offline.
+example: gpubench report j1... j2... -o report.html
+)"},
+      {"run", R"(usage: gpubench run [SPEC.json] [spec flags] [--data-dir DIR] [--worker PATH]
+Runs a job on this machine without a daemon and prints its results; stores them in
+the local SQLite file.
+)"},
+      {"spec", R"(usage: gpubench spec [SPEC.json] [spec flags]
+Validates a spec and prints it with the number of runs its sweep expands to.
+)"},
+  };
+  return *help;
+}
+
 // Command options (everything else with -- is a spec flag). Flags marked
 // true take no value.
 const std::map<std::string, bool>& CommandOptions() {
@@ -459,6 +544,21 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   if (!args.ok()) {
     err << "gpubench: " << args.status().message() << "\n";
     return kExitUsage;
+  }
+  if (args->help && !args->command.empty()) {
+    const std::string name = args->command == "results" ? "runs" : args->command;
+    auto it = CommandHelp().find(name);
+    if (it != CommandHelp().end()) {
+      out << it->second;
+      if (name == "submit" || name == "run" || name == "spec" || name == "schedule" ||
+          name == "compare") {
+        out << "spec flags (one value sets it; a comma list sweeps it):\n";
+        for (const auto& [flag, text] : SpecFlagHelp()) {
+          out << absl::StrFormat("  --%-17s %s\n", flag, text);
+        }
+      }
+      return kExitOk;
+    }
   }
   if (args->help || args->command.empty()) {
     std::ostream& o = args->help ? out : err;

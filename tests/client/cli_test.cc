@@ -12,6 +12,7 @@
 #include "common/stats.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
 #include "gpubench/v1/service.pb.h"
 #include "storage/sha256.h"
 #include "storage/store.h"
@@ -39,6 +40,17 @@ TEST(Cli, BadFlagIsAUsageErrorNamingIt) {
   std::ostringstream out2, err2;
   EXPECT_EQ(RunCli({"run", "--batch", "0"}, out2, err2), kExitUsage);
   EXPECT_NE(err2.str().find("--batch"), std::string::npos) << err2.str();
+}
+
+TEST(Cli, EveryCommandHasHelpWithItsUsage) {
+  for (const char* command : {"submit", "watch", "show", "cancel", "jobs", "runs", "hosts",
+                              "compare", "regressions", "trace", "schedule", "model",
+                              "report", "run", "spec"}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(RunCli({command, "--help"}, out, err), kExitOk) << command;
+    EXPECT_EQ(out.str().rfind(std::string("usage: gpubench ") + command, 0), 0u)
+        << command << ":\n" << out.str();
+  }
 }
 
 TEST(Cli, SpecCountsRuns) {
@@ -171,12 +183,16 @@ TEST(CliDaemon, CompareHostsRunsOneSpecOnEveryHostAndGivesAVerdict) {
 }
 
 // Plants a succeeded run with n samples around ms (lognormal 2% noise) in
-// the daemon's store; returns its id.
-std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed) {
+// the daemon's store, in a job of schedule_id (if any), ended now with the
+// given history verdict; returns its id.
+std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed,
+                     const std::string& schedule_id = "",
+                     v1::Verdict verdict = v1::VERDICT_UNSPECIFIED) {
   auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
   EXPECT_TRUE(store.ok()) << store.status();
   v1::Job job;
   job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.set_schedule_id(schedule_id);
   const std::string job_id = *(*store)->InsertJob(job);
   v1::Run run;
   run.set_job_id(job_id);
@@ -187,7 +203,33 @@ std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::lognormal_distribution<double> noise(0, 0.02);
   for (int i = 0; i < n; ++i) run.mutable_samples()->add_device_ms(ms * noise(rng));
+  *run.mutable_start_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  *run.mutable_end_time() = run.start_time();
+  run.mutable_history()->set_verdict(verdict);
   return *(*store)->InsertRun(run);
+}
+
+TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
+  Daemon d(FreshDir("cli_history")), quiet(FreshDir("cli_history_quiet"));
+  ASSERT_TRUE(d.serving() && quiet.serving());
+  for (uint32_t night = 0; night < 5; ++night) PlantRun(d, 1.0, 200, night, "snightly");
+  const std::string last = PlantRun(d, 1.1, 200, 99, "snightly", v1::VERDICT_REGRESSED);
+  Result history = Cli({"compare", last, "--history", "--host", d.address()});
+  EXPECT_EQ(history.code, kExitRegression) << history.err << history.out;
+  EXPECT_NE(history.out.find("last 5 runs"), std::string::npos) << history.out;
+  EXPECT_NE(history.out.find("slower"), std::string::npos) << history.out;
+  const std::string lonely = PlantRun(d, 1.0, 200, 7);
+  Result not_scheduled = Cli({"compare", lonely, "--history", "--host", d.address()});
+  EXPECT_EQ(not_scheduled.code, kExitUsage);
+  EXPECT_NE(not_scheduled.err.find("not from a schedule"), std::string::npos);
+
+  Result flagged = Cli({"regressions", "--since", "1d", "--host", d.address(), "--host",
+                        quiet.address()});
+  EXPECT_EQ(flagged.code, kExitRegression) << flagged.err;
+  EXPECT_NE(flagged.out.find(last), std::string::npos) << flagged.out;
+  EXPECT_NE(flagged.out.find("regressed"), std::string::npos) << flagged.out;
+  Result none = Cli({"regressions", "--host", quiet.address()});
+  EXPECT_EQ(none.code, kExitOk) << none.err;
 }
 
 TEST(CliDaemon, ExitCodesSayWhatHappened) {

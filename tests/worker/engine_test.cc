@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -269,6 +270,47 @@ TEST(Engine, CorruptTorchScriptFileFailsTheRunWithItsError) {
   EXPECT_EQ(out.status, RunStatus::kFailed);
   EXPECT_FALSE(out.error.empty());
   EXPECT_EQ(out.error.find("Exception raised from"), std::string::npos) << out.error;
+}
+
+TEST(Engine, AotInductorPackagesRunWhereLibTorchHasTheLoader) {
+  RunConfig config = Small("torchscript");
+  config.mode = Mode::kInfer;
+  config.inputs = {{{4, 16}, DType::kFloat32}};
+  const std::string path = ::testing::TempDir() + "gpubench_engine_tiny.pt2";
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+  // Compiled here by the matching Python torch (deploy/build.sh installs the
+  // wheel for this flavour): about a minute on two cores.
+  const std::string script = ::testing::TempDir() + "gpubench_make_pt2.py";
+  std::FILE* f = std::fopen(script.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(R"(import sys, torch
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 4)
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+ep = torch.export.export(Tiny().eval(), (torch.randn(4, 16),))
+torch._inductor.aoti_compile_and_package(ep, package_path=sys.argv[1])
+)",
+             f);
+  std::fclose(f);
+  ASSERT_EQ(std::system(("python3 '" + script + "' '" + path + "' > /dev/null 2>&1").c_str()), 0)
+      << "python3 with torch " << TORCH_VERSION << " could not compile a .pt2";
+  config.model_path = path;
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+  EXPECT_GT(out.throughput_samples_per_s, 0);
+  config.mode = Mode::kTrain;
+  out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_NE(out.error.find("inference-only"), std::string::npos) << out.error;
+#else
+  config.model_path = path;
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_NE(out.error.find("no package loader"), std::string::npos) << out.error;
+#endif
 }
 
 }  // namespace

@@ -19,6 +19,14 @@
 #include "worker/engine/models.h"
 #include "worker/engine/pipeline.h"
 
+#if GPUBENCH_TORCH_AT_LEAST(2, 6) && \
+    __has_include(<torch/csrc/inductor/aoti_package/model_package_loader.h>)
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#define GPUBENCH_HAS_AOTI 1
+#else
+#define GPUBENCH_HAS_AOTI 0
+#endif
+
 namespace gpubench::engine {
 namespace {
 
@@ -526,6 +534,51 @@ class TorchScriptModel : public BenchModel {
   std::vector<torch::Tensor> extra_;
 };
 
+#if GPUBENCH_HAS_AOTI
+// An AOTInductor package (.pt2, from torch._inductor.aoti_compile_and_package):
+// compiled for fixed input shapes and one device type; inference only.
+class AotiModel : public BenchModel {
+ public:
+  AotiModel(const std::string& path, std::vector<TensorSpec> inputs, int64_t batch_size)
+      : loader_(path), script_inputs_(std::move(inputs)), batch_size_(batch_size) {}
+  torch::Tensor Forward(const torch::Tensor& input) override {
+    const torch::ScalarType first = ToScalarType(script_inputs_[0].dtype);
+    std::vector<torch::Tensor> args = {input.scalar_type() == first ? input : input.to(first)};
+    if (extra_.empty()) {
+      for (size_t i = 1; i < script_inputs_.size(); ++i) {
+        std::vector<int64_t> shape = script_inputs_[i].shape;
+        if (!shape.empty()) shape[0] = batch_size_;
+        extra_.push_back(torch::randn(shape, input.options().dtype(
+                                                 ToScalarType(script_inputs_[i].dtype))));
+      }
+    }
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    return loader_.run(args)[0];
+  }
+  torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor&) override {
+    return output.to(torch::kFloat32).mean();
+  }
+  torch::Tensor Labels(const torch::Tensor& input) override {
+    return torch::zeros({input.size(0)}, input.options().dtype(torch::kInt64));
+  }
+  std::vector<int64_t> sample_shape() const override {
+    return std::vector<int64_t>(script_inputs_[0].shape.begin() + 1,
+                                script_inputs_[0].shape.end());
+  }
+  InputKind input_kind() const override {
+    return script_inputs_[0].dtype == DType::kInt64 ? InputKind::kTokens : InputKind::kImage;
+  }
+  int64_t vocab_size() const override { return 100; }
+  double ForwardFlopsPerSample() const override { return 0; }
+
+ private:
+  torch::inductor::AOTIModelPackageLoader loader_;
+  const std::vector<TensorSpec> script_inputs_;
+  const int64_t batch_size_;
+  std::vector<torch::Tensor> extra_;
+};
+#endif
+
 absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
                                                        torch::Device device,
                                                        const MeasureConfig& m) {
@@ -535,6 +588,20 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
     if (c.inputs.empty() || c.inputs[0].shape.empty()) {
       return absl::InvalidArgumentError(
           "torchscript: give the model's input shapes (batch dimension first)");
+    }
+    if (absl::EndsWith(c.model_path, ".pt2")) {
+#if GPUBENCH_HAS_AOTI
+      if (c.mode == Mode::kTrain) {
+        return absl::InvalidArgumentError(
+            "torchscript: AOTInductor packages (.pt2) are inference-only; use mode infer");
+      }
+      auto model = std::make_shared<AotiModel>(c.model_path, c.inputs, c.batch_size);
+      return std::make_unique<NetworkWorkload>(c, device, model, m);
+#else
+      return absl::FailedPreconditionError(absl::StrCat(
+          "torchscript: ", c.model_path, " is an AOTInductor package; this LibTorch (",
+          TORCH_VERSION, ") has no package loader (2.6 or newer has)"));
+#endif
     }
     auto module = torch::jit::load(c.model_path, device);
     auto model =
