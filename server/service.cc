@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <deque>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 #include <mutex>
@@ -66,15 +67,22 @@ v1::HostInfo ProbeMachine(const std::string& address) {
   host.set_cpu_cores(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   host.set_memory_bytes(static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
                         sysconf(_SC_PAGE_SIZE));
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..."
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..." or
+  // "... UNIX Open Kernel Module for x86_64  580.159.04 ...": the first word
+  // after "Module" made of digits and dots.
   std::ifstream nvrm("/proc/driver/nvidia/version");
   std::string line;
   if (std::getline(nvrm, line)) {
-    const size_t module = line.find("Kernel Module");
-    if (module != std::string::npos) {
-      std::istringstream words(line.substr(module + 13));
-      std::string version;
-      if (words >> version) host.set_driver_version(version);
+    const size_t module = line.find("Module");
+    std::istringstream words(module == std::string::npos ? "" : line.substr(module));
+    std::string word;
+    while (words >> word) {
+      if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])) &&
+          word.find('.') != std::string::npos &&
+          word.find_first_not_of("0123456789.") == std::string::npos) {
+        host.set_driver_version(word);
+        break;
+      }
     }
   }
   host.set_gpubench_version(kGpubenchVersion);

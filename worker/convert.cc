@@ -93,6 +93,55 @@ engine::MeasureConfig ToMeasureConfig(const v1::Measurement& m) {
   return c;
 }
 
+void FillTelemetry(const telemetry::Series& series, double samples_processed, v1::Run* run) {
+  const telemetry::Summary sum = telemetry::Summarize(series, samples_processed);
+  v1::TelemetrySummary* t = run->mutable_result()->mutable_telemetry();
+  t->set_available(sum.available);
+  t->set_unavailable_reason(sum.unavailable_reason);
+  t->set_sample_count(sum.sample_count);
+  auto field = [](const telemetry::Field& f, v1::TelemetryField* out) {
+    out->set_mean(f.mean);
+    out->set_max(f.max);
+  };
+  if (series.source == "nvml") {
+    field(sum.gpu_utilization_pct, t->mutable_gpu_utilization_pct());
+    field(sum.memory_utilization_pct, t->mutable_memory_utilization_pct());
+    field(sum.memory_used_bytes, t->mutable_memory_used_bytes());
+    field(sum.sm_clock_mhz, t->mutable_sm_clock_mhz());
+    field(sum.memory_clock_mhz, t->mutable_memory_clock_mhz());
+    field(sum.power_w, t->mutable_power_w());
+    field(sum.temperature_c, t->mutable_temperature_c());
+    field(sum.pcie_rx_bytes_per_s, t->mutable_pcie_rx_bytes_per_s());
+    field(sum.pcie_tx_bytes_per_s, t->mutable_pcie_tx_bytes_per_s());
+  } else {
+    field(sum.host_cpu_utilization_pct, t->mutable_host_cpu_utilization_pct());
+  }
+  t->set_energy_j(sum.energy_j);
+  t->set_samples_per_joule(sum.samples_per_joule);
+  t->set_throttled(sum.throttled);
+  for (const auto& name : sum.throttle_reasons) t->add_throttle_reasons(name);
+  if (series.samples.empty()) return;
+  v1::TelemetrySeries* out = run->mutable_telemetry_series();
+  out->set_source(series.source);
+  out->set_interval_ms(series.interval_ms);
+  for (const telemetry::Sample& x : series.samples) {
+    v1::TelemetrySample* y = out->add_samples();
+    y->set_offset_ms(x.offset_ms);
+    y->set_gpu_utilization_pct(x.gpu_utilization_pct);
+    y->set_memory_utilization_pct(x.memory_utilization_pct);
+    y->set_memory_used_bytes(x.memory_used_bytes);
+    y->set_sm_clock_mhz(x.sm_clock_mhz);
+    y->set_memory_clock_mhz(x.memory_clock_mhz);
+    y->set_power_w(x.power_w);
+    y->set_temperature_c(x.temperature_c);
+    y->set_throttle_reasons_mask(x.throttle_reasons_mask);
+    y->set_pcie_rx_bytes_per_s(x.pcie_rx_bytes_per_s);
+    y->set_pcie_tx_bytes_per_s(x.pcie_tx_bytes_per_s);
+    y->set_host_cpu_utilization_pct(x.host_cpu_utilization_pct);
+    y->set_host_rss_bytes(x.host_rss_bytes);
+  }
+}
+
 void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   run->set_state(ToState(o.status));
   run->set_error(o.error);
@@ -128,6 +177,9 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
       tr->set_throughput_samples_per_s(t.throughput_samples_per_s);
       tr->set_p50_ms(t.p50_ms);
     }
+  }
+  if (!o.telemetry.samples.empty() || !o.telemetry.unavailable_reason.empty()) {
+    FillTelemetry(o.telemetry, o.throughput_samples_per_s * o.measured_ms / 1e3, run);
   }
   v1::IterationSamples* s = run->mutable_samples();
   s->mutable_device_ms()->Add(o.device_ms.begin(), o.device_ms.end());

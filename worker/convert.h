@@ -16,6 +16,10 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& config);
 // Measurement rules with every unset (zero) field at its default.
 engine::MeasureConfig ToMeasureConfig(const v1::Measurement& m);
 
+// Fills run->result.telemetry (the summary of series over a window that
+// processed samples_processed samples) and run->telemetry_series.
+void FillTelemetry(const telemetry::Series& series, double samples_processed, v1::Run* run);
+
 // Fills run->state, error, result and samples from an engine outcome.
 void FillRun(const engine::RunOutcome& outcome, v1::Run* run);
 

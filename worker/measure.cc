@@ -75,6 +75,7 @@ absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
     if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
   }
 
+  stepper->OnMeasureBegin();
   const int trials = std::max(1, config.trials);
   // Time per sample of each window and of each trial, for the interval.
   std::vector<double> window_ms_per_sample, trial_ms_per_sample;

@@ -39,6 +39,8 @@ class Stepper {
   // stepper can allocate what it needs for a window (e.g. timing events)
   // outside the timed windows.
   virtual void Reserve(int window_iterations) {}
+  // Called once after warm-up, right before the first measured window.
+  virtual void OnMeasureBegin() {}
 };
 
 // Progress inside a run, reported once per window.

@@ -37,8 +37,11 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
   if (!runs.ok()) return runs.status();
   const std::set<int> skip(request.skip_indices().begin(),
                            request.skip_indices().end());
-  const engine::MeasureConfig measure =
-      ToMeasureConfig(request.spec().measurement());
+  engine::MeasureConfig measure = ToMeasureConfig(request.spec().measurement());
+  measure.telemetry = !request.spec().telemetry().disabled();
+  if (request.spec().telemetry().interval_ms() > 0) {
+    measure.telemetry_interval_ms = request.spec().telemetry().interval_ms();
+  }
   // Smallest batch size that ran out of memory, per batch-size axis.
   std::map<std::string, int> oom_batch;
   int executed = 0;

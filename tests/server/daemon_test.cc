@@ -174,6 +174,11 @@ TEST(Daemon, SubmitWatchSucceedsAndStoresRunsWithSamples) {
     EXPECT_GT(r.result().throughput_samples_per_s(), 0);
     EXPECT_EQ(r.samples().device_ms_size(), r.result().iterations());
     EXPECT_GE(r.result().iterations(), 10);
+    // CPU runs record the worker's CPU use and RSS over the measured window.
+    EXPECT_TRUE(r.result().telemetry().available()) << r.result().telemetry().DebugString();
+    EXPECT_EQ(r.telemetry_series().source(), "host");
+    ASSERT_GE(r.telemetry_series().samples_size(), 1);
+    EXPECT_GT(r.telemetry_series().samples(0).host_rss_bytes(), 0);
   }
   EXPECT_EQ(runs[0].config().batch_size(), 4);
   EXPECT_EQ(runs[1].config().batch_size(), 8);

@@ -95,6 +95,8 @@ struct MeasureConfig {
   int trials = 1;
   int max_iterations = 100000;
   uint64_t seed = 0;
+  bool telemetry = true;           // sample NVML (CUDA) or /proc (CPU, MPS)
+  int telemetry_interval_ms = 100;
 };
 
 // Fills every zero or empty workload parameter of config with the default of

@@ -18,6 +18,7 @@ absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
       "CUDA graphs need a LibTorch built with CUDA");
 }
 std::unique_ptr<CopyStream> NewCopyStream() { return nullptr; }
+std::string PciBusId(int) { return ""; }
 void Probe(DeviceProbe*) {}
 
 }  // namespace gpubench::engine::cuda

@@ -135,6 +135,12 @@ std::unique_ptr<CopyStream> NewCopyStream() {
   return std::make_unique<SideCopyStream>();
 }
 
+std::string PciBusId(int device) {
+  char id[32] = {};
+  if (cudaDeviceGetPCIBusId(id, sizeof(id), device) != cudaSuccess) return "";
+  return id;
+}
+
 void Probe(DeviceProbe* probe) {
   probe->cuda_built = true;
   probe->cuda_version = absl::StrCat(CUDART_VERSION / 1000, ".",

@@ -61,6 +61,9 @@ class CopyStream {
 };
 std::unique_ptr<CopyStream> NewCopyStream();
 
+// The device's PCI bus id ("0000:1b:00.0"), for NVML; "" if unknown.
+std::string PciBusId(int device);
+
 // Adds GPUs, the CUDA runtime and cuDNN versions to *probe.
 void Probe(DeviceProbe* probe);
 

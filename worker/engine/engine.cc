@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -161,6 +162,11 @@ class Workload : public measure::Stepper {
   void Reserve(int window_iterations) override {
     if (timer_) timer_->Reserve(window_iterations);
   }
+
+  void OnMeasureBegin() override {
+    if (on_measure_begin) on_measure_begin();
+  }
+  std::function<void()> on_measure_begin;  // set by RunOne
 
   virtual int64_t samples_per_iteration() const = 0;
   virtual void Report(RunOutcome* out) {}
@@ -682,9 +688,32 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
       out.error = std::string(workload.status().message());
       return out;
     }
+    // Telemetry covers the measured windows only: the sampler starts after
+    // warm-up and stops when measuring ends.
+    std::unique_ptr<telemetry::Sampler> sampler;
+    if (measure_config.telemetry) {
+      (*workload)->on_measure_begin = [&] {
+        std::unique_ptr<telemetry::Source> source;
+        if (device_index >= 0) {
+          source = telemetry::OpenNvml(cuda::PciBusId(device_index), device_index,
+                                       &out.telemetry.unavailable_reason);
+        } else {
+          source = telemetry::OpenHost();
+        }
+        if (!source) return;
+        sampler = std::make_unique<telemetry::Sampler>(std::move(source),
+                                                       measure_config.telemetry_interval_ms);
+        sampler->Start();
+      };
+    }
     auto measured =
         measure::Measure(measure_config, (*workload)->samples_per_iteration(),
                          measure::SteadyClock(), workload->get(), progress, cancel);
+    if (sampler) {
+      const std::string reason = out.telemetry.unavailable_reason;
+      out.telemetry = sampler->Stop();
+      out.telemetry.unavailable_reason = reason;
+    }
     if (!measured.ok()) {
       out.error = std::string(measured.status().message());
       return out;

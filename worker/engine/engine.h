@@ -11,6 +11,7 @@
 
 #include "common/stats.h"
 #include "worker/engine/config.h"
+#include "worker/telemetry.h"
 #include "worker/measure.h"
 
 namespace gpubench::engine {
@@ -47,6 +48,9 @@ struct RunOutcome {
   bool stable = false;
   double window_cv = 0;
   std::vector<measure::Trial> trials;
+
+  // Telemetry over the measured window (empty when disabled).
+  telemetry::Series telemetry;
 
   // Per-iteration samples, in order.
   std::vector<double> device_ms;

@@ -1,0 +1,89 @@
+// Telemetry without a GPU: the NVML loader's clean failure, host sampling,
+// and the summary and throttle rules on recorded samples.
+#include "worker/telemetry.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace gpubench::telemetry {
+namespace {
+
+TEST(Telemetry, MissingNvmlIsARecordedReasonNotAnError) {
+  setenv("GPUBENCH_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  std::string why;
+  std::unique_ptr<Source> nvml = OpenNvml("", 0, &why);
+  unsetenv("GPUBENCH_NVML_LIBRARY");
+  EXPECT_EQ(nvml, nullptr);
+  EXPECT_NE(why.find("telemetry unavailable"), std::string::npos) << why;
+  EXPECT_NE(why.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << why;
+  Series series;
+  series.unavailable_reason = why;
+  const Summary s = Summarize(series, 1000);
+  EXPECT_FALSE(s.available);
+  EXPECT_EQ(s.unavailable_reason, why);
+  EXPECT_EQ(s.sample_count, 0);
+}
+
+TEST(Telemetry, HostSamplerRecordsCpuAndRssOfThisProcess) {
+  Sampler sampler(OpenHost(), 20);
+  sampler.Start();
+  // Keep one core busy for a while.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  volatile double x = 0;
+  while (std::chrono::steady_clock::now() < end) x = x + 1;
+  const Series series = sampler.Stop();
+  EXPECT_EQ(series.source, "host");
+  ASSERT_GE(series.samples.size(), 5u);
+  EXPECT_GT(series.samples.back().host_rss_bytes, 1 << 20);
+  EXPECT_GT(series.samples.back().offset_ms, series.samples.front().offset_ms);
+  const Summary s = Summarize(series, 0);
+  EXPECT_TRUE(s.available);
+  EXPECT_GT(s.host_cpu_utilization_pct.mean, 40);  // one busy thread
+  EXPECT_LT(s.host_cpu_utilization_pct.mean, 250);
+}
+
+Series Recorded(const std::vector<uint64_t>& masks, float power_w) {
+  Series series;
+  series.source = "nvml";
+  for (size_t i = 0; i < masks.size(); ++i) {
+    Sample s;
+    s.offset_ms = 100 * i;
+    s.power_w = power_w;
+    s.sm_clock_mhz = 1980 - 10 * i;
+    s.throttle_reasons_mask = masks[i];
+    series.samples.push_back(s);
+  }
+  return series;
+}
+
+TEST(Telemetry, ThrottledOnlyForThermalOrPowerReasons) {
+  // Idle and application-clock reasons are not throttling.
+  EXPECT_FALSE(Summarize(Recorded({0x1, 0x2, 0x0, 0x1}, 300), 1).throttled);
+  const Summary thermal = Summarize(Recorded({0x0, 0x20, 0x0}, 300), 1);
+  EXPECT_TRUE(thermal.throttled);
+  EXPECT_EQ(thermal.throttle_reasons, std::vector<std::string>{"sw_thermal"});
+  const Summary power = Summarize(Recorded({0x4 | 0x1, 0x0}, 300), 1);
+  EXPECT_TRUE(power.throttled);
+  EXPECT_EQ(power.throttle_reasons, (std::vector<std::string>{"gpu_idle", "sw_power_cap"}));
+  for (uint64_t bit : {0x8, 0x40, 0x80}) {
+    EXPECT_TRUE(IsThermalOrPowerThrottle(bit)) << bit;
+  }
+}
+
+TEST(Telemetry, EnergyIsTheIntegralOfPower) {
+  // 11 readings 100 ms apart at 250 W: 1 s, 250 J; 5000 samples: 20 per joule.
+  const Summary s = Summarize(Recorded(std::vector<uint64_t>(11, 0), 250), 5000);
+  EXPECT_NEAR(s.energy_j, 250, 1e-6);
+  EXPECT_NEAR(s.samples_per_joule, 20, 1e-9);
+  EXPECT_NEAR(s.power_w.mean, 250, 1e-6);
+  EXPECT_NEAR(s.sm_clock_mhz.max, 1980, 1e-6);
+  EXPECT_NEAR(s.sm_clock_mhz.mean, 1930, 1e-6);
+  EXPECT_EQ(s.sample_count, 11);
+}
+
+}  // namespace
+}  // namespace gpubench::telemetry

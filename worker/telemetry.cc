@@ -1,0 +1,291 @@
+#include "worker/telemetry.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace gpubench::telemetry {
+namespace {
+
+// The slice of NVML's C ABI used here (nvml.h is not needed to build).
+using nvmlReturn_t = int;
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+struct nvmlDevice_st;
+using nvmlDevice_t = nvmlDevice_st*;
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+constexpr int kNvmlClockSm = 1;
+constexpr int kNvmlClockMem = 2;
+constexpr int kNvmlTemperatureGpu = 0;
+constexpr int kNvmlPcieTx = 0;
+constexpr int kNvmlPcieRx = 1;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class NvmlSource : public Source {
+ public:
+  static std::unique_ptr<Source> Open(const std::string& pci_bus_id, int index,
+                                      std::string* why) {
+    const char* env = std::getenv("GPUBENCH_NVML_LIBRARY");
+    const std::string library = env && *env ? env : "libnvidia-ml.so.1";
+    void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* error = dlerror();
+      *why = "telemetry unavailable: cannot load " + library + " (" +
+             (error ? error : "no NVIDIA driver?") + ")";
+      return nullptr;
+    }
+    auto source = std::unique_ptr<NvmlSource>(new NvmlSource(lib));
+    if (!source->Bind(why)) return nullptr;
+    if (source->init_() != kNvmlSuccess) {
+      *why = "telemetry unavailable: nvmlInit failed";
+      return nullptr;
+    }
+    source->initialised_ = true;
+    nvmlReturn_t rc = 1;
+    if (!pci_bus_id.empty() && source->by_pci_) {
+      rc = source->by_pci_(pci_bus_id.c_str(), &source->device_);
+    }
+    if (rc != kNvmlSuccess) rc = source->by_index_(index, &source->device_);
+    if (rc != kNvmlSuccess) {
+      *why = "telemetry unavailable: NVML does not know GPU " + std::to_string(index);
+      return nullptr;
+    }
+    return source;
+  }
+
+  ~NvmlSource() override {
+    if (initialised_) shutdown_();
+    dlclose(lib_);
+  }
+
+  std::string name() const override { return "nvml"; }
+
+  bool Read(Sample* s) override {
+    nvmlUtilization_t util{};
+    if (utilization_(device_, &util) == kNvmlSuccess) {
+      s->gpu_utilization_pct = util.gpu;
+      s->memory_utilization_pct = util.memory;
+    }
+    nvmlMemory_t memory{};
+    if (memory_(device_, &memory) == kNvmlSuccess) s->memory_used_bytes = memory.used;
+    unsigned int v = 0;
+    if (clock_(device_, kNvmlClockSm, &v) == kNvmlSuccess) s->sm_clock_mhz = v;
+    if (clock_(device_, kNvmlClockMem, &v) == kNvmlSuccess) s->memory_clock_mhz = v;
+    if (power_(device_, &v) == kNvmlSuccess) s->power_w = v / 1000.0f;  // mW
+    if (temperature_(device_, kNvmlTemperatureGpu, &v) == kNvmlSuccess) s->temperature_c = v;
+    unsigned long long reasons = 0;
+    if (throttle_ && throttle_(device_, &reasons) == kNvmlSuccess) {
+      s->throttle_reasons_mask = reasons;
+    }
+    if (pcie_ && pcie_(device_, kNvmlPcieRx, &v) == kNvmlSuccess) {
+      s->pcie_rx_bytes_per_s = v * 1024.0;  // KB/s
+    }
+    if (pcie_ && pcie_(device_, kNvmlPcieTx, &v) == kNvmlSuccess) {
+      s->pcie_tx_bytes_per_s = v * 1024.0;
+    }
+    return true;
+  }
+
+ private:
+  explicit NvmlSource(void* lib) : lib_(lib) {}
+
+  template <typename F>
+  bool Symbol(const char* name, F* out, bool required, std::string* why) {
+    *out = reinterpret_cast<F>(dlsym(lib_, name));
+    if (*out == nullptr && required) {
+      *why = std::string("telemetry unavailable: NVML lacks ") + name;
+      return false;
+    }
+    return true;
+  }
+
+  bool Bind(std::string* why) {
+    if (!Symbol("nvmlInit_v2", &init_, true, why) ||
+        !Symbol("nvmlShutdown", &shutdown_, true, why) ||
+        !Symbol("nvmlDeviceGetHandleByIndex_v2", &by_index_, true, why) ||
+        !Symbol("nvmlDeviceGetUtilizationRates", &utilization_, true, why) ||
+        !Symbol("nvmlDeviceGetMemoryInfo", &memory_, true, why) ||
+        !Symbol("nvmlDeviceGetClockInfo", &clock_, true, why) ||
+        !Symbol("nvmlDeviceGetPowerUsage", &power_, true, why) ||
+        !Symbol("nvmlDeviceGetTemperature", &temperature_, true, why)) {
+      return false;
+    }
+    Symbol("nvmlDeviceGetHandleByPciBusId_v2", &by_pci_, false, why);
+    Symbol("nvmlDeviceGetPcieThroughput", &pcie_, false, why);
+    // Renamed "ClocksEventReasons" in newer drivers; the old name stays.
+    Symbol("nvmlDeviceGetCurrentClocksEventReasons", &throttle_, false, why);
+    if (throttle_ == nullptr) {
+      Symbol("nvmlDeviceGetCurrentClocksThrottleReasons", &throttle_, false, why);
+    }
+    return true;
+  }
+
+  void* const lib_;
+  bool initialised_ = false;
+  nvmlDevice_t device_ = nullptr;
+  nvmlReturn_t (*init_)() = nullptr;
+  nvmlReturn_t (*shutdown_)() = nullptr;
+  nvmlReturn_t (*by_index_)(unsigned int, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*by_pci_)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*utilization_)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*memory_)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*clock_)(nvmlDevice_t, int, unsigned int*) = nullptr;
+  nvmlReturn_t (*power_)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*temperature_)(nvmlDevice_t, int, unsigned int*) = nullptr;
+  nvmlReturn_t (*throttle_)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*pcie_)(nvmlDevice_t, int, unsigned int*) = nullptr;
+};
+
+// CPU time and RSS of this process from /proc/self/stat.
+class HostSource : public Source {
+ public:
+  std::string name() const override { return "host"; }
+  bool Read(Sample* s) override {
+    std::ifstream in("/proc/self/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) return false;
+    std::istringstream fields(stat.substr(close + 2));
+    std::string skip;
+    // Fields 3..13 precede utime (14) and stime (15); rss is field 24.
+    for (int i = 3; i <= 13; ++i) fields >> skip;
+    long long utime = 0, stime = 0;
+    fields >> utime >> stime;
+    for (int i = 16; i <= 23; ++i) fields >> skip;
+    long long rss_pages = 0;
+    fields >> rss_pages;
+    s->host_rss_bytes = rss_pages * sysconf(_SC_PAGESIZE);
+    const double cpu_s = static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
+    const int64_t now = NowMs();
+    if (last_ms_ > 0 && now > last_ms_) {
+      s->host_cpu_utilization_pct =
+          static_cast<float>(100.0 * (cpu_s - last_cpu_s_) / ((now - last_ms_) / 1e3));
+    }
+    last_cpu_s_ = cpu_s;
+    last_ms_ = now;
+    return true;
+  }
+
+ private:
+  double last_cpu_s_ = 0;
+  int64_t last_ms_ = 0;
+};
+
+void Accumulate(Field* f, double v, int n) {
+  f->mean += (v - f->mean) / n;
+  f->max = n == 1 ? v : std::max(f->max, v);
+}
+
+}  // namespace
+
+std::vector<std::string> ThrottleReasonNames(uint64_t mask) {
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {0x1, "gpu_idle"},           {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
+      {0x8, "hw_slowdown"},        {0x10, "sync_boost"},         {0x20, "sw_thermal"},
+      {0x40, "hw_thermal"},        {0x80, "hw_power_brake"},     {0x100, "display_clocks"}};
+  std::vector<std::string> names;
+  for (const auto& [bit, name] : kNames) {
+    if (mask & bit) names.push_back(name);
+  }
+  return names;
+}
+
+bool IsThermalOrPowerThrottle(uint64_t mask) {
+  return (mask & (kThrottleSwPowerCap | kThrottleHwSlowdown | kThrottleSwThermal |
+                  kThrottleHwThermal | kThrottleHwPowerBrake)) != 0;
+}
+
+Summary Summarize(const Series& series, double samples_processed) {
+  Summary s;
+  s.unavailable_reason = series.unavailable_reason;
+  s.available = !series.samples.empty();
+  s.sample_count = series.samples.size();
+  uint64_t seen = 0;
+  int n = 0;
+  for (const Sample& x : series.samples) {
+    ++n;
+    Accumulate(&s.gpu_utilization_pct, x.gpu_utilization_pct, n);
+    Accumulate(&s.memory_utilization_pct, x.memory_utilization_pct, n);
+    Accumulate(&s.memory_used_bytes, x.memory_used_bytes, n);
+    Accumulate(&s.sm_clock_mhz, x.sm_clock_mhz, n);
+    Accumulate(&s.memory_clock_mhz, x.memory_clock_mhz, n);
+    Accumulate(&s.power_w, x.power_w, n);
+    Accumulate(&s.temperature_c, x.temperature_c, n);
+    Accumulate(&s.pcie_rx_bytes_per_s, x.pcie_rx_bytes_per_s, n);
+    Accumulate(&s.pcie_tx_bytes_per_s, x.pcie_tx_bytes_per_s, n);
+    Accumulate(&s.host_cpu_utilization_pct, x.host_cpu_utilization_pct, n);
+    seen |= x.throttle_reasons_mask;
+  }
+  for (size_t i = 1; i < series.samples.size(); ++i) {
+    const Sample& a = series.samples[i - 1];
+    const Sample& b = series.samples[i];
+    s.energy_j += (a.power_w + b.power_w) / 2 * (b.offset_ms - a.offset_ms) / 1e3;
+  }
+  if (s.energy_j > 0) s.samples_per_joule = samples_processed / s.energy_j;
+  s.throttled = IsThermalOrPowerThrottle(seen);
+  s.throttle_reasons = ThrottleReasonNames(seen);
+  return s;
+}
+
+std::unique_ptr<Source> OpenNvml(const std::string& pci_bus_id, int index, std::string* why) {
+  return NvmlSource::Open(pci_bus_id, index, why);
+}
+
+std::unique_ptr<Source> OpenHost() { return std::make_unique<HostSource>(); }
+
+Sampler::Sampler(std::unique_ptr<Source> source, int64_t interval_ms)
+    : source_(std::move(source)), interval_ms_(std::max<int64_t>(1, interval_ms)) {}
+
+Sampler::~Sampler() { Stop(); }
+
+void Sampler::Start() {
+  samples_.reserve(4096);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Series Sampler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  Series series;
+  series.source = source_ ? source_->name() : "";
+  series.interval_ms = interval_ms_;
+  series.samples = std::move(samples_);
+  samples_.clear();
+  return series;
+}
+
+void Sampler::Loop() {
+  const int64_t start = NowMs();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    Sample s;
+    s.offset_ms = NowMs() - start;
+    if (source_ && source_->Read(&s)) samples_.push_back(s);
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stop_; });
+  }
+}
+
+}  // namespace gpubench::telemetry

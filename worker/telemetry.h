@@ -1,0 +1,117 @@
+// Device and host telemetry sampled during a run's measured window: NVML on
+// NVIDIA GPUs (libnvidia-ml.so.1 loaded at run time, so the binaries start
+// on hosts without a driver), /proc for CPU and MPS runs. Torch-free and
+// proto-free; convert.cc maps it to gpubench.v1.
+#ifndef GPUBENCH_WORKER_TELEMETRY_H_
+#define GPUBENCH_WORKER_TELEMETRY_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gpubench::telemetry {
+
+// One reading. Fields a source does not have stay 0.
+struct Sample {
+  int64_t offset_ms = 0;  // since the sampler started
+  float gpu_utilization_pct = 0;
+  float memory_utilization_pct = 0;
+  int64_t memory_used_bytes = 0;
+  float sm_clock_mhz = 0;
+  float memory_clock_mhz = 0;
+  float power_w = 0;
+  float temperature_c = 0;
+  uint64_t throttle_reasons_mask = 0;  // NVML clocks-event reason bits
+  double pcie_rx_bytes_per_s = 0;
+  double pcie_tx_bytes_per_s = 0;
+  float host_cpu_utilization_pct = 0;  // of this process, 100 = one core
+  int64_t host_rss_bytes = 0;
+};
+
+struct Series {
+  std::string source;              // "nvml", "host", or "" when unavailable
+  std::string unavailable_reason;  // why there is no device telemetry
+  int64_t interval_ms = 0;
+  std::vector<Sample> samples;
+};
+
+struct Field {
+  double mean = 0;
+  double max = 0;
+};
+
+struct Summary {
+  bool available = false;
+  std::string unavailable_reason;
+  int sample_count = 0;
+  Field gpu_utilization_pct, memory_utilization_pct, memory_used_bytes, sm_clock_mhz,
+      memory_clock_mhz, power_w, temperature_c, pcie_rx_bytes_per_s, pcie_tx_bytes_per_s,
+      host_cpu_utilization_pct;
+  double energy_j = 0;           // integral of power over the window
+  double samples_per_joule = 0;  // work done / energy_j
+  bool throttled = false;        // thermal or power reasons were active
+  std::vector<std::string> throttle_reasons;  // every reason seen
+};
+
+// NVML's clocks-event (throttle) reason bits that mean thermal or power
+// limits, and their names.
+inline constexpr uint64_t kThrottleSwPowerCap = 0x4;
+inline constexpr uint64_t kThrottleHwSlowdown = 0x8;
+inline constexpr uint64_t kThrottleSwThermal = 0x20;
+inline constexpr uint64_t kThrottleHwThermal = 0x40;
+inline constexpr uint64_t kThrottleHwPowerBrake = 0x80;
+// Names of the bits set in mask ("sw_power_cap", "gpu_idle", ...).
+std::vector<std::string> ThrottleReasonNames(uint64_t mask);
+// True when mask holds a thermal or power reason (idle or application
+// clocks do not count).
+bool IsThermalOrPowerThrottle(uint64_t mask);
+
+// Mean and max of each field, energy by the trapezoid rule over power, and
+// the throttle flag, for a window that processed `samples_processed` samples.
+Summary Summarize(const Series& series, double samples_processed);
+
+// A telemetry source. Read may be called from the sampler thread only.
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual std::string name() const = 0;
+  // Fills what it can; false when the reading failed.
+  virtual bool Read(Sample* sample) = 0;
+};
+
+// NVML for the GPU with this PCI bus id ("0000:1b:00.0"), else by index.
+// nullptr with *why set when NVML or the GPU cannot be opened. The library
+// is $GPUBENCH_NVML_LIBRARY when set, else libnvidia-ml.so.1.
+std::unique_ptr<Source> OpenNvml(const std::string& pci_bus_id, int index, std::string* why);
+
+// This process's CPU utilisation and RSS from /proc/self.
+std::unique_ptr<Source> OpenHost();
+
+// Reads a source every interval on its own thread between Start and Stop.
+// Start/Stop from one thread; not reusable after Stop.
+class Sampler {
+ public:
+  Sampler(std::unique_ptr<Source> source, int64_t interval_ms);
+  ~Sampler();
+  void Start();
+  Series Stop();
+
+ private:
+  void Loop();
+
+  const std::unique_ptr<Source> source_;
+  const int64_t interval_ms_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::vector<Sample> samples_;  // written by the thread until Stop joins it
+};
+
+}  // namespace gpubench::telemetry
+
+#endif  // GPUBENCH_WORKER_TELEMETRY_H_
