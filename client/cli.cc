@@ -498,6 +498,27 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
         << Short(v1::JobState_descriptor(), job.state()) << "\n";
   }
   PrintTable(RunsTable(runs, false), format, out);
+  if (format == Format::kTable) {
+    for (const v1::Run& r : runs) {
+      const v1::ProfileSummary& p = r.result().profile();
+      if (p.top_operators().empty()) continue;
+      out << "\nrun " << r.index() << " profile (" << (p.device_times() ? "device" : "CPU")
+          << " self time; trace: gpubench trace " << r.run_id() << " -o trace.json)\n";
+      Table ops;
+      ops.header = {"operator", "calls", "self ms", "share", "category"};
+      for (const auto& op : p.top_operators()) {
+        ops.rows.push_back({op.name(), absl::StrCat(op.count()),
+                            absl::StrFormat("%.3f", op.self_time_us() / 1e3),
+                            absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
+      }
+      PrintTable(ops, format, out);
+      std::vector<std::string> parts;
+      for (const auto& c : p.categories()) {
+        parts.push_back(absl::StrFormat("%s %.1f%%", c.category(), 100 * c.share()));
+      }
+      out << "by category: " << absl::StrJoin(parts, ", ") << "\n";
+    }
+  }
   const bool any_oom = std::any_of(runs.begin(), runs.end(), [](const v1::Run& r) {
     return r.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
            r.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;

@@ -53,6 +53,12 @@ absl::StatusOr<LocalJobResult> RunLocalJob(
       auto run_id = store->InsertRun(run);
       if (!run_id.ok()) return run_id.status();
       run.set_run_id(*run_id);
+      if (!event.run_finished().trace_json().empty()) {
+        if (auto s = store->PutTrace(*run_id, "chrome", event.run_finished().trace_json());
+            !s.ok()) {
+          return s;
+        }
+      }
       CountFinishedRun(run, &job);
       result.runs.push_back(std::move(run));
     } else if (event.has_done()) {

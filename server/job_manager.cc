@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
+#include "storage/sha256.h"
 #include "worker/process.h"
 
 namespace gpubench::server {
@@ -330,10 +331,17 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
       v1::Run run = event.run_finished().run();
       run.set_job_id(job_id);
       run.set_host_id(host_.host_id());
+      const std::string& trace = event.run_finished().trace_json();
+      if (!trace.empty()) {
+        v1::ProfileSummary* p = run.mutable_result()->mutable_profile();
+        p->set_has_trace(true);
+        p->set_trace_size_bytes(trace.size());
+        p->set_trace_sha256(storage::Sha256Hex(trace));
+      }
       if (!job.schedule_id().empty() && run_hook_) run_hook_(job, &run);
       Emit(job_id, [&](v1::ProgressEvent* e) {
         *e->mutable_run_finished()->mutable_run() = run;
-      }, true, &run);
+      }, true, &run, trace);
       CountFinishedRun(run, &job);
       any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED ||
                 run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
@@ -443,13 +451,14 @@ v1::ProgressEvent JobManager::NewEventLocked(const std::string& job_id) {
 
 void JobManager::Emit(const std::string& job_id,
                       const std::function<void(v1::ProgressEvent*)>& fill,
-                      bool durable, const v1::Run* run_to_store) {
+                      bool durable, const v1::Run* run_to_store,
+                      const std::string& trace_json) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     v1::ProgressEvent e = NewEventLocked(job_id);
     fill(&e);
     if (run_to_store) {
-      store_->InsertRun(*run_to_store, e).IgnoreError();
+      store_->InsertRun(*run_to_store, e, trace_json).IgnoreError();
     } else if (durable) {
       store_->AppendEvent(e).IgnoreError();
     }

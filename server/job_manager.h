@@ -110,10 +110,11 @@ class JobManager {
   // Appends a state change to the log, stores job and event together, and
   // notifies watchers.
   absl::Status SetState(v1::Job* job, v1::JobState state, const std::string& error);
-  // Appends a non-durable event, or stores a durable one.
+  // Appends a non-durable event, or stores a durable one (with the run and
+  // its trace, when given, in one transaction).
   void Emit(const std::string& job_id,
             const std::function<void(v1::ProgressEvent*)>& fill, bool durable,
-            const v1::Run* run_to_store);
+            const v1::Run* run_to_store, const std::string& trace_json = "");
   void Notify(const std::string& job_id);
   JobLog* LogLocked(const std::string& job_id);
 

@@ -558,7 +558,8 @@ absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run) {
 }
 
 absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run,
-                                             const v1::ProgressEvent& event) {
+                                             const v1::ProgressEvent& event,
+                                             const std::string& trace_json) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string id;
   absl::Status status = InTransaction([&]() -> absl::Status {
@@ -572,6 +573,9 @@ absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run,
       r->set_run_id(id);
       r->clear_samples();
       r->clear_telemetry_series();
+    }
+    if (!trace_json.empty()) {
+      if (auto st = PutTraceLocked(id, "chrome", trace_json); !st.ok()) return st;
     }
     return AppendEventLocked(stored);
   });
@@ -962,6 +966,12 @@ absl::StatusOr<v1::ModelInfo> Store::GetModel(const std::string& sha256) {
 
 absl::Status Store::PutTrace(const std::string& run_id, const std::string& format,
                              const std::string& data) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PutTraceLocked(run_id, format, data);
+}
+
+absl::Status Store::PutTraceLocked(const std::string& run_id, const std::string& format,
+                                   const std::string& data) {
   uLongf size = compressBound(data.size());
   std::string compressed(size, '\0');
   if (compress2(reinterpret_cast<Bytef*>(compressed.data()), &size,
@@ -969,7 +979,6 @@ absl::Status Store::PutTrace(const std::string& run_id, const std::string& forma
     return absl::InternalError("trace compression failed");
   }
   compressed.resize(size);
-  std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_,
               "INSERT OR REPLACE INTO traces(run_id, format, size_bytes, sha256,"
               " created_ns, data) VALUES(?,?,?,?,?,?)");

@@ -114,8 +114,11 @@ class Store {
   // UpdateJob and InsertRun take the event that goes with them, so the two
   // land in one transaction.
   absl::Status UpdateJob(const v1::Job& job, const v1::ProgressEvent& event);
+  // trace_json, when not empty, is the run's Chrome trace, stored (as
+  // PutTrace does) in the same transaction.
   absl::StatusOr<std::string> InsertRun(const v1::Run& run,
-                                        const v1::ProgressEvent& event);
+                                        const v1::ProgressEvent& event,
+                                        const std::string& trace_json = "");
   absl::Status AppendEvent(const v1::ProgressEvent& event);
   // Events with sequence > after_sequence, in order.
   absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
@@ -181,6 +184,8 @@ class Store {
   absl::Status UpdateJobLocked(const v1::Job& job);
   absl::StatusOr<std::string> InsertRunLocked(const v1::Run& run);
   absl::Status AppendEventLocked(const v1::ProgressEvent& event);
+  absl::Status PutTraceLocked(const std::string& run_id, const std::string& format,
+                              const std::string& data);
   absl::StatusOr<v1::Run> ReadRun(sqlite3_stmt* stmt, bool include_samples);
   // A keyed protobuf record: sql takes (key, blob) or (key) and selects it.
   absl::Status PutRecord(const char* sql, const std::string& key,

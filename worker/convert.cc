@@ -178,6 +178,24 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
       tr->set_p50_ms(t.p50_ms);
     }
   }
+  if (!o.profile.top.empty()) {
+    v1::ProfileSummary* p = r->mutable_profile();
+    p->set_device_times(o.profile.device_times);
+    for (const auto& row : o.profile.top) {
+      v1::OperatorStat* op = p->add_top_operators();
+      op->set_name(row.name);
+      op->set_count(row.count);
+      op->set_self_time_us(row.self_time_us);
+      op->set_share(row.share);
+      op->set_category(row.category);
+    }
+    for (const auto& row : o.profile.categories) {
+      v1::CategoryShare* c = p->add_categories();
+      c->set_category(row.category);
+      c->set_self_time_us(row.self_time_us);
+      c->set_share(row.share);
+    }
+  }
   if (!o.telemetry.samples.empty() || !o.telemetry.unavailable_reason.empty()) {
     FillTelemetry(o.telemetry, o.throughput_samples_per_s * o.measured_ms / 1e3, run);
   }

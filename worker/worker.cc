@@ -38,6 +38,12 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
   const std::set<int> skip(request.skip_indices().begin(),
                            request.skip_indices().end());
   engine::MeasureConfig measure = ToMeasureConfig(request.spec().measurement());
+  const v1::Profiling& profiling = request.spec().profiling();
+  measure.profile = profiling.enabled();
+  if (profiling.iterations() > 0) measure.profile_iterations = profiling.iterations();
+  measure.profile_shapes = profiling.record_shapes();
+  measure.profile_memory = profiling.profile_memory();
+  if (profiling.top_operators() > 0) measure.profile_top_operators = profiling.top_operators();
   measure.telemetry = !request.spec().telemetry().disabled();
   if (request.spec().telemetry().interval_ms() > 0) {
     measure.telemetry_interval_ms = request.spec().telemetry().interval_ms();
@@ -50,6 +56,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     if (skip.count(i)) continue;
     const v1::RunConfig& config = (*runs)[i];
     v1::Run run;
+    std::string trace_json;  // of the profiled window, if one ran
     run.set_job_id(request.job_id());
     run.set_index(i);
     *run.mutable_config() = config;
@@ -94,6 +101,12 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
           engine::RunOne(engine_config, measure, progress, cancel);
       if (!write_status.ok()) return write_status;
       FillRun(outcome, &run);
+      trace_json = outcome.trace_json;
+      if (!outcome.profile_error.empty()) {
+        v1::WorkerEvent log;
+        log.mutable_log()->set_text(outcome.profile_error);
+        if (auto s = writer.Write(log); !s.ok()) return s;
+      }
       ++executed;
       if (outcome.status == engine::RunStatus::kOutOfMemory) {
         oom_batch[axis] = engine_config.batch_size;
@@ -103,6 +116,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     *run.mutable_end_time() = Now();
     v1::WorkerEvent finished;
     *finished.mutable_run_finished()->mutable_run() = std::move(run);
+    finished.mutable_run_finished()->set_trace_json(std::move(trace_json));
     if (auto s = writer.Write(finished); !s.ok()) return s;
   }
   v1::WorkerEvent done;

@@ -17,6 +17,8 @@
 
 #include "gpubench/v1/service.grpc.pb.h"
 #include "tests/support/daemon_process.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "storage/sha256.h"
 #include "storage/store.h"
 
@@ -568,6 +570,64 @@ TEST(Daemon, HigherPriorityRunsFirstAndEqualPrioritiesInSubmitOrder) {
   };
   EXPECT_LT(started(urgent), started(low_a));
   EXPECT_LT(started(low_a), started(low_b));
+}
+
+TEST(Daemon, ProfiledRunStoresAChromeTraceAndAnOperatorTable) {
+  Daemon d(FreshDir("profile"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = TinySpec("simple_cnn");
+  spec.mutable_base()->set_mode(v1::MODE_TRAIN);
+  spec.mutable_profiling()->set_enabled(true);
+  spec.mutable_profiling()->set_iterations(3);
+  const std::string id = Submit(d, spec);
+  ASSERT_EQ(WaitForEnd(d, id), v1::JOB_STATE_SUCCEEDED) << GetJob(d, id).error();
+  const v1::Run run = ListRuns(d, id, false).at(0);
+  const v1::ProfileSummary& p = run.result().profile();
+  ASSERT_TRUE(p.has_trace()) << run.result().DebugString();
+  ASSERT_FALSE(p.top_operators().empty());
+  double shares = 0;
+  for (const auto& c : p.categories()) shares += c.share();
+  EXPECT_NEAR(shares, 1.0, 0.01);
+  EXPECT_GT(p.top_operators(0).self_time_us(), 0);
+
+  grpc::ClientContext ctx;
+  v1::GetTraceRequest req;
+  req.set_run_id(run.run_id());
+  auto reader = d.stub()->GetTrace(&ctx, req);
+  v1::GetTraceResponse resp;
+  std::string json;
+  while (reader->Read(&resp)) json += resp.chunk();
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(storage::Sha256Hex(json), p.trace_sha256());
+  google::protobuf::Struct trace;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &trace).ok())
+      << json.substr(0, 300);
+  // Complete events on one thread, some nested inside others.
+  struct Span {
+    std::string thread;
+    double start, end;
+  };
+  std::vector<Span> spans;
+  for (const auto& v : trace.fields().at("traceEvents").list_value().values()) {
+    const auto& f = v.struct_value().fields();
+    if (!f.count("ph") || f.at("ph").string_value() != "X" || !f.count("dur")) continue;
+    auto num = [](const google::protobuf::Value& x) {
+      return x.has_number_value() ? x.number_value() : std::atof(x.string_value().c_str());
+    };
+    const std::string thread = f.count("tid") ? f.at("tid").ShortDebugString() : "";
+    spans.push_back({thread, num(f.at("ts")), num(f.at("ts")) + num(f.at("dur"))});
+  }
+  ASSERT_GT(spans.size(), 10u);
+  int nested = 0;
+  for (const Span& a : spans) {
+    for (const Span& b : spans) {
+      if (&a != &b && a.thread == b.thread && a.start <= b.start && b.end <= a.end &&
+          a.end - a.start > b.end - b.start) {
+        ++nested;
+      }
+    }
+  }
+  EXPECT_GT(nested, 0);
 }
 
 }  // namespace

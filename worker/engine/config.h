@@ -95,6 +95,11 @@ struct MeasureConfig {
   int trials = 1;
   int max_iterations = 100000;
   uint64_t seed = 0;
+  bool profile = false;            // a separate profiled window after measuring
+  int profile_iterations = 5;
+  bool profile_shapes = false;
+  bool profile_memory = false;
+  int profile_top_operators = 20;
   bool telemetry = true;           // sample NVML (CUDA) or /proc (CPU, MPS)
   int telemetry_interval_ms = 100;
 };

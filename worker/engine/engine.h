@@ -11,6 +11,7 @@
 
 #include "common/stats.h"
 #include "worker/engine/config.h"
+#include "worker/profile_table.h"
 #include "worker/telemetry.h"
 #include "worker/measure.h"
 
@@ -48,6 +49,13 @@ struct RunOutcome {
   bool stable = false;
   double window_cv = 0;
   std::vector<measure::Trial> trials;
+
+  // The profiled window, when asked for: Chrome trace JSON, top operators
+  // and categories; profile_error when profiling itself failed (the run's
+  // figures stand).
+  std::string trace_json;
+  profile::Table profile;
+  std::string profile_error;
 
   // Telemetry over the measured window (empty when disabled).
   telemetry::Series telemetry;

@@ -1,0 +1,95 @@
+// The operator table and the fallback Chrome trace, on planted events.
+#include "worker/profile_table.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace gpubench::profile {
+namespace {
+
+TEST(ProfileTable, CpuSelfTimeExcludesNestedOperators) {
+  // aten::linear [0, 100) holds aten::addmm [10, 70) which holds aten::copy_
+  // [20, 30); on another thread aten::relu [5, 25).
+  const std::vector<Event> events = {
+      {"aten::linear", false, 1, 0, 100},
+      {"aten::addmm", false, 1, 10, 60},
+      {"aten::copy_", false, 1, 20, 10},
+      {"aten::relu", false, 2, 5, 20},
+      {"aten::linear", false, 1, 200, 50},
+  };
+  const Table t = BuildTable(events, 10);
+  EXPECT_FALSE(t.device_times);
+  std::map<std::string, OperatorRow> rows;
+  for (const auto& r : t.top) rows[r.name] = r;
+  EXPECT_DOUBLE_EQ(rows["aten::linear"].self_time_us, 40 + 50);
+  EXPECT_EQ(rows["aten::linear"].count, 2);
+  EXPECT_DOUBLE_EQ(rows["aten::addmm"].self_time_us, 50);
+  EXPECT_DOUBLE_EQ(rows["aten::copy_"].self_time_us, 10);
+  EXPECT_DOUBLE_EQ(rows["aten::relu"].self_time_us, 20);
+  EXPECT_EQ(t.top.front().name, "aten::linear");  // by self time
+  double shares = 0;
+  for (const auto& r : t.top) shares += r.share;
+  EXPECT_NEAR(shares, 1, 1e-9);
+  double category_shares = 0;
+  for (const auto& c : t.categories) category_shares += c.share;
+  EXPECT_NEAR(category_shares, 1, 1e-9);
+  EXPECT_EQ(rows["aten::addmm"].category, "matmul");
+}
+
+TEST(ProfileTable, DeviceActivitiesWinWhenPresent) {
+  const std::vector<Event> events = {
+      {"aten::conv2d", false, 1, 0, 500},
+      {"sm90_xmma_fprop_implicit_gemm_f16f16", true, 7, 10, 300},
+      {"Memcpy HtoD (Pinned -> Device)", true, 8, 0, 100},
+      {"vectorized_elementwise_kernel", true, 7, 320, 100},
+  };
+  const Table t = BuildTable(events, 2);
+  EXPECT_TRUE(t.device_times);
+  ASSERT_EQ(t.top.size(), 2u);  // top_n
+  EXPECT_EQ(t.top[0].category, "convolution");
+  EXPECT_NEAR(t.top[0].share, 0.6, 1e-9);
+  std::map<std::string, double> cat;
+  for (const auto& c : t.categories) cat[c.category] = c.share;
+  EXPECT_NEAR(cat["memcpy_h2d"], 0.2, 1e-9);
+  EXPECT_NEAR(cat["elementwise"], 0.2, 1e-9);
+  EXPECT_EQ(cat.count("other"), 0u);
+}
+
+TEST(ProfileTable, CategoriesOfCommonNames) {
+  EXPECT_EQ(Categorize("aten::cudnn_convolution"), "convolution");
+  EXPECT_EQ(Categorize("aten::bmm"), "matmul");
+  EXPECT_EQ(Categorize("aten::_scaled_dot_product_flash_attention"), "attention");
+  EXPECT_EQ(Categorize("aten::native_batch_norm"), "normalization");
+  EXPECT_EQ(Categorize("aten::max_pool2d_with_indices"), "pooling");
+  EXPECT_EQ(Categorize("aten::_cudnn_rnn"), "rnn");
+  EXPECT_EQ(Categorize("aten::lstm"), "rnn");
+  EXPECT_EQ(Categorize("Memcpy DtoH (Device -> Pageable)"), "memcpy_d2h");
+  EXPECT_EQ(Categorize("Memcpy DtoD (Device -> Device)"), "memcpy_d2d");
+  EXPECT_EQ(Categorize("Optimizer.step#SGD.step"), "optimizer");
+  EXPECT_EQ(Categorize("aten::_foreach_add_"), "optimizer");
+  EXPECT_EQ(Categorize("aten::relu_"), "elementwise");
+  EXPECT_EQ(Categorize("aten::empty"), "other");
+}
+
+TEST(ProfileTable, ChromeTraceParsesWithEveryEvent) {
+  const std::vector<Event> events = {
+      {"aten::linear", false, 1, 0, 100},
+      {"name with \"quotes\" and \\ backslash", false, 1, 10, 60},
+  };
+  const std::string json = ChromeTrace(events);
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &doc).ok()) << json;
+  const auto& list = doc.fields().at("traceEvents").list_value();
+  ASSERT_EQ(list.values_size(), 2);
+  const auto& second = list.values(1).struct_value().fields();
+  EXPECT_EQ(second.at("name").string_value(), "name with \"quotes\" and \\ backslash");
+  EXPECT_EQ(second.at("ph").string_value(), "X");
+  EXPECT_DOUBLE_EQ(second.at("dur").number_value(), 60);
+}
+
+}  // namespace
+}  // namespace gpubench::profile

@@ -1,0 +1,157 @@
+#include "worker/profile_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <sstream>
+
+namespace gpubench::profile {
+namespace {
+
+bool Has(const std::string& lower, std::initializer_list<const char*> words) {
+  for (const char* w : words) {
+    if (lower.find(w) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      out += ' ';
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Categorize(const std::string& name) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (Has(n, {"memcpy htod", "memcpy h2d", "memcpyhtod"})) return "memcpy_h2d";
+  if (Has(n, {"memcpy dtoh", "memcpy d2h", "memcpydtoh"})) return "memcpy_d2h";
+  if (Has(n, {"memcpy dtod", "memcpy d2d", "memcpydtod"})) return "memcpy_d2d";
+  if (Has(n, {"attention", "sdpa", "flash", "fmha", "scaled_dot_product"})) return "attention";
+  if (Has(n, {"lstm", "rnn", "gru"})) return "rnn";
+  if (Has(n, {"conv", "cudnn", "implicit_gemm", "wgrad", "dgrad"})) return "convolution";
+  if (Has(n, {"gemm", "matmul", "aten::mm", "aten::bmm", "addmm", "linear", "cublas",
+              "cutlass", "xmma", "sm90_", "sm80_", "aten::dot"})) {
+    return "matmul";
+  }
+  if (Has(n, {"norm", "bn_fw", "bn_bw"})) return "normalization";
+  if (Has(n, {"pool"})) return "pooling";
+  if (Has(n, {"optimizer", "sgd", "adam", "foreach", "zero_grad", "amp_update_scale",
+              "non_finite_check"})) {
+    return "optimizer";
+  }
+  if (Has(n, {"elementwise", "vectorized", "add", "mul", "div", "sub", "relu", "gelu",
+              "sigmoid", "tanh", "copy", "fill", "where", "clone", "cat", "exp",
+              "threshold", "reduce", "sum", "mean", "aten::to", "_to_copy"})) {
+    return "elementwise";
+  }
+  return "other";
+}
+
+Table BuildTable(const std::vector<Event>& events, int top_n) {
+  Table table;
+  table.device_times =
+      std::any_of(events.begin(), events.end(), [](const Event& e) { return e.device; });
+  std::map<std::string, OperatorRow> by_name;
+  if (table.device_times) {
+    for (const Event& e : events) {
+      if (!e.device) continue;
+      OperatorRow& row = by_name[e.name];
+      ++row.count;
+      row.self_time_us += e.duration_us;
+    }
+  } else {
+    // Per thread, by start (longer first on ties, so parents precede their
+    // children): a stack of open operators gives each one's direct children.
+    std::vector<const Event*> sorted;
+    for (const Event& e : events) sorted.push_back(&e);
+    std::sort(sorted.begin(), sorted.end(), [](const Event* a, const Event* b) {
+      if (a->thread != b->thread) return a->thread < b->thread;
+      if (a->start_us != b->start_us) return a->start_us < b->start_us;
+      return a->duration_us > b->duration_us;
+    });
+    std::vector<std::pair<const Event*, double>> stack;  // event, children's time
+    auto close = [&](std::pair<const Event*, double> open) {
+      OperatorRow& row = by_name[open.first->name];
+      ++row.count;
+      row.self_time_us += std::max(0.0, open.first->duration_us - open.second);
+    };
+    uint64_t thread = 0;
+    for (const Event* e : sorted) {
+      if (!stack.empty() && e->thread != thread) {
+        while (!stack.empty()) {
+          close(stack.back());
+          stack.pop_back();
+        }
+      }
+      thread = e->thread;
+      while (!stack.empty() &&
+             stack.back().first->start_us + stack.back().first->duration_us <= e->start_us) {
+        close(stack.back());
+        stack.pop_back();
+      }
+      if (!stack.empty()) stack.back().second += e->duration_us;
+      stack.push_back({e, 0});
+    }
+    while (!stack.empty()) {
+      close(stack.back());
+      stack.pop_back();
+    }
+  }
+  double total = 0;
+  for (auto& [name, row] : by_name) {
+    row.name = name;
+    row.category = Categorize(name);
+    total += row.self_time_us;
+  }
+  std::map<std::string, double> categories;
+  std::vector<OperatorRow> rows;
+  for (auto& [name, row] : by_name) {
+    row.share = total > 0 ? row.self_time_us / total : 0;
+    categories[row.category] += row.self_time_us;
+    rows.push_back(row);
+  }
+  std::sort(rows.begin(), rows.end(), [](const OperatorRow& a, const OperatorRow& b) {
+    return a.self_time_us > b.self_time_us;
+  });
+  if (top_n > 0 && static_cast<int>(rows.size()) > top_n) rows.resize(top_n);
+  table.top = std::move(rows);
+  for (const auto& [category, us] : categories) {
+    table.categories.push_back({category, us, total > 0 ? us / total : 0});
+  }
+  std::sort(table.categories.begin(), table.categories.end(),
+            [](const CategoryRow& a, const CategoryRow& b) {
+              return a.self_time_us > b.self_time_us;
+            });
+  return table;
+}
+
+std::string ChromeTrace(const std::vector<Event>& events) {
+  std::ostringstream out;
+  out.precision(3);
+  out << std::fixed << "{\"traceEvents\":[";
+  bool first = true;
+  for (const Event& e : events) {
+    out << (first ? "\n" : ",\n") << "{\"name\":\"" << JsonEscape(e.name)
+        << "\",\"cat\":\"" << (e.device ? "kernel" : "cpu_op") << "\",\"ph\":\"X\",\"ts\":"
+        << e.start_us << ",\"dur\":" << e.duration_us << ",\"pid\":" << (e.device ? 1 : 0)
+        << ",\"tid\":" << e.thread << "}";
+    first = false;
+  }
+  out << "\n],\"displayTimeUnit\":\"ms\"}\n";
+  return out.str();
+}
+
+}  // namespace gpubench::profile

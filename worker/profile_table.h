@@ -1,0 +1,60 @@
+// From profiler events to what users read: the top operators by self time,
+// a category breakdown, and a Chrome trace for builds whose profiler cannot
+// write one (LibTorch without Kineto). Torch-free; thread-compatible.
+#ifndef GPUBENCH_WORKER_PROFILE_TABLE_H_
+#define GPUBENCH_WORKER_PROFILE_TABLE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpubench::profile {
+
+// One profiler event: a CPU operator (nested on its thread) or a device
+// activity (a kernel or a memcpy; never nested).
+struct Event {
+  std::string name;
+  bool device = false;  // a GPU activity
+  uint64_t thread = 0;  // CPU events: the thread that ran it
+  double start_us = 0;
+  double duration_us = 0;
+};
+
+struct OperatorRow {
+  std::string name;
+  int64_t count = 0;
+  double self_time_us = 0;
+  double share = 0;  // of the total self time, 0..1
+  std::string category;
+};
+
+struct CategoryRow {
+  std::string category;
+  double self_time_us = 0;
+  double share = 0;
+};
+
+struct Table {
+  bool device_times = false;  // rows are device activities, else CPU operators
+  std::vector<OperatorRow> top;  // by self time, descending
+  std::vector<CategoryRow> categories;  // every category seen, descending
+};
+
+// The category of an operator or kernel name: convolution, matmul, attention,
+// normalization, elementwise, pooling, rnn, memcpy_h2d, memcpy_d2h,
+// memcpy_d2d, optimizer or other.
+std::string Categorize(const std::string& name);
+
+// Builds the table: device activities when there are any (their time is
+// device time), else CPU operators with self time = duration less the
+// durations of the operators nested directly inside them on the same
+// thread. Keeps the top_n rows; shares are of the whole window.
+Table BuildTable(const std::vector<Event>& events, int top_n);
+
+// A Chrome trace-event JSON ({"traceEvents": [...]}, complete "X" events)
+// of the events, loadable by Perfetto and chrome://tracing.
+std::string ChromeTrace(const std::vector<Event>& events);
+
+}  // namespace gpubench::profile
+
+#endif  // GPUBENCH_WORKER_PROFILE_TABLE_H_
