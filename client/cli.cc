@@ -480,6 +480,18 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
   return t;
 }
 
+// Kernel names carry whole template signatures; tables show the name and
+// elide the arguments: "at::native::batch_norm_kernel<…>(…)".
+std::string ShortOperatorName(std::string name) {
+  if (name.rfind("void ", 0) == 0) name = name.substr(5);
+  if (name.size() <= 80) return name;
+  const size_t cut = name.find_first_of("<(");
+  if (cut != std::string::npos && cut > 0 && cut < 76) {
+    return name.substr(0, cut) + (name[cut] == '<' ? "<…>(…)" : "(…)");
+  }
+  return name.substr(0, 77) + "...";
+}
+
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
               std::ostream& out) {
   if (format == Format::kJson) {
@@ -507,7 +519,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
       Table ops;
       ops.header = {"operator", "calls", "self ms", "share", "category"};
       for (const auto& op : p.top_operators()) {
-        ops.rows.push_back({op.name(), absl::StrCat(op.count()),
+        ops.rows.push_back({ShortOperatorName(op.name()), absl::StrCat(op.count()),
                             absl::StrFormat("%.3f", op.self_time_us() / 1e3),
                             absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
       }

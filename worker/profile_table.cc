@@ -40,7 +40,7 @@ std::string Categorize(const std::string& name) {
   if (Has(n, {"memcpy dtoh", "memcpy d2h", "memcpydtoh"})) return "memcpy_d2h";
   if (Has(n, {"memcpy dtod", "memcpy d2d", "memcpydtod"})) return "memcpy_d2d";
   if (Has(n, {"attention", "sdpa", "flash", "fmha", "scaled_dot_product"})) return "attention";
-  if (Has(n, {"lstm", "rnn", "gru"})) return "rnn";
+  if (Has(n, {"lstm", "_rnn", "rnn_", "::rnn", "aten::gru", "gru_cell"})) return "rnn";
   if (Has(n, {"conv", "cudnn", "implicit_gemm", "wgrad", "dgrad"})) return "convolution";
   if (Has(n, {"gemm", "matmul", "aten::mm", "aten::bmm", "addmm", "linear", "cublas",
               "cutlass", "xmma", "sm90_", "sm80_", "aten::dot"})) {

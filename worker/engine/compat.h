@@ -11,6 +11,7 @@
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 #if GPUBENCH_TORCH_AT_LEAST(2, 1)
+#include <ATen/detail/MPSHooksInterface.h>
 #include <torch/mps.h>
 #endif
 
@@ -38,6 +39,18 @@ inline void SetAutocast(c10::DeviceType device, bool enabled,
 inline void MpsSynchronize() {
 #if GPUBENCH_TORCH_AT_LEAST(2, 1)
   torch::mps::synchronize();
+#endif
+}
+
+// MPS memory the allocator holds for tensors, and what the driver holds in
+// all; 0 where LibTorch has no MPS hooks for it (before 2.1).
+inline void MpsMemory(int64_t* allocated_bytes, int64_t* driver_bytes) {
+#if GPUBENCH_TORCH_AT_LEAST(2, 1)
+  *allocated_bytes = static_cast<int64_t>(at::detail::getMPSHooks().getCurrentAllocatedMemory());
+  *driver_bytes = static_cast<int64_t>(at::detail::getMPSHooks().getDriverAllocatedMemory());
+#else
+  *allocated_bytes = 0;
+  *driver_bytes = 0;
 #endif
 }
 

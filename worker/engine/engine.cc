@@ -765,6 +765,11 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     auto measured =
         measure::Measure(measure_config, (*workload)->samples_per_iteration(),
                          measure::SteadyClock(), workload->get(), progress, cancel);
+    if (device->is_mps()) {
+      // The MPS allocator keeps no peak: what it holds as measuring ends
+      // (model, optimizer state, the last step's tensors) stands for it.
+      compat::MpsMemory(&out.peak_device_allocated_bytes, &out.peak_device_reserved_bytes);
+    }
     if (sampler) {
       const std::string reason = out.telemetry.unavailable_reason;
       out.telemetry = sampler->Stop();
