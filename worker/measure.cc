@@ -164,8 +164,15 @@ absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
   // when there is a single trial.
   if (out.iterations > 0 && out.measured_ms > 0) {
     const double per_sample = out.measured_ms / (out.iterations * samples_per_iteration);
-    const std::vector<double>& spread =
-        trial_ms_per_sample.size() >= 2 ? trial_ms_per_sample : window_ms_per_sample;
+    // Fewer than two windows (a slow model against max_time_ms): the
+    // iterations' own spread is all there is.
+    std::vector<double> iteration_ms_per_sample;
+    if (trial_ms_per_sample.size() < 2 && window_ms_per_sample.size() < 2) {
+      for (double ms : out.device_ms) iteration_ms_per_sample.push_back(ms / samples_per_iteration);
+    }
+    const std::vector<double>& spread = trial_ms_per_sample.size() >= 2    ? trial_ms_per_sample
+                                        : window_ms_per_sample.size() >= 2 ? window_ms_per_sample
+                                                                           : iteration_ms_per_sample;
     double half = 0;
     if (spread.size() >= 2) {
       half = stats::TCritical95(static_cast<int>(spread.size()) - 1) *

@@ -69,7 +69,8 @@ struct Outcome {
   std::vector<double> window_throughput;
   // 95% interval of the throughput (samples/s), consistent with
   // iterations / measured_ms: from the spread of the trials' time per sample
-  // when there are several trials, else of the windows'.
+  // when there are several trials, else of the windows', else (one window)
+  // of the iterations'.
   double throughput_ci_low = 0;
   double throughput_ci_high = 0;
   std::vector<Trial> trials;

@@ -191,5 +191,22 @@ TEST(Measure, MaxIterationsWithAStableRateIsStable) {
   EXPECT_TRUE(out->stable);
 }
 
+TEST(Measure, OneSlowWindowStillHasAnInterval) {
+  FakeClock clock;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int64_t> ns(1'000'000, 3'000'000);
+  FakeStepper stepper(&clock, [&] { return ns(rng); });
+  engine::MeasureConfig c = Config();
+  c.window_iterations = 50;  // one window outlasts max_time_ms
+  c.max_time_ms = 30;
+  auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(out->window_throughput.size(), 1u);
+  const double throughput = out->iterations / (out->measured_ms / 1e3);
+  EXPECT_LT(out->throughput_ci_low, throughput);
+  EXPECT_GT(out->throughput_ci_high, throughput);
+  EXPECT_FALSE(out->stable);
+}
+
 }  // namespace
 }  // namespace gpubench::measure
