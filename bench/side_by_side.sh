@@ -72,6 +72,12 @@ case_ mlp_small_train_bs16 "ratio>=2.0 (step <=0.5x)" tput \
 case_ mlp_small_train_bs16_graph "ratio>=5.0 (step <=0.2x)" tput \
   "--workload mlp --model-size small --device cuda --mode train --batch 16 --execution cuda_graph" \
   "--workload mlp --mode train --batch 16"
+case_ unet_train_bs16_128 "ratio>=1.0 (eager)" tput \
+  "--workload unet --device cuda --mode train --batch 16 --image-size 128" \
+  "--workload unet --mode train --batch 16"
+case_ bilstm_train_bs64 "ratio>=1.0 (eager)" tput \
+  "--workload bilstm --device cuda --mode train --batch 64" \
+  "--workload bilstm --mode train --batch 64"
 case_ matmul_bf16_8192 "ratio>=0.95 (a @ b)" tflops \
   "--workload matmul --device cuda --matmul-size 8192 --precision bf16" \
   "--workload matmul --size 8192"

@@ -58,8 +58,8 @@ Table RowsTable(const std::vector<Row>& rows) {
   return t;
 }
 
-// Pairs the runs of two sides by config (ignoring the device string when
-// the sides are different hosts) and compares each pair.
+// Pairs the runs of two sides by config (every field equal) and compares
+// each pair; two sides of one run each are compared whatever their configs.
 std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rule) {
   std::vector<Row> rows;
   std::map<std::string, const v1::Run*> by_config;
@@ -185,6 +185,15 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
         codes[i] = CallFailed(d.host, s, log);
       } else if (auto s2 = FetchSide(d, submitted.job().job_id(), &sides[i]); !s2.ok()) {
         codes[i] = CallFailed(d.host, s2, log);
+      } else {
+        for (const v1::Run& r : sides[i].runs) {
+          if (r.state() != v1::RUN_STATE_SUCCEEDED) {
+            log << "gpubench: " << d.host.name << ": run " << r.index() << " "
+                << Short(v1::RunState_descriptor(), r.state()) << ": " << r.error() << "\n";
+            codes[i] = kExitJobFailed;
+          }
+        }
+        if (sides[i].runs.empty()) codes[i] = kExitJobFailed;
       }
       sides[i].name = d.host.name;
       std::lock_guard<std::mutex> lock(err_mu);
@@ -219,7 +228,8 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
   if (!d.ok()) return Usage(err, std::string(d.status().message()));
   Side cand;
   if (auto s = FetchSide(*d, a.positional[0], &cand); !s.ok()) return CallFailed(d->host, s, err);
-  const v1::Run& run = cand.runs.at(0);
+  if (cand.runs.size() != 1) return Usage(err, "compare --history takes a run id (r...)");
+  const v1::Run& run = cand.runs[0];
   v1::GetJobResponse job;
   {
     grpc::ClientContext ctx;
@@ -238,6 +248,7 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
   req.add_states(v1::RUN_STATE_SUCCEEDED);
   req.set_include_samples(true);
   req.set_page_size(200);
+  *req.mutable_started_before() = run.start_time();  // its history: earlier runs only
   grpc::ClientContext ctx;
   PrepareCall(d->host, kCallSeconds, &ctx);
   v1::QueryRunsResponse resp;
@@ -248,7 +259,8 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
   double tput = 0;
   for (const v1::Run& r : resp.runs()) {
     if (r.job_id() == run.job_id() || ConfigKey(r.config()) != ConfigKey(run.config())) continue;
-    if (used++ == kHistoryRuns) break;
+    if (used == kHistoryRuns) break;
+    ++used;
     tput += r.result().throughput_samples_per_s();
     for (float ms : r.samples().device_ms()) pooled.mutable_samples()->add_device_ms(ms);
   }

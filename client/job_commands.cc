@@ -30,6 +30,11 @@ std::string Duration(double ms) {
                    : absl::StrFormat("%dm%02ds", s / 60, s % 60);
 }
 
+// When the daemon recorded the event (a replay keeps the real run times).
+absl::Time EventTime(const v1::ProgressEvent& e) {
+  return absl::FromUnixSeconds(e.time().seconds()) + absl::Nanoseconds(e.time().nanos());
+}
+
 // Live progress of a job. On a terminal: one redrawn status line (run i/N,
 // its config, phase, iterations, throughput so far, ETA of the job). Not on a
 // terminal: one plain line per event that matters.
@@ -48,7 +53,7 @@ class ProgressPrinter {
       run_index_ = e.run_started().index();
       run_count_ = e.run_started().run_count();
       label_ = ConfigLabel(e.run_started().config());
-      run_start_ = absl::Now();
+      run_start_ = EventTime(e);
       if (!tty_) err_ << "run " << run_index_ + 1 << "/" << run_count_ << ": " << label_ << "\n";
     } else if (e.has_run_progress() && tty_) {
       const auto& p = e.run_progress();
@@ -64,7 +69,7 @@ class ProgressPrinter {
       drawn_ = true;
     } else if (e.has_run_finished()) {
       ++finished_;
-      finished_ms_ += absl::ToDoubleMilliseconds(absl::Now() - run_start_);
+      finished_ms_ += absl::ToDoubleMilliseconds(EventTime(e) - run_start_);
       const v1::Run& r = e.run_finished().run();
       Clear();
       err_ << "  run " << r.index() + 1 << "/" << run_count_ << " "
@@ -337,9 +342,15 @@ int TraceCommand(const Args& a, std::ostream& out, std::ostream& err) {
     }
   }
   file.close();
+  const bool written = static_cast<bool>(file);
   if (auto s = reader->Finish(); !s.ok()) {
     std::remove(temp.c_str());
     return CallFailed(d->host, s, err);
+  }
+  if (!written) {
+    std::remove(temp.c_str());
+    err << "gpubench: writing " << temp << " failed (disk full?)\n";
+    return kExitJobFailed;
   }
   const std::string digest = sha.HexDigest();
   if (bytes != info.size_bytes() || digest != info.sha256()) {

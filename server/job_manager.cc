@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -204,8 +205,8 @@ void JobManager::DispatchLoop() {
     std::set<std::string> claimed = busy_leases_;
     std::shared_ptr<Running> start;
     for (const auto& entry : queue_) {
-      const std::string& id = std::get<2>(entry);
-      const std::set<std::string>& want = queued_leases_[id];
+      const std::string id = std::get<2>(entry);  // a copy: entry is erased below
+      const std::set<std::string> want = queued_leases_[id];
       const bool free = std::none_of(want.begin(), want.end(), [&](const std::string& d) {
         return claimed.count(d) > 0;
       });
@@ -458,12 +459,30 @@ void JobManager::Emit(const std::string& job_id,
     v1::ProgressEvent e = NewEventLocked(job_id);
     fill(&e);
     if (run_to_store) {
-      store_->InsertRun(*run_to_store, e, trace_json).IgnoreError();
+      auto id = store_->InsertRun(*run_to_store, e, trace_json);
+      if (id.ok()) {
+        if (e.has_run_finished()) e.mutable_run_finished()->mutable_run()->set_run_id(*id);
+      } else {
+        // The run is lost to the store; say so where watchers and the log see it.
+        std::cerr << "gpubenchd: job " << job_id << ": storing a run failed: "
+                  << id.status().message() << "\n";
+        v1::ProgressEvent warning = NewEventLocked(job_id);
+        warning.mutable_log()->set_text(
+            absl::StrCat("storing this run failed: ", id.status().message()));
+        logs_[job_id].events.push_back(std::move(warning));
+      }
     } else if (durable) {
       store_->AppendEvent(e).IgnoreError();
     }
     if (e.has_run_finished()) StripSeries(e.mutable_run_finished()->mutable_run());
-    logs_[job_id].events.push_back(std::move(e));
+    std::vector<v1::ProgressEvent>& events = logs_[job_id].events;
+    // Only the latest progress of a run is worth keeping: a long run would
+    // otherwise grow the log by one event a window.
+    if (e.has_run_progress() && !events.empty() && events.back().has_run_progress()) {
+      events.back() = std::move(e);
+    } else {
+      events.push_back(std::move(e));
+    }
   }
   Notify(job_id);
 }

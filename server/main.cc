@@ -121,6 +121,11 @@ int main(int argc, char** argv) {
       flags.emplace(name, value);  // the command line wins
     }
   }
+  // Before any thread or child exists: a worker dying mid-write must not
+  // SIGPIPE the daemon, and SIGTERM always means a clean shutdown.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
   server::DaemonOptions options;
   int64_t max_queue = options.max_queue, max_requeues = options.max_requeues;
   storage::RetentionLimits& retention = options.retention;
@@ -131,6 +136,10 @@ int main(int argc, char** argv) {
       !ToInt(flags, "keep-samples-runs", &retention.max_runs_with_samples, &error) ||
       !ToInt(flags, "keep-trace-bytes", &retention.max_trace_bytes, &error)) {
     std::cerr << "gpubenchd: " << error << "\n";
+    return 2;
+  }
+  if (options.max_job_seconds < 1) {
+    std::cerr << "gpubenchd: --max-job-seconds: must be at least 1\n";
     return 2;
   }
   options.max_queue = static_cast<int>(max_queue);
@@ -221,9 +230,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   scheduler.Start();
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
   if (flags.count("port-file")) {
     const std::string tmp = flags["port-file"] + ".tmp";
     std::ofstream(tmp) << port << "\n";

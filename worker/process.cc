@@ -118,19 +118,32 @@ absl::StatusOr<bool> WorkerProcess::Next(v1::WorkerEvent* event) {
 }
 
 void WorkerProcess::Stop() {
+  std::lock_guard<std::mutex> lock(reap_mu_);
   if (!reaped_) kill(pid_, SIGTERM);
 }
 
 void WorkerProcess::Kill() {
+  std::lock_guard<std::mutex> lock(reap_mu_);
   if (!reaped_) kill(pid_, SIGKILL);
 }
 
 ExitInfo WorkerProcess::Wait() {
-  if (reaped_) return exit_;
-  int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  {
+    std::lock_guard<std::mutex> lock(reap_mu_);
+    if (reaped_) return exit_;
   }
-  reaped_ = true;
+  // Wait for the exit without reaping, then reap under the lock that Stop
+  // and Kill take: a signal never reaches a pid the kernel has reused.
+  siginfo_t info;
+  while (waitid(P_PID, pid_, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  int status = 0;
+  {
+    std::lock_guard<std::mutex> lock(reap_mu_);
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+  }
   if (stderr_thread_.joinable()) stderr_thread_.join();
   if (WIFSIGNALED(status)) exit_.signal = WTERMSIG(status);
   if (WIFEXITED(status)) exit_.exit_code = WEXITSTATUS(status);

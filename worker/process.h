@@ -59,7 +59,8 @@ class WorkerProcess {
   std::thread stderr_thread_;
   std::mutex mu_;
   std::string stderr_tail_;  // guarded by mu_
-  bool reaped_ = false;
+  std::mutex reap_mu_;  // orders the reap before any later signal
+  bool reaped_ = false;  // guarded by reap_mu_
   ExitInfo exit_;
 };
 

@@ -156,6 +156,11 @@ class NvmlSource : public Source {
 // CPU time and RSS of this process from /proc/self/stat.
 class HostSource : public Source {
  public:
+  // A first reading sets the baseline, so the first sample has a CPU figure.
+  HostSource() {
+    Sample ignored;
+    Read(&ignored);
+  }
   std::string name() const override { return "host"; }
   bool Read(Sample* s) override {
     std::ifstream in("/proc/self/stat");

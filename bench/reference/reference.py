@@ -86,6 +86,50 @@ class Mlp(nn.Module):
         return self.out(x)
 
 
+class DoubleConv(nn.Sequential):
+    def __init__(self, cin, cout):
+        super().__init__(nn.Conv2d(cin, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout),
+                         nn.ReLU(inplace=True), nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class UNet(nn.Module):
+    """milesial/Pytorch-UNet, bilinear=False: gpubench's unet (31.0M parameters)."""
+
+    def __init__(self, classes=3):
+        super().__init__()
+        w = [64, 128, 256, 512, 1024]
+        self.downs = nn.ModuleList([DoubleConv(3, w[0])] +
+                                   [DoubleConv(w[i - 1], w[i]) for i in range(1, 5)])
+        self.ups = nn.ModuleList(nn.ConvTranspose2d(w[i], w[i] // 2, 2, 2) for i in range(4, 0, -1))
+        self.convs = nn.ModuleList(DoubleConv(w[i], w[i - 1]) for i in range(4, 0, -1))
+        self.outc = nn.Conv2d(w[0], classes, 1)
+
+    def forward(self, x):
+        skips = []
+        x = self.downs[0](x)
+        for down in self.downs[1:]:
+            skips.append(x)
+            x = down(F.max_pool2d(x, 2))
+        for up, conv, skip in zip(self.ups, self.convs, reversed(skips)):
+            x = conv(torch.cat([skip, up(x)], 1))
+        return self.outc(x)
+
+
+class BiLstm(nn.Module):
+    """gpubench's bilstm: embedding 128, 2-layer bidirectional LSTM 256, 3 classes."""
+
+    def __init__(self, vocab=128, classes=3):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, 128)
+        self.lstm = nn.LSTM(128, 256, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, x):
+        _, (h, _) = self.lstm(self.embedding(x))
+        return self.fc(torch.cat([h[-2], h[-1]], 1))
+
+
 # ---- the measurement rule ----
 def measure(step, samples_per_step, warmup=10, window=10, min_time_s=2.0, max_time_s=20.0,
             cv=0.02):
@@ -136,12 +180,20 @@ def run_case(args):
         rate, step_ms = measure(lambda: dst.copy_(src, non_blocking=True), 1)
         out.update(samples_per_s=rate, step_ms=step_ms, gb_per_s=args.size * rate / 1e9)
         return out
-    model = (resnet50() if args.workload == "resnet50" else Mlp()).to(dev)
-    side = 224 if args.workload == "resnet50" else 32
+    build = {"resnet50": resnet50, "mlp": Mlp, "unet": UNet, "bilstm": BiLstm}[args.workload]
+    model = build().to(dev)
     fmt = torch.channels_last if args.channels_last else torch.contiguous_format
     model = model.to(memory_format=fmt)
-    x = torch.randn(args.batch, 3, side, side, device=dev).to(memory_format=fmt)
-    y = torch.randint(0, 10, (args.batch,), device=dev)
+    if args.workload == "bilstm":
+        x = torch.randint(0, 128, (args.batch, 256), device=dev)
+        y = torch.randint(0, 3, (args.batch,), device=dev)
+    elif args.workload == "unet":
+        x = torch.randn(args.batch, 3, 128, 128, device=dev).to(memory_format=fmt)
+        y = torch.randint(0, 3, (args.batch, 128, 128), device=dev)  # per-pixel classes
+    else:
+        side = 224 if args.workload == "resnet50" else 32
+        x = torch.randn(args.batch, 3, side, side, device=dev).to(memory_format=fmt)
+        y = torch.randint(0, 10, (args.batch,), device=dev)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
     if args.mode == "infer":
         model.eval()
@@ -171,7 +223,7 @@ def run_case(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--case", required=True)
-    p.add_argument("--workload", required=True, choices=["resnet50", "mlp", "matmul", "copy"])
+    p.add_argument("--workload", required=True, choices=["resnet50", "mlp", "unet", "bilstm", "matmul", "copy"])
     p.add_argument("--mode", default="infer", choices=["infer", "train"])
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"])

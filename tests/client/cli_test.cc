@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "client/compare.h"
 #include "common/stats.h"
 #include "google/protobuf/struct.pb.h"
@@ -187,7 +188,7 @@ TEST(CliDaemon, CompareHostsRunsOneSpecOnEveryHostAndGivesAVerdict) {
 // given history verdict; returns its id.
 std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed,
                      const std::string& schedule_id = "",
-                     v1::Verdict verdict = v1::VERDICT_UNSPECIFIED) {
+                     v1::Verdict verdict = v1::VERDICT_UNSPECIFIED, int days_ago = 0) {
   auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
   EXPECT_TRUE(store.ok()) << store.status();
   v1::Job job;
@@ -203,7 +204,8 @@ std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed,
   std::mt19937 rng(seed);
   std::lognormal_distribution<double> noise(0, 0.02);
   for (int i = 0; i < n; ++i) run.mutable_samples()->add_device_ms(ms * noise(rng));
-  *run.mutable_start_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  *run.mutable_start_time() = google::protobuf::util::TimeUtil::SecondsToTimestamp(
+      absl::ToUnixSeconds(absl::Now()) - 86400 * days_ago);
   *run.mutable_end_time() = run.start_time();
   run.mutable_history()->set_verdict(verdict);
   return *(*store)->InsertRun(run);
@@ -212,7 +214,9 @@ std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed,
 TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
   Daemon d(FreshDir("cli_history")), quiet(FreshDir("cli_history_quiet"));
   ASSERT_TRUE(d.serving() && quiet.serving());
-  for (uint32_t night = 0; night < 5; ++night) PlantRun(d, 1.0, 200, night, "snightly");
+  for (uint32_t night = 0; night < 5; ++night) {
+    PlantRun(d, 1.0, 200, night, "snightly", v1::VERDICT_UNSPECIFIED, 6 - night);
+  }
   const std::string last = PlantRun(d, 1.1, 200, 99, "snightly", v1::VERDICT_REGRESSED);
   Result history = Cli({"compare", last, "--history", "--host", d.address()});
   EXPECT_EQ(history.code, kExitRegression) << history.err << history.out;
@@ -223,7 +227,7 @@ TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
   EXPECT_EQ(not_scheduled.code, kExitUsage);
   EXPECT_NE(not_scheduled.err.find("not from a schedule"), std::string::npos);
 
-  Result flagged = Cli({"regressions", "--since", "1d", "--host", d.address(), "--host",
+  Result flagged = Cli({"regressions", "--since", "12h", "--host", d.address(), "--host",
                         quiet.address()});
   EXPECT_EQ(flagged.code, kExitRegression) << flagged.err;
   EXPECT_NE(flagged.out.find(last), std::string::npos) << flagged.out;

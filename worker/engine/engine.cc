@@ -632,18 +632,21 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
 void ProfileWindow(Workload* workload, const MeasureConfig& m, bool cuda, RunOutcome* out) {
   namespace prof = torch::profiler::impl;
   namespace autograd_prof = torch::autograd::profiler;
+  bool enabled = false;
   try {
     prof::ProfilerConfig config(prof::ProfilerState::KINETO, m.profile_shapes, m.profile_memory);
     std::set<prof::ActivityType> activities = {prof::ActivityType::CPU};
     if (cuda) activities.insert(prof::ActivityType::CUDA);
     autograd_prof::prepareProfiler(config, activities);
     autograd_prof::enableProfiler(config, activities);
+    enabled = true;
     std::vector<double> ignored;
     for (int i = 0; i < std::max(1, m.profile_iterations); ++i) {
       double wait = 0;
       if (auto s = workload->Step(&wait); !s.ok()) throw std::runtime_error(std::string(s.message()));
     }
     workload->Flush(&ignored).IgnoreError();
+    enabled = false;
     std::unique_ptr<autograd_prof::ProfilerResult> result = autograd_prof::disableProfiler();
     std::vector<profile::Event> events;
     for (const auto& e : result->events()) {
@@ -673,6 +676,13 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, bool cuda, RunOut
     std::remove(path.c_str());
     if (out->trace_json.empty()) out->trace_json = profile::ChromeTrace(events);
   } catch (const std::exception& e) {
+    // Never leave the profiler on for the sweep's later runs.
+    if (enabled) {
+      try {
+        autograd_prof::disableProfiler();
+      } catch (const std::exception&) {
+      }
+    }
     std::string what = e.what();
     if (auto nl = what.find("\nException raised from"); nl != std::string::npos) what.resize(nl);
     out->profile_error = "profiling failed: " + what;
