@@ -109,6 +109,7 @@ example: gpubench show j3f2c0d1e2a3b4c5d --output json | jq '.runs[].result.thro
 )"},
       {"cancel", R"(usage: gpubench cancel JOB [--host H]
 Cancels a queued job, or stops a running one at its next iteration (completed runs are kept).
+example: gpubench cancel j3f2c0d1e2a3b4c5d --host h100-a
 )"},
       {"jobs", R"(usage: gpubench jobs [--state S]... [--workload W] [--schedule ID]
                     [--since WHEN] [--until WHEN] [--limit N] [--output F] [--host H]
@@ -126,6 +127,9 @@ examples:
       {"hosts", R"(usage: gpubench hosts [--host H]... [--output F]
 Host info (GPUs, driver, CUDA, cuDNN, torch, CPU, memory, OS) of every daemon in the
 fleet, one column each. Unreachable hosts are reported; the others still answer (exit 3).
+examples:
+  gpubench hosts                       (every host in ~/.config/gpubench/fleet.json)
+  gpubench hosts --host h100-a --host 10.0.0.7:50051 --output markdown
 )"},
       {"compare", R"(usage: gpubench compare A B [--host H [--host H2]]
        gpubench compare --hosts a,b[,c] [SPEC.json] [spec flags]
@@ -142,9 +146,12 @@ examples:
       {"regressions", R"(usage: gpubench regressions [--since WHEN] [--include-improvements] [--host H]...
 Runs the nightly schedules flagged against their history, across the fleet
 (default: the last 7 days). Exit 4 when there is a regression.
+example: gpubench regressions --since 2026-11-01 --include-improvements --output csv
 )"},
       {"trace", R"(usage: gpubench trace RUN -o FILE [--host H]
 Saves a run's profiler trace (Chrome trace JSON: ui.perfetto.dev, chrome://tracing).
+Runs have a trace when their spec asks for one: "profiling": {"enabled": true}.
+example: gpubench trace r5c41a6f4c985aaff -o trace.json
 )"},
       {"schedule", R"(usage: gpubench schedule add --cron "MIN HOUR DOM MON DOW" [--tz ZONE] [SPEC.json] [spec flags]
        gpubench schedule list | rm ID | history ID
@@ -154,6 +161,7 @@ example: gpubench schedule add --cron "0 2 * * *" --tz Europe/Paris --workload r
       {"model", R"(usage: gpubench model upload FILE [--host H]
 Uploads a TorchScript model (sha256-checked, stored once); prints the hash to use as
 the spec's params.model_sha256.
+example: gpubench model upload mymodel.pt --host h100-a
 )"},
       {"report", R"(usage: gpubench report JOB... -o FILE [--title T] [--host H]
 One self-contained HTML file (tables and SVG plots: throughput and latency against
@@ -164,9 +172,11 @@ example: gpubench report j1... j2... -o report.html
       {"run", R"(usage: gpubench run [SPEC.json] [spec flags] [--data-dir DIR] [--worker PATH]
 Runs a job on this machine without a daemon and prints its results; stores them in
 the local SQLite file.
+example: gpubench run --workload mlp --model-size small,medium,large --device cpu
 )"},
       {"spec", R"(usage: gpubench spec [SPEC.json] [spec flags]
 Validates a spec and prints it with the number of runs its sweep expands to.
+example: gpubench spec --workload resnet50 --batch 32,64 --precision fp32,bf16
 )"},
   };
   return *help;

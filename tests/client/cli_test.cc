@@ -51,6 +51,7 @@ TEST(Cli, EveryCommandHasHelpWithItsUsage) {
     EXPECT_EQ(RunCli({command, "--help"}, out, err), kExitOk) << command;
     EXPECT_EQ(out.str().rfind(std::string("usage: gpubench ") + command, 0), 0u)
         << command << ":\n" << out.str();
+    EXPECT_NE(out.str().find("example"), std::string::npos) << command << ":\n" << out.str();
   }
 }
 
