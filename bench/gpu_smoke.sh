@@ -14,11 +14,8 @@ set -uo pipefail
 B=${BUILD:-build-gpu}/bin
 OUT=${OUT:-/tmp/gpubench-smoke}
 mkdir -p "$OUT"
-export GPUBENCH_HOST=127.0.0.1:${PORT:-50077}
-"$B/gpubenchd" --listen "$GPUBENCH_HOST" --data-dir "$OUT/data" 2> "$OUT/daemon.log" &
-daemon=$!
-trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT
-for _ in $(seq 100); do "$B/gpubench" jobs > /dev/null 2>&1 && break; sleep 0.2; done
+source "$(dirname "$0")/lib.sh"
+start_daemon "${PORT:-50077}" || exit 1
 short="--warmup 5 --min-iterations 50 --min-time-ms 1000 --max-time-ms 8000"
 
 case_() {

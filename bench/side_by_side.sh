@@ -1,35 +1,77 @@
 #!/bin/bash
 # The side-by-side suite of issue 7: each case through the real daemon and CLI
-# (gpubenchd on loopback, gpubench submit --wait, a gpubench-worker per job)
-# and through the Python PyTorch reference (bench/reference/reference.py),
-# with the same shapes, precision and measurement rule. Prints one table:
-# case, gpubench figure, Python figure, ratio, goal.
+# (gpubenchd on loopback, gpubench submit, a gpubench-worker per job) and
+# through the Python PyTorch reference (bench/reference/reference.py), with the
+# same shapes, precision and measurement rule. Prints one table: case,
+# gpubench figure and its CV over repeats, Python figure and its CV, ratio, goal.
 # Usage, in the checkout root of a GPU host after .gpu/build.sh:
-#   OUT=/tmp/sbs bash bench/side_by_side.sh          (ONLY=regex picks cases)
+#   OUT=/tmp/sbs bash bench/side_by_side.sh
+# ONLY=regex picks cases. REPEAT=N (default 1) measures each case N times in
+# one worker (gpubench --trials N) and in one Python process (--repeat N).
+# MIN_MS and MAX_MS (default 2000 and 20000) bound each measurement, on both sides.
+# PROFILE=1 also profiles the training cases on both sides (a separate window
+# after the measured one) and prints where a step's time goes
+# (bench/trace_summary.py).
 set -uo pipefail
 B=${BUILD:-build-gpu}/bin
 OUT=${OUT:-/tmp/gpubench-sbs}
+REPEAT=${REPEAT:-1}
 mkdir -p "$OUT"
-export GPUBENCH_HOST=127.0.0.1:${PORT:-50081}
-"$B/gpubenchd" --listen "$GPUBENCH_HOST" --data-dir "$OUT/data" 2> "$OUT/daemon.log" &
-daemon=$!
-trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT
-for _ in $(seq 100); do "$B/gpubench" jobs > /dev/null 2>&1 && break; sleep 0.2; done
-rule="--warmup 10 --min-time-ms 2000 --max-time-ms 20000 --cudnn-benchmark true"
+source "$(dirname "$0")/lib.sh"
+start_daemon "${PORT:-50081}" || exit 1
+MIN_MS=${MIN_MS:-2000}
+MAX_MS=${MAX_MS:-20000}
+rule="--warmup 10 --min-time-ms $MIN_MS --max-time-ms $MAX_MS --cudnn-benchmark true --trials $REPEAT"
+prule="--repeat $REPEAT --min-time $((MIN_MS / 1000)).$((MIN_MS % 1000 / 100)) --max-time $((MAX_MS / 1000))"
 rows="$OUT/rows.tsv"
+profiles="$OUT/profiles.jsonl"
 : > "$rows"
+: > "$profiles"
 
-# gpubench figure of a finished job: samples/s, or TFLOP/s / GB/s / data-wait.
+# A finished job's figure and its CV over trials (percent), tab-separated.
 figure() {  # job field
   "$B/gpubench" show "$1" --output json | python3 -c "
-import json, sys
+import json, statistics, sys
 r = json.load(sys.stdin)['runs'][0]['result']
-f = '$2'
-print({'tput': r.get('throughput_samples_per_s', 0), 'tflops': r.get('achieved_tflops', 0),
-       'gbps': r.get('bandwidth_gb_per_s', 0), 'wait': 100 * r.get('data_wait_share', 0)}[f])"
+tput = r.get('throughput_samples_per_s', 0)
+v = {'tput': tput, 'tflops': r.get('achieved_tflops', 0), 'gbps': r.get('bandwidth_gb_per_s', 0),
+     'wait': 100 * r.get('data_wait_share', 0), 'us': 1e6 / tput if tput else 0}['$2']
+t = [x.get('throughput_samples_per_s', 0) for x in r.get('trials', [])]
+cv = 100 * statistics.stdev(t) / statistics.mean(t) if len(t) > 1 else 0
+print(f'{v}\t{cv}')"
 }
 
-# case NAME GOAL FIELD "gpubench flags" "reference flags" [higher]
+# The reference's figure and its CV over repeats (percent), tab-separated.
+reference() {  # name field "reference flags" "more reference flags"
+  python3 bench/reference/reference.py --case "$1" $3 ${4:-} 2>> "$OUT/$1.err" |
+    tee "$OUT/$1.python.json" | python3 -c "
+import json, sys
+d = json.loads(sys.stdin.read())
+v = {'tput': d.get('samples_per_s'), 'tflops': d.get('tflops'), 'gbps': d.get('gb_per_s'),
+     'us': d.get('us_per_iter')}['$2']
+print(f\"{v}\t{100 * d.get('cv', 0)}\")" 2>> "$OUT/$1.err"
+}
+
+# Profiles one configuration through gpubench (a spec with profiling on) and
+# through the reference, and appends both step breakdowns to $profiles.
+profile_case() {  # name "gpubench flags" "reference flags"
+  local name=$1 spec="$OUT/profile-spec.json" job run
+  echo '{"measurement": {"min_time_ms": 500, "max_time_ms": 3000},
+         "profiling": {"enabled": true, "iterations": 5, "top_operators": 10}}' > "$spec"
+  job=$("$B/gpubench" submit "$spec" --warmup 10 --cudnn-benchmark true $2 2>> "$OUT/$name.err")
+  "$B/gpubench" watch "$job" > "$OUT/$name.profile.txt" 2>> "$OUT/$name.err"
+  run=$("$B/gpubench" show "$job" --output json |
+        python3 -c "import json,sys; print(json.load(sys.stdin)['runs'][0]['run_id'])")
+  "$B/gpubench" trace "$run" -o "$OUT/$name.gpubench.trace.json" >> "$OUT/$name.err" 2>&1 &&
+    python3 bench/trace_summary.py "$OUT/$name.gpubench.trace.json" 5 "$name gpubench" >> "$profiles"
+  [ -n "$3" ] || return 0
+  python3 bench/reference/reference.py --case "$name" $3 --min-time 0.5 \
+      --profile "$OUT/$name.python.trace.json" > /dev/null 2>> "$OUT/$name.err" &&
+    python3 bench/trace_summary.py "$OUT/$name.python.trace.json" 5 "$name python" >> "$profiles"
+}
+
+# case NAME GOAL FIELD "gpubench flags" "reference flags"
+# FIELD tput+wait adds a second row, NAME_wait, from the same job.
 case_() {
   local name=$1 goal=$2 field=$3 gflags=$4 pflags=$5
   [[ $name =~ ${ONLY:-.} ]] || return 0
@@ -37,19 +79,28 @@ case_() {
   local job g p
   job=$("$B/gpubench" submit $rule $gflags 2>> "$OUT/$name.err")
   "$B/gpubench" watch "$job" > "$OUT/$name.gpubench.txt" 2>> "$OUT/$name.err"
-  g=$(figure "$job" "$field" 2>> "$OUT/$name.err")
-  p=-
+  g=$(figure "$job" "${field%+wait}" 2>> "$OUT/$name.err")
+  p=$'-\t-'
   if [ -n "$pflags" ]; then
-    p=$(python3 bench/reference/reference.py --case "$name" $pflags 2>> "$OUT/$name.err" |
-        tee "$OUT/$name.python.json" | python3 -c "
-import json, sys
-d = json.loads(sys.stdin.read())
-print({'tput': d.get('samples_per_s'), 'tflops': d.get('tflops'), 'gbps': d.get('gb_per_s')}['$field'])" 2>> "$OUT/$name.err")
-    [ -n "$p" ] || p=error
+    p=$(reference "$name" "$field" "$prule" "$pflags")
+    [ -n "$p" ] || p=$'error\t-'
   fi
-  printf "%s\t%s\t%s\t%s\t%s\n" "$name" "${g:-error}" "$p" "$field" "$goal" >> "$rows"
+  [ -n "$g" ] || g=$'error\t-'
+  printf "%s\t%s\t%s\t%s\t%s\n" "$name" "$g" "$p" "${field%+wait}" "$goal" >> "$rows"
+  if [[ $field == *+wait ]]; then
+    g=$(figure "$job" wait 2>> "$OUT/$name.err")
+    [ -n "$g" ] || g=$'error\t-'
+    printf "%s\t%s\t-\t-\t-\twait\twait%% of the row above\n" "${name}_wait" "${g%%$'\t'*}" >> "$rows"
+  fi
+  if [ "${PROFILE:-0}" = 1 ] && [[ $gflags == *"--mode train"* ]]; then
+    profile_case "$name" "$gflags" "$pflags"
+  fi
 }
 
+# The harness's own cost per iteration: a step that issues nothing.
+case_ harness_empty_step "gpubench <=20 us/iteration" us \
+  "--workload empty --device cuda --min-time-ms 500 --max-time-ms 1000" \
+  "--workload empty --min-time 0.5 --max-time 1"
 R50="--workload resnet50 --device cuda"
 case_ r50_infer_bs32_fp32 "ratio>=1.0 (eager)" tput \
   "$R50 --mode infer --batch 32 --precision fp32" \
@@ -62,6 +113,9 @@ case_ r50_infer_bs256_fp16_cl "ratio>=1.0 (eager)" tput \
   "--workload resnet50 --mode infer --batch 256 --precision fp16 --channels-last"
 case_ r50_train_bs32_fp16_cl "ratio>=1.5 (eager+GradScaler)" tput \
   "$R50 --mode train --batch 32 --precision fp16 --channels-last true" \
+  "--workload resnet50 --mode train --batch 32 --precision fp16 --channels-last"
+case_ r50_train_bs32_fp16_cl_graph "ratio>=1.5 (vs Python eager)" tput \
+  "$R50 --mode train --batch 32 --precision fp16 --channels-last true --execution cuda_graph" \
   "--workload resnet50 --mode train --batch 32 --precision fp16 --channels-last"
 case_ r50_train_bs256_fp16_cl "ratio>=1.0 (eager)" tput \
   "$R50 --mode train --batch 256 --precision fp16 --channels-last true" \
@@ -86,26 +140,31 @@ case_ copy_h2d_256MiB_pinned "ratio>=0.95" gbps \
   "--workload copy --size 268435456"
 PIPE="--workload resnet18 --device cuda --mode train --batch 64 --precision bf16 --channels-last true --image-size 256"
 case_ r18_256_device_input "reference for the host-input rows" tput "$PIPE --input device" ""
-case_ r18_256_host_8L_pinned "wait<=5%, >=0.9x device input" tput \
+case_ r18_256_host_8L_pinned "wait<=5%, >=0.9x device input" tput+wait \
   "$PIPE --input host --loader-threads 8 --pinned true" ""
-case_ r18_256_host_8L_pinned_wait "wait% of the row above" wait \
-  "$PIPE --input host --loader-threads 8 --pinned true" ""
-case_ r18_256_host_0L_pinned "starvation: 0 loader threads" tput \
-  "$PIPE --input host --loader-threads 0 --pinned true" ""
-case_ r18_256_host_0L_pinned_wait "wait% of the row above" wait \
+case_ r18_256_host_0L_pinned "starvation: 0 loader threads" tput+wait \
   "$PIPE --input host --loader-threads 0 --pinned true" ""
 
 echo
-python3 - "$rows" <<'EOF'
-import sys
-print(f"{'case':32} {'gpubench':>12} {'python':>12} {'ratio':>7}  unit    goal")
+python3 - "$rows" "$profiles" <<'EOF'
+import json, sys
+print(f"{'case':32} {'gpubench':>10} {'cv%':>5} {'python':>10} {'cv%':>5} {'ratio':>7}  unit     goal")
+fmt = lambda v, w, d: f"{float(v):{w}.{d}f}" if v not in ("-", "error", "") else f"{v:>{w}}"
 for line in open(sys.argv[1]):
-    name, g, p, field, goal = line.rstrip("\n").split("\t")
-    unit = {"tput": "samp/s", "tflops": "TFLOP/s", "gbps": "GB/s", "wait": "wait%"}[field]
+    name, g, gcv, p, pcv, field, goal = line.rstrip("\n").split("\t")
+    unit = {"tput": "samp/s", "tflops": "TFLOP/s", "gbps": "GB/s", "wait": "wait%",
+            "us": "us/iter"}[field]
     try:
         ratio = f"{float(g) / float(p):.3f}"
     except (ValueError, ZeroDivisionError):
         ratio = "-"
-    fmt = lambda v: f"{float(v):12.1f}" if v not in ("-", "error", "") else f"{v:>12}"
-    print(f"{name:32} {fmt(g)} {fmt(p)} {ratio:>7}  {unit:7} {goal}")
+    print(f"{name:32} {fmt(g, 10, 1)} {fmt(gcv, 5, 2)} {fmt(p, 10, 1)} {fmt(pcv, 5, 2)} "
+          f"{ratio:>7}  {unit:8} {goal}")
+rows = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+if rows:
+    print(f"\n{'profiled step (mean of 5)':40} {'step ms':>8} {'gpu ms':>8} {'gpu%':>6} "
+          f"{'host ops':>9} {'op ms':>8} {'launches':>9}")
+    for r in rows:
+        print(f"{r['label']:40} {r['step_ms']:8.3f} {r['gpu_ms']:8.3f} {100 * r['gpu_share']:6.1f} "
+              f"{r['host_ops']:9.1f} {r['host_op_ms']:8.3f} {r['launches']:9.1f}")
 EOF

@@ -417,6 +417,8 @@ std::string ConfigLabel(const v1::RunConfig& c) {
     parts.push_back(Bytes(c.params().copy_bytes()));
     parts.push_back(Short(v1::CopyDirection_descriptor(), c.params().copy_direction()));
     parts.push_back(c.pipeline().pinned_memory() ? "pinned" : "pageable");
+  } else if (c.workload() == "empty") {
+    // No model and no batch: only the device and the precision flag apply.
   } else {
     parts.push_back(Short(v1::Mode_descriptor(), c.mode()));
     parts.push_back(absl::StrCat("b", c.batch_size() == 0 ? 32 : c.batch_size()));

@@ -94,7 +94,7 @@ const std::map<std::string, Flag>& Flags() {
   static const auto* flags = new std::map<std::string, Flag>{
       {"workload",
        Axis("workload name(s): mlp, simple_cnn, resnet18, resnet50, unet, bilstm, "
-            "cnn_lstm, transformer, matmul, copy, torchscript",
+            "cnn_lstm, transformer, matmul, copy, empty, torchscript",
             AsString, [](const std::string& v, C* c) { c->set_workload(v); },
             [](const std::string& v, S* s) { s->add_workload(v); })},
       {"model-size",

@@ -346,7 +346,8 @@ void AddAxis(std::vector<std::function<void(int, v1::RunConfig*)>>* setters,
 const std::vector<std::string>& BuiltinWorkloads() {
   static const auto* kNames = new std::vector<std::string>{
       "mlp",      "simple_cnn",  "resnet18", "resnet50", "unet",  "bilstm",
-      "cnn_lstm", "transformer", "matmul",   "copy",     "torchscript"};
+      "cnn_lstm", "transformer", "matmul",   "copy",     "empty",
+      "torchscript"};
   return *kNames;
 }
 

@@ -4,8 +4,11 @@
 Plain torch, eager or torch.compile, with the same shapes, precision and
 measurement rule as gpubench: warm-up, then windows of iterations timed with
 CUDA events until a minimum time has passed and the last 3 windows' throughput
-varies by less than 2% (or a maximum time runs out). Prints one JSON line:
-{"case": ..., "samples_per_s": ..., "tflops": ..., "gb_per_s": ..., "step_ms": ...}.
+varies by less than 2% (or a maximum time runs out). --repeat N measures N
+times in the process (gpubench's --trials). Prints one JSON line:
+{"case": ..., "samples_per_s": ..., "tflops": ..., "gb_per_s": ..., "step_ms": ...,
+ "repeats": [samples/s of each], "cv": stdev/mean of the repeats}.
+--profile FILE then records 5 more steps with torch.profiler (Chrome trace).
 
 ResNet-50 is torchvision's architecture (torchvision when installed, else the
 same network written out below: 25,557,032 parameters at 1000 classes).
@@ -160,6 +163,26 @@ def measure(step, samples_per_step, warmup=10, window=10, min_time_s=2.0, max_ti
     return total_steps * samples_per_step / (total_ms / 1e3), total_ms / total_steps
 
 
+def measure_repeated(step, samples_per_step, args):
+    """The measurement rule args.repeat times; the mean and the spread."""
+    rates, steps_ms = [], []
+    for _ in range(args.repeat):
+        rate, step_ms = measure(step, samples_per_step, min_time_s=args.min_time,
+                                max_time_s=args.max_time)
+        rates.append(rate)
+        steps_ms.append(step_ms)
+    mean = statistics.mean(rates)
+    cv = statistics.stdev(rates) / mean if len(rates) > 1 else 0.0
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(5):
+                step()
+            torch.cuda.synchronize()
+        prof.export_chrome_trace(args.profile)
+    return mean, statistics.mean(steps_ms), {"repeats": rates, "cv": cv}
+
+
 def run_case(args):
     dev = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
@@ -167,18 +190,23 @@ def run_case(args):
     torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
     out = {"case": args.case}
+    if args.workload == "empty":
+        # The loop and its CUDA events alone: this harness's cost per iteration.
+        rate, step_ms, spread = measure_repeated(lambda: None, 1, args)
+        out.update(samples_per_s=rate, step_ms=step_ms, us_per_iter=1e6 / rate, **spread)
+        return out
     if args.workload == "matmul":
         n = args.size
         a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
         b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
-        rate, step_ms = measure(lambda: a @ b, 1)
-        out.update(samples_per_s=rate, step_ms=step_ms, tflops=2 * n ** 3 * rate / 1e12)
+        rate, step_ms, spread = measure_repeated(lambda: a @ b, 1, args)
+        out.update(samples_per_s=rate, step_ms=step_ms, tflops=2 * n ** 3 * rate / 1e12, **spread)
         return out
     if args.workload == "copy":
         src = torch.empty(args.size, dtype=torch.uint8).pin_memory()
         dst = torch.empty(args.size, dtype=torch.uint8, device=dev)
-        rate, step_ms = measure(lambda: dst.copy_(src, non_blocking=True), 1)
-        out.update(samples_per_s=rate, step_ms=step_ms, gb_per_s=args.size * rate / 1e9)
+        rate, step_ms, spread = measure_repeated(lambda: dst.copy_(src, non_blocking=True), 1, args)
+        out.update(samples_per_s=rate, step_ms=step_ms, gb_per_s=args.size * rate / 1e9, **spread)
         return out
     build = {"resnet50": resnet50, "mlp": Mlp, "unet": UNet, "bilstm": BiLstm}[args.workload]
     model = build().to(dev)
@@ -215,21 +243,25 @@ def run_case(args):
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
-    rate, step_ms = measure(step, args.batch)
-    out.update(samples_per_s=rate, step_ms=step_ms)
+    rate, step_ms, spread = measure_repeated(step, args.batch, args)
+    out.update(samples_per_s=rate, step_ms=step_ms, **spread)
     return out
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--case", required=True)
-    p.add_argument("--workload", required=True, choices=["resnet50", "mlp", "unet", "bilstm", "matmul", "copy"])
+    p.add_argument("--workload", required=True, choices=["resnet50", "mlp", "unet", "bilstm", "matmul", "copy", "empty"])
     p.add_argument("--mode", default="infer", choices=["infer", "train"])
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"])
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--compile", action="store_true")
     p.add_argument("--size", type=int, default=8192)
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--min-time", type=float, default=2.0, help="seconds per measurement")
+    p.add_argument("--max-time", type=float, default=20.0, help="seconds per measurement")
+    p.add_argument("--profile", help="write a torch.profiler Chrome trace of 5 steps here")
     print(json.dumps(run_case(p.parse_args())), flush=True)
 
 

@@ -6,9 +6,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -135,6 +136,109 @@ class AutocastScope {
   const bool enabled_;
 };
 
+// SGD with momentum 0.9, or AdamW (weight decay 0.01). Where this LibTorch
+// has PyTorch's fused kernels for the device (2.4+, CUDA and CPU), an update
+// is one kernel per parameter dtype instead of several per parameter, and
+// Step(found_inf) skips it on the device when found_inf is non-zero: fp16
+// loss scaling then needs no host sync, in eager mode or in a CUDA graph
+// (AdamW's step counts live on the device too). Elsewhere torch::optim.
+class TrainOptimizer {
+ public:
+  TrainOptimizer(std::vector<torch::Tensor> params, const RunConfig& c,
+                 const torch::Device& device)
+      : adamw_(c.optimizer == Optimizer::kAdamW), lr_(c.learning_rate) {
+#if GPUBENCH_TORCH_AT_LEAST(2, 4)
+    fused_ = device.is_cuda() || device.is_cpu();
+#endif
+    if (!fused_) {
+      if (adamw_) {
+        fallback_ = std::make_unique<torch::optim::AdamW>(
+            params, torch::optim::AdamWOptions(lr_).weight_decay(kWeightDecay));
+      } else {
+        fallback_ = std::make_unique<torch::optim::SGD>(
+            params, torch::optim::SGDOptions(lr_).momentum(kMomentum));
+      }
+      return;
+    }
+    torch::NoGradGuard no_grad;
+    for (auto& p : params) {
+      if (!p.requires_grad()) continue;
+      State s;
+      s.param = p;
+      s.buffer = torch::zeros_like(p, at::MemoryFormat::Preserve);
+      if (adamw_) {
+        s.buffer2 = torch::zeros_like(p, at::MemoryFormat::Preserve);
+        s.step = torch::zeros({}, p.options().dtype(torch::kFloat32));
+      }
+      states_.push_back(std::move(s));
+    }
+  }
+
+  // Whether Step honours found_inf on the device.
+  bool fused() const { return fused_; }
+
+  void ZeroGrad() {
+    if (!fused_) return fallback_->zero_grad();
+    for (auto& s : states_) s.param.mutable_grad().reset();
+  }
+
+  // Updates every parameter that has a gradient; where found_inf is defined
+  // and non-zero the fused kernels leave parameters and state unchanged.
+  void Step(const torch::Tensor& found_inf) {
+    if (!fused_) return (void)fallback_->step();
+#if GPUBENCH_TORCH_AT_LEAST(2, 4)
+    torch::NoGradGuard no_grad;
+    // The kernels take one dtype per call.
+    std::map<at::ScalarType, Lists> groups;
+    for (auto& s : states_) {
+      if (!s.param.grad().defined()) continue;
+      Lists& g = groups[s.param.scalar_type()];
+      g.params.push_back(s.param);
+      g.grads.push_back(s.param.grad());
+      g.buffers.push_back(s.buffer);
+      if (adamw_) {
+        g.buffers2.push_back(s.buffer2);
+        g.steps.push_back(s.step);
+      }
+    }
+    const std::optional<at::Tensor> inf =
+        found_inf.defined() ? std::optional<at::Tensor>(found_inf) : std::nullopt;
+    for (auto& [dtype, g] : groups) {
+      if (!adamw_) {
+        at::_fused_sgd_(g.params, g.grads, g.buffers, /*weight_decay=*/0, kMomentum,
+                        lr_, /*dampening=*/0, /*nesterov=*/false, /*maximize=*/false,
+                        /*is_first_step=*/false, std::nullopt, inf);
+        continue;
+      }
+      at::_foreach_add_(g.steps, 1);
+      at::_fused_adamw_(g.params, g.grads, g.buffers, g.buffers2, {}, g.steps, lr_,
+                        0.9, 0.999, kWeightDecay, 1e-8, /*amsgrad=*/false,
+                        /*maximize=*/false, std::nullopt, inf);
+      if (inf) {
+        // A skipped step does not count (as in torch.optim).
+        at::_foreach_sub_(g.steps, std::vector<at::Tensor>(g.steps.size(),
+                                                            found_inf.reshape({})));
+      }
+    }
+#endif
+  }
+
+ private:
+  static constexpr double kMomentum = 0.9;
+  static constexpr double kWeightDecay = 0.01;
+  struct State {
+    torch::Tensor param, buffer, buffer2, step;  // buffer: momentum or exp_avg
+  };
+  struct Lists {
+    std::vector<at::Tensor> params, grads, buffers, buffers2, steps;
+  };
+  const bool adamw_;
+  const double lr_;
+  bool fused_ = false;
+  std::vector<State> states_;
+  std::unique_ptr<torch::optim::Optimizer> fallback_;
+};
+
 // A workload ready to step, plus what it reports beyond timings. A step is
 // Fetch (wait for input: outside the device timer) then Compute (timed).
 class Workload : public measure::Stepper {
@@ -197,15 +301,7 @@ class NetworkWorkload : public Workload {
     if (channels_last_) ToChannelsLast(*model_);
     if (c.mode == Mode::kTrain) {
       model_->train();
-      if (c.optimizer == Optimizer::kAdamW) {
-        optimizer_ = std::make_unique<torch::optim::AdamW>(
-            model_->parameters(),
-            torch::optim::AdamWOptions(c.learning_rate).weight_decay(0.01));
-      } else {
-        optimizer_ = std::make_unique<torch::optim::SGD>(
-            model_->parameters(),
-            torch::optim::SGDOptions(c.learning_rate).momentum(0.9));
-      }
+      optimizer_ = std::make_unique<TrainOptimizer>(model_->parameters(), c, device_);
       if (c.precision == Precision::kFp16 && device_.is_cuda()) {
         auto f = torch::TensorOptions().device(device_).dtype(torch::kFloat32);
         scale_ = torch::full({1}, 65536.0, f);
@@ -320,7 +416,7 @@ class NetworkWorkload : public Workload {
       last_labels_ = y;
       return;
     }
-    optimizer_->zero_grad();
+    optimizer_->ZeroGrad();
     torch::Tensor out, loss;
     {
       AutocastScope autocast(device_, c_.precision);
@@ -328,9 +424,10 @@ class NetworkWorkload : public Workload {
       loss = model_->Loss(out, y);
     }
     if (scale_.defined()) {
-      // Dynamic loss scaling. Eager mode checks for overflow on the host, as
-      // GradScaler does; a captured graph cannot, so it zeroes the gradients
-      // of an overflowing step on the device instead.
+      // Dynamic loss scaling. The fused optimizer skips an overflowing step
+      // on the device; otherwise eager mode checks on the host, as
+      // GradScaler does, and a captured graph (which cannot) zeroes the
+      // gradients of an overflowing step on the device instead.
       (loss.to(torch::kFloat32) * scale_).backward();
       found_inf_.zero_();
       std::vector<torch::Tensor> grads;
@@ -339,22 +436,26 @@ class NetworkWorkload : public Workload {
       }
       at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_,
                                                      scale_.reciprocal());
-      if (capturing_) {
+      if (optimizer_->fused()) {
+        optimizer_->Step(found_inf_);
+      } else if (capturing_) {
         for (auto& g : grads) {
           g.copy_(torch::where(found_inf_ > 0, torch::zeros_like(g), g));
         }
-        optimizer_->step();
+        optimizer_->Step({});
       } else if (found_inf_.item<float>() == 0) {
-        optimizer_->step();
+        optimizer_->Step({});
       }
       at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5,
                              2000);
     } else {
       loss.backward();
-      optimizer_->step();
+      optimizer_->Step({});
     }
-    last_loss_ = loss.detach();
-    last_out_ = out.detach();
+    // Kept as they are, not detached: a detach is one more operator dispatch
+    // per step, and backward has already freed what their graph saved.
+    last_loss_ = loss;
+    last_out_ = out;
     last_labels_ = y;
   }
 
@@ -391,7 +492,7 @@ class NetworkWorkload : public Workload {
   const RunConfig c_;
   std::shared_ptr<BenchModel> model_;
   bool channels_last_ = false;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<TrainOptimizer> optimizer_;
   torch::Tensor scale_, found_inf_, growth_tracker_;
   std::unique_ptr<HostPipeline> pipeline_;
   std::unique_ptr<cuda::CopyStream> copy_stream_;
@@ -434,6 +535,17 @@ class MatmulWorkload : public Workload {
  private:
   const RunConfig c_;
   torch::Tensor a_, b_, out_;
+};
+
+// Issues nothing: its time per iteration is the harness's own cost per
+// iteration (the loop, the host clock, and on CUDA the two timing events).
+class EmptyWorkload : public Workload {
+ public:
+  explicit EmptyWorkload(torch::Device device) : Workload(device) {}
+  int64_t samples_per_iteration() const override { return 1; }
+
+ protected:
+  void Compute() override {}
 };
 
 // One copy of copy_bytes per iteration; reports GB/s.
@@ -593,6 +705,7 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
                                                        const MeasureConfig& m) {
   if (c.workload == "matmul") return std::make_unique<MatmulWorkload>(c, device);
   if (c.workload == "copy") return std::make_unique<CopyWorkload>(c, device);
+  if (c.workload == "empty") return std::make_unique<EmptyWorkload>(device);
   if (c.workload == "torchscript") {
     if (c.inputs.empty() || c.inputs[0].shape.empty()) {
       return absl::InvalidArgumentError(
