@@ -9,7 +9,7 @@
 # ONLY=regex picks cases. REPEAT=N (default 1) measures each case N times in
 # one worker (gpubench --trials N) and in one Python process (--repeat N).
 # MIN_MS and MAX_MS (default 2000 and 20000) bound each measurement, on both sides.
-# PROFILE=1 also profiles the training cases on both sides (a separate window
+# PROFILE=1 also profiles the model cases on both sides (a separate window
 # after the measured one) and prints where a step's time goes
 # (bench/trace_summary.py).
 set -uo pipefail
@@ -92,7 +92,7 @@ case_() {
     [ -n "$g" ] || g=$'error\t-'
     printf "%s\t%s\t-\t-\t-\twait\twait%% of the row above\n" "${name}_wait" "${g%%$'\t'*}" >> "$rows"
   fi
-  if [ "${PROFILE:-0}" = 1 ] && [[ $gflags == *"--mode train"* ]]; then
+  if [ "${PROFILE:-0}" = 1 ] && [[ $gflags == *"--mode "* ]]; then
     profile_case "$name" "$gflags" "$pflags"
   fi
 }
