@@ -15,12 +15,12 @@
 namespace gpubench::engine {
 
 // Throws "out of memory (injected) ..." when bytes exceeds the limit.
+// Read on every call (once per batch or operand, never per step) so that a
+// test can set and clear it between runs in one process.
 inline void MaybeInjectOom(int64_t bytes) {
-  static const int64_t limit = [] {
-    const char* v = std::getenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
-    int64_t n = 0;
-    return v != nullptr && absl::SimpleAtoi(v, &n) ? n : int64_t{-1};
-  }();
+  const char* v = std::getenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
+  int64_t limit = -1;
+  if (v != nullptr && !absl::SimpleAtoi(v, &limit)) limit = -1;
   if (limit >= 0 && bytes > limit) {
     throw std::runtime_error(absl::StrCat("out of memory (injected): tried to allocate ",
                                           bytes, " bytes, limit ", limit));
