@@ -15,8 +15,10 @@
 namespace gpubench::engine {
 
 // Throws "out of memory (injected) ..." when bytes exceeds the limit.
-// Read on every call (once per batch or operand, never per step) so that a
-// test can set and clear it between runs in one process.
+// Read on every call, so that a test can set and clear it between runs in
+// one process. Calls come once per operand and once per input batch built
+// (every step with 0 loader threads), where a getenv is small beside
+// building the batch.
 inline void MaybeInjectOom(int64_t bytes) {
   const char* v = std::getenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
   int64_t limit = -1;
