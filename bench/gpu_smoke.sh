@@ -4,7 +4,7 @@
 # gpubench-worker. Cases: resnet50 train and infer in fp32 and fp16 (with
 # loss scaling), eager and CUDA graph; mlp with and without a graph; matmul;
 # pinned and pageable copies; the host pipeline at 0 and 8 loader threads; an
-# out-of-memory sweep; and every workload in train and infer in each
+# out-of-memory sweep; AdamW in eager and CUDA graph; and every workload in train and infer in each
 # precision with channels_last and cudnn benchmark.
 # Usage, in the checkout root of a GPU host, after .gpu/build.sh:
 #   OUT=/tmp/smoke bash bench/gpu_smoke.sh
@@ -40,6 +40,9 @@ case_ copy --workload copy --device cuda --copy-bytes 268435456 --pinned true,fa
 case_ pipeline --workload resnet18 --device cuda --batch 64 --mode train \
   --precision bf16 --channels-last true --input host --loader-threads 0,8 \
   --pinned true --image-size 128
+case_ adamw --workload resnet18,mlp --device cuda --batch 32 --mode train \
+  --optimizer adamw --precision fp16,bf16 --channels-last true \
+  --execution eager,cuda_graph
 case_ oom --workload resnet50 --device cuda --mode train --batch 256,8192,16384 \
   --max-time-ms 3000
 short="--warmup 3 --min-iterations 10 --min-time-ms 200 --max-time-ms 2000"
