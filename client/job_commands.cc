@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli.h"
@@ -393,6 +394,10 @@ int ModelCommand(const Args& a, std::ostream& out, std::ostream& err) {
   req.mutable_header()->set_name(slash == std::string::npos ? path : path.substr(slash + 1));
   req.mutable_header()->set_sha256(digest);
   req.mutable_header()->set_size_bytes(size);
+  // The daemon picks the loader from the declared format.
+  req.mutable_header()->set_format(absl::EndsWith(path, ".pt2")
+                                       ? v1::MODEL_FORMAT_AOTI_PACKAGE
+                                       : v1::MODEL_FORMAT_TORCHSCRIPT);
   bool ok = writer->Write(req);
   file.clear();
   file.seekg(0);

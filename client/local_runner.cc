@@ -33,6 +33,8 @@ absl::StatusOr<LocalJobResult> RunLocalJob(
   v1::WorkerRequest request;
   request.set_job_id(job.job_id());
   *request.mutable_spec() = spec;
+  // The user's own worker, as the user: any file they can read is theirs to load.
+  request.add_model_roots("/");
   auto process = worker::WorkerProcess::Start(worker_path, request);
   if (!process.ok()) return process.status();
 

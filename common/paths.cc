@@ -1,5 +1,6 @@
 #include "common/paths.h"
 
+#include <limits.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -22,6 +23,44 @@ std::string DefaultDataDir() {
 
 std::string ModelPath(const std::string& model_dir, const std::string& sha256) {
   return absl::StrCat(model_dir, "/", sha256);
+}
+
+namespace {
+
+// realpath(3) as a string; empty when it fails.
+std::string RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  if (path.empty() || realpath(path.c_str(), buf) == nullptr) return "";
+  return buf;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ResolveModelPath(const std::string& path,
+                                             const std::vector<std::string>& roots,
+                                             const std::string& field) {
+  const absl::Status refused = absl::PermissionDeniedError(absl::StrCat(
+      field, ": not a model file under an allowed model root; the daemon's operator "
+      "names those with --model-root, or upload the model (gpubench model upload)"));
+  const std::string real = RealPath(path);
+  struct stat st;
+  if (real.empty() || stat(real.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return refused;
+  for (const std::string& given : roots) {
+    const std::string root = RealPath(given);
+    if (root.empty()) continue;
+    const std::string prefix = root.back() == '/' ? root : root + "/";
+    if (real.compare(0, prefix.size(), prefix) == 0) return real;
+  }
+  return refused;
+}
+
+absl::StatusOr<std::string> CanonicalDir(const std::string& dir) {
+  const std::string real = RealPath(dir);
+  struct stat st;
+  if (real.empty() || stat(real.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": not an existing directory"));
+  }
+  return real;
 }
 
 absl::Status MakeDirs(const std::string& dir) {

@@ -149,6 +149,13 @@ absl::Status ValidateParams(const std::string& path,
                       p.copy_direction()))
            .ok())
     return s;
+  if (!p.model_sha256().empty() && !IsSha256Hex(p.model_sha256())) {
+    return Invalid(path + ".model_sha256", "must be 64 lower-case hex digits");
+  }
+  if (p.model_path().size() > kMaxModelPathBytes) {
+    return Invalid(path + ".model_path",
+                   absl::StrCat("must be at most ", kMaxModelPathBytes, " bytes"));
+  }
   for (int i = 0; i < p.inputs_size(); ++i) {
     const std::string in = absl::StrCat(path, ".inputs[", i, "]");
     if (p.inputs(i).shape_size() == 0) return Invalid(in + ".shape", "must not be empty");
@@ -342,6 +349,11 @@ void AddAxis(std::vector<std::function<void(int, v1::RunConfig*)>>* setters,
 }
 
 }  // namespace
+
+bool IsSha256Hex(std::string_view s) {
+  return s.size() == 64 &&
+         s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
 
 const std::vector<std::string>& BuiltinWorkloads() {
   static const auto* kNames = new std::vector<std::string>{

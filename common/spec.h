@@ -18,6 +18,12 @@ namespace gpubench {
 // The most runs one job may expand to.
 inline constexpr int kMaxSweepPoints = 512;
 
+// The longest params.model_path accepted.
+inline constexpr size_t kMaxModelPathBytes = 4096;
+
+// True for exactly 64 lower-case hex digits: a sha256 as the API spells it.
+bool IsSha256Hex(std::string_view s);
+
 // The built-in workload names, in the order the docs list them.
 const std::vector<std::string>& BuiltinWorkloads();
 

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/paths.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "storage/sha256.h"
@@ -117,10 +118,43 @@ void JobManager::Shutdown() {
   cv_.wait(lock, [&] { return job_threads_ == 0; });
 }
 
+absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
+                                     v1::WorkerRequest* request) const {
+  for (const v1::RunConfig& c : configs) {
+    if (c.workload() != "torchscript") continue;
+    const std::string& sha256 = c.params().model_sha256();
+    if (sha256.empty()) {
+      auto resolved = ResolveModelPath(c.params().model_path(), options_.model_roots,
+                                       "spec.base.params.model_path");
+      if (!resolved.ok()) return resolved.status();
+      continue;
+    }
+    auto model = store_->GetModel(sha256);
+    if (absl::IsNotFound(model.status())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.base.params.model_sha256: no model ", sha256,
+          " on this daemon; upload it first (gpubench model upload)"));
+    }
+    if (!model.ok()) return model.status();
+    if (model->format() == v1::MODEL_FORMAT_AOTI_PACKAGE &&
+        model->uploader_role() != v1::ROLE_ADMIN && !options_.allow_uploaded_aoti) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "spec.base.params.model_sha256: ", sha256,
+          " is an AOTInductor package (native code) uploaded without the admin role; "
+          "an admin must upload it, or the operator must start gpubenchd with "
+          "--allow-uploaded-aoti"));
+    }
+    if (request) (*request->mutable_model_formats())[sha256] = model->format();
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
-                                           const std::string& schedule_id) {
+                                           const std::string& schedule_id,
+                                           const std::string& submitted_by) {
   auto configs = ExpandSweep(spec);
   if (!configs.ok()) return configs.status();
+  if (auto s = CheckModels(*configs, nullptr); !s.ok()) return s;
   auto leases = LeasesOf(spec);
   if (!leases.ok()) return leases.status();
   if (spec.timeout_s() < 0) {
@@ -132,6 +166,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
   job.set_state(v1::JOB_STATE_QUEUED);
   job.set_run_count(configs->size());
   job.set_schedule_id(schedule_id);
+  job.set_submitted_by(submitted_by);
   job.set_host_id(host_.host_id());
   *job.mutable_submit_time() = NowTimestamp();
   {
@@ -283,6 +318,26 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
   request.set_job_id(job_id);
   *request.mutable_spec() = job.spec();
   request.set_model_dir(options_.model_dir);
+  for (const std::string& root : options_.model_roots) request.add_model_roots(root);
+  // Checked again at start: an operator may have narrowed the roots since.
+  auto configs = ExpandSweep(job.spec());
+  absl::Status models = configs.ok() ? CheckModels(*configs, &request) : configs.status();
+  if (!models.ok()) {
+    SetState(&job, v1::JOB_STATE_FAILED, std::string(models.message())).IgnoreError();
+    finish();
+    return;
+  }
+  if (job.attempt() > 1) {
+    // A resumed job: the runs the stop cancelled are run again, so only the
+    // ones that finished are kept and skipped.
+    if (auto gone = store_->DeleteCancelledRuns(job_id); !gone.ok()) {
+      SetState(&job, v1::JOB_STATE_FAILED,
+               absl::StrCat("cannot resume: ", gone.status().message()))
+          .IgnoreError();
+      finish();
+      return;
+    }
+  }
   auto done_runs = store_->ListRuns(job_id, false);
   int runs_done = 0;
   if (done_runs.ok()) {

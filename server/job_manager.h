@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpubench/v1/job.pb.h"
+#include "gpubench/v1/worker.pb.h"
 #include "storage/store.h"
 
 namespace gpubench::server {
@@ -26,6 +27,8 @@ namespace gpubench::server {
 struct DaemonOptions {
   std::string worker_path;            // the gpubench-worker binary
   std::string model_dir;              // uploaded models, by sha256
+  std::vector<std::string> model_roots;  // canonical dirs params.model_path may name
+  bool allow_uploaded_aoti = false;   // run AOTI uploads from non-admin uploaders
   int max_queue = 1000;               // queued jobs; beyond: RESOURCE_EXHAUSTED
   int64_t max_job_seconds = 24 * 3600;  // bounds JobSpec.timeout_s (and is its default)
   int64_t stop_grace_ms = 10000;      // SIGTERM, then SIGKILL after this
@@ -53,11 +56,12 @@ class JobManager {
   // start), and joins every thread. Queued jobs stay queued in the store.
   void Shutdown();
 
-  // Validates spec (InvalidArgument naming the field), stores a QUEUED job
+  // Validates spec (InvalidArgument naming the field) and the models it
+  // names (CheckModels), stores a QUEUED job recording submitted_by
   // and wakes the dispatcher. ResourceExhausted when the queue is full,
   // Unavailable while shutting down.
-  absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec,
-                                 const std::string& schedule_id);
+  absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& schedule_id,
+                                 const std::string& submitted_by);
 
   // A queued job is cancelled at once; a running one is asked to stop (its
   // completed runs are kept) and ends CANCELLED. A finished job is returned
@@ -92,6 +96,12 @@ class JobManager {
     bool ended = false;
   };
 
+  // Every model the runs name may be loaded: a model_path resolves into a
+  // model root, an uploaded model exists, and an AOTI package came from an
+  // admin (or the operator allows any). PermissionDenied or InvalidArgument
+  // naming the field. Fills request's model formats when given.
+  absl::Status CheckModels(const std::vector<v1::RunConfig>& configs,
+                           v1::WorkerRequest* request) const;
   // The devices (leases) a spec's runs use: "cpu", "cuda:N", "mps".
   absl::StatusOr<std::set<std::string>> LeasesOf(const v1::JobSpec& spec) const;
   void DispatchLoop();

@@ -15,7 +15,9 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -41,9 +43,17 @@ constexpr char kUsage[] = R"(usage: gpubenchd [flags]
   --keep-samples-runs N      keep samples of the newest N runs (default 0: all)
   --keep-trace-bytes N       keep the newest traces within N bytes (default 0: all)
   --port-file PATH           write the bound port here once serving
-  --token-file PATH          require "authorization: Bearer <token>" on every call
+  --token-file PATH          accepted tokens, one "SHA256HEX NAME ROLE" line each (role
+                             read, submit or admin); a file with one bare token is that
+                             token as admin. Every call then needs "authorization: Bearer"
   --tls-cert PATH            serve TLS with this PEM certificate chain ...
   --tls-key PATH             ... and this PEM private key
+  --model-root DIR           params.model_path may name files under DIR (repeatable;
+                             default none: only uploaded models run)
+  --allow-uploaded-aoti      run uploaded AOTInductor packages (native code) even when
+                             the uploader did not hold the admin role
+  --insecure                 allow a non-loopback --listen without TLS and tokens
+                             (anyone who reaches the port may submit jobs)
 )";
 
 std::atomic<bool> g_stop{false};
@@ -51,7 +61,19 @@ void OnSignal(int) { g_stop.store(true); }
 
 using Flags = std::map<std::string, std::string>;
 
-bool ReadConfig(const std::string& path, Flags* flags, std::string* error) {
+// Flags that may be given more than once; each value is kept.
+bool Repeatable(const std::string& name) { return name == "model-root"; }
+void SetFlag(Flags* flags, std::vector<std::string>* repeated, const std::string& name,
+             std::string value) {
+  if (Repeatable(name)) {
+    repeated->push_back(std::move(value));
+  } else {
+    (*flags)[name] = std::move(value);
+  }
+}
+
+bool ReadConfig(const std::string& path, Flags* flags, std::vector<std::string>* repeated,
+                std::string* error) {
   std::ifstream in(path);
   if (!in) {
     *error = absl::StrCat("cannot read config file ", path);
@@ -67,7 +89,12 @@ bool ReadConfig(const std::string& path, Flags* flags, std::string* error) {
       return false;
     }
     const std::string name(absl::StripAsciiWhitespace(l.substr(0, eq)));
-    flags->emplace(name, std::string(absl::StripAsciiWhitespace(l.substr(eq + 1))));
+    const std::string value(absl::StripAsciiWhitespace(l.substr(eq + 1)));
+    if (Repeatable(name)) {
+      repeated->push_back(value);
+    } else {
+      flags->emplace(name, value);
+    }
   }
   return true;
 }
@@ -83,35 +110,65 @@ bool ToInt(const Flags& flags, const std::string& name, int64_t* out, std::strin
   return true;
 }
 
+bool Switch(const Flags& flags, const std::string& name) {
+  auto it = flags.find(name);
+  return it != flags.end() && (it->second == "true" || it->second == "1" || it->second == "yes");
+}
+
+// True for addresses only this machine can reach: 127.0.0.0/8, [::1],
+// localhost, and unix sockets.
+bool IsLoopback(const std::string& listen) {
+  if (absl::StartsWith(listen, "unix:")) return true;
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (absl::StartsWith(host, "[") && absl::EndsWith(host, "]")) {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpubench;
   Flags flags;
+  std::vector<std::string> model_roots;
+  // Whether each flag takes a value; the others are switches ("true").
   const std::map<std::string, bool> known = {
       {"listen", true}, {"data-dir", true}, {"config", true}, {"worker", true},
       {"max-queue", true}, {"max-job-seconds", true}, {"stop-grace-ms", true},
       {"max-requeues", true}, {"keep-samples-runs", true}, {"keep-trace-bytes", true},
-      {"port-file", true}, {"token-file", true}, {"tls-cert", true}, {"tls-key", true}};
+      {"port-file", true}, {"token-file", true}, {"tls-cert", true}, {"tls-key", true},
+      {"model-root", true}, {"allow-uploaded-aoti", false}, {"insecure", false}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       return 0;
     }
-    if (arg.rfind("--", 0) != 0 || !known.count(arg.substr(2)) || i + 1 >= argc) {
+    std::string name = arg.rfind("--", 0) == 0 ? arg.substr(2) : "";
+    std::string value;
+    const bool inline_value = name.find('=') != std::string::npos;
+    if (inline_value) {
+      value = name.substr(name.find('=') + 1);
+      name = name.substr(0, name.find('='));
+    }
+    auto flag = known.find(name);
+    if (flag == known.end() || (flag->second && !inline_value && i + 1 >= argc)) {
       std::cerr << "gpubenchd: unknown or incomplete flag \"" << arg << "\"\n" << kUsage;
       return 2;
     }
-    flags[arg.substr(2)] = argv[++i];
+    if (!inline_value) value = flag->second ? argv[++i] : "true";
+    SetFlag(&flags, &model_roots, name, value);
   }
   std::string error;
   if (flags.count("config")) {
     Flags from_file;
-    if (!ReadConfig(flags["config"], &from_file, &error)) {
+    std::vector<std::string> roots_from_file;
+    if (!ReadConfig(flags["config"], &from_file, &roots_from_file, &error)) {
       std::cerr << "gpubenchd: " << error << "\n";
       return 2;
     }
+    model_roots.insert(model_roots.end(), roots_from_file.begin(), roots_from_file.end());
     for (auto& [name, value] : from_file) {
       if (!known.count(name)) {
         std::cerr << "gpubenchd: config file " << flags["config"] << ": unknown setting \""
@@ -123,6 +180,10 @@ int main(int argc, char** argv) {
   }
   // Before any thread or child exists: a worker dying mid-write must not
   // SIGPIPE the daemon, and SIGTERM always means a clean shutdown.
+  if (geteuid() == 0) {
+    std::cerr << "gpubenchd: WARNING: running as root; workers load user models as root too. "
+                 "Run it as an unprivileged user (deploy/gpubenchd.service)\n";
+  }
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
@@ -151,6 +212,15 @@ int main(int argc, char** argv) {
   options.worker_path =
       flags.count("worker") ? flags["worker"] : worker::DefaultWorkerPath();
   options.model_dir = data_dir + "/models";
+  for (const std::string& root : model_roots) {
+    auto canonical = CanonicalDir(root);
+    if (!canonical.ok()) {
+      std::cerr << "gpubenchd: --model-root: " << canonical.status().message() << "\n";
+      return 2;
+    }
+    options.model_roots.push_back(*canonical);
+  }
+  options.allow_uploaded_aoti = Switch(flags, "allow-uploaded-aoti");
   for (const std::string& dir : {data_dir, options.model_dir}) {
     if (auto s = MakeDirs(dir); !s.ok()) {
       std::cerr << "gpubenchd: " << s.message() << "\n";
@@ -199,14 +269,40 @@ int main(int argc, char** argv) {
     }
     out->assign(std::istreambuf_iterator<char>(in), {});
   }
-  token = std::string(absl::StripAsciiWhitespace(token));
-  if (flags.count("token-file") && token.empty()) {
-    std::cerr << "gpubenchd: --token-file: " << flags["token-file"] << " is empty\n";
-    return 2;
+  server::AuthOptions auth_options;
+  if (flags.count("token-file")) {
+    auto tokens = server::ParseTokenFile(token);
+    token.clear();  // only hashes are kept
+    if (!tokens.ok()) {
+      std::cerr << "gpubenchd: --token-file " << flags["token-file"] << ": "
+                << tokens.status().message() << "\n";
+      return 2;
+    }
+    auth_options.tokens = std::move(*tokens);
   }
+  const bool tokens_required = !auth_options.tokens.empty();
   if (cert.empty() != key.empty()) {
     std::cerr << "gpubenchd: --tls-cert and --tls-key go together\n";
     return 2;
+  }
+  if (!IsLoopback(listen)) {
+    if (!Switch(flags, "insecure") && (cert.empty() || !tokens_required)) {
+      std::cerr << "gpubenchd: refusing to listen on " << listen
+                << " without TLS and tokens: anyone who reaches it could run jobs on this "
+                   "host. Give --tls-cert, --tls-key and --token-file (README, Security), "
+                   "listen on 127.0.0.1, or pass --insecure on a network you trust\n";
+      return 2;
+    }
+    if (cert.empty() || !tokens_required) {
+      std::cerr << "gpubenchd: WARNING: --insecure: serving " << listen << " without "
+                << (cert.empty() ? "TLS" : "")
+                << (cert.empty() && !tokens_required ? " and " : "")
+                << (tokens_required ? "" : "tokens")
+                << (tokens_required ? "; tokens cross the network in the clear"
+                                    : "; any client that reaches this port may submit jobs "
+                                      "as admin")
+                << "\n";
+    }
   }
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!cert.empty()) {
@@ -214,7 +310,13 @@ int main(int argc, char** argv) {
     ssl.pem_key_cert_pairs.push_back({key, cert});
     credentials = grpc::SslServerCredentials(ssl);
   }
-  server::BenchServiceImpl service(&jobs, &scheduler, store->get(), options.model_dir, token);
+  auto auth = server::Authorizer::Create(std::move(auth_options));
+  if (!auth.ok()) {
+    std::cerr << "gpubenchd: " << auth.status().message() << "\n";
+    return 1;
+  }
+  server::BenchServiceImpl service(&jobs, &scheduler, store->get(), auth->get(),
+                                   options.model_dir, options.allow_uploaded_aoti);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, credentials, &port);
@@ -236,7 +338,7 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), flags["port-file"].c_str());
   }
   std::cerr << "gpubenchd: serving on " << listen << " (port " << port << ""
-            << (cert.empty() ? "" : ", TLS") << (token.empty() ? "" : ", token required")
+            << (cert.empty() ? "" : ", TLS") << (tokens_required ? ", token required" : "")
             << "), data in "
             << data_dir << ", " << host.gpus_size() << " GPU(s)\n";
 

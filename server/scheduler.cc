@@ -79,7 +79,7 @@ int Scheduler::Tick(absl::Time now) {
   int submitted = 0;
   for (v1::Schedule& s : *schedules) {
     if (s.disabled() || FromProto(s.next_run_time()) > now) continue;
-    if (jobs_->Submit(s.spec(), s.schedule_id()).ok()) ++submitted;
+    if (jobs_->Submit(s.spec(), s.schedule_id(), "scheduler").ok()) ++submitted;
     *s.mutable_last_run_time() = ToProto(now);
     auto next = NextTime(s, now);
     if (next.ok()) {

@@ -235,9 +235,13 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
  public:
   static constexpr int64_t kMaxModelBytes = int64_t{8} << 30;
 
-  UploadReactor(storage::Store* store, std::string model_dir,
-                v1::UploadModelResponse* response)
-      : store_(store), model_dir_(std::move(model_dir)), response_(response) {
+  UploadReactor(storage::Store* store, std::string model_dir, Caller caller,
+                bool allow_aoti, v1::UploadModelResponse* response)
+      : store_(store),
+        model_dir_(std::move(model_dir)),
+        caller_(std::move(caller)),
+        allow_aoti_(allow_aoti),
+        response_(response) {
     StartRead(&request_);
   }
 
@@ -260,8 +264,22 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
       if (!temp_.empty()) return absl::InvalidArgumentError("header: sent twice");
       header_ = request_.header();
       if (header_.name().empty()) return absl::InvalidArgumentError("header.name: required");
-      if (header_.sha256().size() != 64 ||
-          header_.sha256().find_first_not_of("0123456789abcdef") != std::string::npos) {
+      if (header_.format() == v1::MODEL_FORMAT_UNSPECIFIED) {
+        header_.set_format(v1::MODEL_FORMAT_TORCHSCRIPT);
+      }
+      if (header_.format() != v1::MODEL_FORMAT_TORCHSCRIPT &&
+          header_.format() != v1::MODEL_FORMAT_AOTI_PACKAGE) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("header.format: unknown ModelFormat ", header_.format()));
+      }
+      // An AOTI package is a shared library the worker will dlopen.
+      if (header_.format() == v1::MODEL_FORMAT_AOTI_PACKAGE &&
+          caller_.role < v1::ROLE_ADMIN && !allow_aoti_) {
+        return absl::PermissionDeniedError(
+            "header.format: an AOTInductor package runs native code on the host; uploading "
+            "one needs the admin role");
+      }
+      if (!IsSha256Hex(header_.sha256())) {
         return absl::InvalidArgumentError(
             "header.sha256: must be 64 lower-case hex digits");
       }
@@ -314,9 +332,9 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
     model.set_sha256(actual);
     model.set_name(header_.name());
     model.set_size_bytes(received_);
-    model.set_format(header_.format() == v1::MODEL_FORMAT_UNSPECIFIED
-                         ? v1::MODEL_FORMAT_TORCHSCRIPT
-                         : header_.format());
+    model.set_format(header_.format());
+    model.set_uploaded_by(caller_.name);
+    model.set_uploader_role(caller_.role);
     *model.mutable_upload_time() = NowTimestamp();
     if (auto s = store_->PutModel(model); !s.ok()) return s;
     *response_->mutable_model() = model;
@@ -325,6 +343,8 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
 
   storage::Store* const store_;
   const std::string model_dir_;
+  const Caller caller_;
+  const bool allow_aoti_;
   v1::UploadModelResponse* const response_;
   v1::UploadModelRequest request_;
   v1::ModelUploadHeader header_;
@@ -378,16 +398,20 @@ class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
 
 grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
     grpc::CallbackServerContext* context, v1::UploadModelResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) {
-    return new FailedStream<grpc::ServerReadReactor<v1::UploadModelRequest>>(ToGrpcStatus(s));
+  auto caller = auth_->Authorize(*context, "UploadModel");
+  if (!caller.ok()) {
+    return new FailedStream<grpc::ServerReadReactor<v1::UploadModelRequest>>(
+        ToGrpcStatus(caller.status()));
   }
-  return new UploadReactor(store_, model_dir_, response);
+  return new UploadReactor(store_, model_dir_, *caller, allow_uploaded_aoti_, response);
 }
 
 grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
     grpc::CallbackServerContext* context, const v1::GetTraceRequest* request) {
-  if (auto s = Authorize(context); !s.ok()) {
-    return new FailedStream<grpc::ServerWriteReactor<v1::GetTraceResponse>>(ToGrpcStatus(s));
+  auto caller = auth_->Authorize(*context, "GetTrace");
+  if (!caller.ok()) {
+    return new FailedStream<grpc::ServerWriteReactor<v1::GetTraceResponse>>(
+        ToGrpcStatus(caller.status()));
   }
   return new TraceReactor(store_, request->run_id());
 }
@@ -395,14 +419,15 @@ grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
 grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "SubmitJob");
+  if (!caller.ok()) return Reply(context, caller.status());
   auto runs = ExpandSweep(request->spec());
   if (!runs.ok()) return Reply(context, runs.status());
   if (request->dry_run()) {
     *response->mutable_job()->mutable_spec() = request->spec();
     response->mutable_job()->set_run_count(runs->size());
   } else {
-    auto job = jobs_->Submit(request->spec(), "");
+    auto job = jobs_->Submit(request->spec(), "", caller->name);
     if (!job.ok()) return Reply(context, job.status());
     *response->mutable_job() = std::move(*job);
   }
@@ -413,7 +438,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
 grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                    const v1::GetJobRequest* request,
                                                    v1::GetJobResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "GetJob");
+  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   auto job = store_->GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
@@ -424,7 +450,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                      const v1::ListJobsRequest* request,
                                                      v1::ListJobsResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "ListJobs");
+  if (!caller.ok()) return Reply(context, caller.status());
   storage::JobFilter filter;
   for (int s : request->states()) filter.states.push_back(static_cast<v1::JobState>(s));
   filter.workload = request->workload();
@@ -440,8 +467,10 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext
 
 grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  if (auto s = Authorize(context); !s.ok()) {
-    return new FailedStream<grpc::ServerWriteReactor<v1::WatchJobResponse>>(ToGrpcStatus(s));
+  auto caller = auth_->Authorize(*context, "WatchJob");
+  if (!caller.ok()) {
+    return new FailedStream<grpc::ServerWriteReactor<v1::WatchJobResponse>>(
+        ToGrpcStatus(caller.status()));
   }
   if (request->job_id().empty() || request->after_sequence() < 0 ||
       !store_->GetJob(request->job_id()).ok()) {
@@ -467,8 +496,18 @@ grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
 grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                       const v1::CancelJobRequest* request,
                                                       v1::CancelJobResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "CancelJob");
+  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
+  if (caller->role < v1::ROLE_ADMIN) {
+    auto existing = store_->GetJob(request->job_id());
+    if (!existing.ok()) return Reply(context, existing.status());
+    if (existing->submitted_by() != caller->name) {
+      return Reply(context, absl::PermissionDeniedError(absl::StrCat(
+                                "job ", request->job_id(), " was submitted by someone else; "
+                                "cancelling it needs the admin role")));
+    }
+  }
   auto job = jobs_->Cancel(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
   *response->mutable_job() = std::move(*job);
@@ -478,7 +517,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* context,
                                                    const v1::GetRunRequest* request,
                                                    v1::GetRunResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "GetRun");
+  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->run_id(), "run_id"); !s.ok()) return Reply(context, s);
   auto run = store_->GetRun(request->run_id(), request->include_samples());
   if (!run.ok()) return Reply(context, run.status());
@@ -489,7 +529,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext* context,
                                                      const v1::ListRunsRequest* request,
                                                      v1::ListRunsResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "ListRuns");
+  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   if (auto job = store_->GetJob(request->job_id()); !job.ok()) {
     return Reply(context, job.status());
@@ -503,7 +544,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContext* context,
                                                       const v1::QueryRunsRequest* request,
                                                       v1::QueryRunsResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "QueryRuns");
+  if (!caller.ok()) return Reply(context, caller.status());
   storage::RunFilter filter;
   filter.workload = request->workload();
   filter.config_equals.assign(request->config_equals().begin(),
@@ -530,7 +572,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BenchServiceImpl::GetHostInfo(
     grpc::CallbackServerContext* context, const v1::GetHostInfoRequest*,
     v1::GetHostInfoResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "GetHostInfo");
+  if (!caller.ok()) return Reply(context, caller.status());
   *response->mutable_host() = jobs_->host();
   return Reply(context, absl::OkStatus());
 }
@@ -538,7 +581,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetHostInfo(
 grpc::ServerUnaryReactor* BenchServiceImpl::CreateSchedule(
     grpc::CallbackServerContext* context, const v1::CreateScheduleRequest* request,
     v1::CreateScheduleResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "CreateSchedule");
+  if (!caller.ok()) return Reply(context, caller.status());
   auto schedule = scheduler_->Create(request->schedule(), absl::Now());
   if (!schedule.ok()) return Reply(context, schedule.status());
   *response->mutable_schedule() = std::move(*schedule);
@@ -548,7 +592,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CreateSchedule(
 grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
     grpc::CallbackServerContext* context, const v1::ListSchedulesRequest*,
     v1::ListSchedulesResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "ListSchedules");
+  if (!caller.ok()) return Reply(context, caller.status());
   auto schedules = store_->ListSchedules();
   if (!schedules.ok()) return Reply(context, schedules.status());
   for (auto& s : *schedules) *response->add_schedules() = std::move(s);
@@ -558,7 +603,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
 grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
     grpc::CallbackServerContext* context, const v1::DeleteScheduleRequest* request,
     v1::DeleteScheduleResponse*) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "DeleteSchedule");
+  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->schedule_id(), "schedule_id"); !s.ok()) {
     return Reply(context, s);
   }
@@ -568,30 +614,12 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRegressions(
     grpc::CallbackServerContext* context, const v1::ListRegressionsRequest* request,
     v1::ListRegressionsResponse* response) {
-  if (auto s = Authorize(context); !s.ok()) return Reply(context, s);
+  auto caller = auth_->Authorize(*context, "ListRegressions");
+  if (!caller.ok()) return Reply(context, caller.status());
   auto runs = store_->ListFlaggedRuns(Ns(request->since()), request->include_improvements());
   if (!runs.ok()) return Reply(context, runs.status());
   for (auto& r : *runs) *response->add_runs() = std::move(r);
   return Reply(context, absl::OkStatus());
-}
-
-absl::Status BenchServiceImpl::Authorize(const grpc::CallbackServerContext* context) const {
-  if (token_.empty()) return absl::OkStatus();
-  const std::string expected = "Bearer " + token_;
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  bool match = false;
-  if (it != metadata.end() && it->second.size() == expected.size()) {
-    // Constant time: no early exit on the first differing byte.
-    unsigned char diff = 0;
-    const char* got = it->second.data();
-    for (size_t i = 0; i < expected.size(); ++i) diff |= got[i] ^ expected[i];
-    match = diff == 0;
-  }
-  if (match) return absl::OkStatus();
-  return absl::UnauthenticatedError(
-      "this daemon needs a token: send \"authorization: Bearer <token>\" (the fleet file's "
-      "token or token_file)");
 }
 
 }  // namespace gpubench::server

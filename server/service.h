@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpubench/v1/service.grpc.pb.h"
+#include "server/auth.h"
 #include "server/job_manager.h"
 #include "server/scheduler.h"
 #include "storage/store.h"
@@ -25,15 +26,16 @@ v1::HostInfo ProbeHost(const std::string& address, const std::string& worker_pat
 // Thread-safe; jobs and store outlive it.
 class BenchServiceImpl final : public v1::BenchService::CallbackService {
  public:
-  // token: when not empty, every call must carry "authorization: Bearer
-  // <token>", else UNAUTHENTICATED.
+  // auth decides who may call what (auth.h).
   BenchServiceImpl(JobManager* jobs, Scheduler* scheduler, storage::Store* store,
-                   std::string model_dir, std::string token = "")
+                   const Authorizer* auth, std::string model_dir,
+                   bool allow_uploaded_aoti = false)
       : jobs_(jobs),
         scheduler_(scheduler),
         store_(store),
+        auth_(auth),
         model_dir_(std::move(model_dir)),
-        token_(std::move(token)) {}
+        allow_uploaded_aoti_(allow_uploaded_aoti) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -80,13 +82,12 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
       v1::ListRegressionsResponse* response) override;
 
  private:
-  absl::Status Authorize(const grpc::CallbackServerContext* context) const;
-
   JobManager* const jobs_;
   Scheduler* const scheduler_;
   storage::Store* const store_;
+  const Authorizer* const auth_;
   const std::string model_dir_;
-  const std::string token_;
+  const bool allow_uploaded_aoti_;
 };
 
 }  // namespace gpubench::server

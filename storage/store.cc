@@ -583,6 +583,17 @@ absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run,
   return id;
 }
 
+absl::StatusOr<int64_t> Store::DeleteCancelledRuns(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Samples, telemetry and traces go with their run (ON DELETE CASCADE).
+  Statement s(db_, "DELETE FROM runs WHERE job_id=? AND state=?");
+  if (!s.ok()) return Error("delete runs");
+  s.Text(1, job_id);
+  s.Int(2, v1::RUN_STATE_CANCELLED);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("delete runs");
+  return sqlite3_changes(db_);
+}
+
 absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(const std::string& job_id,
                                                      bool include_samples) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -92,6 +92,10 @@ class Store {
   // asked for.
   absl::StatusOr<std::vector<v1::Run>> ListRuns(const std::string& job_id,
                                                 bool include_samples);
+  // Deletes a job's runs that ended cancelled (with their samples, telemetry
+  // and traces), so that a resumed job runs those sweep points again.
+  // Returns how many went.
+  absl::StatusOr<int64_t> DeleteCancelledRuns(const std::string& job_id);
 
   // Jobs newest first (submit time, then id). page_size 0 means 50; at most
   // 1000. A page_token from a previous page; a garbled one is

@@ -3,6 +3,8 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
+
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/spec.h"
@@ -26,6 +28,42 @@ std::string BatchAxisKey(v1::RunConfig config) {
 
 google::protobuf::Timestamp Now() {
   return NowTimestamp();
+}
+
+// Sets the file a torchscript run loads and the loader that reads it. An
+// uploaded model (by hash, which wins over a path) lives in the daemon's model
+// directory, and its stored format decides the loader; a path must resolve
+// into one of the request's model roots, checked here again right before the
+// load, and a ".pt2" suffix means an AOTInductor package.
+absl::Status LocateModel(const v1::WorkerRequest& request, const v1::RunConfig& config,
+                         engine::RunConfig* engine_config) {
+  if (config.workload() != "torchscript") {
+    engine_config->model_path.clear();
+    return absl::OkStatus();
+  }
+  const std::string& sha256 = config.params().model_sha256();
+  if (!sha256.empty()) {
+    if (!IsSha256Hex(sha256)) {
+      return absl::InvalidArgumentError("params.model_sha256: must be 64 lower-case hex digits");
+    }
+    engine_config->model_path = ModelPath(request.model_dir(), sha256);
+    auto format = request.model_formats().find(sha256);
+    engine_config->model_format =
+        format != request.model_formats().end() &&
+                format->second == v1::MODEL_FORMAT_AOTI_PACKAGE
+            ? engine::ModelFormat::kAotiPackage
+            : engine::ModelFormat::kTorchScript;
+    return absl::OkStatus();
+  }
+  auto resolved = ResolveModelPath(
+      config.params().model_path(),
+      {request.model_roots().begin(), request.model_roots().end()}, "params.model_path");
+  if (!resolved.ok()) return resolved.status();
+  engine_config->model_path = *resolved;
+  engine_config->model_format = absl::EndsWith(*resolved, ".pt2")
+                                    ? engine::ModelFormat::kAotiPackage
+                                    : engine::ModelFormat::kTorchScript;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -70,13 +108,12 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
 
     const std::string axis = BatchAxisKey(config);
     engine::RunConfig engine_config = ToEngineConfig(config);
-    // An uploaded model is named by its hash; the daemon says where it keeps them.
-    if (engine_config.model_path.empty() && !config.params().model_sha256().empty()) {
-      engine_config.model_path =
-          ModelPath(request.model_dir(), config.params().model_sha256());
-    }
+    const absl::Status model = LocateModel(request, config, &engine_config);
     auto oom = oom_batch.find(axis);
-    if (cancelled) {
+    if (!model.ok()) {
+      run.set_state(v1::RUN_STATE_FAILED);
+      run.set_error(std::string(model.message()));
+    } else if (cancelled) {
       run.set_state(v1::RUN_STATE_CANCELLED);
       run.set_error("job cancelled before this run started");
     } else if (oom != oom_batch.end() && engine_config.batch_size >= oom->second) {

@@ -238,7 +238,9 @@ TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
 }
 
 TEST(CliDaemon, ExitCodesSayWhatHappened) {
-  Daemon d(FreshDir("cli_exit"));
+  const std::string models = FreshDir("cli_exit_models");
+  std::ofstream(models + "/bad.pt") << "not a TorchScript archive";
+  Daemon d(FreshDir("cli_exit"), {"--model-root", models});
   ASSERT_TRUE(d.serving()) << d.log();
   EXPECT_EQ(Cli({"frobnicate"}).code, kExitUsage);
   EXPECT_EQ(Cli({"show"}).code, kExitUsage);
@@ -251,10 +253,10 @@ TEST(CliDaemon, ExitCodesSayWhatHappened) {
   EXPECT_NE(unreachable.err.find("cannot reach"), std::string::npos) << unreachable.err;
   EXPECT_EQ(unreachable.err.find("Exception"), std::string::npos);
 
-  // A job whose only run fails (its model file does not exist).
+  // A job whose only run fails (its model file is not a model).
   const std::string spec = FreshDir("cli_exit_spec") + "/bad.json";
   std::ofstream(spec) << R"({"base": {"workload": "torchscript", "device": "cpu",
-    "mode": "MODE_INFER", "params": {"model_path": "/nonexistent/model.pt",
+    "mode": "MODE_INFER", "params": {"model_path": ")" << models << R"(/bad.pt",
     "inputs": [{"shape": [1, 16], "dtype": "DTYPE_FLOAT32"}]}}})";
   Result failed = Cli({"submit", spec, "--host", d.address(), "--wait"});
   EXPECT_EQ(failed.code, kExitJobFailed) << failed.err << failed.out;

@@ -390,9 +390,13 @@ TEST(Daemon, SigtermStopsCleanlyAndTheJobResumesOnRestart) {
   {
     Daemon d(dir);
     ASSERT_TRUE(d.serving()) << d.log();
+    // Two sweep points: the stop cancels the first mid-run and the second
+    // before it starts.
     v1::JobSpec spec = LongSpec();
     spec.mutable_measurement()->set_min_time_ms(3000);
     spec.mutable_measurement()->set_max_time_ms(3000);
+    spec.mutable_sweep()->add_batch_size(4);
+    spec.mutable_sweep()->add_batch_size(8);
     id = Submit(d, spec);
     Watch(d, id, 0, [](const v1::ProgressEvent& e) { return e.has_run_progress(); });
     const int status = d.Stop(SIGTERM);
@@ -402,10 +406,22 @@ TEST(Daemon, SigtermStopsCleanlyAndTheJobResumesOnRestart) {
     auto store = storage::Store::Open({dir + "/gpubench.db"});
     ASSERT_TRUE(store.ok());
     EXPECT_EQ((*store)->GetJob(id)->state(), v1::JOB_STATE_QUEUED);  // requeued
+    auto runs = (*store)->ListRuns(id, false);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 2u);
+    for (const auto& r : *runs) EXPECT_EQ(r.state(), v1::RUN_STATE_CANCELLED);
   }
   Daemon d(dir);
   ASSERT_TRUE(d.serving()) << d.log();
   EXPECT_EQ(WaitForEnd(d, id), v1::JOB_STATE_SUCCEEDED);
+  // The resumed job ran both points again rather than skipping them.
+  auto runs = ListRuns(d, id, true);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.state(), v1::RUN_STATE_SUCCEEDED) << r.error();
+    EXPECT_GT(r.result().throughput_samples_per_s(), 0);
+    EXPECT_EQ(r.samples().device_ms_size(), r.result().iterations());
+  }
 }
 
 TEST(Daemon, FullQueueIsResourceExhausted) {

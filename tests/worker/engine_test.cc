@@ -286,6 +286,7 @@ TEST(Engine, AotInductorPackagesRunWhereLibTorchHasTheLoader) {
   RunConfig config = Small("torchscript");
   config.mode = Mode::kInfer;
   config.inputs = {{{4, 16}, DType::kFloat32}};
+  config.model_format = ModelFormat::kAotiPackage;
   const std::string path = ::testing::TempDir() + "gpubench_engine_tiny.pt2";
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
   // Compiled here by the matching Python torch (deploy/build.sh installs the

@@ -1,17 +1,22 @@
 // Real gpubench-worker processes running real LibTorch models on the CPU.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
 
 #include "worker/process.h"
 
 namespace gpubench::worker {
 namespace {
 
-std::vector<v1::Run> RunJob(const v1::JobSpec& spec, ExitInfo* exit) {
+std::vector<v1::Run> RunJob(const v1::JobSpec& spec, ExitInfo* exit,
+                            const std::vector<std::string>& model_roots = {}) {
   v1::WorkerRequest request;
   request.set_job_id("test");
   *request.mutable_spec() = spec;
+  for (const auto& root : model_roots) request.add_model_roots(root);
   auto process = WorkerProcess::Start(GPUBENCH_WORKER_PATH, request);
   EXPECT_TRUE(process.ok()) << process.status();
   std::vector<v1::Run> runs;
@@ -115,6 +120,39 @@ TEST(WorkerProcess, HostPipelineMoreLoadersWaitLess) {
   // Inline loading is nearly all waiting; 4 loaders hide part of it.
   EXPECT_GT(runs[0].result().data_wait_share(), 0.3);
   EXPECT_LT(runs[1].result().data_wait_share(), runs[0].result().data_wait_share());
+}
+
+// The worker checks a model path against its roots itself, right before the
+// load: a request that skipped the daemon's check still cannot read outside.
+TEST(WorkerProcess, ModelPathOutsideTheRootsFailsTheRunUnread) {
+  const std::string root = ::testing::TempDir() + "/gpubench_worker_root";
+  std::system(("rm -rf '" + root + "' && mkdir -p '" + root + "'").c_str());
+  std::ofstream(root + "/garbage.pt") << "not a model";
+  ASSERT_EQ(symlink("/etc/passwd", (root + "/escape.pt").c_str()), 0);
+  v1::JobSpec spec = SmallSpec();
+  spec.mutable_base()->set_workload("torchscript");
+  auto* in = spec.mutable_base()->mutable_params()->add_inputs();
+  in->add_shape(1);
+  in->add_shape(8);
+  for (const std::string& path : {root + "/escape.pt", root + "/../gpubench_worker_root/x",
+                                  std::string("/etc/passwd")}) {
+    spec.mutable_base()->mutable_params()->set_model_path(path);
+    ExitInfo exit;
+    auto runs = RunJob(spec, &exit, {root});
+    ASSERT_TRUE(exit.ok()) << exit.stderr_tail;
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+    EXPECT_NE(runs[0].error().find("not a model file under an allowed model root"),
+              std::string::npos)
+        << path << ": " << runs[0].error();
+  }
+  // Inside the root the file reaches the loader, which rejects it.
+  spec.mutable_base()->mutable_params()->set_model_path(root + "/garbage.pt");
+  ExitInfo exit;
+  auto runs = RunJob(spec, &exit, {root});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+  EXPECT_EQ(runs[0].error().find("model root"), std::string::npos) << runs[0].error();
 }
 
 }  // namespace

@@ -17,6 +17,8 @@ enum class Precision { kUnspecified = 0, kFp32 = 1, kTf32 = 2, kFp16 = 3, kBf16 
 enum class Execution { kUnspecified = 0, kEager = 1, kCudaGraph = 2 };
 enum class InputSource { kUnspecified = 0, kDevice = 1, kHost = 2 };
 enum class Optimizer { kUnspecified = 0, kSgd = 1, kAdamW = 2 };
+// The file format of a user model, which decides its loader.
+enum class ModelFormat { kTorchScript, kAotiPackage };
 enum class CopyDirection {
   kUnspecified = 0,
   kHostToDevice = 1,
@@ -67,7 +69,8 @@ struct RunConfig {
   int64_t matmul_k = 0;                // matmul
   int64_t copy_bytes = 0;              // copy
   CopyDirection copy_direction = CopyDirection::kHostToDevice;
-  std::string model_path;              // torchscript / .pt2 file
+  std::string model_path;              // torchscript / .pt2 file, canonical
+  ModelFormat model_format = ModelFormat::kTorchScript;  // which loader reads it
   std::vector<TensorSpec> inputs;      // torchscript inputs
 
   Mode mode = Mode::kTrain;

@@ -711,13 +711,21 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
       return absl::InvalidArgumentError(
           "torchscript: give the model's input shapes (batch dimension first)");
     }
-    if (absl::EndsWith(c.model_path, ".pt2")) {
+    if (c.model_format == ModelFormat::kAotiPackage) {
 #if GPUBENCH_HAS_AOTI
       if (c.mode == Mode::kTrain) {
         return absl::InvalidArgumentError(
             "torchscript: AOTInductor packages (.pt2) are inference-only; use mode infer");
       }
-      auto model = std::make_shared<AotiModel>(c.model_path, c.inputs, c.batch_size);
+      std::shared_ptr<AotiModel> model;
+      try {
+        model = std::make_shared<AotiModel>(c.model_path, c.inputs, c.batch_size);
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        what.resize(std::min(what.find("\nException raised from"), what.size()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("torchscript: cannot load the AOTInductor package: ", what));
+      }
       return std::make_unique<NetworkWorkload>(c, device, model, m);
 #else
       return absl::FailedPreconditionError(absl::StrCat(

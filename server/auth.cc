@@ -1,0 +1,160 @@
+#include "server/auth.h"
+
+#include <grpcpp/security/auth_context.h>
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/spec.h"
+#include "google/protobuf/descriptor.h"
+#include "storage/sha256.h"
+
+namespace gpubench::server {
+namespace {
+
+struct RpcRole {
+  const char* method;
+  v1::Role role;
+};
+
+// Who may call each BenchService rpc. Finer rules live with the rpc:
+// cancelling another caller's job and uploading an AOTI package need admin.
+constexpr RpcRole kRpcRoles[] = {
+    {"SubmitJob", v1::ROLE_SUBMIT},      {"GetJob", v1::ROLE_READ},
+    {"ListJobs", v1::ROLE_READ},         {"WatchJob", v1::ROLE_READ},
+    {"CancelJob", v1::ROLE_SUBMIT},      {"GetRun", v1::ROLE_READ},
+    {"ListRuns", v1::ROLE_READ},         {"QueryRuns", v1::ROLE_READ},
+    {"GetHostInfo", v1::ROLE_READ},      {"CreateSchedule", v1::ROLE_ADMIN},
+    {"ListSchedules", v1::ROLE_READ},    {"DeleteSchedule", v1::ROLE_ADMIN},
+    {"UploadModel", v1::ROLE_SUBMIT},    {"GetTrace", v1::ROLE_READ},
+    {"ListRegressions", v1::ROLE_READ},
+};
+
+constexpr char kService[] = "gpubench.v1.BenchService";
+
+}  // namespace
+
+std::string RoleName(v1::Role role) {
+  switch (role) {
+    case v1::ROLE_READ:
+      return "read";
+    case v1::ROLE_SUBMIT:
+      return "submit";
+    case v1::ROLE_ADMIN:
+      return "admin";
+    default:
+      return "none";
+  }
+}
+
+absl::StatusOr<v1::Role> ParseRole(const std::string& name) {
+  for (v1::Role role : {v1::ROLE_READ, v1::ROLE_SUBMIT, v1::ROLE_ADMIN}) {
+    if (name == RoleName(role)) return role;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown role \"", name, "\"; expected read, submit or admin"));
+}
+
+absl::StatusOr<std::map<std::string, TokenEntry>> ParseTokenFile(const std::string& text) {
+  std::map<std::string, TokenEntry> tokens;
+  const std::string trimmed(absl::StripAsciiWhitespace(text));
+  if (!trimmed.empty() && trimmed.find_first_of(" \t\n#") == std::string::npos) {
+    tokens[storage::Sha256Hex(trimmed)] = {"token", v1::ROLE_ADMIN};
+    return tokens;
+  }
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++n;
+    line = absl::StripAsciiWhitespace(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    std::vector<std::string> words = absl::StrSplit(line, absl::ByAnyChar(" \t"),
+                                                    absl::SkipEmpty());
+    if (words.size() != 3 || !IsSha256Hex(words[0])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", n, ": expected \"SHA256HEX NAME ROLE\" (the token's sha256 in lower-case "
+          "hex, e.g. from `printf %s TOKEN | sha256sum`)"));
+    }
+    auto role = ParseRole(words[2]);
+    if (!role.ok()) return absl::InvalidArgumentError(absl::StrCat("line ", n, ": ",
+                                                                   role.status().message()));
+    if (!tokens.emplace(words[0], TokenEntry{words[1], *role}).second) {
+      return absl::InvalidArgumentError(absl::StrCat("line ", n, ": the same token twice"));
+    }
+  }
+  if (tokens.empty()) return absl::InvalidArgumentError("no token in the file");
+  return tokens;
+}
+
+absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Create(AuthOptions options) {
+  const auto* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(kService);
+  if (service == nullptr) return absl::InternalError("BenchService is not linked in");
+  for (int i = 0; i < service->method_count(); ++i) {
+    if (RequiredRole(service->method(i)->name()) == v1::ROLE_UNSPECIFIED) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rpc ", service->method(i)->name(), " has no entry in the role table (auth.cc)"));
+    }
+  }
+  return std::unique_ptr<Authorizer>(new Authorizer(std::move(options)));
+}
+
+v1::Role Authorizer::RequiredRole(const std::string& method) {
+  for (const RpcRole& r : kRpcRoles) {
+    if (method == r.method) return r.role;
+  }
+  return v1::ROLE_UNSPECIFIED;
+}
+
+absl::StatusOr<Caller> Authorizer::Authenticate(const grpc::ServerContextBase& context) const {
+  const auto& metadata = context.client_metadata();
+  auto header = metadata.find("authorization");
+  if (header != metadata.end()) {
+    const absl::string_view value(header->second.data(), header->second.size());
+    if (options_.tokens.empty()) {
+      // No tokens configured: a token is ignored, not an error.
+    } else if (!absl::StartsWith(value, "Bearer ")) {
+      return absl::UnauthenticatedError(
+          "the authorization header must be \"Bearer <token>\"");
+    } else {
+      auto entry = options_.tokens.find(storage::Sha256Hex(value.substr(7)));
+      if (entry == options_.tokens.end()) {
+        return absl::UnauthenticatedError("unknown token");
+      }
+      return Caller{entry->second.name, entry->second.role};
+    }
+  }
+  if (options_.client_cert_role != v1::ROLE_UNSPECIFIED) {
+    std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+    if (auth && auth->IsPeerAuthenticated()) {
+      auto subject = auth->FindPropertyValues("x509_subject_name");
+      if (!subject.empty()) {
+        return Caller{std::string(subject[0].data(), subject[0].size()),
+                      options_.client_cert_role};
+      }
+    }
+  }
+  if (!options_.tokens.empty()) {
+    return absl::UnauthenticatedError(
+        "this daemon needs a token: send \"authorization: Bearer <token>\" (the fleet file's "
+        "token or token_file)");
+  }
+  return Caller{"anonymous", options_.anonymous_role};
+}
+
+absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& context,
+                                             const std::string& method) const {
+  auto caller = Authenticate(context);
+  if (!caller.ok()) return caller.status();
+  const v1::Role needed = RequiredRole(method);
+  if (needed == v1::ROLE_UNSPECIFIED || caller->role < needed) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        method, " needs the ", RoleName(needed), " role; ", caller->name, " has ",
+        RoleName(caller->role)));
+  }
+  return caller;
+}
+
+}  // namespace gpubench::server

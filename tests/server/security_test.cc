@@ -1,0 +1,271 @@
+// Attacks a remote client could try, each tried against a real gpubenchd
+// process on loopback with real worker processes: loading host files as
+// models, escaping the model directory, uploading native code, listening
+// on the network unprotected, and cancelling other people's jobs.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpubench/v1/service.grpc.pb.h"
+#include "storage/sha256.h"
+#include "storage/store.h"
+#include "tests/support/daemon_process.h"
+
+namespace gpubench {
+namespace {
+
+using testing_support::Daemon;
+using testing_support::FreshDir;
+
+// A token file with one token per role (plus a second submitter).
+const char* const kAdmin = "admin-secret";
+const char* const kAlice = "alice-secret";
+const char* const kBob = "bob-secret";
+const char* const kReader = "reader-secret";
+
+std::string WriteTokenFile(const std::string& dir) {
+  const std::string path = dir + "/tokens";
+  std::ofstream(path) << "# sha256 name role\n"
+                      << storage::Sha256Hex(kAdmin) << " ops admin\n"
+                      << storage::Sha256Hex(kAlice) << " alice submit\n"
+                      << storage::Sha256Hex(kBob) << " bob submit\n"
+                      << storage::Sha256Hex(kReader) << " dashboards read\n";
+  return path;
+}
+
+void Auth(grpc::ClientContext* ctx, const std::string& token) {
+  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+}
+
+v1::JobSpec ModelSpec(const std::string& path, const std::string& sha256 = "") {
+  v1::JobSpec spec;
+  v1::RunConfig* c = spec.mutable_base();
+  c->set_workload("torchscript");
+  c->set_device("cpu");
+  c->set_mode(v1::MODE_INFER);
+  c->set_batch_size(1);
+  c->mutable_params()->set_model_path(path);
+  c->mutable_params()->set_model_sha256(sha256);
+  auto* in = c->mutable_params()->add_inputs();
+  in->add_shape(1);
+  in->add_shape(16);
+  spec.mutable_measurement()->set_min_iterations(1);
+  spec.mutable_measurement()->set_max_time_ms(500);
+  return spec;
+}
+
+grpc::Status Submit(Daemon& d, const v1::JobSpec& spec, const std::string& token = "",
+                    std::string* job_id = nullptr) {
+  grpc::ClientContext ctx;
+  Auth(&ctx, token);
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  v1::SubmitJobResponse resp;
+  grpc::Status s = d.stub()->SubmitJob(&ctx, req, &resp);
+  if (job_id) *job_id = resp.job().job_id();
+  return s;
+}
+
+grpc::Status Upload(Daemon& d, const std::string& data, v1::ModelFormat format,
+                    const std::string& token, v1::ModelInfo* model = nullptr) {
+  grpc::ClientContext ctx;
+  Auth(&ctx, token);
+  v1::UploadModelResponse resp;
+  auto writer = d.stub()->UploadModel(&ctx, &resp);
+  v1::UploadModelRequest req;
+  req.mutable_header()->set_name("m");
+  req.mutable_header()->set_sha256(storage::Sha256Hex(data));
+  req.mutable_header()->set_size_bytes(data.size());
+  req.mutable_header()->set_format(format);
+  writer->Write(req);
+  req.set_chunk(data);
+  writer->Write(req);
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  if (model) *model = resp.model();
+  return s;
+}
+
+v1::Job WaitForJob(Daemon& d, const std::string& id, const std::string& token = "") {
+  for (int i = 0; i < 600; ++i) {
+    grpc::ClientContext ctx;
+    Auth(&ctx, token);
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::GetJobResponse resp;
+    if (d.stub()->GetJob(&ctx, req, &resp).ok()) {
+      const v1::JobState s = resp.job().state();
+      if (s != v1::JOB_STATE_QUEUED && s != v1::JOB_STATE_RUNNING) return resp.job();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ADD_FAILURE() << "job " << id << " did not end";
+  return {};
+}
+
+std::vector<v1::Run> Runs(Daemon& d, const std::string& id, const std::string& token = "") {
+  grpc::ClientContext ctx;
+  Auth(&ctx, token);
+  v1::ListRunsRequest req;
+  req.set_job_id(id);
+  v1::ListRunsResponse resp;
+  EXPECT_TRUE(d.stub()->ListRuns(&ctx, req, &resp).ok());
+  return {resp.runs().begin(), resp.runs().end()};
+}
+
+TEST(Security, ModelPathOutsideTheModelRootsIsRefusedWithoutSayingWhetherItExists) {
+  const std::string root = FreshDir("sec_root");
+  const std::string outside = FreshDir("sec_outside");
+  std::ofstream(outside + "/secret.pt") << "host file";
+  std::ofstream(root + "/inside.pt") << "not a model";
+  ASSERT_EQ(symlink((outside + "/secret.pt").c_str(), (root + "/link.pt").c_str()), 0);
+
+  // No --model-root: no path at all, not even one that exists.
+  Daemon closed(FreshDir("sec_closed"));
+  ASSERT_TRUE(closed.serving()) << closed.log();
+  grpc::Status exists = Submit(closed, ModelSpec("/etc/passwd"));
+  grpc::Status missing = Submit(closed, ModelSpec("/etc/no-such-file-here"));
+  EXPECT_EQ(exists.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(exists.error_message().find("spec.base.params.model_path"), std::string::npos)
+      << exists.error_message();
+  EXPECT_EQ(exists.error_code(), missing.error_code());
+  EXPECT_EQ(exists.error_message(), missing.error_message());
+
+  Daemon d(FreshDir("sec_roots"), {"--model-root", root});
+  ASSERT_TRUE(d.serving()) << d.log();
+  for (const std::string& path :
+       {outside + "/secret.pt", root + "/../sec_outside/secret.pt", root + "/link.pt",
+        root, std::string("/proc/self/environ")}) {
+    grpc::Status s = Submit(d, ModelSpec(path));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << path;
+    EXPECT_EQ(s.error_message(), exists.error_message()) << path;
+  }
+  // A file under the root is accepted; it is not a model, so its run fails.
+  std::string id;
+  ASSERT_TRUE(Submit(d, ModelSpec(root + "/inside.pt"), "", &id).ok());
+  EXPECT_EQ(WaitForJob(d, id).state(), v1::JOB_STATE_FAILED);
+  auto runs = Runs(d, id);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+}
+
+TEST(Security, ModelHashThatIsNotAHashIsInvalidArgument) {
+  Daemon d(FreshDir("sec_hash"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  for (const std::string& bad :
+       {std::string("../../etc/passwd"), std::string(64, 'A'), std::string(63, 'a'),
+        std::string(64, 'a') + "/"}) {
+    grpc::Status s = Submit(d, ModelSpec("", bad));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_NE(s.error_message().find("spec.base.params.model_sha256"), std::string::npos)
+        << s.error_message();
+  }
+  // A well-formed hash of a model nobody uploaded.
+  grpc::Status s = Submit(d, ModelSpec("", std::string(64, 'a')));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("upload it first"), std::string::npos) << s.error_message();
+}
+
+TEST(Security, AotiPackagesNeedAnAdminUploaderAndReachTheirOwnLoader) {
+  const std::string dir = FreshDir("sec_aoti");
+  Daemon d(dir, {"--token-file", WriteTokenFile(dir)});
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string package = "PK\x03\x04 pretend AOTI package";
+  // A submitter may upload TorchScript but not native code.
+  EXPECT_EQ(Upload(d, package, v1::MODEL_FORMAT_AOTI_PACKAGE, kAlice).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Upload(d, package, v1::MODEL_FORMAT_AOTI_PACKAGE, kReader).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::ModelInfo script;
+  ASSERT_TRUE(Upload(d, "torchscript bytes", v1::MODEL_FORMAT_TORCHSCRIPT, kAlice, &script).ok());
+  EXPECT_EQ(script.uploaded_by(), "alice");
+  EXPECT_EQ(script.uploader_role(), v1::ROLE_SUBMIT);
+
+  // An admin's package is stored as AOTI and goes to the AOTI loader, not
+  // torch::jit::load (this one is not a real package, so the run fails there).
+  v1::ModelInfo aoti;
+  ASSERT_TRUE(Upload(d, package, v1::MODEL_FORMAT_AOTI_PACKAGE, kAdmin, &aoti).ok());
+  EXPECT_EQ(aoti.format(), v1::MODEL_FORMAT_AOTI_PACKAGE);
+  std::string id;
+  ASSERT_TRUE(Submit(d, ModelSpec("", aoti.sha256()), kAlice, &id).ok());
+  WaitForJob(d, id, kAlice);
+  auto runs = Runs(d, id, kAlice);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE(runs[0].error().find("AOTInductor"), std::string::npos) << runs[0].error();
+
+  // A package that reached the store without an admin uploader (an older
+  // daemon) is refused at submit.
+  {
+    auto store = storage::Store::Open({dir + "/gpubench.db"});
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::ModelInfo planted = aoti;
+    planted.set_sha256(std::string(64, 'b'));
+    planted.set_uploader_role(v1::ROLE_SUBMIT);
+    ASSERT_TRUE((*store)->PutModel(planted).ok());
+  }
+  grpc::Status s = Submit(d, ModelSpec("", std::string(64, 'b')), kAdmin);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_NE(s.error_message().find("--allow-uploaded-aoti"), std::string::npos);
+}
+
+TEST(Security, NetworkListenNeedsTlsAndTokensOrInsecure) {
+  const std::string dir = FreshDir("sec_listen");
+  Daemon refused(dir, {"--listen", "0.0.0.0:0"});
+  EXPECT_FALSE(refused.serving());
+  const int status = refused.Stop(SIGKILL);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_NE(refused.log().find("refusing to listen on 0.0.0.0:0"), std::string::npos)
+      << refused.log();
+
+  Daemon insecure(FreshDir("sec_listen_insecure"), {"--listen", "0.0.0.0:0", "--insecure"});
+  ASSERT_TRUE(insecure.serving()) << insecure.log();
+  EXPECT_NE(insecure.log().find("WARNING: --insecure"), std::string::npos) << insecure.log();
+}
+
+TEST(Security, OnlyAdminsCancelOtherPeoplesJobsAndJobsRecordTheirSubmitter) {
+  const std::string dir = FreshDir("sec_cancel");
+  Daemon d(dir, {"--token-file", WriteTokenFile(dir)});
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("empty");
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_measurement()->set_min_time_ms(60000);
+  spec.mutable_measurement()->set_max_time_ms(60000);
+  std::string id;
+  ASSERT_TRUE(Submit(d, spec, kAlice, &id).ok());
+  auto cancel = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    Auth(&ctx, token);
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    return d.stub()->CancelJob(&ctx, req, &resp);
+  };
+  EXPECT_EQ(cancel(kBob).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(cancel(kReader).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(cancel("not-a-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(cancel(kAdmin).ok());
+  const v1::Job job = WaitForJob(d, id, kAlice);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(job.submitted_by(), "alice");
+  // Tokens never reach the log or the store.
+  std::string bytes;
+  for (const char* file : {"/gpubench.db", "/gpubench.db-wal"}) {
+    std::ifstream db(dir + file, std::ios::binary);
+    bytes.append(std::istreambuf_iterator<char>(db), {});
+  }
+  for (const char* token : {kAdmin, kAlice, kBob, kReader}) {
+    EXPECT_EQ(bytes.find(token), std::string::npos) << token;
+    EXPECT_EQ(d.log().find(token), std::string::npos) << token;
+  }
+}
+
+}  // namespace
+}  // namespace gpubench
