@@ -53,8 +53,9 @@ commands (through a daemon; --host HOST:PORT or a fleet name, repeatable):
   trace RUN -o FILE      save a run's profiler trace (Chrome/Perfetto JSON)
   schedule add --cron "0 2 * * *" [--tz ZONE] [SPEC.json] [spec flags]
   schedule list | rm ID | history ID
-  model upload FILE      upload a TorchScript model; prints its sha256 for
-                         spec params.model_sha256
+  model upload FILE      upload a TorchScript (.pt) or AOTInductor (.pt2, admin)
+                         model; prints its sha256 for spec params.model_sha256
+  model rm SHA256        delete an uploaded model (admin)
   report JOB... -o FILE  one self-contained HTML report with tables and plots
 
 commands (no daemon):
@@ -159,8 +160,10 @@ Nightly (cron) jobs; each scheduled run is compared with the schedule's history.
 example: gpubench schedule add --cron "0 2 * * *" --tz Europe/Paris --workload resnet50 --batch 64
 )"},
       {"model", R"(usage: gpubench model upload FILE [--host H]
-Uploads a TorchScript model (sha256-checked, stored once); prints the hash to use as
-the spec's params.model_sha256.
+       gpubench model rm SHA256 [--host H]
+Uploads a TorchScript model, or an AOTInductor package (.pt2: native code, so the admin
+role), sha256-checked and stored once; prints the hash to use as the spec's
+params.model_sha256. rm deletes one (admin).
 example: gpubench model upload mymodel.pt --host h100-a
 )"},
       {"report", R"(usage: gpubench report JOB... -o FILE [--title T] [--host H]
@@ -280,9 +283,9 @@ int RunCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.format == Format::kTable) out << "stored in " << options.path << "\n";
   if (result->job.state() != v1::JOB_STATE_SUCCEEDED) {
     err << "gpubench: job " << Short(v1::JobState_descriptor(), result->job.state()) << ": "
-        << result->job.error() << "\n";
+        << Printable(result->job.error()) << "\n";
     if (!result->job.worker_stderr_tail().empty()) {
-      err << result->job.worker_stderr_tail() << "\n";
+      err << Printable(result->job.worker_stderr_tail(), /*keep_newlines=*/true) << "\n";
     }
     return kExitJobFailed;
   }
@@ -348,17 +351,20 @@ int CallFailed(const HostEntry& host, const grpc::Status& s, std::ostream& err) 
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
       s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     err << "gpubench: cannot reach a daemon at " << host.address << " (" << host.name
-        << "): " << s.error_message() << "\n  start one with `gpubenchd --listen "
+        << "): " << Printable(s.error_message()) << "\n  start one with `gpubenchd --listen "
         << host.address << "` or pass --host / GPUBENCH_HOST\n";
     return kExitUnreachable;
   }
   if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
       s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-    err << "gpubench: " << host.name << ": " << s.error_message()
-        << "\n  set the host's token (or token_file) in the fleet file\n";
-    return kExitUnreachable;
+    err << "gpubench: " << host.name << ": " << Printable(s.error_message())
+        << (s.error_code() == grpc::StatusCode::UNAUTHENTICATED
+                ? "\n  set the host's token (or token_file) in the fleet file\n"
+                : "\n")
+        ;
+    return kExitAuth;
   }
-  err << "gpubench: " << host.name << ": " << s.error_message() << "\n";
+  err << "gpubench: " << host.name << ": " << Printable(s.error_message()) << "\n";
   return s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? kExitUsage : kExitJobFailed;
 }
 
@@ -518,7 +524,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     return;
   }
   if (format == Format::kTable) {
-    out << "job " << job.job_id() << "  " << job.spec().name() << "  state "
+    out << "job " << job.job_id() << "  " << Printable(job.spec().name()) << "  state "
         << Short(v1::JobState_descriptor(), job.state()) << "\n";
   }
   PrintTable(RunsTable(runs, false), format, out);

@@ -25,8 +25,14 @@ Comparison CompareSamples(const std::vector<double>& baseline_ms,
     c.why = "fewer than 2 samples on a side";
     return c;
   }
-  c.p_value = stats::MannWhitneyU(baseline_ms, candidate_ms).p_value;
-  c.speedup = stats::RatioOfMedians(baseline_ms, candidate_ms);
+  auto rank = stats::MannWhitneyU(baseline_ms, candidate_ms);
+  auto speedup = stats::RatioOfMedians(baseline_ms, candidate_ms);
+  if (!rank.ok() || !speedup.ok()) {
+    c.why = std::string((rank.ok() ? speedup.status() : rank.status()).message());
+    return c;
+  }
+  c.p_value = rank->p_value;
+  c.speedup = *speedup;
   const double r = c.speedup.value;
   // Significant, beyond the smallest effect worth reporting, and with an
   // interval that does not straddle 1.

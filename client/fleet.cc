@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/address.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -70,6 +72,10 @@ absl::StatusOr<std::vector<HostEntry>> ReadFleet(const std::string& path) {
         e.tls = v.bool_value();
       } else if (key == "ca_file" && is_string) {
         e.ca_file = ExpandHome(v.string_value());
+      } else if (key == "cert_file" && is_string) {
+        e.cert_file = ExpandHome(v.string_value());
+      } else if (key == "key_file" && is_string) {
+        e.key_file = ExpandHome(v.string_value());
       } else if (key == "token" && is_string) {
         e.token = v.string_value();
       } else if (key == "token_file" && is_string) {
@@ -83,6 +89,31 @@ absl::StatusOr<std::vector<HostEntry>> ReadFleet(const std::string& path) {
     }
     if (e.address.empty()) return absl::InvalidArgumentError(where + ".address: required");
     if (e.name.empty()) e.name = e.address;
+    // A file named but unreadable is an error now, not a silent fallback to
+    // the system roots (or to no client certificate) at dial time.
+    for (auto [field, file, pem] : {std::tuple<const char*, const std::string*, std::string*>{
+                                        "ca_file", &e.ca_file, &e.ca_pem},
+                                    {"cert_file", &e.cert_file, &e.cert_pem},
+                                    {"key_file", &e.key_file, &e.key_pem}}) {
+      if (file->empty()) continue;
+      auto text = ReadText(*file);
+      if (!text.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".", field, ": ", text.status().message()));
+      }
+      *pem = std::move(*text);
+    }
+    if (e.cert_file.empty() != e.key_file.empty()) {
+      return absl::InvalidArgumentError(where + ": cert_file and key_file go together");
+    }
+    if ((!e.ca_file.empty() || !e.cert_file.empty()) && !e.tls) {
+      return absl::InvalidArgumentError(where + ": ca_file, cert_file and key_file need tls: true");
+    }
+    if (!e.token.empty() && !e.tls && !IsLoopbackAddress(e.address)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": a token for ", e.address,
+          " would cross the network in plaintext; set \"tls\": true for this host"));
+    }
     entries.push_back(std::move(e));
   }
   return entries;
@@ -133,10 +164,9 @@ std::shared_ptr<grpc::Channel> Dial(const HostEntry& host) {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (host.tls) {
     grpc::SslCredentialsOptions options;
-    if (!host.ca_file.empty()) {
-      auto roots = ReadText(host.ca_file);
-      if (roots.ok()) options.pem_root_certs = *roots;
-    }
+    options.pem_root_certs = host.ca_pem;
+    options.pem_cert_chain = host.cert_pem;
+    options.pem_private_key = host.key_pem;
     credentials = grpc::SslCredentials(options);
   } else {
     credentials = grpc::InsecureChannelCredentials();
@@ -150,7 +180,11 @@ void PrepareCall(const HostEntry& host, int deadline_s, grpc::ClientContext* con
   if (deadline_s > 0) {
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
   }
-  if (!host.token.empty()) context->AddMetadata("authorization", "Bearer " + host.token);
+  // Never a token in plaintext beyond this machine (ReadFleet refuses such
+  // an entry; this holds for hosts built any other way too).
+  if (!host.token.empty() && (host.tls || IsLoopbackAddress(host.address))) {
+    context->AddMetadata("authorization", "Bearer " + host.token);
+  }
 }
 
 }  // namespace gpubench::client

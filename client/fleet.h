@@ -24,6 +24,10 @@ struct HostEntry {
   bool tls = false;     // TLS with the system roots, or ca_file
   std::string ca_file;  // PEM roots for TLS
   std::string token;    // sent as "authorization: Bearer <token>"
+  // Mutual TLS: this client's certificate chain and key (PEM files).
+  std::string cert_file, key_file;
+  // The files' contents, read (and checked readable) with the fleet file.
+  std::string ca_pem, cert_pem, key_pem;
 };
 
 // The fleet file's path: $GPUBENCH_FLEET, else ~/.config/gpubench/fleet.json.

@@ -189,7 +189,7 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
         for (const v1::Run& r : sides[i].runs) {
           if (r.state() != v1::RUN_STATE_SUCCEEDED) {
             log << "gpubench: " << d.host.name << ": run " << r.index() << " "
-                << Short(v1::RunState_descriptor(), r.state()) << ": " << r.error() << "\n";
+                << Short(v1::RunState_descriptor(), r.state()) << ": " << Printable(r.error()) << "\n";
             codes[i] = kExitJobFailed;
           }
         }

@@ -48,7 +48,9 @@ class ProgressPrinter {
       Clear();
       err_ << "job " << e.job_id() << ": "
            << Short(v1::JobState_descriptor(), e.state_changed().state())
-           << (e.state_changed().error().empty() ? "" : " (" + e.state_changed().error() + ")")
+           << (e.state_changed().error().empty()
+                    ? ""
+                    : " (" + Printable(e.state_changed().error()) + ")")
            << "\n";
     } else if (e.has_run_started()) {
       run_index_ = e.run_started().index();
@@ -76,9 +78,9 @@ class ProgressPrinter {
       err_ << "  run " << r.index() + 1 << "/" << run_count_ << " "
            << Short(v1::RunState_descriptor(), r.state())
            << absl::StrFormat(", %.1f samples/s", r.result().throughput_samples_per_s())
-           << (r.error().empty() ? "" : " (" + r.error().substr(0, 80) + ")") << "\n";
+           << (r.error().empty() ? "" : " (" + Printable(r.error().substr(0, 80)) + ")") << "\n";
     } else if (e.has_log() && !tty_) {
-      err_ << "  " << e.log().text() << "\n";
+      err_ << "  " << Printable(e.log().text()) << "\n";
     }
   }
 
@@ -154,9 +156,11 @@ int ShowJob(const Daemon& d, const std::string& id, const Args& a, std::ostream&
   const v1::JobState state = job.state();
   if (state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED ||
       state == v1::JOB_STATE_INTERRUPTED) {
-    err << "gpubench: job " << Short(v1::JobState_descriptor(), state) << ": " << job.error()
+    err << "gpubench: job " << Short(v1::JobState_descriptor(), state) << ": " << Printable(job.error())
         << "\n";
-    if (!job.worker_stderr_tail().empty()) err << job.worker_stderr_tail() << "\n";
+    if (!job.worker_stderr_tail().empty()) {
+      err << Printable(job.worker_stderr_tail(), /*keep_newlines=*/true) << "\n";
+    }
     return kExitJobFailed;
   }
   for (const v1::Run& r : runs) {
@@ -367,8 +371,23 @@ int TraceCommand(const Args& a, std::ostream& out, std::ostream& err) {
 }
 
 int ModelCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  if (a.positional.size() == 2 && a.positional[0] == "rm") {
+    auto d = ConnectOne(a);
+    if (!d.ok()) return Usage(err, std::string(d.status().message()));
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, 30, &ctx);
+    v1::DeleteModelRequest req;
+    req.set_sha256(a.positional[1]);
+    v1::DeleteModelResponse resp;
+    if (auto s = d->stub->DeleteModel(&ctx, req, &resp); !s.ok()) {
+      return CallFailed(d->host, s, err);
+    }
+    out << "deleted " << resp.model().sha256() << "  " << Printable(resp.model().name())
+        << "\n";
+    return kExitOk;
+  }
   if (a.positional.size() != 2 || a.positional[0] != "upload") {
-    return Usage(err, "model upload FILE");
+    return Usage(err, "model upload FILE | model rm SHA256");
   }
   const std::string& path = a.positional[1];
   std::ifstream file(path, std::ios::binary);
@@ -407,7 +426,7 @@ int ModelCommand(const Args& a, std::ostream& out, std::ostream& err) {
   }
   writer->WritesDone();
   if (auto s = writer->Finish(); !s.ok()) return CallFailed(d->host, s, err);
-  out << resp.model().sha256() << "  " << resp.model().name() << " (" << size << " bytes"
+  out << resp.model().sha256() << "  " << Printable(resp.model().name()) << " (" << size << " bytes"
       << (resp.already_present() ? ", already stored" : "") << ")\n"
       << "use it with: --workload torchscript and params.model_sha256 = "
       << resp.model().sha256() << "\n";

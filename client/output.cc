@@ -47,6 +47,35 @@ std::string JsonString(const std::string& s) {
 
 }  // namespace
 
+std::string Printable(std::string_view s, bool keep_newlines) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = s[i];
+    if (c == '\n' && keep_newlines) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else if (c == 0xc2 && i + 1 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xe0) == 0x80) {
+      // U+0080..U+009F in UTF-8: C1 controls (CSI is U+009B).
+      const unsigned char low = s[++i];
+      out += "\\u00";
+      out += kHex[(low >> 4) & 15];
+      out += kHex[low & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<Format> ParseFormat(const std::string& name) {
   if (name == "table" || name.empty()) return Format::kTable;
   if (name == "json") return Format::kJson;
@@ -56,7 +85,17 @@ absl::StatusOr<Format> ParseFormat(const std::string& name) {
       absl::StrCat("--output: \"", name, "\" is not one of table, json, csv, markdown"));
 }
 
-void PrintTable(const Table& table, Format format, std::ostream& out) {
+void PrintTable(const Table& raw, Format format, std::ostream& out) {
+  // JSON escapes on its own; the other formats print cells as they are.
+  Table printable;
+  if (format != Format::kJson) {
+    printable.header = raw.header;
+    for (const auto& row : raw.rows) {
+      std::vector<std::string>& cells = printable.rows.emplace_back();
+      for (const std::string& c : row) cells.push_back(Printable(c));
+    }
+  }
+  const Table& table = format == Format::kJson ? raw : printable;
   const size_t columns = table.header.size();
   auto cell = [&](const std::vector<std::string>& row, size_t i) -> const std::string& {
     static const std::string kEmpty;

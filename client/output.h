@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -24,7 +25,13 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
-// Prints table in format (kJson is not a table format: it prints CSV's
+// s with every control character (C0, DEL, C1) written as an escape ("\x1b",
+// "\n", "\u009b"), so that text a daemon or another user chose (names,
+// labels, errors) cannot move the cursor, recolour or rewrite a terminal.
+// keep_newlines leaves '\n' as it is, for multi-line text such as stderr.
+std::string Printable(std::string_view s, bool keep_newlines = false);
+
+// Prints table in format; table and Markdown cells are Printable (kJson is not a table format: it prints CSV's
 // cells as an array of objects keyed by the header).
 void PrintTable(const Table& table, Format format, std::ostream& out);
 

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
+#include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -21,7 +24,8 @@ absl::Status Invalid(const std::string& path, const std::string& what) {
 
 template <typename T>
 absl::Status CheckRange(const std::string& path, T value, T lo, T hi) {
-  if (value < lo || value > hi) {
+  // Written so that NaN, which compares false with everything, fails.
+  if (!(value >= lo && value <= hi)) {
     return Invalid(path, absl::StrCat("must be in [", lo, ", ", hi, "], got ",
                                       value));
   }
@@ -156,9 +160,15 @@ absl::Status ValidateParams(const std::string& path,
     return Invalid(path + ".model_path",
                    absl::StrCat("must be at most ", kMaxModelPathBytes, " bytes"));
   }
+  if (p.inputs_size() > kMaxInputs) {
+    return Invalid(path + ".inputs", absl::StrCat("at most ", kMaxInputs, " inputs"));
+  }
   for (int i = 0; i < p.inputs_size(); ++i) {
     const std::string in = absl::StrCat(path, ".inputs[", i, "]");
     if (p.inputs(i).shape_size() == 0) return Invalid(in + ".shape", "must not be empty");
+    if (p.inputs(i).shape_size() > kMaxInputRank) {
+      return Invalid(in + ".shape", absl::StrCat("at most ", kMaxInputRank, " dimensions"));
+    }
     for (int d = 0; d < p.inputs(i).shape_size(); ++d) {
       if (auto st = CheckRange(absl::StrCat(in, ".shape[", d, "]"),
                                p.inputs(i).shape(d), int64_t{1}, int64_t{1} << 24);
@@ -217,11 +227,7 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
                       c.optimizer()))
            .ok())
     return s;
-  if (c.learning_rate() < 0 || c.learning_rate() > 100) {
-    return Invalid(path + ".learning_rate",
-                   absl::StrCat("must be in [0, 100], got ", c.learning_rate()));
-  }
-  return absl::OkStatus();
+  return CheckRange(path + ".learning_rate", c.learning_rate(), 0.0, 100.0);
 }
 
 // Validates every value of a repeated sweep field with one check.
@@ -330,12 +336,65 @@ absl::Status ValidateMeasurement(const std::string& path,
                        1000000))
            .ok())
     return s;
-  if (m.cv_threshold() < 0 || m.cv_threshold() >= 1) {
+  if (!(m.cv_threshold() >= 0 && m.cv_threshold() < 1)) {
     return Invalid(path + ".cv_threshold",
                    absl::StrCat("must be in [0, 1), got ", m.cv_threshold()));
   }
   if (!(s = CheckRange(path + ".trials", m.trials(), 0, 100)).ok()) return s;
   return CheckRange(path + ".max_iterations", m.max_iterations(), 0, 100000000);
+}
+
+// The image side and sequence length a workload uses when the spec leaves
+// them 0 (0: the workload has none). The engine's ApplyWorkloadDefaults is
+// the authority; these mirror it for the size bound below.
+std::pair<int64_t, int64_t> ImageAndSequenceDefaults(const std::string& workload) {
+  if (workload == "mlp" || workload == "simple_cnn") return {32, 0};
+  if (workload == "resnet18" || workload == "resnet50") return {224, 0};
+  if (workload == "unet") return {128, 0};
+  if (workload == "cnn_lstm") return {64, 16};
+  if (workload == "bilstm") return {0, 256};
+  if (workload == "transformer") return {0, 512};
+  return {0, 0};
+}
+
+// What one run's input would weigh, against its bounds: batch × image²
+// (× frames for cnn_lstm), batch × sequence length, and each torchscript
+// input's elements. Sizes left 0 count at the workload's default.
+absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
+  const int64_t batch = c.batch_size() > 0 ? c.batch_size() : 32;
+  const auto [image_default, tokens_default] = ImageAndSequenceDefaults(c.workload());
+  const int64_t image = image_default == 0           ? 0
+                        : c.params().image_size() > 0 ? c.params().image_size()
+                                                      : image_default;
+  const int64_t tokens = tokens_default == 0                ? 0
+                         : c.params().sequence_length() > 0 ? c.params().sequence_length()
+                                                            : tokens_default;
+  const int64_t frames = c.workload() == "cnn_lstm" ? tokens : 1;
+  const int64_t pixels = batch * frames * image * image;
+  if (pixels > kMaxBatchPixels) {
+    return Invalid(path, absl::StrCat("batch_size ", batch, " × ",
+                                      frames > 1 ? absl::StrCat(frames, " frames × ") : "",
+                                      "image_size ", image, "² = ", pixels,
+                                      " pixels; at most ", kMaxBatchPixels));
+  }
+  if (batch * tokens > kMaxBatchTokens) {
+    return Invalid(path, absl::StrCat("batch_size ", batch, " × sequence_length ", tokens,
+                                      " = ", batch * tokens, " tokens; at most ",
+                                      kMaxBatchTokens));
+  }
+  for (int i = 0; i < c.params().inputs_size(); ++i) {
+    int64_t elements = batch;
+    const auto& shape = c.params().inputs(i).shape();
+    for (int d = 1; d < shape.size() && elements <= kMaxInputElements; ++d) {
+      elements *= shape.Get(d);
+    }
+    if (elements > kMaxInputElements) {
+      return Invalid(absl::StrCat(path, " params.inputs[", i, "]"),
+                     absl::StrCat("batch_size × the other dimensions exceeds ",
+                                  kMaxInputElements, " elements"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 template <typename Values, typename Apply>
@@ -363,7 +422,113 @@ const std::vector<std::string>& BuiltinWorkloads() {
   return *kNames;
 }
 
+namespace {
+
+// A JSON key as protobuf's parser takes it: "batchSize" and "batch_size"
+// name one field.
+std::string FieldKey(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (absl::ascii_isupper(static_cast<unsigned char>(c))) {
+      out += '_';
+      out += absl::ascii_tolower(static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Reads the JSON string starting at json[*i] == '"', decoding escapes;
+// leaves *i after the closing quote. False when the text ends first.
+bool ReadJsonString(std::string_view json, size_t* i, std::string* out) {
+  out->clear();
+  for (++*i; *i < json.size(); ++*i) {
+    const char c = json[*i];
+    if (c == '"') {
+      ++*i;
+      return true;
+    }
+    if (c != '\\') {
+      *out += c;
+      continue;
+    }
+    if (++*i >= json.size()) return false;
+    const char e = json[*i];
+    if (e == 'u') {
+      unsigned code = 0;
+      if (*i + 4 >= json.size()) return false;
+      for (int k = 1; k <= 4; ++k) {
+        const char h = json[*i + k];
+        code = code * 16 + (absl::ascii_isdigit(h) ? h - '0'
+                                                   : absl::ascii_tolower(h) - 'a' + 10);
+      }
+      *i += 4;
+      // Keys are ASCII field names; any other code point just has to differ
+      // from them, so its low bits stand in for it.
+      *out += code < 0x80 ? static_cast<char>(code) : static_cast<char>(0x80 | (code & 0x7f));
+    } else {
+      static const std::string kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
+      const size_t k = kFrom.find(e);
+      *out += k == std::string::npos ? e : kTo[k];
+    }
+  }
+  return false;
+}
+
+// Refuses a key given twice in one object and nesting deeper than
+// kMaxJsonDepth; protobuf's parser would keep the last value (and merge two
+// objects) and recurse as deep as the text goes. Malformed text passes: the
+// parser that follows names its fault.
+absl::Status CheckJsonShape(std::string_view json) {
+  struct Frame {
+    bool object;
+    std::string path;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> stack;
+  std::string value_path = "spec";  // where the next value goes
+  std::string text;
+  for (size_t i = 0; i < json.size();) {
+    const char c = json[i];
+    if (c == '{' || c == '[') {
+      if (static_cast<int>(stack.size()) >= kMaxJsonDepth) {
+        return Invalid(value_path, absl::StrCat("nested deeper than ", kMaxJsonDepth));
+      }
+      stack.push_back({c == '{', value_path, {}});
+      if (c == '[') value_path += "[]";
+      ++i;
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+      value_path = stack.empty() ? "spec" : stack.back().path;
+      if (!stack.empty() && !stack.back().object) value_path += "[]";
+      ++i;
+    } else if (c == '"') {
+      if (!ReadJsonString(json, &i, &text)) return absl::OkStatus();
+      size_t next = i;
+      while (next < json.size() && absl::ascii_isspace(static_cast<unsigned char>(json[next]))) {
+        ++next;
+      }
+      if (!stack.empty() && stack.back().object && next < json.size() && json[next] == ':') {
+        Frame& object = stack.back();
+        if (!object.keys.insert(FieldKey(text)).second) {
+          return Invalid(object.path + "." + text,
+                         "given twice in one object (the last would silently win)");
+        }
+        value_path = object.path + "." + text;
+        i = next + 1;
+      }
+    } else {
+      ++i;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {
+  if (auto s = CheckJsonShape(json); !s.ok()) return s;
   v1::JobSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
@@ -389,6 +554,28 @@ std::string MessageToJson(const google::protobuf::Message& message,
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   absl::Status s;
+  if (spec.name().size() > kMaxNameBytes) {
+    return Invalid("spec.name", absl::StrCat("at most ", kMaxNameBytes, " bytes, got ",
+                                             spec.name().size()));
+  }
+  if (spec.labels_size() > kMaxLabels) {
+    return Invalid("spec.labels", absl::StrCat("at most ", kMaxLabels, " labels, got ",
+                                               spec.labels_size()));
+  }
+  for (const auto& [key, value] : spec.labels()) {
+    if (key.empty() || key.size() > kMaxLabelKeyBytes ||
+        key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              "0123456789_.-/") != std::string::npos) {
+      return Invalid("spec.labels",
+                     absl::StrCat("a key must be 1 to ", kMaxLabelKeyBytes,
+                                  " of A-Z a-z 0-9 _ . - /, got \"", absl::CEscape(key.substr(0, 80)),
+                                  "\""));
+    }
+    if (value.size() > kMaxLabelValueBytes) {
+      return Invalid(absl::StrCat("spec.labels[", key, "]"),
+                     absl::StrCat("at most ", kMaxLabelValueBytes, " bytes"));
+    }
+  }
   if (!(s = ValidateRunConfig("spec.base", spec.base(),
                               !spec.sweep().workload().empty()))
            .ok())
@@ -499,6 +686,9 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
   for (int n = 0; n < total; ++n) {
     v1::RunConfig config = spec.base();
     for (size_t a = 0; a < setters.size(); ++a) setters[a](index[a], &config);
+    if (auto s = CheckSize(absl::StrCat("spec (run ", n, " of the sweep)"), config); !s.ok()) {
+      return s;
+    }
     runs.push_back(std::move(config));
     // Odometer increment, last axis fastest.
     for (int a = static_cast<int>(sizes.size()) - 1; a >= 0; --a) {

@@ -18,8 +18,18 @@ namespace gpubench {
 // The most runs one job may expand to.
 inline constexpr int kMaxSweepPoints = 512;
 
-// The longest params.model_path accepted.
-inline constexpr size_t kMaxModelPathBytes = 4096;
+// Bounds on what one spec may ask for (README, "Job-spec knobs").
+inline constexpr size_t kMaxModelPathBytes = 4096;   // params.model_path
+inline constexpr size_t kMaxNameBytes = 256;         // spec.name, upload names
+inline constexpr int kMaxLabels = 32;                // spec.labels entries
+inline constexpr size_t kMaxLabelKeyBytes = 64;      // each label key
+inline constexpr size_t kMaxLabelValueBytes = 256;   // each label value
+inline constexpr int kMaxInputs = 16;                // params.inputs
+inline constexpr int kMaxInputRank = 8;              // dims of one input
+inline constexpr int64_t kMaxInputElements = int64_t{1} << 31;  // one input, batch included
+inline constexpr int64_t kMaxBatchPixels = int64_t{1} << 31;    // batch × image_size²
+inline constexpr int64_t kMaxBatchTokens = int64_t{1} << 26;    // batch × sequence_length
+inline constexpr int kMaxJsonDepth = 32;             // nesting of a spec's JSON
 
 // True for exactly 64 lower-case hex digits: a sha256 as the API spells it.
 bool IsSha256Hex(std::string_view s);
@@ -27,9 +37,10 @@ bool IsSha256Hex(std::string_view s);
 // The built-in workload names, in the order the docs list them.
 const std::vector<std::string>& BuiltinWorkloads();
 
-// Parses a spec from its protobuf JSON form. Unknown fields and values of the
-// wrong type are InvalidArgument with the parser's message, which names the
-// field, prefixed with "spec: ".
+// Parses a spec from its protobuf JSON form. Unknown fields, values of the
+// wrong type, a key given twice in one object (in either of its spellings,
+// "batch_size" or "batchSize") and nesting deeper than kMaxJsonDepth are
+// InvalidArgument naming the field, prefixed with "spec: ".
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json);
 
 // Prints a spec (or any message) as indented protobuf JSON with the proto

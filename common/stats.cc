@@ -6,6 +6,8 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace gpubench::stats {
 
 double QuantileSorted(const std::vector<double>& sorted, double q) {
@@ -83,7 +85,20 @@ double Median(std::vector<double> values) {
   return (*std::max_element(values.begin(), values.begin() + mid) + upper) / 2;
 }
 
-RankTest MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b) {
+absl::Status CheckFinite(const std::vector<double>& values, const char* what) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(what, "[", i, "] is not a finite number (",
+                                                     values[i], "): damaged samples?"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RankTest> MannWhitneyU(const std::vector<double>& a,
+                                      const std::vector<double>& b) {
+  if (auto s = CheckFinite(a, "baseline samples"); !s.ok()) return s;
+  if (auto s = CheckFinite(b, "candidate samples"); !s.ok()) return s;
   RankTest t;
   const double n1 = a.size(), n2 = b.size();
   if (a.empty() || b.empty()) return t;
@@ -97,7 +112,7 @@ RankTest MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b
   const double n = pooled.size();
   double rank_sum_a = 0, tie_term = 0;
   for (size_t i = 0; i < pooled.size();) {
-    size_t j = i;
+    size_t j = i + 1;
     while (j < pooled.size() && pooled[j].first == pooled[i].first) ++j;
     const double mean_rank = (i + 1 + j) / 2.0;  // ranks i+1 .. j
     const double ties = j - i;
@@ -132,8 +147,11 @@ std::vector<double> Thin(const std::vector<double>& values, size_t max_values) {
 
 }  // namespace
 
-Ratio RatioOfMedians(const std::vector<double>& a_in, const std::vector<double>& b_in,
-                     int resamples, std::size_t max_values) {
+absl::StatusOr<Ratio> RatioOfMedians(const std::vector<double>& a_in,
+                                     const std::vector<double>& b_in, int resamples,
+                                     std::size_t max_values) {
+  if (auto s = CheckFinite(a_in, "baseline samples"); !s.ok()) return s;
+  if (auto s = CheckFinite(b_in, "candidate samples"); !s.ok()) return s;
   Ratio r;
   const std::vector<double> a = Thin(a_in, max_values), b = Thin(b_in, max_values);
   const double mb = Median(b);

@@ -5,6 +5,9 @@
 #include <cstddef>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
 namespace gpubench::stats {
 
 struct Summary {
@@ -58,7 +61,10 @@ struct RankTest {
   double z = 0;        // standardised U
   double p_value = 1;
 };
-RankTest MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b);
+// InvalidArgument when a value is not finite (NaN or infinite): ranks of
+// such values mean nothing.
+absl::StatusOr<RankTest> MannWhitneyU(const std::vector<double>& a,
+                                      const std::vector<double>& b);
 
 // median(a) / median(b) with a percentile-bootstrap 95% interval: resamples
 // of each side (with replacement, fixed seed, so the same samples give the
@@ -67,8 +73,13 @@ struct Ratio {
   double value = 0;
   Interval ci95;
 };
-Ratio RatioOfMedians(const std::vector<double>& a, const std::vector<double>& b,
-                     int resamples = 1000, std::size_t max_values = 4000);
+// InvalidArgument when a value is not finite.
+absl::StatusOr<Ratio> RatioOfMedians(const std::vector<double>& a, const std::vector<double>& b,
+                                     int resamples = 1000, std::size_t max_values = 4000);
+
+// OK when every value is finite; else InvalidArgument naming `what` and the
+// first bad index.
+absl::Status CheckFinite(const std::vector<double>& values, const char* what);
 
 }  // namespace gpubench::stats
 

@@ -1,5 +1,6 @@
 #include "server/auth.h"
 
+#include <grpc/grpc_security_constants.h>
 #include <grpcpp/security/auth_context.h>
 
 #include <vector>
@@ -30,7 +31,7 @@ constexpr RpcRole kRpcRoles[] = {
     {"GetHostInfo", v1::ROLE_READ},      {"CreateSchedule", v1::ROLE_ADMIN},
     {"ListSchedules", v1::ROLE_READ},    {"DeleteSchedule", v1::ROLE_ADMIN},
     {"UploadModel", v1::ROLE_SUBMIT},    {"GetTrace", v1::ROLE_READ},
-    {"ListRegressions", v1::ROLE_READ},
+    {"ListRegressions", v1::ROLE_READ},  {"DeleteModel", v1::ROLE_ADMIN},
 };
 
 constexpr char kService[] = "gpubench.v1.BenchService";
@@ -129,17 +130,17 @@ absl::StatusOr<Caller> Authorizer::Authenticate(const grpc::ServerContextBase& c
   if (options_.client_cert_role != v1::ROLE_UNSPECIFIED) {
     std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
     if (auth && auth->IsPeerAuthenticated()) {
-      auto subject = auth->FindPropertyValues("x509_subject_name");
+      auto subject = auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME);
       if (!subject.empty()) {
         return Caller{std::string(subject[0].data(), subject[0].size()),
                       options_.client_cert_role};
       }
     }
   }
-  if (!options_.tokens.empty()) {
+  if (!options_.tokens.empty() || options_.client_cert_role != v1::ROLE_UNSPECIFIED) {
     return absl::UnauthenticatedError(
-        "this daemon needs a token: send \"authorization: Bearer <token>\" (the fleet file's "
-        "token or token_file)");
+        "this daemon needs a token (\"authorization: Bearer <token>\": the fleet file's token "
+        "or token_file) or a client certificate it trusts");
   }
   return Caller{"anonymous", options_.anonymous_role};
 }

@@ -72,7 +72,6 @@ class Authorizer {
   // The role a method needs; ROLE_UNSPECIFIED for an unknown method.
   static v1::Role RequiredRole(const std::string& method);
 
-  bool requires_token() const { return !options_.tokens.empty(); }
 
  private:
   explicit Authorizer(AuthOptions options) : options_(std::move(options)) {}

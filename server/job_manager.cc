@@ -19,6 +19,9 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 constexpr size_t kKeptEndedLogs = 64;
+// The room a typical run needs (record, samples, telemetry), probed before
+// taking jobs again after a run could not be stored.
+constexpr int64_t kRunProbeBytes = 256 << 10;
 
 bool IsTerminal(v1::JobState s) {
   return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
@@ -40,6 +43,7 @@ struct JobManager::Running {
   std::mutex mu;  // guards the fields below
   std::condition_variable cv;
   worker::WorkerProcess* process = nullptr;
+  std::string limit_hit;  // why the watchdog killed the current worker, if it did
   bool cancel = false;
   bool shutdown = false;
   bool timed_out = false;
@@ -155,6 +159,21 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
   auto configs = ExpandSweep(spec);
   if (!configs.ok()) return configs.status();
   if (auto s = CheckModels(*configs, nullptr); !s.ok()) return s;
+  // States that could not be stored go first; while they cannot, the store
+  // takes no new job either.
+  if (auto s = FlushUnsaved(); !s.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the daemon's store cannot write, so no job is accepted: ", s.message()));
+  }
+  // After a run could not be stored, a new job waits until the store can
+  // take a run's worth of data again (space freed, retention, a new disk).
+  if (store_full_.load()) {
+    if (auto s = store_->CanWrite(kRunProbeBytes); !s.ok()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the daemon's store cannot take a run, so no job is accepted: ", s.message()));
+    }
+    store_full_.store(false);
+  }
   auto leases = LeasesOf(spec);
   if (!leases.ok()) return leases.status();
   if (spec.timeout_s() < 0) {
@@ -178,6 +197,10 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
     }
   }
   auto id = store_->InsertJob(job);
+  if (absl::IsResourceExhausted(id.status())) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the daemon's store is full, so no job is accepted: ", id.status().message()));
+  }
   if (!id.ok()) return id.status();
   job.set_job_id(*id);
   // The first event records the submission.
@@ -185,7 +208,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
        [](v1::ProgressEvent* e) {
          e->mutable_state_changed()->set_state(v1::JOB_STATE_QUEUED);
        },
-       /*durable=*/true, nullptr);
+       /*durable=*/true, nullptr)
+      .IgnoreError();
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.emplace(-spec.priority(), TimeUtil::TimestampToNanoseconds(job.submit_time()),
@@ -220,16 +244,59 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     }
     running->cv.notify_all();
   }
-  auto job = store_->GetJob(job_id);
+  auto job = GetJob(job_id);
   if (!job.ok()) return job.status();
-  if (was_queued) {
-    if (auto s = SetState(&*job, v1::JOB_STATE_CANCELLED, "cancelled while queued");
-        !s.ok()) {
-      return s;
-    }
+  if (running) return job;  // its runner ends it, and watchers see that
+  if (was_queued || !IsTerminal(job->state())) {
+    // Queued, or left non-terminal in the store with nothing running it (a
+    // state that could not be stored): either way it ends here. A store that
+    // cannot take the change still leaves the job cancelled in this daemon.
+    SetState(&*job, v1::JOB_STATE_CANCELLED,
+             was_queued ? "cancelled while queued" : "cancelled; no worker was running it")
+        .IgnoreError();
     cv_.notify_all();
   }
   return job;
+}
+
+absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& job_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = unsaved_.find(job_id); it != unsaved_.end()) return it->second;
+  }
+  return store_->GetJob(job_id);
+}
+
+void JobManager::OverlayUnsaved(std::vector<v1::Job>* jobs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (v1::Job& job : *jobs) {
+    if (auto it = unsaved_.find(job.job_id()); it != unsaved_.end()) job = it->second;
+  }
+}
+
+void JobManager::RememberUnsaved(const v1::Job& job, const absl::Status& why) {
+  std::cerr << "gpubenchd: job " << job.job_id() << ": storing it failed: " << why.message()
+            << "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  unsaved_[job.job_id()] = job;
+}
+
+absl::Status JobManager::FlushUnsaved() {
+  std::map<std::string, v1::Job> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending = unsaved_;
+  }
+  for (const auto& [id, job] : pending) {
+    if (auto s = store_->UpdateJob(job); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = unsaved_.find(id);
+    // Unless it changed again meanwhile.
+    if (it != unsaved_.end() && it->second.SerializeAsString() == job.SerializeAsString()) {
+      unsaved_.erase(it);
+    }
+  }
+  return absl::OkStatus();
 }
 
 void JobManager::DispatchLoop() {
@@ -297,7 +364,7 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
     --job_threads_;  // the last touch of *this by this thread
     cv_.notify_all();
   };
-  auto loaded = store_->GetJob(job_id);
+  auto loaded = GetJob(job_id);
   if (!loaded.ok()) {
     finish();
     return;
@@ -339,76 +406,130 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
     }
   }
   auto done_runs = store_->ListRuns(job_id, false);
-  int runs_done = 0;
-  if (done_runs.ok()) {
-    for (const v1::Run& r : *done_runs) request.add_skip_indices(r.index());
-    runs_done = done_runs->size();
-  }
-  job.set_runs_done(runs_done);
-
-  auto process = worker::WorkerProcess::Start(options_.worker_path, request);
-  if (!process.ok()) {
+  if (!done_runs.ok()) {
     SetState(&job, v1::JOB_STATE_FAILED,
-             absl::StrCat("cannot start the worker: ", process.status().message()))
+             absl::StrCat("cannot read the job's stored runs: ", done_runs.status().message()))
         .IgnoreError();
     finish();
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(running->mu);
-    running->process = process->get();
-  }
-  std::thread watchdog([this, running] { Watchdog(running); });
+  std::set<int> stored;  // sweep indices with a stored run
+  for (const v1::Run& r : *done_runs) stored.insert(r.index());
+  job.set_runs_done(stored.size());
+  bool any_ok = !stored.empty();
 
-  bool done = false, cancelled_by_worker = false;
-  absl::Status stream;
-  bool any_ok = runs_done > 0;
-  while (true) {
-    v1::WorkerEvent event;
-    auto got = (*process)->Next(&event);
-    if (!got.ok()) {
-      stream = got.status();
-      (*process)->Kill();
+  // One worker per pass. A worker that dies inside a run costs that run
+  // only: it is stored as failed, and the rest of the sweep goes on in a
+  // fresh worker. Every pass stores at least one run or ends the job.
+  std::thread watchdog([this, running] { Watchdog(running); });
+  bool done = false, cancelled_by_worker = false, stopped = false;
+  absl::Status stream, store_error;
+  worker::ExitInfo exit, crash;  // the last worker's exit, the last crash's
+  int crashes = 0;
+  for (int pass = 0; !done && !stopped; ++pass) {
+    request.clear_skip_indices();
+    for (int index : stored) request.add_skip_indices(index);
+    auto process =
+        worker::WorkerProcess::Start(options_.worker_path, request, options_.worker_limits);
+    if (!process.ok()) {
+      stream = absl::UnavailableError(
+          absl::StrCat("cannot start the worker: ", process.status().message()));
       break;
     }
-    if (!*got) break;
-    if (event.has_run_started()) {
-      Emit(job_id, [&](v1::ProgressEvent* e) {
-        *e->mutable_run_started() = event.run_started();
-      }, true, nullptr);
-    } else if (event.has_run_progress()) {
-      Emit(job_id, [&](v1::ProgressEvent* e) {
-        *e->mutable_run_progress() = event.run_progress();
-      }, false, nullptr);
-    } else if (event.has_log()) {
-      Emit(job_id, [&](v1::ProgressEvent* e) { *e->mutable_log() = event.log(); },
-           false, nullptr);
-    } else if (event.has_run_finished()) {
-      v1::Run run = event.run_finished().run();
-      run.set_job_id(job_id);
-      run.set_host_id(host_.host_id());
-      const std::string& trace = event.run_finished().trace_json();
-      if (!trace.empty()) {
-        v1::ProfileSummary* p = run.mutable_result()->mutable_profile();
-        p->set_has_trace(true);
-        p->set_trace_size_bytes(trace.size());
-        p->set_trace_sha256(storage::Sha256Hex(trace));
-      }
-      if (!job.schedule_id().empty() && run_hook_) run_hook_(job, &run);
-      Emit(job_id, [&](v1::ProgressEvent* e) {
-        *e->mutable_run_finished()->mutable_run() = run;
-      }, true, &run, trace);
-      CountFinishedRun(run, &job);
-      any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED ||
-                run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
-                run.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
-      store_->UpdateJob(job).IgnoreError();
-    } else if (event.has_done()) {
-      done = true;
-      cancelled_by_worker = event.done().cancelled();
+    {
+      std::lock_guard<std::mutex> lock(running->mu);
+      // A stop that came while no worker ran must not be missed.
+      stopped = running->cancel || running->shutdown || running->timed_out;
+      running->process = process->get();
     }
+    if (stopped) (*process)->Stop();
+    int current = -1;  // the run the worker is in, if any
+    v1::RunConfig current_config;
+    while (true) {
+      v1::WorkerEvent event;
+      auto got = (*process)->Next(&event);
+      if (!got.ok()) {
+        stream = got.status();
+        (*process)->Kill();
+        break;
+      }
+      if (!*got) break;
+      if (event.has_run_started()) {
+        current = event.run_started().index();
+        current_config = event.run_started().config();
+        Emit(job_id, [&](v1::ProgressEvent* e) {
+          *e->mutable_run_started() = event.run_started();
+        }, true, nullptr).IgnoreError();
+      } else if (event.has_run_progress()) {
+        Emit(job_id, [&](v1::ProgressEvent* e) {
+          *e->mutable_run_progress() = event.run_progress();
+        }, false, nullptr).IgnoreError();
+      } else if (event.has_log()) {
+        Emit(job_id, [&](v1::ProgressEvent* e) { *e->mutable_log() = event.log(); },
+             false, nullptr).IgnoreError();
+      } else if (event.has_run_finished()) {
+        v1::Run run = event.run_finished().run();
+        current = -1;
+        store_error = StoreRun(&job, &run, event.run_finished().trace_json());
+        if (!store_error.ok()) {
+          if (absl::IsResourceExhausted(store_error)) store_full_.store(true);
+          // Nothing more can be kept: stop rather than measure for nothing.
+          (*process)->Kill();
+          break;
+        }
+        stored.insert(run.index());
+        any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED ||
+                  run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
+                  run.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
+      } else if (event.has_done()) {
+        done = true;
+        cancelled_by_worker = event.done().cancelled();
+      }
+    }
+    exit = (*process)->Wait();
+    std::string limit_hit;
+    {
+      std::lock_guard<std::mutex> lock(running->mu);
+      running->process = nullptr;
+      stopped = running->cancel || running->shutdown || running->timed_out;
+      limit_hit.swap(running->limit_hit);
+    }
+    if (done || stopped || !store_error.ok() || !stream.ok() || exit.ok()) break;
+    if (current < 0 && !limit_hit.empty()) {
+      // Killed for a limit before its first event: it was starting the
+      // next run to do.
+      for (int i = 0; i < static_cast<int>(configs->size()); ++i) {
+        if (!stored.count(i)) {
+          current = i;
+          current_config = (*configs)[i];
+          break;
+        }
+      }
+    }
+    if (current < 0 || stored.count(current)) break;  // died between runs: no culprit
+    v1::Run crashed;
+    crashed.set_job_id(job_id);
+    crashed.set_index(current);
+    *crashed.mutable_config() = current_config;
+    crashed.set_state(v1::RUN_STATE_FAILED);
+    crashed.set_error(absl::StrCat(limit_hit.empty() ? "the worker died in this run ("
+                                                     : "the daemon killed the worker in this run: " +
+                                                           limit_hit + " (",
+                                   exit.Describe(),
+                                   "); the rest of the sweep went on in a fresh worker. "
+                                   "Its stderr ended: ",
+                                   exit.stderr_tail.substr(
+                                       exit.stderr_tail.size() > 2000
+                                           ? exit.stderr_tail.size() - 2000
+                                           : 0)));
+    *crashed.mutable_start_time() = NowTimestamp();
+    *crashed.mutable_end_time() = crashed.start_time();
+    store_error = StoreRun(&job, &crashed, "");
+    if (!store_error.ok()) break;
+    stored.insert(current);
+    crash = exit;
+    ++crashes;
   }
-  const worker::ExitInfo exit = (*process)->Wait();
   bool cancel, shutdown, timed_out;
   {
     std::lock_guard<std::mutex> lock(running->mu);
@@ -420,12 +541,17 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
   }
   running->cv.notify_all();
   watchdog.join();
-  process->reset();
 
   *job.mutable_end_time() = NowTimestamp();
-  job.set_worker_exit(exit.Describe());
-  if (!exit.ok()) job.set_worker_stderr_tail(exit.stderr_tail);
-  if (timed_out) {
+  const worker::ExitInfo& shown = exit.ok() && crashes > 0 ? crash : exit;
+  job.set_worker_exit(shown.Describe());
+  if (!shown.ok()) job.set_worker_stderr_tail(shown.stderr_tail);
+  if (!store_error.ok()) {
+    SetState(&job, v1::JOB_STATE_FAILED,
+             absl::StrCat("a run could not be stored, so the job stopped: ",
+                          store_error.message(), "; runs stored before it are kept"))
+        .IgnoreError();
+  } else if (timed_out) {
     const int64_t limit = job.spec().timeout_s() > 0
                               ? std::min(job.spec().timeout_s(), options_.max_job_seconds)
                               : options_.max_job_seconds;
@@ -445,14 +571,18 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
   } else if (cancelled_by_worker) {
     SetState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped").IgnoreError();
   } else {
+    const std::string crashed =
+        crashes == 0 ? ""
+                     : absl::StrCat("; the worker died in ", crashes, " run(s), last with ",
+                                    crash.Describe());
     SetState(&job, any_ok ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
-             any_ok ? "" : "every run failed")
+             any_ok ? "" : absl::StrCat("every run failed", crashed))
         .IgnoreError();
   }
   if (auto pruned = store_->Prune(options_.retention); !pruned.ok()) {
     Emit(job_id, [&](v1::ProgressEvent* e) {
       e->mutable_log()->set_text(absl::StrCat("retention: ", pruned.status().message()));
-    }, false, nullptr);
+    }, false, nullptr).IgnoreError();
   }
   if (job.state() == v1::JOB_STATE_QUEUED) {  // requeued after a shutdown
     std::lock_guard<std::mutex> lock(mu_);
@@ -465,21 +595,59 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
   finish();
 }
 
+absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string& trace) {
+  run->set_job_id(job->job_id());
+  run->set_host_id(host_.host_id());
+  if (!trace.empty()) {
+    v1::ProfileSummary* p = run->mutable_result()->mutable_profile();
+    p->set_has_trace(true);
+    p->set_trace_size_bytes(trace.size());
+    p->set_trace_sha256(storage::Sha256Hex(trace));
+  }
+  if (!job->schedule_id().empty() && run_hook_) run_hook_(*job, run);
+  absl::Status stored = Emit(job->job_id(), [&](v1::ProgressEvent* e) {
+    *e->mutable_run_finished()->mutable_run() = *run;
+  }, true, run, trace);
+  if (!stored.ok()) return stored;
+  CountFinishedRun(*run, job);
+  if (auto s = store_->UpdateJob(*job); !s.ok()) RememberUnsaved(*job, s);
+  return absl::OkStatus();
+}
+
 void JobManager::Watchdog(std::shared_ptr<Running> running) {
+  using Clock = std::chrono::steady_clock;
   const int64_t limit_s =
       running->job.spec().timeout_s() > 0
           ? std::min(running->job.spec().timeout_s(), options_.max_job_seconds)
           : options_.max_job_seconds;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
+  const auto deadline = Clock::now() + std::chrono::seconds(limit_s);
+  // The memory limit is a poll of the worker's RSS: an rlimit would break
+  // CUDA (worker/process.h).
+  const auto poll = std::chrono::milliseconds(options_.worker_max_rss_bytes > 0 ? 200 : 0);
   std::unique_lock<std::mutex> lock(running->mu);
-  const bool stop = running->cv.wait_until(lock, deadline, [&] {
-    return running->finished || running->cancel || running->shutdown;
-  });
-  if (running->finished) return;
-  if (!stop) running->timed_out = true;
+  bool stop = false;
+  while (!stop) {
+    const auto wake = poll.count() > 0 ? std::min(deadline, Clock::now() + poll) : deadline;
+    stop = running->cv.wait_until(lock, wake, [&] {
+      return running->finished || running->cancel || running->shutdown;
+    });
+    if (running->finished) return;
+    if (stop) break;
+    if (Clock::now() >= deadline) {
+      running->timed_out = true;
+      break;
+    }
+    if (running->process == nullptr || !running->limit_hit.empty()) continue;
+    const int64_t rss = running->process->RssBytes();
+    if (rss > options_.worker_max_rss_bytes) {
+      running->limit_hit = absl::StrCat("its resident memory ", rss, " bytes passed the host "
+                                        "memory limit of ", options_.worker_max_rss_bytes,
+                                        " bytes (gpubenchd --worker-max-rss-bytes)");
+      running->process->Kill();
+    }
+  }
   if (running->process) running->process->Stop();
-  const auto kill_at =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.stop_grace_ms);
+  const auto kill_at = Clock::now() + std::chrono::milliseconds(options_.stop_grace_ms);
   if (!running->cv.wait_until(lock, kill_at, [&] { return running->finished; })) {
     if (running->process) running->process->Kill();
   }
@@ -505,10 +673,11 @@ v1::ProgressEvent JobManager::NewEventLocked(const std::string& job_id) {
   return e;
 }
 
-void JobManager::Emit(const std::string& job_id,
-                      const std::function<void(v1::ProgressEvent*)>& fill,
-                      bool durable, const v1::Run* run_to_store,
-                      const std::string& trace_json) {
+absl::Status JobManager::Emit(const std::string& job_id,
+                              const std::function<void(v1::ProgressEvent*)>& fill,
+                              bool durable, const v1::Run* run_to_store,
+                              const std::string& trace_json) {
+  absl::Status stored;
   {
     std::lock_guard<std::mutex> lock(mu_);
     v1::ProgressEvent e = NewEventLocked(job_id);
@@ -518,13 +687,15 @@ void JobManager::Emit(const std::string& job_id,
       if (id.ok()) {
         if (e.has_run_finished()) e.mutable_run_finished()->mutable_run()->set_run_id(*id);
       } else {
-        // The run is lost to the store; say so where watchers and the log see it.
+        // The run is lost to the store; say so where watchers and the log
+        // see it, and let the caller fail the job.
+        stored = id.status();
         std::cerr << "gpubenchd: job " << job_id << ": storing a run failed: "
                   << id.status().message() << "\n";
-        v1::ProgressEvent warning = NewEventLocked(job_id);
-        warning.mutable_log()->set_text(
-            absl::StrCat("storing this run failed: ", id.status().message()));
-        logs_[job_id].events.push_back(std::move(warning));
+        e.clear_run_finished();
+        e.mutable_log()->set_text(
+            absl::StrCat("storing run ", run_to_store->index(), " failed: ",
+                         id.status().message()));
       }
     } else if (durable) {
       store_->AppendEvent(e).IgnoreError();
@@ -540,6 +711,7 @@ void JobManager::Emit(const std::string& job_id,
     }
   }
   Notify(job_id);
+  return stored;
 }
 
 absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
@@ -556,6 +728,15 @@ absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
     e.mutable_state_changed()->set_state(state);
     e.mutable_state_changed()->set_error(error);
     status = store_->UpdateJob(*job, e);
+    if (status.ok()) {
+      unsaved_.erase(job->job_id());
+    } else {
+      // The store cannot write: this daemon still knows the truth, serves it
+      // (GetJob, ListJobs) and writes it when the store takes writes again.
+      std::cerr << "gpubenchd: job " << job->job_id() << ": storing state "
+                << v1::JobState_Name(state) << " failed: " << status.message() << "\n";
+      unsaved_[job->job_id()] = *job;
+    }
     JobLog& log = logs_[job->job_id()];
     log.events.push_back(std::move(e));
     const bool ended = Ends(*job);
@@ -617,8 +798,15 @@ absl::Status JobManager::EventsAfter(const std::string& job_id,
       events->push_back(std::move(e));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = logs_.find(job_id);
+  if (it == logs_.end() && first_in_memory != INT64_MAX) {
+    // The log was evicted between the two locks: its events after
+    // after_sequence are all in the store now. Read them from there, or the
+    // watcher would see the job end without its last events.
+    lock.unlock();
+    return EventsAfter(job_id, after_sequence, events, ended);
+  }
   if (it == logs_.end()) {
     // Not in memory: the job ended before this daemon started, or is queued
     // from a previous run of the daemon without events yet.

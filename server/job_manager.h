@@ -5,6 +5,7 @@
 #ifndef GPUBENCH_SERVER_JOB_MANAGER_H_
 #define GPUBENCH_SERVER_JOB_MANAGER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/worker.pb.h"
 #include "storage/store.h"
+#include "worker/process.h"
 
 namespace gpubench::server {
 
@@ -29,6 +31,8 @@ struct DaemonOptions {
   std::string model_dir;              // uploaded models, by sha256
   std::vector<std::string> model_roots;  // canonical dirs params.model_path may name
   bool allow_uploaded_aoti = false;   // run AOTI uploads from non-admin uploaders
+  int64_t worker_max_rss_bytes = 0;   // a worker above is killed, its run failed (0: none)
+  worker::WorkerLimits worker_limits;  // rlimits set in each worker
   int max_queue = 1000;               // queued jobs; beyond: RESOURCE_EXHAUSTED
   int64_t max_job_seconds = 24 * 3600;  // bounds JobSpec.timeout_s (and is its default)
   int64_t stop_grace_ms = 10000;      // SIGTERM, then SIGKILL after this
@@ -67,6 +71,12 @@ class JobManager {
   // completed runs are kept) and ends CANCELLED. A finished job is returned
   // unchanged. NotFound for an unknown id.
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
+
+  // A job as this daemon knows it: the store's record, or a newer state the
+  // store could not take. NotFound for an unknown id.
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // Replaces jobs read from the store by their newer unsaved states.
+  void OverlayUnsaved(std::vector<v1::Job>* jobs);
 
   // Events of a job with sequence > after_sequence, in order, and whether the
   // job has ended (no event will follow the returned ones). NotFound for an
@@ -121,10 +131,19 @@ class JobManager {
   // notifies watchers.
   absl::Status SetState(v1::Job* job, v1::JobState state, const std::string& error);
   // Appends a non-durable event, or stores a durable one (with the run and
-  // its trace, when given, in one transaction).
-  void Emit(const std::string& job_id,
+  // its trace, when given, in one transaction). The error of storing the
+  // run, when one was given and could not be stored.
+  absl::Status Emit(const std::string& job_id,
             const std::function<void(v1::ProgressEvent*)>& fill, bool durable,
             const v1::Run* run_to_store, const std::string& trace_json = "");
+  // Completes a finished run (job and host ids, trace summary, history
+  // verdict), stores it with its event and books it into *job. The store's
+  // error when the run could not be stored.
+  absl::Status StoreRun(v1::Job* job, v1::Run* run, const std::string& trace);
+  // Keeps a job whose state the store could not take (see unsaved_).
+  void RememberUnsaved(const v1::Job& job, const absl::Status& why);
+  // Writes every unsaved job; the first store error, if any.
+  absl::Status FlushUnsaved();
   void Notify(const std::string& job_id);
   JobLog* LogLocked(const std::string& job_id);
 
@@ -143,6 +162,12 @@ class JobManager {
   std::map<std::string, std::shared_ptr<Running>> running_;
   std::map<std::string, JobLog> logs_;
   std::vector<std::string> ended_logs_;  // oldest first, for eviction
+  // Jobs whose latest state the store could not take (a full disk): the
+  // truth, served before the store's copy until it is written.
+  std::map<std::string, v1::Job> unsaved_;
+  // A run could not be stored for want of space; Submit probes the store
+  // before it takes a job again.
+  std::atomic<bool> store_full_{false};
   int job_threads_ = 0;  // RunJob threads (detached) still running
   std::thread dispatcher_;
 

@@ -2,9 +2,11 @@
 //   gpubenchd [--listen 127.0.0.1:50051] [--data-dir DIR] [--config FILE] ...
 // Every flag may also be given in the config file as "name = value" lines
 // (without the dashes); flags on the command line win.
+#include <dirent.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -21,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/address.h"
 #include "common/paths.h"
 #include "server/job_manager.h"
 #include "server/scheduler.h"
@@ -43,11 +46,23 @@ constexpr char kUsage[] = R"(usage: gpubenchd [flags]
   --keep-samples-runs N      keep samples of the newest N runs (default 0: all)
   --keep-trace-bytes N       keep the newest traces within N bytes (default 0: all)
   --port-file PATH           write the bound port here once serving
+  --max-db-bytes N           the database grows no larger; beyond, submits are refused
+                             with RESOURCE_EXHAUSTED (default 16 GiB; 0: the disk)
   --token-file PATH          accepted tokens, one "SHA256HEX NAME ROLE" line each (role
                              read, submit or admin); a file with one bare token is that
                              token as admin. Every call then needs "authorization: Bearer"
   --tls-cert PATH            serve TLS with this PEM certificate chain ...
   --tls-key PATH             ... and this PEM private key
+  --tls-client-ca PATH       mutual TLS: require client certificates signed by these PEM
+                             roots; a certificate's subject is the caller's name
+  --client-cert-role ROLE    role of a caller known by its certificate alone (default
+                             submit); a token, when sent, decides instead
+  --max-model-bytes N        largest model upload (default 2 GiB)
+  --models-quota-bytes N     all uploaded models together (default 20 GiB)
+  --worker-max-rss-bytes N   a worker whose resident memory passes N is killed and its
+                             run failed, saying so (default 3/4 of this host's memory)
+  --worker-max-open-files N  RLIMIT_NOFILE of each worker (default 4096)
+  --max-priority N           highest spec.priority without the admin role (default 10)
   --model-root DIR           params.model_path may name files under DIR (repeatable;
                              default none: only uploaded models run)
   --allow-uploaded-aoti      run uploaded AOTInductor packages (native code) even when
@@ -110,20 +125,27 @@ bool ToInt(const Flags& flags, const std::string& name, int64_t* out, std::strin
   return true;
 }
 
+// Deletes the ".upload-*" temporaries an interrupted upload left behind.
+void RemoveLeftoverUploads(const std::string& model_dir) {
+  DIR* dir = opendir(model_dir.c_str());
+  if (dir == nullptr) return;
+  int removed = 0;
+  while (dirent* e = readdir(dir)) {
+    if (absl::StartsWith(e->d_name, ".upload-") &&
+        std::remove((model_dir + "/" + e->d_name).c_str()) == 0) {
+      ++removed;
+    }
+  }
+  closedir(dir);
+  if (removed > 0) {
+    std::cerr << "gpubenchd: removed " << removed << " unfinished upload(s) from " << model_dir
+              << "\n";
+  }
+}
+
 bool Switch(const Flags& flags, const std::string& name) {
   auto it = flags.find(name);
   return it != flags.end() && (it->second == "true" || it->second == "1" || it->second == "yes");
-}
-
-// True for addresses only this machine can reach: 127.0.0.0/8, [::1],
-// localhost, and unix sockets.
-bool IsLoopback(const std::string& listen) {
-  if (absl::StartsWith(listen, "unix:")) return true;
-  std::string host = listen.substr(0, listen.rfind(':'));
-  if (absl::StartsWith(host, "[") && absl::EndsWith(host, "]")) {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 }  // namespace
@@ -138,7 +160,10 @@ int main(int argc, char** argv) {
       {"max-queue", true}, {"max-job-seconds", true}, {"stop-grace-ms", true},
       {"max-requeues", true}, {"keep-samples-runs", true}, {"keep-trace-bytes", true},
       {"port-file", true}, {"token-file", true}, {"tls-cert", true}, {"tls-key", true},
-      {"model-root", true}, {"allow-uploaded-aoti", false}, {"insecure", false}};
+      {"model-root", true}, {"tls-client-ca", true}, {"client-cert-role", true}, {"allow-uploaded-aoti", false}, {"insecure", false},
+      {"max-db-bytes", true}, {"max-model-bytes", true}, {"models-quota-bytes", true},
+      {"max-priority", true}, {"worker-max-rss-bytes", true},
+      {"worker-max-open-files", true}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -189,13 +214,15 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   server::DaemonOptions options;
   int64_t max_queue = options.max_queue, max_requeues = options.max_requeues;
+  int64_t max_db_bytes = int64_t{16} << 30;  // a client must not be able to fill the disk
   storage::RetentionLimits& retention = options.retention;
   if (!ToInt(flags, "max-queue", &max_queue, &error) ||
       !ToInt(flags, "max-job-seconds", &options.max_job_seconds, &error) ||
       !ToInt(flags, "stop-grace-ms", &options.stop_grace_ms, &error) ||
       !ToInt(flags, "max-requeues", &max_requeues, &error) ||
       !ToInt(flags, "keep-samples-runs", &retention.max_runs_with_samples, &error) ||
-      !ToInt(flags, "keep-trace-bytes", &retention.max_trace_bytes, &error)) {
+      !ToInt(flags, "keep-trace-bytes", &retention.max_trace_bytes, &error) ||
+      !ToInt(flags, "max-db-bytes", &max_db_bytes, &error)) {
     std::cerr << "gpubenchd: " << error << "\n";
     return 2;
   }
@@ -221,6 +248,27 @@ int main(int argc, char** argv) {
     options.model_roots.push_back(*canonical);
   }
   options.allow_uploaded_aoti = Switch(flags, "allow-uploaded-aoti");
+  server::ServiceOptions service_options;
+  service_options.model_dir = options.model_dir;
+  service_options.allow_uploaded_aoti = options.allow_uploaded_aoti;
+  int64_t max_priority = service_options.max_priority_without_admin;
+  options.worker_max_rss_bytes =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 4 * 3;
+  if (!ToInt(flags, "worker-max-rss-bytes", &options.worker_max_rss_bytes, &error) ||
+      !ToInt(flags, "worker-max-open-files", &options.worker_limits.max_open_files, &error)) {
+    std::cerr << "gpubenchd: " << error << "\n";
+    return 2;
+  }
+  if (!ToInt(flags, "max-model-bytes", &service_options.max_model_bytes, &error) ||
+      !ToInt(flags, "models-quota-bytes", &service_options.models_quota_bytes, &error) ||
+      !ToInt(flags, "max-priority", &max_priority, &error)) {
+    std::cerr << "gpubenchd: " << error << "\n";
+    return 2;
+  }
+  service_options.max_priority_without_admin = static_cast<int>(std::min<int64_t>(max_priority, 1000));
+  // An upload cut off by a crash leaves its temporary file; nothing else
+  // would ever remove it.
+  RemoveLeftoverUploads(options.model_dir);
   for (const std::string& dir : {data_dir, options.model_dir}) {
     if (auto s = MakeDirs(dir); !s.ok()) {
       std::cerr << "gpubenchd: " << s.message() << "\n";
@@ -229,17 +277,14 @@ int main(int argc, char** argv) {
   }
 
   // A corrupt or unreadable database stops start-up; it is never rewritten.
-  auto store = storage::Store::Open({data_dir + "/gpubench.db"});
+  // A damaged database stops start-up, saying why; it is never rewritten.
+  storage::StoreOptions store_options;
+  store_options.path = data_dir + "/gpubench.db";
+  store_options.check_integrity = true;
+  store_options.max_bytes = max_db_bytes;
+  auto store = storage::Store::Open(store_options);
   if (!store.ok()) {
     std::cerr << "gpubenchd: " << store.status().message() << "\n";
-    return 1;
-  }
-  auto integrity = (*store)->IntegrityCheck();
-  if (!integrity.ok() || *integrity != "ok") {
-    std::cerr << "gpubenchd: database " << data_dir << "/gpubench.db failed "
-              << "integrity_check: "
-              << (integrity.ok() ? *integrity : std::string(integrity.status().message()))
-              << "; it was left untouched\n";
     return 1;
   }
   std::string warning;
@@ -258,9 +303,10 @@ int main(int argc, char** argv) {
   jobs.SetRunHook([&scheduler](const v1::Job& job, v1::Run* run) {
     scheduler.CompareWithHistory(job, run);
   });
-  std::string token, cert, key;
+  std::string token, cert, key, client_ca;
   for (auto [flag, out] : {std::pair<const char*, std::string*>{"token-file", &token},
-                           {"tls-cert", &cert}, {"tls-key", &key}}) {
+                           {"tls-cert", &cert}, {"tls-key", &key},
+                           {"tls-client-ca", &client_ca}}) {
     if (!flags.count(flag)) continue;
     std::ifstream in(flags[flag]);
     if (!in) {
@@ -280,12 +326,26 @@ int main(int argc, char** argv) {
     }
     auth_options.tokens = std::move(*tokens);
   }
-  const bool tokens_required = !auth_options.tokens.empty();
+  if (!client_ca.empty()) {
+    if (cert.empty()) {
+      std::cerr << "gpubenchd: --tls-client-ca needs --tls-cert and --tls-key\n";
+      return 2;
+    }
+    auto role = server::ParseRole(flags.count("client-cert-role") ? flags["client-cert-role"]
+                                                                  : "submit");
+    if (!role.ok()) {
+      std::cerr << "gpubenchd: --client-cert-role: " << role.status().message() << "\n";
+      return 2;
+    }
+    auth_options.client_cert_role = *role;
+  }
+  // Callers must prove who they are: a token, or a verified client certificate.
+  const bool tokens_required = !auth_options.tokens.empty() || !client_ca.empty();
   if (cert.empty() != key.empty()) {
     std::cerr << "gpubenchd: --tls-cert and --tls-key go together\n";
     return 2;
   }
-  if (!IsLoopback(listen)) {
+  if (!IsLoopbackAddress(listen)) {
     if (!Switch(flags, "insecure") && (cert.empty() || !tokens_required)) {
       std::cerr << "gpubenchd: refusing to listen on " << listen
                 << " without TLS and tokens: anyone who reaches it could run jobs on this "
@@ -308,6 +368,11 @@ int main(int argc, char** argv) {
   if (!cert.empty()) {
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({key, cert});
+    if (!client_ca.empty()) {
+      ssl.pem_root_certs = client_ca;
+      ssl.client_certificate_request =
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
     credentials = grpc::SslServerCredentials(ssl);
   }
   auto auth = server::Authorizer::Create(std::move(auth_options));
@@ -316,12 +381,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   server::BenchServiceImpl service(&jobs, &scheduler, store->get(), auth->get(),
-                                   options.model_dir, options.allow_uploaded_aoti);
+                                   service_options);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, credentials, &port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(8 << 20);
+  // What the CLI accepts (client/fleet.cc); a larger reply would fail there.
+  builder.SetMaxSendMessageSize(64 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "gpubenchd: cannot listen on " << listen << "\n";

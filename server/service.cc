@@ -233,14 +233,12 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
 // and sha256, then keeps it once per hash under the model directory.
 class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
  public:
-  static constexpr int64_t kMaxModelBytes = int64_t{8} << 30;
-
-  UploadReactor(storage::Store* store, std::string model_dir, Caller caller,
-                bool allow_aoti, v1::UploadModelResponse* response)
+  UploadReactor(storage::Store* store, const ServiceOptions& options, Caller caller,
+                std::atomic<int64_t>* uploading_bytes, v1::UploadModelResponse* response)
       : store_(store),
-        model_dir_(std::move(model_dir)),
+        options_(options),
         caller_(std::move(caller)),
-        allow_aoti_(allow_aoti),
+        uploading_bytes_(uploading_bytes),
         response_(response) {
     StartRead(&request_);
   }
@@ -250,15 +248,26 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
     if (!s.ok() || !ok) {
       out_.close();
       std::remove(temp_.c_str());
+      // Stored or dropped: either way no longer in flight, before the
+      // client hears so and sends the next upload.
+      Release();
       Finish(ToGrpcStatus(s));
       return;
     }
     StartRead(&request_);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    Release();
+    delete this;
+  }
 
  private:
+  void Release() {
+    uploading_bytes_->fetch_sub(reserved_);
+    reserved_ = 0;
+  }
+
   absl::Status Take() {
     if (request_.has_header()) {
       if (!temp_.empty()) return absl::InvalidArgumentError("header: sent twice");
@@ -274,7 +283,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
       }
       // An AOTI package is a shared library the worker will dlopen.
       if (header_.format() == v1::MODEL_FORMAT_AOTI_PACKAGE &&
-          caller_.role < v1::ROLE_ADMIN && !allow_aoti_) {
+          caller_.role < v1::ROLE_ADMIN && !options_.allow_uploaded_aoti) {
         return absl::PermissionDeniedError(
             "header.format: an AOTInductor package runs native code on the host; uploading "
             "one needs the admin role");
@@ -283,12 +292,28 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
         return absl::InvalidArgumentError(
             "header.sha256: must be 64 lower-case hex digits");
       }
-      if (header_.size_bytes() <= 0 || header_.size_bytes() > kMaxModelBytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "header.size_bytes: must be in [1, ", kMaxModelBytes, "], got ",
-            header_.size_bytes()));
+      if (header_.name().size() > kMaxNameBytes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("header.name: at most ", kMaxNameBytes, " bytes"));
       }
-      temp_ = absl::StrCat(model_dir_, "/.upload-", header_.sha256(), "-",
+      if (header_.size_bytes() <= 0 || header_.size_bytes() > options_.max_model_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "header.size_bytes: must be in [1, ", options_.max_model_bytes,
+            "] (the daemon's --max-model-bytes), got ", header_.size_bytes()));
+      }
+      // The quota counts stored models and the uploads in flight.
+      auto stored = store_->TotalModelBytes();
+      if (!stored.ok()) return stored.status();
+      reserved_ = header_.size_bytes();
+      const int64_t in_flight = uploading_bytes_->fetch_add(reserved_) + reserved_;
+      if (*stored + in_flight > options_.models_quota_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "header.size_bytes: ", header_.size_bytes(), " more bytes would pass the model "
+            "quota of ", options_.models_quota_bytes, " (", *stored, " stored, ",
+            in_flight - reserved_, " uploading); an admin can delete models with "
+            "gpubench model rm"));
+      }
+      temp_ = absl::StrCat(options_.model_dir, "/.upload-", header_.sha256(), "-",
                            reinterpret_cast<uintptr_t>(this));
       out_.open(temp_, std::ios::binary | std::ios::trunc);
       if (!out_) return absl::InternalError(absl::StrCat("cannot write ", temp_));
@@ -325,8 +350,9 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
       std::remove(temp_.c_str());
       return absl::OkStatus();
     }
-    if (std::rename(temp_.c_str(), ModelPath(model_dir_, actual).c_str()) != 0) {
-      return absl::InternalError(absl::StrCat("cannot store the model under ", model_dir_));
+    if (std::rename(temp_.c_str(), ModelPath(options_.model_dir, actual).c_str()) != 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot store the model under ", options_.model_dir));
     }
     v1::ModelInfo model;
     model.set_sha256(actual);
@@ -342,9 +368,10 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
   }
 
   storage::Store* const store_;
-  const std::string model_dir_;
+  const ServiceOptions& options_;
   const Caller caller_;
-  const bool allow_aoti_;
+  std::atomic<int64_t>* const uploading_bytes_;
+  int64_t reserved_ = 0;  // of *uploading_bytes_, given back in OnDone
   v1::UploadModelResponse* const response_;
   v1::UploadModelRequest request_;
   v1::ModelUploadHeader header_;
@@ -403,7 +430,7 @@ grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
     return new FailedStream<grpc::ServerReadReactor<v1::UploadModelRequest>>(
         ToGrpcStatus(caller.status()));
   }
-  return new UploadReactor(store_, model_dir_, *caller, allow_uploaded_aoti_, response);
+  return new UploadReactor(store_, options_, *caller, &uploading_bytes_, response);
 }
 
 grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
@@ -423,6 +450,12 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
   if (!caller.ok()) return Reply(context, caller.status());
   auto runs = ExpandSweep(request->spec());
   if (!runs.ok()) return Reply(context, runs.status());
+  if (request->spec().priority() > options_.max_priority_without_admin &&
+      caller->role < v1::ROLE_ADMIN) {
+    return Reply(context, absl::PermissionDeniedError(absl::StrCat(
+                              "spec.priority: above ", options_.max_priority_without_admin,
+                              " needs the admin role")));
+  }
   if (request->dry_run()) {
     *response->mutable_job()->mutable_spec() = request->spec();
     response->mutable_job()->set_run_count(runs->size());
@@ -441,7 +474,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* 
   auto caller = auth_->Authorize(*context, "GetJob");
   if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
-  auto job = store_->GetJob(request->job_id());
+  auto job = jobs_->GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
   *response->mutable_job() = std::move(*job);
   return Reply(context, absl::OkStatus());
@@ -460,6 +493,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext
   filter.submitted_before_ns = Ns(request->submitted_before());
   auto page = store_->ListJobs(filter, request->page_size(), request->page_token());
   if (!page.ok()) return Reply(context, page.status());
+  jobs_->OverlayUnsaved(&page->items);
   for (auto& j : page->items) *response->add_jobs() = std::move(j);
   response->set_next_page_token(page->next_page_token);
   return Reply(context, absl::OkStatus());
@@ -473,7 +507,7 @@ grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
         ToGrpcStatus(caller.status()));
   }
   if (request->job_id().empty() || request->after_sequence() < 0 ||
-      !store_->GetJob(request->job_id()).ok()) {
+      !jobs_->GetJob(request->job_id()).ok()) {
     // A reactor that only reports the error.
     class ErrorReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
      public:
@@ -500,7 +534,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContex
   if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   if (caller->role < v1::ROLE_ADMIN) {
-    auto existing = store_->GetJob(request->job_id());
+    auto existing = jobs_->GetJob(request->job_id());
     if (!existing.ok()) return Reply(context, existing.status());
     if (existing->submitted_by() != caller->name) {
       return Reply(context, absl::PermissionDeniedError(absl::StrCat(
@@ -609,6 +643,22 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
     return Reply(context, s);
   }
   return Reply(context, store_->DeleteSchedule(request->schedule_id()));
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::DeleteModel(
+    grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
+    v1::DeleteModelResponse* response) {
+  auto caller = auth_->Authorize(*context, "DeleteModel");
+  if (!caller.ok()) return Reply(context, caller.status());
+  if (!IsSha256Hex(request->sha256())) {
+    return Reply(context, absl::InvalidArgumentError("sha256: must be 64 lower-case hex digits"));
+  }
+  auto model = store_->GetModel(request->sha256());
+  if (!model.ok()) return Reply(context, model.status());
+  if (auto s = store_->DeleteModel(request->sha256()); !s.ok()) return Reply(context, s);
+  std::remove(ModelPath(options_.model_dir, request->sha256()).c_str());
+  *response->mutable_model() = std::move(*model);
+  return Reply(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRegressions(

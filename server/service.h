@@ -4,6 +4,7 @@
 #ifndef GPUBENCH_SERVER_SERVICE_H_
 #define GPUBENCH_SERVER_SERVICE_H_
 
+#include <atomic>
 #include <string>
 
 #include "gpubench/v1/service.grpc.pb.h"
@@ -23,19 +24,25 @@ v1::HostInfo ProbeMachine(const std::string& address);
 v1::HostInfo ProbeHost(const std::string& address, const std::string& worker_path,
                        std::string* warning);
 
-// Thread-safe; jobs and store outlive it.
+// Limits and switches of the front end.
+struct ServiceOptions {
+  std::string model_dir;                        // uploaded models, by sha256
+  bool allow_uploaded_aoti = false;             // AOTI uploads from non-admins
+  int64_t max_model_bytes = int64_t{2} << 30;   // one upload at most
+  int64_t models_quota_bytes = int64_t{20} << 30;  // every stored model together
+  int max_priority_without_admin = 10;          // spec.priority above needs admin
+};
+
+// Thread-safe; jobs, store and auth outlive it.
 class BenchServiceImpl final : public v1::BenchService::CallbackService {
  public:
-  // auth decides who may call what (auth.h).
   BenchServiceImpl(JobManager* jobs, Scheduler* scheduler, storage::Store* store,
-                   const Authorizer* auth, std::string model_dir,
-                   bool allow_uploaded_aoti = false)
+                   const Authorizer* auth, ServiceOptions options)
       : jobs_(jobs),
         scheduler_(scheduler),
         store_(store),
         auth_(auth),
-        model_dir_(std::move(model_dir)),
-        allow_uploaded_aoti_(allow_uploaded_aoti) {}
+        options_(std::move(options)) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -77,6 +84,9 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
       grpc::CallbackServerContext* context, v1::UploadModelResponse* response) override;
   grpc::ServerWriteReactor<v1::GetTraceResponse>* GetTrace(
       grpc::CallbackServerContext* context, const v1::GetTraceRequest* request) override;
+  grpc::ServerUnaryReactor* DeleteModel(grpc::CallbackServerContext* context,
+                                        const v1::DeleteModelRequest* request,
+                                        v1::DeleteModelResponse* response) override;
   grpc::ServerUnaryReactor* ListRegressions(
       grpc::CallbackServerContext* context, const v1::ListRegressionsRequest* request,
       v1::ListRegressionsResponse* response) override;
@@ -86,8 +96,9 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
   Scheduler* const scheduler_;
   storage::Store* const store_;
   const Authorizer* const auth_;
-  const std::string model_dir_;
-  const bool allow_uploaded_aoti_;
+  const ServiceOptions options_;
+  // Bytes of uploads in flight, counted against the quota until they end.
+  std::atomic<int64_t> uploading_bytes_{0};
 };
 
 }  // namespace gpubench::server

@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "absl/strings/ascii.h"
@@ -326,6 +327,27 @@ std::string Where(const std::vector<std::string>& where) {
 
 }  // namespace
 
+// A SQLite result code as the canonical code that says what to do about it.
+static absl::Status SqliteStatus(int rc, const std::string& message) {
+  switch (rc & 0xff) {  // the primary code of an extended one
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(message);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(message);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(message);
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+      return absl::UnavailableError(message);
+    default:
+      return absl::FailedPreconditionError(message);
+  }
+}
+
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(options.path.c_str(), &db,
@@ -340,14 +362,38 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
   }
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
   std::unique_ptr<Store> store(new Store(db, options.path));
-  // The first statement reads the header: a file that is not a database
-  // fails here, before anything is written to it.
-  if (auto s = store->Exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
+  // The first statement reads the header and the schema: a file that is not
+  // a database, or whose schema pages are damaged, fails here, before
+  // anything is written to it.
+  if (auto s = store->Exec("PRAGMA journal_mode=WAL"); !s.ok()) {
+    if (!absl::IsDataLoss(s)) return s;
+    return absl::DataLossError(absl::StrCat(s.message(), "; the file is damaged or not a "
+                                            "gpubench database, and was left untouched"));
+  }
   if (auto s = store->Exec("PRAGMA foreign_keys=ON"); !s.ok()) return s;
   // In WAL mode NORMAL still survives a crash of any process (what a killed
   // daemon or worker is); only an OS crash or power cut may lose the last
   // commits. It saves an fsync per run stored.
   if (auto s = store->Exec("PRAGMA synchronous=NORMAL"); !s.ok()) return s;
+  if (options.check_integrity) {
+    auto verdict = store->IntegrityCheck();
+    if (!verdict.ok()) return verdict.status();
+    if (*verdict != "ok") {
+      return absl::DataLossError(absl::StrCat("database ", options.path,
+                                              " failed integrity_check: ", *verdict,
+                                              "; it was left untouched"));
+    }
+  }
+  if (options.max_bytes > 0) {
+    // max_page_count never shrinks a file: one already larger stays readable
+    // and refuses to grow.
+    Statement page(db, "PRAGMA page_size");
+    const int64_t page_bytes =
+        page.ok() && sqlite3_step(page.get()) == SQLITE_ROW ? sqlite3_column_int64(page.get(), 0)
+                                                            : 4096;
+    const int64_t pages = std::max<int64_t>(1, options.max_bytes / page_bytes);
+    if (auto s = store->Exec(absl::StrCat("PRAGMA max_page_count=", pages)); !s.ok()) return s;
+  }
   if (auto s = store->Migrate(); !s.ok()) return s;
   return store;
 }
@@ -362,17 +408,17 @@ Store::~Store() {
 }
 
 absl::Status Store::Error(const std::string& what) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+  return SqliteStatus(sqlite3_errcode(db_), absl::StrCat("database ", path_, ": ", what,
+                                                         ": ", sqlite3_errmsg(db_)));
 }
 
 absl::Status Store::Exec(const std::string& sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    return absl::FailedPreconditionError(
-        absl::StrCat("database ", path_, ": ", msg));
+    return SqliteStatus(rc, absl::StrCat("database ", path_, ": ", msg));
   }
   return absl::OkStatus();
 }
@@ -502,6 +548,20 @@ absl::Status Store::InTransaction(const std::function<absl::Status()>& body) {
 }
 
 absl::StatusOr<std::string> Store::InsertRunLocked(const v1::Run& in) {
+  // A timing that is not a number would poison every statistic read later.
+  const v1::IterationSamples& samples_in = in.samples();
+  for (const auto& [name, values] :
+       {std::pair<const char*, const google::protobuf::RepeatedField<float>*>{
+            "device_ms", &samples_in.device_ms()},
+        {"host_ms", &samples_in.host_ms()},
+        {"data_wait_ms", &samples_in.data_wait_ms()}}) {
+    for (int i = 0; i < values->size(); ++i) {
+      if (!std::isfinite(values->Get(i))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "run.samples.", name, "[", i, "]: not a finite number (", values->Get(i), ")"));
+      }
+    }
+  }
   v1::Run run = in;
   if (run.run_id().empty()) run.set_run_id(NewId("r"));
   const std::string samples = run.samples().SerializeAsString();
@@ -975,6 +1035,31 @@ absl::StatusOr<v1::ModelInfo> Store::GetModel(const std::string& sha256) {
   return model;
 }
 
+absl::Status Store::DeleteModel(const std::string& sha256) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "DELETE FROM models WHERE sha256=?");
+  if (!s.ok()) return Error("delete model");
+  s.Text(1, sha256);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("delete model");
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("model ", sha256));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Store::TotalModelBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t total = 0;
+  Statement s(db_, "SELECT record FROM models");
+  if (!s.ok()) return Error("model sizes");
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    v1::ModelInfo model;
+    if (!model.ParseFromString(s.ColumnBlob(0))) return Error("garbled model record");
+    total += model.size_bytes();
+  }
+  if (rc != SQLITE_DONE) return Error("model sizes");
+  return total;
+}
+
 absl::Status Store::PutTrace(const std::string& run_id, const std::string& format,
                              const std::string& data) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -1074,14 +1159,36 @@ absl::StatusOr<int64_t> Store::Prune(const RetentionLimits& limits) {
   return removed;
 }
 
+absl::Status Store::CanWrite(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  absl::Status status;
+  {
+    Statement s(db_, "INSERT INTO hosts(host_id, record) VALUES('\x01probe', zeroblob(?))");
+    if (!s.ok()) {
+      status = Error("write probe");
+    } else {
+      s.Int(1, bytes);
+      if (sqlite3_step(s.get()) != SQLITE_DONE) status = Error("write probe");
+    }
+  }
+  Exec("ROLLBACK").IgnoreError();
+  return status;
+}
+
 absl::StatusOr<std::string> Store::IntegrityCheck() {
   std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_, "PRAGMA integrity_check");
   if (!s.ok()) return Error("integrity_check");
   std::vector<std::string> lines;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
-    lines.push_back(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)));
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    const unsigned char* text = sqlite3_column_text(s.get(), 0);
+    lines.push_back(text ? reinterpret_cast<const char*>(text) : "");
   }
+  // A page too damaged to walk ends the check with an error, not a row.
+  if (rc != SQLITE_DONE) lines.push_back(sqlite3_errmsg(db_));
+  if (lines.empty()) lines.push_back("integrity_check returned nothing");
   return absl::StrJoin(lines, "; ");
 }
 

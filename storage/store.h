@@ -23,6 +23,10 @@ namespace gpubench::storage {
 struct StoreOptions {
   std::string path;               // the database file; created if missing
   int busy_timeout_ms = 5000;     // wait this long for a lock held elsewhere
+  int64_t max_bytes = 0;          // the file grows no larger (0: no limit); beyond,
+                                  // writes fail with ResourceExhausted
+  bool check_integrity = false;   // run integrity_check before anything else; a
+                                  // damaged file is DataLoss saying why, left untouched
 };
 
 // The schema version this build writes; Open migrates older files up to it.
@@ -158,6 +162,9 @@ class Store {
   // directory; the store keeps its record).
   absl::Status PutModel(const v1::ModelInfo& model);
   absl::StatusOr<v1::ModelInfo> GetModel(const std::string& sha256);  // NotFound
+  absl::Status DeleteModel(const std::string& sha256);  // NotFound when absent
+  // The sum of every stored model's size_bytes.
+  absl::StatusOr<int64_t> TotalModelBytes();
 
   // A run's trace: the uncompressed bytes are compressed (zlib) and stored
   // with info (size and sha256 of the uncompressed data, filled in here).
@@ -173,6 +180,11 @@ class Store {
 
   // PRAGMA integrity_check; "ok" or the problems found.
   absl::StatusOr<std::string> IntegrityCheck();
+
+  // Whether the file can take bytes more now: writes that many and rolls
+  // them back. ResourceExhausted (full disk or max_bytes) or the store's
+  // other error when it cannot; nothing is kept either way.
+  absl::Status CanWrite(int64_t bytes);
 
   int schema_version();
 

@@ -1,5 +1,8 @@
 #include "worker/convert.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace gpubench::worker {
 namespace {
 
@@ -199,10 +202,20 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   if (!o.telemetry.samples.empty() || !o.telemetry.unavailable_reason.empty()) {
     FillTelemetry(o.telemetry, o.throughput_samples_per_s * o.measured_ms / 1e3, run);
   }
+  // A long run of a tiny step can take hundreds of millions of iterations;
+  // an even stride keeps their distribution in bounded space.
+  constexpr size_t kMaxStoredSamples = size_t{1} << 20;
+  const size_t n = std::max({o.device_ms.size(), o.host_ms.size(), o.data_wait_ms.size()});
+  const size_t stride = n > kMaxStoredSamples ? (n + kMaxStoredSamples - 1) / kMaxStoredSamples
+                                              : 1;
   v1::IterationSamples* s = run->mutable_samples();
-  s->mutable_device_ms()->Add(o.device_ms.begin(), o.device_ms.end());
-  s->mutable_host_ms()->Add(o.host_ms.begin(), o.host_ms.end());
-  s->mutable_data_wait_ms()->Add(o.data_wait_ms.begin(), o.data_wait_ms.end());
+  if (stride > 1) s->set_stride(static_cast<int32_t>(stride));
+  for (auto [from, to] : {std::pair{&o.device_ms, s->mutable_device_ms()},
+                          std::pair{&o.host_ms, s->mutable_host_ms()},
+                          std::pair{&o.data_wait_ms, s->mutable_data_wait_ms()}}) {
+    to->Reserve(static_cast<int>(from->size() / stride + 1));
+    for (size_t i = 0; i < from->size(); i += stride) to->Add((*from)[i]);
+  }
 }
 
 }  // namespace gpubench::worker

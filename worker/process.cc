@@ -1,8 +1,9 @@
 #include "worker/process.h"
 
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -42,7 +44,8 @@ std::string DefaultWorkerPath() {
 }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
-    const std::string& worker_path, const v1::WorkerRequest& request) {
+    const std::string& worker_path, const v1::WorkerRequest& request,
+    const WorkerLimits& limits) {
   if (access(worker_path.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("worker binary ", worker_path, " is not executable"));
@@ -57,6 +60,15 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     // The worker dies with the thread that started it (a daemon killed with
     // SIGKILL must not leave a worker holding the GPU).
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (limits.max_open_files > 0) {
+      const struct rlimit files = {static_cast<rlim_t>(limits.max_open_files),
+                                   static_cast<rlim_t>(limits.max_open_files)};
+      setrlimit(RLIMIT_NOFILE, &files);
+    }
+    if (!limits.core_dumps) {
+      const struct rlimit none = {0, 0};
+      setrlimit(RLIMIT_CORE, &none);
+    }
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
@@ -82,6 +94,15 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   }
   close(in[1]);
   return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, out[0], err[0]));
+}
+
+int64_t WorkerProcess::RssBytes() const {
+  std::ifstream status(absl::StrCat("/proc/", pid_, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;  // kB
+  }
+  return 0;
 }
 
 WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd)

@@ -27,13 +27,22 @@ struct ExitInfo {
   std::string Describe() const;
 };
 
-// One child process. Next() and Wait() are for one thread; Stop() and Kill()
-// may be called from any thread.
+// Limits set in the child before it runs the worker. Memory is not an
+// rlimit: CUDA reserves far more address space than it uses, so RLIMIT_AS
+// would break it; the daemon watches RssBytes() instead.
+struct WorkerLimits {
+  int64_t max_open_files = 4096;  // RLIMIT_NOFILE (0: inherit)
+  bool core_dumps = false;        // a GPU process's core can be gigabytes
+};
+
+// One child process. Next() and Wait() are for one thread; Stop(), Kill()
+// and RssBytes() may be called from any thread.
 class WorkerProcess {
  public:
-  // Starts worker_path, writes request to its stdin and closes it.
+  // Starts worker_path with limits, writes request to its stdin and closes it.
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(
-      const std::string& worker_path, const v1::WorkerRequest& request);
+      const std::string& worker_path, const v1::WorkerRequest& request,
+      const WorkerLimits& limits = {});
   ~WorkerProcess();  // kills and reaps the child if still running
 
   // The next event; false when the worker closed its stdout (it exited or
@@ -47,6 +56,9 @@ class WorkerProcess {
   ExitInfo Wait();
 
   pid_t pid() const { return pid_; }
+
+  // The child's resident set (VmRSS) now, bytes; 0 once it is gone.
+  int64_t RssBytes() const;
 
  private:
   WorkerProcess(pid_t pid, int events_fd, int stderr_fd);

@@ -1,10 +1,15 @@
 #include "worker/worker.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "absl/strings/match.h"
-
+#include "absl/strings/numbers.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/spec.h"
@@ -28,6 +33,27 @@ std::string BatchAxisKey(v1::RunConfig config) {
 
 google::protobuf::Timestamp Now() {
   return NowTimestamp();
+}
+
+// Test hooks, read from the environment the daemon's operator gave it (a
+// client cannot set them): GPUBENCH_INJECT_CRASH_AT_BATCH=N makes the worker
+// die of SIGSEGV inside any run of batch size N, as a user model crashing
+// inside LibTorch would; GPUBENCH_INJECT_HANG_AT_BATCH=N makes it ignore
+// SIGTERM and hang there.
+void MaybeInjectFault(int batch_size) {
+  int at = 0;
+  const char* crash = std::getenv("GPUBENCH_INJECT_CRASH_AT_BATCH");
+  if (crash != nullptr && absl::SimpleAtoi(crash, &at) && at == batch_size) {
+    const struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    std::signal(SIGSEGV, SIG_DFL);
+    std::raise(SIGSEGV);
+  }
+  const char* hang = std::getenv("GPUBENCH_INJECT_HANG_AT_BATCH");
+  if (hang != nullptr && absl::SimpleAtoi(hang, &at) && at == batch_size) {
+    std::signal(SIGTERM, SIG_IGN);
+    while (true) pause();
+  }
 }
 
 // Sets the file a torchscript run loads and the loader that reads it. An
@@ -106,6 +132,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     started.mutable_run_started()->set_run_count(runs->size());
     if (auto s = writer.Write(started); !s.ok()) return s;
 
+    MaybeInjectFault(config.batch_size());
     const std::string axis = BatchAxisKey(config);
     engine::RunConfig engine_config = ToEngineConfig(config);
     const absl::Status model = LocateModel(request, config, &engine_config);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -237,6 +238,30 @@ TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
   EXPECT_EQ(none.code, kExitOk) << none.err;
 }
 
+// A name chosen by another user of the daemon must not drive the terminal:
+// control characters print as escapes in every text format.
+TEST(CliDaemon, ControlCharactersInNamesPrintAsEscapes) {
+  Daemon d(FreshDir("cli_escape"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string spec = FreshDir("cli_escape_spec") + "/evil.json";
+  std::ofstream(spec) << R"({"name": "[2J]0;ownedx
+y31m",
+    "base": {"workload": "empty", "device": "cpu"},
+    "measurement": {"min_iterations": 3, "max_time_ms": 500}})";
+  Result submitted = Cli({"submit", spec, "--host", d.address(), "--wait"});
+  ASSERT_EQ(submitted.code, kExitOk) << submitted.err << submitted.out;
+  for (const char* format : {"table", "csv", "markdown"}) {
+    Result jobs = Cli({"jobs", "--host", d.address(), "--output", format});
+    ASSERT_EQ(jobs.code, kExitOk) << jobs.err;
+    for (char control : {'\x1b', '\x07'}) {
+      EXPECT_EQ(jobs.out.find(control), std::string::npos) << format << ": " << jobs.out;
+    }
+    EXPECT_EQ(jobs.out.find("\xc2\x9b"), std::string::npos) << format;
+    EXPECT_NE(jobs.out.find("\\x1b[2J\\x1b]0;owned\\x07x\\ny\\u009b31m"), std::string::npos)
+        << format << ": " << jobs.out;
+  }
+}
+
 TEST(CliDaemon, ExitCodesSayWhatHappened) {
   const std::string models = FreshDir("cli_exit_models");
   std::ofstream(models + "/bad.pt") << "not a TorchScript archive";
@@ -379,11 +404,28 @@ TEST(CliDaemon, FleetFileTlsAndTokenReachASecuredDaemon) {
   Result bad_fleet_host = Cli({"jobs", "--host", "nobody"});
   unsetenv("GPUBENCH_FLEET");
   EXPECT_EQ(ok.code, kExitOk) << ok.err;
-  EXPECT_EQ(no_token.code, kExitUnreachable);
+  EXPECT_EQ(no_token.code, kExitAuth);
   EXPECT_NE(no_token.err.find("token"), std::string::npos) << no_token.err;
   EXPECT_EQ(plain.code, kExitUnreachable) << plain.err;
   EXPECT_EQ(bad_fleet_host.code, kExitUsage);
   EXPECT_NE(bad_fleet_host.err.find("nobody"), std::string::npos) << bad_fleet_host.err;
+
+  // A CA file that cannot be read is an error, not a quiet fall back to the
+  // system roots; a token never goes in plaintext to another machine.
+  std::ofstream(fleet) << R"({"hosts": [{"name": "x", "address": ")" << d.address()
+                       << R"(", "tls": true, "ca_file": "/nonexistent/ca.pem"}]})";
+  setenv("GPUBENCH_FLEET", fleet.c_str(), 1);
+  Result no_ca = Cli({"jobs", "--host", "x"});
+  std::ofstream(fleet) << R"({"hosts": [{"name": "far", "address": "10.1.2.3:50051",
+                              "token": "s3cret-token"}]})";
+  Result plaintext = Cli({"jobs", "--host", "far"});
+  unsetenv("GPUBENCH_FLEET");
+  EXPECT_EQ(no_ca.code, kExitUsage) << no_ca.err;
+  EXPECT_NE(no_ca.err.find("hosts[0].ca_file: cannot read /nonexistent/ca.pem"),
+            std::string::npos)
+      << no_ca.err;
+  EXPECT_EQ(plaintext.code, kExitUsage) << plaintext.err;
+  EXPECT_NE(plaintext.err.find("plaintext"), std::string::npos) << plaintext.err;
 }
 
 // ---- The statistics behind the verdicts ----
@@ -423,13 +465,29 @@ TEST(CompareStats, FivePercentShiftWithEnoughSamplesIsSignificant) {
 TEST(CompareStats, MannWhitneyMatchesTheTextbook) {
   // Complete separation, 5 a side: U = 0, z = -2.507 with the continuity
   // correction, two-sided p = 0.0122 (scipy's asymptotic method agrees).
-  const stats::RankTest t = stats::MannWhitneyU({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10});
+  const stats::RankTest t = *stats::MannWhitneyU({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10});
   EXPECT_DOUBLE_EQ(t.u, 0);
   EXPECT_NEAR(t.z, -2.5067, 1e-3);
   EXPECT_NEAR(t.p_value, 0.01219, 1e-4);
   // Ties share ranks; all equal means no evidence at all.
-  EXPECT_DOUBLE_EQ(stats::MannWhitneyU({3, 3, 3}, {3, 3, 3}).p_value, 1);
-  EXPECT_DOUBLE_EQ(stats::MannWhitneyU({1, 2, 2}, {2, 3, 4}).u, 1.0);
+  EXPECT_DOUBLE_EQ(stats::MannWhitneyU({3, 3, 3}, {3, 3, 3})->p_value, 1);
+  EXPECT_DOUBLE_EQ(stats::MannWhitneyU({1, 2, 2}, {2, 3, 4})->u, 1.0);
+}
+
+// Four NaNs in a damaged run once made compare spin at 100% CPU in the tie
+// ranking; now the statistics refuse them and the comparison says why.
+TEST(CompareStats, NonFiniteSamplesAreRefusedNotRanked) {
+  const double nan = std::nan("");
+  std::vector<double> damaged = Noisy(1, 300, 7);
+  for (int i : {3, 50, 51, 200}) damaged[i] = nan;
+  auto rank = stats::MannWhitneyU(Noisy(1, 300, 8), damaged);
+  EXPECT_EQ(rank.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(rank.status().message().find("candidate samples[3]"), std::string::npos)
+      << rank.status();
+  EXPECT_FALSE(stats::RatioOfMedians({1, 2, INFINITY}, {1, 2, 3}).ok());
+  const Comparison c = CompareSamples(Noisy(1, 300, 8), damaged, {});
+  EXPECT_EQ(c.verdict, Verdict::kNotComparable);
+  EXPECT_NE(c.why.find("not a finite number"), std::string::npos) << c.why;
 }
 
 }  // namespace

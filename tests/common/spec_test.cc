@@ -121,4 +121,122 @@ TEST(Sweep, LargestBatchThatFitIsKeptPerConfig) {
   EXPECT_EQ(fp16.find("batch_size"), std::string::npos);
 }
 
+namespace {
+
+// ---- Bounds: what one hostile spec may not do ----
+
+// The first error of a JSON spec, parsed and then validated.
+std::string ErrorOf(const std::string& json) {
+  auto spec = ParseJobSpecJson(json);
+  if (!spec.ok()) return std::string(spec.status().message());
+  auto runs = ExpandSweep(*spec);
+  return runs.ok() ? "" : std::string(runs.status().message());
+}
+
+TEST(SpecBounds, AKeyGivenTwiceIsRefusedInEitherSpelling) {
+  EXPECT_NE(ErrorOf(R"({"base": {"workload": "mlp", "workload": "resnet50"}})")
+                .find("spec.base.workload: given twice"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"base": {"batchSize": 8, "batch_size": 4096}})")
+                .find("spec.base.batch_size: given twice"),
+            std::string::npos)
+      << ErrorOf(R"({"base": {"batchSize": 8, "batch_size": 4096}})");
+  // Two base objects would otherwise be merged.
+  EXPECT_NE(ErrorOf(R"({"base": {"workload": "mlp"}, "base": {"device": "cpu"}})")
+                .find("spec.base: given twice"),
+            std::string::npos);
+  // The same key in two different objects is fine, and so are escapes.
+  EXPECT_EQ(ErrorOf(R"({"name": "a\"b", "base": {"workload": "mlp"},
+                        "sweep": {"workload": ["mlp"]}})"),
+            "");
+  EXPECT_NE(ErrorOf(R"({"base": {"workload": "mlp", "work\u006coad": "x"}})").find("twice"),
+            std::string::npos);
+}
+
+TEST(SpecBounds, DeepNestingIsRefused) {
+  std::string deep = R"({"labels": )";
+  for (int i = 0; i < 200; ++i) deep += "[";
+  EXPECT_NE(ErrorOf(deep).find("nested deeper than"), std::string::npos) << ErrorOf(deep);
+}
+
+TEST(SpecBounds, NanAndInfinityAreRefusedInFloatFields) {
+  EXPECT_NE(ErrorOf(R"({"base": {"workload": "mlp", "learningRate": "NaN"}})")
+                .find("spec.base.learning_rate"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"base": {"workload": "mlp", "learningRate": "Infinity"}})")
+                .find("spec.base.learning_rate"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"base": {"workload": "mlp"}, "measurement": {"cvThreshold": "NaN"}})")
+                .find("spec.measurement.cv_threshold"),
+            std::string::npos);
+}
+
+TEST(SpecBounds, NamesLabelsAndInputsAreBounded) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("mlp");
+  spec.set_name(std::string(kMaxNameBytes + 1, 'n'));
+  EXPECT_NE(ValidateJobSpec(spec).message().find("spec.name"), std::string::npos);
+  spec.clear_name();
+  for (int i = 0; i <= kMaxLabels; ++i) (*spec.mutable_labels())["k" + std::to_string(i)] = "v";
+  EXPECT_NE(ValidateJobSpec(spec).message().find("spec.labels: at most"), std::string::npos);
+  spec.clear_labels();
+  (*spec.mutable_labels())["bad key\n"] = "v";
+  EXPECT_NE(ValidateJobSpec(spec).message().find("a key must be"), std::string::npos);
+  spec.clear_labels();
+  (*spec.mutable_labels())["team"] = std::string(kMaxLabelValueBytes + 1, 'v');
+  EXPECT_NE(ValidateJobSpec(spec).message().find("spec.labels[team]"), std::string::npos);
+  spec.clear_labels();
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+
+  v1::WorkloadParams* p = spec.mutable_base()->mutable_params();
+  spec.mutable_base()->set_workload("torchscript");
+  p->set_model_sha256(std::string(64, 'a'));
+  for (int i = 0; i <= kMaxInputs; ++i) p->add_inputs()->add_shape(1);
+  EXPECT_NE(ValidateJobSpec(spec).message().find("spec.base.params.inputs: at most"),
+            std::string::npos);
+  p->clear_inputs();
+  auto* in = p->add_inputs();
+  for (int d = 0; d <= kMaxInputRank; ++d) in->add_shape(2);
+  EXPECT_NE(ValidateJobSpec(spec).message().find("spec.base.params.inputs[0].shape: at most"),
+            std::string::npos);
+  p->clear_inputs();
+  p->add_inputs()->add_shape(1);
+  p->mutable_inputs(0)->add_shape(1 << 24);
+  p->mutable_inputs(0)->add_shape(1 << 24);
+  spec.mutable_base()->set_batch_size(1);
+  EXPECT_NE(ExpandSweep(spec).status().message().find("exceeds"), std::string::npos)
+      << ExpandSweep(spec).status();
+}
+
+TEST(SpecBounds, BatchTimesImageAndSequenceAreBoundedInSweepsToo) {
+  // Each factor is within its own range; the product is terabytes.
+  const std::string big = ErrorOf(R"({"base": {"workload": "resnet50", "batchSize": 65536},
+                                       "sweep": {"imageSize": [224, 4096]}})");
+  EXPECT_NE(big.find("spec (run 0 of the sweep): batch_size 65536"), std::string::npos) << big;
+  EXPECT_NE(ErrorOf(R"({"base": {"workload": "transformer", "batchSize": 65536,
+                                 "params": {"sequenceLength": 1048576}}})")
+                .find("tokens"),
+            std::string::npos);
+  // A size left out counts at the workload's default: mlp images are 32².
+  EXPECT_EQ(ErrorOf(R"({"base": {"workload": "mlp", "batchSize": 65536}})"), "");
+  EXPECT_NE(ErrorOf(R"({"base": {"workload": "resnet50", "batchSize": 65536}})")
+                .find("image_size 224"),
+            std::string::npos);
+}
+
+TEST(SpecBounds, ModelHashMustBeAHash) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("torchscript");
+  spec.mutable_base()->mutable_params()->add_inputs()->add_shape(1);
+  for (const std::string& bad : {std::string("../../etc/x"), std::string(64, 'F'),
+                                 std::string(65, 'a')}) {
+    spec.mutable_base()->mutable_params()->set_model_sha256(bad);
+    EXPECT_EQ(ValidateJobSpec(spec).message(),
+              "spec.base.params.model_sha256: must be 64 lower-case hex digits")
+        << bad;
+  }
+}
+
+}  // namespace
+
 }  // namespace gpubench

@@ -336,7 +336,14 @@ TEST(Daemon, KilledWorkerFailsItsJobAndTheNextJobRuns) {
   EXPECT_EQ(WaitForEnd(d, victim), v1::JOB_STATE_FAILED);
   const v1::Job job = GetJob(d, victim);
   EXPECT_NE(job.worker_exit().find("signal 9"), std::string::npos) << job.worker_exit();
-  EXPECT_NE(job.error().find("worker ended early"), std::string::npos) << job.error();
+  EXPECT_NE(job.error().find("the worker died in 1 run(s), last with signal 9"),
+            std::string::npos)
+      << job.error();
+  auto runs = ListRuns(d, victim, false);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE(runs[0].error().find("the worker died in this run (signal 9"), std::string::npos)
+      << runs[0].error();
   EXPECT_EQ(WaitForEnd(d, next), v1::JOB_STATE_SUCCEEDED);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -265,6 +266,59 @@ TEST(Security, OnlyAdminsCancelOtherPeoplesJobsAndJobsRecordTheirSubmitter) {
     EXPECT_EQ(bytes.find(token), std::string::npos) << token;
     EXPECT_EQ(d.log().find(token), std::string::npos) << token;
   }
+}
+
+TEST(Security, UploadsAreBoundedPerFileAndInTotalAndAdminsDeleteModels) {
+  const std::string dir = FreshDir("sec_quota");
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/models").c_str()), 0);
+  std::ofstream(dir + "/models/.upload-leftover-1") << "half an upload from a crash";
+  Daemon d(dir, {"--token-file", WriteTokenFile(dir), "--max-model-bytes", "1000",
+                 "--models-quota-bytes", "2500"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  EXPECT_FALSE(std::ifstream(dir + "/models/.upload-leftover-1").good());
+  EXPECT_NE(d.log().find("removed 1 unfinished upload"), std::string::npos) << d.log();
+
+  grpc::Status big = Upload(d, std::string(1001, 'x'), v1::MODEL_FORMAT_TORCHSCRIPT, kAlice);
+  EXPECT_EQ(big.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(big.error_message().find("header.size_bytes"), std::string::npos);
+  v1::ModelInfo first;
+  ASSERT_TRUE(Upload(d, std::string(900, 'a'), v1::MODEL_FORMAT_TORCHSCRIPT, kAlice, &first).ok());
+  ASSERT_TRUE(Upload(d, std::string(900, 'b'), v1::MODEL_FORMAT_TORCHSCRIPT, kAlice).ok());
+  grpc::Status over = Upload(d, std::string(900, 'c'), v1::MODEL_FORMAT_TORCHSCRIPT, kAlice);
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << over.error_message();
+
+  auto remove = [&](const std::string& token, const std::string& sha256) {
+    grpc::ClientContext ctx;
+    Auth(&ctx, token);
+    v1::DeleteModelRequest req;
+    req.set_sha256(sha256);
+    v1::DeleteModelResponse resp;
+    return d.stub()->DeleteModel(&ctx, req, &resp);
+  };
+  EXPECT_EQ(remove(kAlice, first.sha256()).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(remove(kAdmin, "../x").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(remove(kAdmin, first.sha256()).ok());
+  EXPECT_FALSE(std::ifstream(dir + "/models/" + first.sha256()).good());
+  EXPECT_EQ(remove(kAdmin, first.sha256()).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(Upload(d, std::string(900, 'c'), v1::MODEL_FORMAT_TORCHSCRIPT, kAlice).ok());
+}
+
+TEST(Security, PriorityAboveTheCeilingNeedsAdmin) {
+  const std::string dir = FreshDir("sec_priority");
+  Daemon d(dir, {"--token-file", WriteTokenFile(dir)});
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("empty");
+  spec.mutable_base()->set_device("cpu");
+  spec.set_priority(11);
+  grpc::Status s = Submit(d, spec, kAlice);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("spec.priority: above 10 needs the admin role"),
+            std::string::npos)
+      << s.error_message();
+  EXPECT_TRUE(Submit(d, spec, kAdmin).ok());
+  spec.set_priority(10);
+  EXPECT_TRUE(Submit(d, spec, kAlice).ok());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -79,11 +80,104 @@ TEST(Store, RefusesAFileThatIsNotADatabaseAndLeavesItAlone) {
   std::ofstream(path) << junk;
   auto store = Store::Open({path});
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  // Corruption is DATA_LOSS: the file holds data that cannot be read.
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(store.status().message().find(path), std::string::npos);
   std::ifstream in(path);
   std::string content((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(content, junk);
+}
+
+v1::Run RunWithSamples(const std::string& job_id, int index, int samples) {
+  v1::Run run;
+  run.set_job_id(job_id);
+  run.set_index(index);
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  for (int i = 0; i < samples; ++i) run.mutable_samples()->add_device_ms(1.0f + i % 7);
+  return run;
+}
+
+TEST(Store, NonFiniteSamplesAreRefusedOnWrite) {
+  auto store = Store::Open({TempPath("store_nan.db")});
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string job_id = *(*store)->InsertJob(v1::Job());
+  v1::Run run = RunWithSamples(job_id, 0, 10);
+  run.mutable_samples()->set_device_ms(4, std::nanf(""));
+  auto id = (*store)->InsertRun(run);
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(id.status().message().find("run.samples.device_ms[4]"), std::string::npos)
+      << id.status();
+  run.mutable_samples()->set_device_ms(4, 1);
+  run.mutable_samples()->add_host_ms(INFINITY);
+  EXPECT_FALSE((*store)->InsertRun(run).ok());
+  EXPECT_TRUE((*store)->ListRuns(job_id, true)->empty());
+}
+
+// A real database file with damaged pages (not a file that was never a
+// database): opening it with the integrity check is DataLoss saying what is
+// wrong, and the file is left byte for byte as it was.
+TEST(Store, DamagedPagesAreDataLossSayingWhyAndTheFileIsLeftAlone) {
+  const std::string path = TempPath("store_damaged.db");
+  {
+    auto store = Store::Open({path});
+    ASSERT_TRUE(store.ok()) << store.status();
+    const std::string job_id = *(*store)->InsertJob(v1::Job());
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_TRUE((*store)->InsertRun(RunWithSamples(job_id, i, 50)).ok());
+    }
+  }  // the last close checkpoints the WAL into the file
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t page = 4096;
+  ASSERT_GT(bytes.size(), 20 * page);
+  // Flip bytes inside every page but the first (the header and schema).
+  for (size_t offset = page; offset + page <= bytes.size(); offset += page) {
+    for (size_t i = 0; i < 24; ++i) bytes[offset + 8 + i * 7] ^= 0x5a;
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  StoreOptions options;
+  options.path = path;
+  options.check_integrity = true;
+  auto store = Store::Open(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_NE(store.status().message().find("integrity_check: "), std::string::npos);
+  // Says something after the colon: what SQLite found.
+  const std::string message(store.status().message());
+  EXPECT_GT(message.size(), message.find("integrity_check: ") + 20) << message;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), bytes);
+}
+
+TEST(Store, AFullStoreIsResourceExhaustedAndKeepsWhatItHas) {
+  StoreOptions options;
+  options.path = TempPath("store_full.db");
+  options.max_bytes = 400 << 10;
+  auto store = Store::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string job_id = *(*store)->InsertJob(v1::Job());
+  int stored = 0;
+  absl::Status full;
+  for (int i = 0; i < 1000 && full.ok(); ++i) {
+    auto id = (*store)->InsertRun(RunWithSamples(job_id, i, 2000));
+    if (id.ok()) {
+      ++stored;
+    } else {
+      full = id.status();
+    }
+  }
+  ASSERT_FALSE(full.ok()) << "400 KiB took 1000 runs of 8 KB";
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_GT(stored, 0);
+  EXPECT_EQ((*store)->CanWrite(256 << 10).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE((*store)->CanWrite(10).ok());
+  auto runs = (*store)->ListRuns(job_id, true);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(static_cast<int>(runs->size()), stored);
+  EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
 }
 
 TEST(Store, RefusesANewerSchema) {

@@ -42,7 +42,8 @@ TEST(Telemetry, HostSamplerRecordsCpuAndRssOfThisProcess) {
   EXPECT_GT(series.samples.back().offset_ms, series.samples.front().offset_ms);
   const Summary s = Summarize(series, 0);
   EXPECT_TRUE(s.available);
-  EXPECT_GT(s.host_cpu_utilization_pct.mean, 40);  // one busy thread
+  // One busy thread: near 100% alone, less on a loaded machine, near 0 idle.
+  EXPECT_GT(s.host_cpu_utilization_pct.mean, 10);
   EXPECT_LT(s.host_cpu_utilization_pct.mean, 250);
 }
 

@@ -1,0 +1,287 @@
+// The authorization matrix: every BenchService rpc, called by no token, a
+// wrong token, and a read, submit and admin token, over plaintext loopback,
+// TLS and mutual TLS, each against a real gpubenchd. A refused call gets
+// UNAUTHENTICATED (who are you?) or PERMISSION_DENIED (not you); an allowed
+// one gets past authorization (OK, or the rpc's own NOT_FOUND or
+// INVALID_ARGUMENT for the dummy request).
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "google/protobuf/descriptor.h"
+#include "gpubench/v1/service.grpc.pb.h"
+#include "storage/sha256.h"
+#include "tests/support/daemon_process.h"
+
+namespace gpubench {
+namespace {
+
+using testing_support::Daemon;
+using testing_support::FreshDir;
+
+enum Need { kRead = 1, kSubmit = 2, kAdmin = 3 };
+
+// Written here, not read from auth.cc: the test states the policy.
+const std::map<std::string, Need>& Policy() {
+  static const auto* policy = new std::map<std::string, Need>{
+      {"SubmitJob", kSubmit},      {"GetJob", kRead},          {"ListJobs", kRead},
+      {"WatchJob", kRead},         {"CancelJob", kSubmit},     {"GetRun", kRead},
+      {"ListRuns", kRead},         {"QueryRuns", kRead},       {"GetHostInfo", kRead},
+      {"CreateSchedule", kAdmin},  {"ListSchedules", kRead},   {"DeleteSchedule", kAdmin},
+      {"UploadModel", kSubmit},    {"GetTrace", kRead},        {"ListRegressions", kRead},
+      {"DeleteModel", kAdmin},
+  };
+  return *policy;
+}
+
+using Stub = v1::BenchService::Stub;
+
+// Calls one rpc with a harmless request.
+grpc::Status Call(Stub* stub, const std::string& method, const std::string& token) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  if (method == "SubmitJob") {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->mutable_base()->set_workload("empty");
+    req.mutable_spec()->mutable_base()->set_device("cpu");
+    req.set_dry_run(true);
+    v1::SubmitJobResponse resp;
+    return stub->SubmitJob(&ctx, req, &resp);
+  }
+  if (method == "GetJob") {
+    v1::GetJobRequest req;
+    req.set_job_id("nope");
+    v1::GetJobResponse resp;
+    return stub->GetJob(&ctx, req, &resp);
+  }
+  if (method == "ListJobs") {
+    v1::ListJobsResponse resp;
+    return stub->ListJobs(&ctx, {}, &resp);
+  }
+  if (method == "WatchJob") {
+    v1::WatchJobRequest req;
+    req.set_job_id("nope");
+    auto reader = stub->WatchJob(&ctx, req);
+    v1::WatchJobResponse resp;
+    while (reader->Read(&resp)) {
+    }
+    return reader->Finish();
+  }
+  if (method == "CancelJob") {
+    v1::CancelJobRequest req;
+    req.set_job_id("nope");
+    v1::CancelJobResponse resp;
+    return stub->CancelJob(&ctx, req, &resp);
+  }
+  if (method == "GetRun") {
+    v1::GetRunRequest req;
+    req.set_run_id("nope");
+    v1::GetRunResponse resp;
+    return stub->GetRun(&ctx, req, &resp);
+  }
+  if (method == "ListRuns") {
+    v1::ListRunsRequest req;
+    req.set_job_id("nope");
+    v1::ListRunsResponse resp;
+    return stub->ListRuns(&ctx, req, &resp);
+  }
+  if (method == "QueryRuns") {
+    v1::QueryRunsResponse resp;
+    return stub->QueryRuns(&ctx, {}, &resp);
+  }
+  if (method == "GetHostInfo") {
+    v1::GetHostInfoResponse resp;
+    return stub->GetHostInfo(&ctx, {}, &resp);
+  }
+  if (method == "CreateSchedule") {
+    v1::CreateScheduleRequest req;  // no cron: INVALID_ARGUMENT once allowed
+    v1::CreateScheduleResponse resp;
+    return stub->CreateSchedule(&ctx, req, &resp);
+  }
+  if (method == "ListSchedules") {
+    v1::ListSchedulesResponse resp;
+    return stub->ListSchedules(&ctx, {}, &resp);
+  }
+  if (method == "DeleteSchedule") {
+    v1::DeleteScheduleRequest req;
+    req.set_schedule_id("nope");
+    v1::DeleteScheduleResponse resp;
+    return stub->DeleteSchedule(&ctx, req, &resp);
+  }
+  if (method == "UploadModel") {
+    v1::UploadModelResponse resp;
+    auto writer = stub->UploadModel(&ctx, &resp);
+    writer->WritesDone();  // no header: INVALID_ARGUMENT once allowed
+    return writer->Finish();
+  }
+  if (method == "GetTrace") {
+    v1::GetTraceRequest req;
+    req.set_run_id("nope");
+    auto reader = stub->GetTrace(&ctx, req);
+    v1::GetTraceResponse resp;
+    while (reader->Read(&resp)) {
+    }
+    return reader->Finish();
+  }
+  if (method == "ListRegressions") {
+    v1::ListRegressionsResponse resp;
+    return stub->ListRegressions(&ctx, {}, &resp);
+  }
+  if (method == "DeleteModel") {
+    v1::DeleteModelRequest req;
+    req.set_sha256(std::string(64, 'a'));
+    v1::DeleteModelResponse resp;
+    return stub->DeleteModel(&ctx, req, &resp);
+  }
+  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "the test does not know " + method);
+}
+
+std::string Run(const std::string& command) {
+  EXPECT_EQ(std::system((command + " >/dev/null 2>&1").c_str()), 0) << command;
+  return command;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A CA, a server certificate for 127.0.0.1 and a client certificate for
+// CN=alice, all signed by the CA; and a stranger's client certificate signed
+// by another CA.
+void MakeCertificates(const std::string& dir) {
+  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  for (const char* ca : {"ca", "other-ca"}) {
+    Run("cd '" + dir + "' && openssl req -x509 " + ec + " -days 2 -subj /CN=" + ca +
+        " -keyout " + ca + ".key -out " + ca + ".pem");
+  }
+  std::ofstream(dir + "/san.ext") << "subjectAltName=IP:127.0.0.1\n";
+  for (auto [name, ca, ext] :
+       {std::tuple<const char*, const char*, const char*>{"server", "ca", " -extfile san.ext"},
+        {"alice", "ca", ""},
+        {"stranger", "other-ca", ""}}) {
+    Run("cd '" + dir + "' && openssl req " + ec + " -subj /CN=" + name + " -keyout " + name +
+        ".key -out " + name + ".csr && openssl x509 -req -in " + name + ".csr -CA " + ca +
+        ".pem -CAkey " + ca + ".key -CAcreateserial -days 2" + ext + " -out " + name + ".pem");
+  }
+}
+
+struct Identity {
+  const char* label;
+  std::string token;
+  int role;  // 0: refused as unauthenticated
+};
+
+TEST(AuthMatrix, EveryRpcTimesEveryRoleTimesEveryTransport) {
+  // Every rpc of the service is in the policy above, so a new rpc fails
+  // here until someone says who may call it.
+  const auto* service = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+      "gpubench.v1.BenchService");
+  ASSERT_NE(service, nullptr);
+  for (int i = 0; i < service->method_count(); ++i) {
+    EXPECT_EQ(Policy().count(service->method(i)->name()), 1u) << service->method(i)->name();
+  }
+
+  const std::string dir = FreshDir("auth_matrix");
+  MakeCertificates(dir);
+  std::ofstream(dir + "/tokens") << storage::Sha256Hex("r-token") << " dashboards read\n"
+                                 << storage::Sha256Hex("s-token") << " ci submit\n"
+                                 << storage::Sha256Hex("a-token") << " ops admin\n";
+  const std::vector<std::string> tokens = {"--token-file", dir + "/tokens"};
+  const std::vector<std::string> tls = {"--tls-cert", dir + "/server.pem", "--tls-key",
+                                        dir + "/server.key"};
+  std::vector<std::string> tls_args = tokens, mtls_args = tokens;
+  tls_args.insert(tls_args.end(), tls.begin(), tls.end());
+  mtls_args.insert(mtls_args.end(), tls.begin(), tls.end());
+  for (const char* a : {"--tls-client-ca", "", "--client-cert-role", "read"}) {
+    mtls_args.push_back(*a ? a : dir + "/ca.pem");
+  }
+  Daemon plain(FreshDir("auth_plain"), tokens);
+  Daemon tls_daemon(FreshDir("auth_tls"), tls_args);
+  Daemon mtls_daemon(FreshDir("auth_mtls"), mtls_args);
+  for (Daemon* d : {&plain, &tls_daemon, &mtls_daemon}) ASSERT_TRUE(d->serving()) << d->log();
+
+  grpc::SslCredentialsOptions server_only;
+  server_only.pem_root_certs = ReadFile(dir + "/ca.pem");
+  grpc::SslCredentialsOptions as_alice = server_only;
+  as_alice.pem_cert_chain = ReadFile(dir + "/alice.pem");
+  as_alice.pem_private_key = ReadFile(dir + "/alice.key");
+  struct Transport {
+    const char* label;
+    std::shared_ptr<grpc::Channel> channel;
+    int anonymous_role;  // what a call without a token may do
+  };
+  const std::vector<Transport> transports = {
+      {"plaintext", grpc::CreateChannel(plain.address(), grpc::InsecureChannelCredentials()),
+       0},
+      {"tls", grpc::CreateChannel(tls_daemon.address(), grpc::SslCredentials(server_only)), 0},
+      // mTLS: alice's certificate alone is the read role (--client-cert-role).
+      {"mtls", grpc::CreateChannel(mtls_daemon.address(), grpc::SslCredentials(as_alice)),
+       kRead},
+  };
+  int checked = 0;
+  for (const Transport& t : transports) {
+    auto stub = v1::BenchService::NewStub(t.channel);
+    const std::vector<Identity> identities = {{"no token", "", t.anonymous_role},
+                                              {"wrong token", "guess", 0},
+                                              {"read", "r-token", kRead},
+                                              {"submit", "s-token", kSubmit},
+                                              {"admin", "a-token", kAdmin}};
+    for (const auto& [method, need] : Policy()) {
+      for (const Identity& who : identities) {
+        const grpc::Status s = Call(stub.get(), method, who.token);
+        const std::string where = std::string(t.label) + " " + method + " as " + who.label +
+                                  ": " + std::to_string(s.error_code()) + " " +
+                                  s.error_message();
+        if (who.role == 0 && !(t.anonymous_role > 0 && who.token.empty())) {
+          EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << where;
+        } else if (who.role < need) {
+          EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << where;
+        } else {
+          EXPECT_NE(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << where;
+          EXPECT_NE(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << where;
+          EXPECT_NE(s.error_code(), grpc::StatusCode::UNAVAILABLE) << where;
+          EXPECT_NE(s.error_code(), grpc::StatusCode::UNIMPLEMENTED) << where;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 5 * static_cast<int>(Policy().size()));
+
+  // A certificate from a CA the daemon does not trust never gets a call in.
+  grpc::SslCredentialsOptions as_stranger = server_only;
+  as_stranger.pem_cert_chain = ReadFile(dir + "/stranger.pem");
+  as_stranger.pem_private_key = ReadFile(dir + "/stranger.key");
+  auto stranger = v1::BenchService::NewStub(
+      grpc::CreateChannel(mtls_daemon.address(), grpc::SslCredentials(as_stranger)));
+  EXPECT_EQ(Call(stranger.get(), "GetHostInfo", "a-token").error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  // A caller known by certificate records its subject as submitter.
+  auto alice = v1::BenchService::NewStub(transports[2].channel);
+  grpc::ClientContext ctx;
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->mutable_base()->set_workload("empty");
+  req.mutable_spec()->mutable_base()->set_device("cpu");
+  v1::SubmitJobResponse resp;
+  EXPECT_EQ(alice->SubmitJob(&ctx, req, &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);  // read role: may not submit
+  // Tokens never reach a daemon's log.
+  for (Daemon* d : {&plain, &tls_daemon, &mtls_daemon}) {
+    for (const char* token : {"r-token", "s-token", "a-token", "guess"}) {
+      EXPECT_EQ(d->log().find(token), std::string::npos) << token;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpubench
