@@ -217,7 +217,8 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
                       c.optimizer()))
            .ok())
     return s;
-  if (c.learning_rate() < 0 || c.learning_rate() > 100) {
+  // Negated so that NaN, which compares false with everything, is refused.
+  if (!(c.learning_rate() >= 0 && c.learning_rate() <= 100)) {
     return Invalid(path + ".learning_rate",
                    absl::StrCat("must be in [0, 100], got ", c.learning_rate()));
   }
@@ -330,7 +331,8 @@ absl::Status ValidateMeasurement(const std::string& path,
                        1000000))
            .ok())
     return s;
-  if (m.cv_threshold() < 0 || m.cv_threshold() >= 1) {
+  // Negated so that NaN is refused: it would never count a run as stable.
+  if (!(m.cv_threshold() >= 0 && m.cv_threshold() < 1)) {
     return Invalid(path + ".cv_threshold",
                    absl::StrCat("must be in [0, 1), got ", m.cv_threshold()));
   }
@@ -499,6 +501,13 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
   for (int n = 0; n < total; ++n) {
     v1::RunConfig config = spec.base();
     for (size_t a = 0; a < setters.size(); ++a) setters[a](index[a], &config);
+    // The base and the axes passed one by one; the checks that relate two
+    // fields (a CUDA graph and its device, torchscript and its model) must
+    // also hold for each combination of swept values.
+    if (auto s = ValidateRunConfig(absl::StrCat("spec.sweep (run ", n, ")"),
+                                   config, /*workload_swept=*/false);
+        !s.ok())
+      return s;
     runs.push_back(std::move(config));
     // Odometer increment, last axis fastest.
     for (int a = static_cast<int>(sizes.size()) - 1; a >= 0; --a) {
