@@ -336,6 +336,7 @@ absl::Status ValidateMeasurement(const std::string& path,
                        1000000))
            .ok())
     return s;
+  // Negated so that NaN is refused: it would never count a run as stable.
   if (!(m.cv_threshold() >= 0 && m.cv_threshold() < 1)) {
     return Invalid(path + ".cv_threshold",
                    absl::StrCat("must be in [0, 1), got ", m.cv_threshold()));
@@ -686,6 +687,13 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
   for (int n = 0; n < total; ++n) {
     v1::RunConfig config = spec.base();
     for (size_t a = 0; a < setters.size(); ++a) setters[a](index[a], &config);
+    // The base and the axes passed one by one; the checks that relate two
+    // fields (a CUDA graph and its device, torchscript and its model, the
+    // batch and the image) must also hold for each combination of values.
+    if (auto s = ValidateRunConfig(absl::StrCat("spec.sweep (run ", n, ")"),
+                                   config, /*workload_swept=*/false);
+        !s.ok())
+      return s;
     if (auto s = CheckSize(absl::StrCat("spec (run ", n, " of the sweep)"), config); !s.ok()) {
       return s;
     }

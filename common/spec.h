@@ -59,7 +59,9 @@ int CountSweepPoints(const v1::Sweep& sweep);
 
 // The Cartesian product of spec.sweep over spec.base, in a stable order: axes
 // in Sweep's declaration order, the last one varying fastest. Validates first;
-// more than kMaxSweepPoints points is InvalidArgument.
+// more than kMaxSweepPoints points is InvalidArgument, and so is a run that
+// combines swept values a single config may not have (a CUDA graph on "cpu",
+// a swept torchscript without a model), named as "spec.sweep (run N).field".
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(const v1::JobSpec& spec);
 
 // Everything about a run's config but its batch size, as one line

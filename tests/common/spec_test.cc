@@ -60,6 +60,18 @@ TEST(SpecValidation, UnknownWorkloadAndDevice) {
   EXPECT_NE(ValidateJobSpec(spec).message().find("spec.base.device"), std::string::npos);
 }
 
+TEST(SpecValidation, NanIsInNoRange) {
+  auto spec = ParseJobSpecJson(R"({"base": {"workload": "mlp", "learningRate": "NaN"}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(ValidateJobSpec(*spec).message(),
+            "spec.base.learning_rate: must be in [0, 100], got nan");
+  spec = ParseJobSpecJson(
+      R"({"base": {"workload": "mlp"}, "measurement": {"cvThreshold": "NaN"}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(ValidateJobSpec(*spec).message(),
+            "spec.measurement.cv_threshold: must be in [0, 1), got nan");
+}
+
 TEST(Sweep, CartesianProductInStableOrder) {
   auto spec = ParseJobSpecJson(kSpec);
   ASSERT_TRUE(spec.ok());
@@ -84,6 +96,29 @@ TEST(Sweep, RefusesMoreThan512Points) {
   ASSERT_FALSE(runs.ok());
   EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(runs.status().message().find("512"), std::string::npos);
+}
+
+// Each axis value is valid alone; the combination is not.
+TEST(Sweep, EachRunPassesTheChecksThatRelateTwoFields) {
+  auto graph = ParseJobSpecJson(R"({
+    "base": {"workload": "mlp", "execution": "EXECUTION_CUDA_GRAPH"},
+    "sweep": {"device": ["cuda", "cpu"]}})");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto runs = ExpandSweep(*graph);
+  ASSERT_FALSE(runs.ok());
+  EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runs.status().message(),
+            "spec.sweep (run 1).execution: CUDA graphs need a CUDA device, not \"cpu\"");
+
+  auto script = ParseJobSpecJson(R"({
+    "base": {"params": {"inputs": [{"shape": ["1"]}]}},
+    "sweep": {"workload": ["mlp", "torchscript"]}})");
+  ASSERT_TRUE(script.ok()) << script.status();
+  runs = ExpandSweep(*script);
+  ASSERT_FALSE(runs.ok());
+  EXPECT_EQ(runs.status().message(),
+            "spec.sweep (run 1).params.model_path: torchscript needs model_path or "
+            "model_sha256");
 }
 
 TEST(EnumNames, ShortNamesRoundTrip) {
