@@ -341,6 +341,23 @@ absl::StatusOr<std::vector<Daemon>> ConnectAll(const Args& a, bool all_fleet) {
   return daemons;
 }
 
+grpc::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
+                         std::vector<v1::Run>* runs) {
+  runs->clear();
+  v1::ListRunsRequest req;
+  req.set_job_id(job_id);
+  req.set_include_samples(include_samples);
+  do {
+    grpc::ClientContext ctx;
+    PrepareCall(d.host, kCallSeconds, &ctx);
+    v1::ListRunsResponse resp;
+    if (grpc::Status s = d.stub->ListRuns(&ctx, req, &resp); !s.ok()) return s;
+    runs->insert(runs->end(), resp.runs().begin(), resp.runs().end());
+    req.set_page_token(resp.next_page_token());
+  } while (!req.page_token().empty());
+  return grpc::Status::OK;
+}
+
 absl::StatusOr<Daemon> ConnectOne(const Args& a) {
   auto all = ConnectAll(a, /*all_fleet=*/false);
   if (!all.ok()) return all.status();

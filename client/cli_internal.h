@@ -40,6 +40,11 @@ struct Daemon {
   std::unique_ptr<v1::BenchService::Stub> stub;
 };
 
+// Every run of a job, in sweep order, page after page (a page holds at most
+// 32 MiB). The first failed call's status.
+grpc::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
+                         std::vector<v1::Run>* runs);
+
 // Connects to every host resolved from --host / GPUBENCH_HOST / the fleet
 // file; all_fleet as in ResolveHosts.
 absl::StatusOr<std::vector<Daemon>> ConnectAll(const Args& a, bool all_fleet);

@@ -115,13 +115,7 @@ grpc::Status FetchSide(const Daemon& d, const std::string& id, Side* side) {
     if (s.ok()) side->runs = {resp.run()};
     return s;
   }
-  v1::ListRunsRequest req;
-  req.set_job_id(id);
-  req.set_include_samples(true);
-  v1::ListRunsResponse resp;
-  grpc::Status s = d.stub->ListRuns(&ctx, req, &resp);
-  if (s.ok()) side->runs.assign(resp.runs().begin(), resp.runs().end());
-  return s;
+  return ListAllRuns(d, id, /*include_samples=*/true, &side->runs);
 }
 
 int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
@@ -249,21 +243,30 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
   req.set_include_samples(true);
   req.set_page_size(200);
   *req.mutable_started_before() = run.start_time();  // its history: earlier runs only
-  grpc::ClientContext ctx;
-  PrepareCall(d->host, kCallSeconds, &ctx);
-  v1::QueryRunsResponse resp;
-  if (auto s = d->stub->QueryRuns(&ctx, req, &resp); !s.ok()) return CallFailed(d->host, s, err);
   v1::Run pooled = run;
   pooled.clear_samples();
   int used = 0;
   double tput = 0;
-  for (const v1::Run& r : resp.runs()) {
-    if (r.job_id() == run.job_id() || ConfigKey(r.config()) != ConfigKey(run.config())) continue;
-    if (used == kHistoryRuns) break;
-    ++used;
-    tput += r.result().throughput_samples_per_s();
-    for (float ms : r.samples().device_ms()) pooled.mutable_samples()->add_device_ms(ms);
-  }
+  // With samples the daemon pages by a few runs: read on until the history
+  // is full or the schedule has no more.
+  do {
+    grpc::ClientContext ctx;
+    PrepareCall(d->host, kCallSeconds, &ctx);
+    v1::QueryRunsResponse resp;
+    if (auto s = d->stub->QueryRuns(&ctx, req, &resp); !s.ok()) {
+      return CallFailed(d->host, s, err);
+    }
+    for (const v1::Run& r : resp.runs()) {
+      if (r.job_id() == run.job_id() || ConfigKey(r.config()) != ConfigKey(run.config())) {
+        continue;
+      }
+      if (used == kHistoryRuns) break;
+      ++used;
+      tput += r.result().throughput_samples_per_s();
+      for (float ms : r.samples().device_ms()) pooled.mutable_samples()->add_device_ms(ms);
+    }
+    req.set_page_token(resp.next_page_token());
+  } while (used < kHistoryRuns && !req.page_token().empty());
   if (used == 0) {
     err << "gpubench: schedule " << job.job().schedule_id() << " has no earlier run of "
         << ConfigLabel(run.config()) << "\n";
@@ -444,13 +447,9 @@ int ReportCommand(const Args& a, std::ostream& out, std::ostream& err) {
       if (auto s = d->stub->GetJob(&ctx, req, &resp); !s.ok()) return CallFailed(d->host, s, err);
       rj.job = resp.job();
     }
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
-    v1::ListRunsRequest req;
-    req.set_job_id(id);
-    v1::ListRunsResponse resp;
-    if (auto s = d->stub->ListRuns(&ctx, req, &resp); !s.ok()) return CallFailed(d->host, s, err);
-    rj.runs.assign(resp.runs().begin(), resp.runs().end());
+    if (auto s = ListAllRuns(*d, id, /*include_samples=*/false, &rj.runs); !s.ok()) {
+      return CallFailed(d->host, s, err);
+    }
     jobs.push_back(std::move(rj));
   }
   const std::string path = a.Option("out");

@@ -134,14 +134,8 @@ absl::Status GetJob(const Daemon& d, const std::string& id, v1::Job* job,
     if (!call->ok()) return absl::UnknownError("call");
     *job = resp.job();
   }
-  grpc::ClientContext ctx;
-  PrepareCall(d.host, kCallSeconds, &ctx);
-  v1::ListRunsRequest req;
-  req.set_job_id(id);
-  v1::ListRunsResponse resp;
-  *call = d.stub->ListRuns(&ctx, req, &resp);
+  *call = ListAllRuns(d, id, /*include_samples=*/false, runs);
   if (!call->ok()) return absl::UnknownError("call");
-  runs->assign(resp.runs().begin(), resp.runs().end());
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <mutex>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/paths.h"
@@ -569,9 +570,29 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext
   if (auto job = store_->GetJob(request->job_id()); !job.ok()) {
     return Reply(context, job.status());
   }
+  size_t first = 0;
+  if (!request->page_token().empty() &&
+      (!absl::SimpleAtoi(request->page_token(), &first) ||
+       first > static_cast<size_t>(kMaxSweepPoints))) {
+    return Reply(context, absl::InvalidArgumentError("page_token: not one this daemon gave"));
+  }
+  if (request->page_size() < 0) {
+    return Reply(context, absl::InvalidArgumentError("page_size: must be >= 0"));
+  }
   auto runs = store_->ListRuns(request->job_id(), request->include_samples());
   if (!runs.ok()) return Reply(context, runs.status());
-  for (auto& r : *runs) *response->add_runs() = std::move(r);
+  // Below the 64 MiB a reply may have, with room for one large run more.
+  constexpr size_t kPageBytes = 32 << 20;
+  size_t bytes = 0, i = first;
+  for (; i < runs->size(); ++i) {
+    const size_t size = (*runs)[i].ByteSizeLong();
+    const bool full = request->page_size() > 0 &&
+                      response->runs_size() >= request->page_size();
+    if (response->runs_size() > 0 && (full || bytes + size > kPageBytes)) break;
+    bytes += size;
+    *response->add_runs() = std::move((*runs)[i]);
+  }
+  if (i < runs->size()) response->set_next_page_token(absl::StrCat(i));
   return Reply(context, absl::OkStatus());
 }
 
@@ -590,7 +611,13 @@ grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContex
   filter.started_before_ns = Ns(request->started_before());
   filter.job_id = request->job_id();
   filter.schedule_id = request->schedule_id();
-  auto page = store_->QueryRuns(filter, request->page_size(), request->page_token());
+  // With samples a run can weigh 12 MiB and its telemetry a few more: four
+  // a page stay below the 64 MiB a reply may have.
+  const int page_size = request->include_samples() && (request->page_size() <= 0 ||
+                                                      request->page_size() > 4)
+                            ? 4
+                            : request->page_size();
+  auto page = store_->QueryRuns(filter, page_size, request->page_token());
   if (!page.ok()) return Reply(context, page.status());
   for (auto& r : page->items) {
     if (request->include_samples()) {

@@ -289,6 +289,55 @@ TEST(Daemon, ListAndQueryFilter) {
   }
 }
 
+// No listing can outgrow the 64 MiB a reply may have: runs come in pages.
+TEST(Daemon, RunListingsComeInPages) {
+  Daemon d(FreshDir("pages"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = TinySpec("empty");
+  for (int batch : {1, 2, 3, 4, 5}) spec.mutable_sweep()->add_batch_size(batch);
+  const std::string id = Submit(d, spec);
+  ASSERT_EQ(WaitForEnd(d, id), v1::JOB_STATE_SUCCEEDED);
+  std::vector<int> sizes, batches;
+  v1::ListRunsRequest req;
+  req.set_job_id(id);
+  req.set_include_samples(true);
+  req.set_page_size(2);
+  do {
+    grpc::ClientContext ctx;
+    v1::ListRunsResponse resp;
+    ASSERT_TRUE(d.stub()->ListRuns(&ctx, req, &resp).ok());
+    sizes.push_back(resp.runs_size());
+    for (const auto& r : resp.runs()) {
+      batches.push_back(r.config().batch_size());
+      EXPECT_GT(r.samples().device_ms_size(), 0);
+    }
+    req.set_page_token(resp.next_page_token());
+  } while (!req.page_token().empty() && sizes.size() < 10);
+  EXPECT_EQ(sizes, (std::vector<int>{2, 2, 1}));
+  EXPECT_EQ(batches, (std::vector<int>{1, 2, 3, 4, 5}));
+  grpc::ClientContext bad_ctx;
+  req.set_page_token("x");
+  v1::ListRunsResponse bad;
+  EXPECT_EQ(d.stub()->ListRuns(&bad_ctx, req, &bad).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  // With samples, QueryRuns pages by four at most, whatever was asked. (The
+  // CLI accepts 64 MiB replies; so does this client.)
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto stub = v1::BenchService::NewStub(
+      grpc::CreateCustomChannel(d.address(), grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext ctx;
+  v1::QueryRunsRequest query;
+  query.set_job_id(id);
+  query.set_include_samples(true);
+  query.set_page_size(1000);
+  v1::QueryRunsResponse page;
+  const grpc::Status queried = stub->QueryRuns(&ctx, query, &page);
+  ASSERT_TRUE(queried.ok()) << queried.error_code() << " " << queried.error_message();
+  EXPECT_EQ(page.runs_size(), 4);
+  EXPECT_FALSE(page.next_page_token().empty());
+}
+
 TEST(Daemon, CancelQueuedAndRunningJobs) {
   Daemon d(FreshDir("cancel"));
   ASSERT_TRUE(d.serving()) << d.log();
