@@ -14,7 +14,7 @@ inline constexpr int kExitJobFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUnreachable = 3;
 inline constexpr int kExitRegression = 4;  // a regression or significant slowdown
-inline constexpr int kExitAuth = 5;  // a daemon refused the credentials or the role
+inline constexpr int kExitAuth = 5;  // a daemon said UNAUTHENTICATED or PERMISSION_DENIED
 
 // Runs `gpubench args...` and returns its exit code. Writes results to out
 // and messages to err.

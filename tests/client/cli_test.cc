@@ -367,6 +367,13 @@ TEST(CliDaemon, TraceScheduleModelAndReport) {
   Result uploaded = Cli({"model", "upload", model, "--host", d.address()});
   ASSERT_EQ(uploaded.code, kExitOk) << uploaded.err;
   EXPECT_EQ(uploaded.out.substr(0, 64), storage::Sha256Hex(std::string(3 << 20, 'm')));
+  // model rm deletes it (the loopback daemon without tokens: every caller is admin).
+  Result removed = Cli({"model", "rm", uploaded.out.substr(0, 64), "--host", d.address()});
+  EXPECT_EQ(removed.code, kExitOk) << removed.err;
+  EXPECT_NE(removed.out.find("deleted " + uploaded.out.substr(0, 64)), std::string::npos);
+  Result again = Cli({"model", "rm", uploaded.out.substr(0, 64), "--host", d.address()});
+  EXPECT_EQ(again.code, kExitJobFailed) << again.err;  // NOT_FOUND
+  EXPECT_NE(again.err.find("model "), std::string::npos) << again.err;
 
   // report: one HTML file with plots.
   Result report = Cli({"report", job_id, "-o", dir + "/report.html", "--host", d.address()});

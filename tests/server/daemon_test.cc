@@ -394,6 +394,11 @@ TEST(Daemon, KilledWorkerFailsItsJobAndTheNextJobRuns) {
   EXPECT_NE(runs[0].error().find("the worker died in this run (signal 9"), std::string::npos)
       << runs[0].error();
   EXPECT_EQ(WaitForEnd(d, next), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(ListRuns(d, next, false).size(), 1u);
+  d.Stop(SIGTERM);
+  auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
 }
 
 TEST(Daemon, KilledDaemonInterruptsAndRequeuesTheJobKeepingItsRuns) {
