@@ -274,10 +274,11 @@ void JobManager::OverlayUnsaved(std::vector<v1::Job>* jobs) {
   }
 }
 
-void JobManager::RememberUnsaved(const v1::Job& job, const absl::Status& why) {
-  std::cerr << "gpubenchd: job " << job.job_id() << ": storing it failed: " << why.message()
-            << "\n";
-  std::lock_guard<std::mutex> lock(mu_);
+void JobManager::RememberUnsavedLocked(const v1::Job& job, const absl::Status& why) {
+  // The store cannot write: this daemon still knows the truth, serves it
+  // (GetJob, ListJobs) and writes it when the store takes writes again.
+  std::cerr << "gpubenchd: job " << job.job_id() << ": storing it ("
+            << v1::JobState_Name(job.state()) << ") failed: " << why.message() << "\n";
   unsaved_[job.job_id()] = job;
 }
 
@@ -610,7 +611,10 @@ absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string&
   }, true, run, trace);
   if (!stored.ok()) return stored;
   CountFinishedRun(*run, job);
-  if (auto s = store_->UpdateJob(*job); !s.ok()) RememberUnsaved(*job, s);
+  if (auto s = store_->UpdateJob(*job); !s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    RememberUnsavedLocked(*job, s);
+  }
   return absl::OkStatus();
 }
 
@@ -731,11 +735,7 @@ absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
     if (status.ok()) {
       unsaved_.erase(job->job_id());
     } else {
-      // The store cannot write: this daemon still knows the truth, serves it
-      // (GetJob, ListJobs) and writes it when the store takes writes again.
-      std::cerr << "gpubenchd: job " << job->job_id() << ": storing state "
-                << v1::JobState_Name(state) << " failed: " << status.message() << "\n";
-      unsaved_[job->job_id()] = *job;
+      RememberUnsavedLocked(*job, status);
     }
     JobLog& log = logs_[job->job_id()];
     log.events.push_back(std::move(e));

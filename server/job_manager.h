@@ -140,8 +140,9 @@ class JobManager {
   // verdict), stores it with its event and books it into *job. The store's
   // error when the run could not be stored.
   absl::Status StoreRun(v1::Job* job, v1::Run* run, const std::string& trace);
-  // Keeps a job whose state the store could not take (see unsaved_).
-  void RememberUnsaved(const v1::Job& job, const absl::Status& why);
+  // Keeps a job whose state the store could not take (see unsaved_), and
+  // logs why. Requires mu_.
+  void RememberUnsavedLocked(const v1::Job& job, const absl::Status& why);
   // Writes every unsaved job; the first store error, if any.
   absl::Status FlushUnsaved();
   void Notify(const std::string& job_id);

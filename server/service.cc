@@ -579,18 +579,26 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext
   if (request->page_size() < 0) {
     return Reply(context, absl::InvalidArgumentError("page_size: must be >= 0"));
   }
-  auto runs = store_->ListRuns(request->job_id(), request->include_samples());
+  // The records without samples, then the samples of this page's runs
+  // only: a job's every sample, read for each page, would be read again and
+  // again.
+  auto runs = store_->ListRuns(request->job_id(), /*include_samples=*/false);
   if (!runs.ok()) return Reply(context, runs.status());
   // Below the 64 MiB a reply may have, with room for one large run more.
   constexpr size_t kPageBytes = 32 << 20;
   size_t bytes = 0, i = first;
   for (; i < runs->size(); ++i) {
-    const size_t size = (*runs)[i].ByteSizeLong();
-    const bool full = request->page_size() > 0 &&
-                      response->runs_size() >= request->page_size();
-    if (response->runs_size() > 0 && (full || bytes + size > kPageBytes)) break;
+    if (request->page_size() > 0 && response->runs_size() >= request->page_size()) break;
+    v1::Run& run = (*runs)[i];
+    if (request->include_samples()) {
+      auto full = store_->GetRun(run.run_id(), /*include_samples=*/true);
+      if (!full.ok()) return Reply(context, full.status());
+      run = std::move(*full);
+    }
+    const size_t size = run.ByteSizeLong();
+    if (response->runs_size() > 0 && bytes + size > kPageBytes) break;
     bytes += size;
-    *response->add_runs() = std::move((*runs)[i]);
+    *response->add_runs() = std::move(run);
   }
   if (i < runs->size()) response->set_next_page_token(absl::StrCat(i));
   return Reply(context, absl::OkStatus());
