@@ -16,14 +16,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/cli_internal.h"
-#include "client/local_runner.h"
+#include "client/local_daemon.h"
 #include "client/spec_flags.h"
 #include "common/paths.h"
 #include "common/spec.h"
 #include "common/version.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/time_util.h"
-#include "worker/process.h"
 
 namespace gpubench::client {
 namespace {
@@ -173,8 +172,11 @@ operators), readable offline.
 example: gpubench report j1... j2... -o report.html
 )"},
       {"run", R"(usage: gpubench run [SPEC.json] [spec flags] [--data-dir DIR] [--worker PATH]
-Runs a job on this machine without a daemon and prints its results; stores them in
-the local SQLite file.
+                    [--daemon PATH]
+Runs a job on this machine and prints its results. The gpubenchd that serves the
+data directory takes it; without one, a gpubenchd started for this job on a
+private socket (any model file you can read may be loaded), stopped after it.
+Results stay in the data directory's SQLite file.
 example: gpubench run --workload mlp --model-size small,medium,large --device cpu
 )"},
       {"spec", R"(usage: gpubench spec [SPEC.json] [spec flags]
@@ -189,12 +191,12 @@ example: gpubench spec --workload resnet50 --batch 32,64 --precision fp32,bf16
 // true take no value.
 const std::map<std::string, bool>& CommandOptions() {
   static const auto* options = new std::map<std::string, bool>{
-      {"host", false},     {"hosts", false},     {"data-dir", false}, {"output", false},
-      {"worker", false},   {"since", false},     {"until", false},    {"state", false},
-      {"config", false},   {"job", false},       {"schedule", false}, {"host-id", false},
-      {"limit", false},    {"cron", false},      {"tz", false},       {"out", false},
-      {"title", false},    {"alpha", false},     {"min-effect", false},
-      {"history", true},   {"wait", true},       {"watch", true},     {"help", true},
+      {"host", false},     {"hosts", false},     {"data-dir", false},  {"output", false},
+      {"worker", false},   {"daemon", false},    {"since", false},     {"until", false},
+      {"state", false},    {"config", false},    {"job", false},       {"schedule", false},
+      {"host-id", false},  {"limit", false},     {"cron", false},      {"tz", false},
+      {"out", false},      {"title", false},     {"alpha", false},     {"min-effect", false},
+      {"history", true},   {"wait", true},       {"watch", true},      {"help", true},
       {"include-improvements", true}};
   return *options;
 }
@@ -244,52 +246,43 @@ std::string Bytes(int64_t b) {
   return absl::StrFormat("%.1f MiB", b / double(1 << 20));
 }
 
+// The job goes through a daemon like any other: the one that serves the data
+// directory, else a child gpubenchd started for it on a private socket.
 int RunCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto spec = BuildSpec(a, a.positional.empty() ? "" : a.positional[0]);
-  if (!spec.ok()) {
-    err << "gpubench: " << spec.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!spec.ok()) return Usage(err, std::string(spec.status().message()));
   const std::string data_dir = a.Option("data-dir", DefaultDataDir());
-  if (auto s = MakeDirs(data_dir); !s.ok()) {
-    err << "gpubench: " << s.message() << "\n";
-    return kExitUsage;
-  }
-  storage::StoreOptions options;
-  options.path = data_dir + "/gpubench.db";
-  auto store = storage::Store::Open(options);
-  if (!store.ok()) {
-    err << "gpubench: " << store.status().message() << "\n";
-    return kExitJobFailed;
-  }
-  const bool tty = a.format == Format::kTable && isatty(fileno(stderr));
-  auto on_event = [&](const v1::WorkerEvent& e) {
-    if (e.has_run_started()) {
-      err << "run " << e.run_started().index() + 1 << "/" << e.run_started().run_count()
-          << ": " << ConfigLabel(e.run_started().config()) << "\n";
-    } else if (e.has_run_progress() && tty) {
-      const auto& p = e.run_progress();
-      err << absl::StrFormat("  %s %d it, %.1f samples/s\r", p.phase(), p.iterations(),
-                             p.throughput_samples_per_s());
+  if (auto s = MakeDirs(data_dir); !s.ok()) return Usage(err, std::string(s.message()));
+  Daemon d;
+  d.host.name = "local";
+  std::unique_ptr<LocalDaemon> local;
+  if (auto serving = AddressOfDaemonServing(data_dir); serving.ok()) {
+    d.host.address = *serving;
+    err << "gpubench: the gpubenchd serving " << data_dir << " (" << *serving
+        << ") takes the job\n";
+  } else {
+    LocalDaemonOptions options;
+    options.daemon_path = a.Option("daemon", InstalledBinary("gpubenchd", "GPUBENCH_DAEMON"));
+    options.data_dir = data_dir;
+    // The user's own daemon on a private socket: any file they can read is
+    // theirs to load.
+    options.extra_args = {"--model-root", "/"};
+    if (a.Has("worker")) options.extra_args.insert(options.extra_args.end(),
+                                                  {"--worker", a.Option("worker")});
+    auto started = LocalDaemon::Start(options);
+    if (!started.ok()) {
+      err << "gpubench: " << started.status().message() << "\n";
+      return kExitJobFailed;
     }
-  };
-  auto result = RunLocalJob(*spec, a.Option("worker", worker::DefaultWorkerPath()),
-                            store->get(), on_event);
-  if (!result.ok()) {
-    err << "gpubench: " << result.status().message() << "\n";
-    return kExitJobFailed;
+    local = std::move(*started);
+    d.host.address = local->address();
   }
-  PrintJob(result->job, result->runs, a.format, out);
-  if (a.format == Format::kTable) out << "stored in " << options.path << "\n";
-  if (result->job.state() != v1::JOB_STATE_SUCCEEDED) {
-    err << "gpubench: job " << Short(v1::JobState_descriptor(), result->job.state()) << ": "
-        << Printable(result->job.error()) << "\n";
-    if (!result->job.worker_stderr_tail().empty()) {
-      err << Printable(result->job.worker_stderr_tail(), /*keep_newlines=*/true) << "\n";
-    }
-    return kExitJobFailed;
-  }
-  return kExitOk;
+  d.stub = v1::BenchService::NewStub(Dial(d.host));
+  Args wait = a;
+  wait.wait = true;
+  const int code = SubmitAndShow(d, *spec, wait, out, err);
+  if (a.format == Format::kTable) out << "stored in " << data_dir << "/gpubench.db\n";
+  return code;
 }
 
 int SpecCommand(const Args& a, std::ostream& out, std::ostream& err) {

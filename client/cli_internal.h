@@ -91,6 +91,11 @@ absl::Status TimeRange(const Args& a, google::protobuf::Timestamp* after,
 // Calls call(i) for every daemon i at once, one thread each, and waits.
 void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call);
 
+// Submits spec to d; with a.wait, follows it (progress on err) and prints
+// the finished job. Returns the exit code.
+int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::ostream& out,
+                  std::ostream& err);
+
 // Commands, each returning the exit code.
 int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err);
 int JobCommand(const Args& a, std::ostream& out, std::ostream& err);  // watch, show, cancel

@@ -13,7 +13,7 @@
 #include "client/cli_internal.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 
 namespace gpubench::client {
 namespace {
@@ -176,32 +176,35 @@ absl::StatusOr<int> Limit(const Args& a, int fallback) {
 
 }  // namespace
 
-int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err) {
-  auto spec = BuildSpec(a, a.positional.empty() ? "" : a.positional[0]);
-  if (!spec.ok()) return Usage(err, std::string(spec.status().message()));
-  auto d = ConnectOne(a);
-  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::ostream& out,
+                  std::ostream& err) {
   v1::SubmitJobResponse resp;
   {
     grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
+    PrepareCall(d.host, kCallSeconds, &ctx);
     v1::SubmitJobRequest req;
-    *req.mutable_spec() = *spec;
-    if (auto s = d->stub->SubmitJob(&ctx, req, &resp); !s.ok()) {
-      return CallFailed(d->host, s, err);
-    }
+    *req.mutable_spec() = spec;
+    if (auto s = d.stub->SubmitJob(&ctx, req, &resp); !s.ok()) return CallFailed(d.host, s, err);
   }
   const std::string& id = resp.job().job_id();
   if (!a.wait) {
     out << id << "\n";
     return kExitOk;
   }
-  err << "job " << id << " queued on " << d->host.name << " (" << resp.job().run_count()
+  err << "job " << id << " queued on " << d.host.name << " (" << resp.job().run_count()
       << " runs)\n";
-  if (auto s = FollowJob(*d, id, a.watch || a.format == Format::kTable, err); !s.ok()) {
-    return CallFailed(d->host, s, err);
+  if (auto s = FollowJob(d, id, a.watch || a.format == Format::kTable, err); !s.ok()) {
+    return CallFailed(d.host, s, err);
   }
-  return ShowJob(*d, id, a, out, err);
+  return ShowJob(d, id, a, out, err);
+}
+
+int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  auto spec = BuildSpec(a, a.positional.empty() ? "" : a.positional[0]);
+  if (!spec.ok()) return Usage(err, std::string(spec.status().message()));
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  return SubmitAndShow(*d, *spec, a, out, err);
 }
 
 int JobCommand(const Args& a, std::ostream& out, std::ostream& err) {
@@ -330,7 +333,7 @@ int TraceCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto reader = d->stub->GetTrace(&ctx, req);
   v1::GetTraceResponse resp;
   v1::TraceInfo info;
-  storage::Sha256 sha;
+  Sha256 sha;
   int64_t bytes = 0;
   while (reader->Read(&resp)) {
     if (resp.has_info()) info = resp.info();
@@ -387,7 +390,7 @@ int ModelCommand(const Args& a, std::ostream& out, std::ostream& err) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return Usage(err, "cannot read " + path);
   // Hash first (the daemon checks it), then stream.
-  storage::Sha256 sha;
+  Sha256 sha;
   int64_t size = 0;
   std::string chunk(1 << 20, '\0');
   while (file.read(chunk.data(), chunk.size()) || file.gcount() > 0) {

@@ -1,7 +1,10 @@
 #include "common/paths.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -77,6 +80,89 @@ absl::Status MakeDirs(const std::string& dir) {
     return absl::FailedPreconditionError(absl::StrCat(dir, " is not a directory"));
   }
   return absl::OkStatus();
+}
+
+std::string InstalledBinary(const std::string& name, const char* env_var) {
+  if (const char* env = std::getenv(env_var); env && *env) return env;
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return name;
+  std::string dir(self, n);
+  dir.resize(dir.rfind('/') + 1);
+  return dir + name;
+}
+
+namespace {
+
+std::string LockPath(const std::string& dir) { return dir + "/gpubenchd.lock"; }
+
+std::string ReadAll(int fd) {
+  std::string text;
+  char buf[512];
+  ssize_t n;
+  off_t offset = 0;
+  while ((n = pread(fd, buf, sizeof(buf), offset)) > 0) {
+    text.append(buf, n);
+    offset += n;
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::string& dir) {
+  // O_CLOEXEC: workers must not inherit the lock and outlive it.
+  const int fd = open(LockPath(dir).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", LockPath(dir), ": ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    const std::string holder = ReadAll(fd);
+    close(fd);
+    if (error == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another gpubenchd serves ", dir, holder.empty() ? "" : " on ", holder,
+          "; one daemon per data directory"));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot lock ", LockPath(dir), ": ", std::strerror(error)));
+  }
+  if (ftruncate(fd, 0) != 0) {
+    close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write ", LockPath(dir), ": ", std::strerror(errno)));
+  }
+  return std::unique_ptr<DataDirLock>(new DataDirLock(fd));
+}
+
+DataDirLock::~DataDirLock() { close(fd_); }
+
+absl::Status DataDirLock::SetAddress(const std::string& address) {
+  const std::string line = address + "\n";
+  if (ftruncate(fd_, 0) != 0 ||
+      pwrite(fd_, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write the daemon's lock file: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> AddressOfDaemonServing(const std::string& dir) {
+  const int fd = open(LockPath(dir).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat("no daemon serves ", dir));
+  if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    close(fd);  // releases the probe's lock too
+    return absl::NotFoundError(absl::StrCat("no daemon serves ", dir));
+  }
+  const std::string address = ReadAll(fd);
+  close(fd);
+  if (address.empty()) {
+    return absl::UnavailableError(absl::StrCat("the daemon of ", dir, " is starting"));
+  }
+  return address;
 }
 
 }  // namespace gpubench

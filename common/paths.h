@@ -2,6 +2,7 @@
 #ifndef GPUBENCH_COMMON_PATHS_H_
 #define GPUBENCH_COMMON_PATHS_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,33 @@ absl::StatusOr<std::string> CanonicalDir(const std::string& dir);
 // Creates dir and its parents (mode 0755). FailedPrecondition naming the
 // path when it cannot.
 absl::Status MakeDirs(const std::string& dir);
+
+// A gpubench program: $env_var when set, else `name` beside this executable
+// (/proc/self/exe), else `name` (found on PATH).
+std::string InstalledBinary(const std::string& name, const char* env_var);
+
+// The lock a daemon holds on its data directory (DIR/gpubenchd.lock, an
+// flock held while the process lives), holding the address it serves: one
+// daemon per directory, and `gpubench run` finds it. Not copyable.
+class DataDirLock {
+ public:
+  // FailedPrecondition naming the address of the daemon that holds it.
+  static absl::StatusOr<std::unique_ptr<DataDirLock>> Acquire(const std::string& dir);
+  ~DataDirLock();
+  DataDirLock(const DataDirLock&) = delete;
+  DataDirLock& operator=(const DataDirLock&) = delete;
+
+  // Records the address this daemon serves.
+  absl::Status SetAddress(const std::string& address);
+
+ private:
+  explicit DataDirLock(int fd) : fd_(fd) {}
+  const int fd_;
+};
+
+// The address recorded by the daemon that holds dir's lock. NotFound when no
+// daemon holds it; Unavailable while one is starting (no address yet).
+absl::StatusOr<std::string> AddressOfDaemonServing(const std::string& dir);
 
 }  // namespace gpubench
 

@@ -9,9 +9,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/address.h"
 #include "common/spec.h"
 #include "google/protobuf/descriptor.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 
 namespace gpubench::server {
 namespace {
@@ -35,6 +36,9 @@ constexpr RpcRole kRpcRoles[] = {
 };
 
 constexpr char kService[] = "gpubench.v1.BenchService";
+constexpr char kServicePath[] = "/gpubench.v1.BenchService/";
+
+absl::string_view View(grpc::string_ref s) { return absl::string_view(s.data(), s.size()); }
 
 }  // namespace
 
@@ -63,7 +67,7 @@ absl::StatusOr<std::map<std::string, TokenEntry>> ParseTokenFile(const std::stri
   std::map<std::string, TokenEntry> tokens;
   const std::string trimmed(absl::StripAsciiWhitespace(text));
   if (!trimmed.empty() && trimmed.find_first_of(" \t\n#") == std::string::npos) {
-    tokens[storage::Sha256Hex(trimmed)] = {"token", v1::ROLE_ADMIN};
+    tokens[Sha256Hex(trimmed)] = {"token", v1::ROLE_ADMIN};
     return tokens;
   }
   int n = 0;
@@ -89,7 +93,7 @@ absl::StatusOr<std::map<std::string, TokenEntry>> ParseTokenFile(const std::stri
   return tokens;
 }
 
-absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Create(AuthOptions options) {
+absl::StatusOr<std::shared_ptr<Authorizer>> Authorizer::Create(AuthOptions options) {
   const auto* service =
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(kService);
   if (service == nullptr) return absl::InternalError("BenchService is not linked in");
@@ -99,7 +103,7 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Create(AuthOptions optio
           "rpc ", service->method(i)->name(), " has no entry in the role table (auth.cc)"));
     }
   }
-  return std::unique_ptr<Authorizer>(new Authorizer(std::move(options)));
+  return std::shared_ptr<Authorizer>(new Authorizer(std::move(options)));
 }
 
 v1::Role Authorizer::RequiredRole(const std::string& method) {
@@ -109,35 +113,26 @@ v1::Role Authorizer::RequiredRole(const std::string& method) {
   return v1::ROLE_UNSPECIFIED;
 }
 
-absl::StatusOr<Caller> Authorizer::Authenticate(const grpc::ServerContextBase& context) const {
-  const auto& metadata = context.client_metadata();
+absl::StatusOr<Caller> Authorizer::Authenticate(const InputMetadata& metadata,
+                                                const grpc::AuthContext* context) const {
   auto header = metadata.find("authorization");
-  if (header != metadata.end()) {
-    const absl::string_view value(header->second.data(), header->second.size());
-    if (options_.tokens.empty()) {
-      // No tokens configured: a token is ignored, not an error.
-    } else if (!absl::StartsWith(value, "Bearer ")) {
+  if (header != metadata.end() && !options_.tokens.empty()) {
+    // With no tokens configured a token is ignored, not an error.
+    const absl::string_view value = View(header->second);
+    if (!absl::StartsWith(value, "Bearer ")) {
       return absl::UnauthenticatedError(
           "the authorization header must be \"Bearer <token>\"");
-    } else {
-      auto entry = options_.tokens.find(storage::Sha256Hex(value.substr(7)));
-      if (entry == options_.tokens.end()) {
-        return absl::UnauthenticatedError("unknown token");
-      }
-      return Caller{entry->second.name, entry->second.role};
     }
+    auto entry = options_.tokens.find(Sha256Hex(value.substr(7)));
+    if (entry == options_.tokens.end()) return absl::UnauthenticatedError("unknown token");
+    return Caller{entry->second.name, entry->second.role};
   }
-  if (options_.client_cert_role != v1::ROLE_UNSPECIFIED) {
-    std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-    if (auth && auth->IsPeerAuthenticated()) {
-      auto subject = auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME);
-      if (!subject.empty()) {
-        return Caller{std::string(subject[0].data(), subject[0].size()),
-                      options_.client_cert_role};
-      }
-    }
+  if (options_.client_cert_role != v1::ROLE_UNSPECIFIED && context != nullptr &&
+      context->IsPeerAuthenticated()) {
+    auto subject = context->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME);
+    if (!subject.empty()) return Caller{std::string(View(subject[0])), options_.client_cert_role};
   }
-  if (!options_.tokens.empty() || options_.client_cert_role != v1::ROLE_UNSPECIFIED) {
+  if (needs_credentials()) {
     return absl::UnauthenticatedError(
         "this daemon needs a token (\"authorization: Bearer <token>\": the fleet file's token "
         "or token_file) or a client certificate it trusts");
@@ -145,17 +140,58 @@ absl::StatusOr<Caller> Authorizer::Authenticate(const grpc::ServerContextBase& c
   return Caller{"anonymous", options_.anonymous_role};
 }
 
-absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& context,
-                                             const std::string& method) const {
-  auto caller = Authenticate(context);
-  if (!caller.ok()) return caller.status();
-  const v1::Role needed = RequiredRole(method);
-  if (needed == v1::ROLE_UNSPECIFIED || caller->role < needed) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        method, " needs the ", RoleName(needed), " role; ", caller->name, " has ",
-        RoleName(caller->role)));
+grpc::Status Authorizer::Process(const InputMetadata& metadata, grpc::AuthContext* context,
+                                 OutputMetadata* /*consumed*/, OutputMetadata* /*response*/) {
+  auto caller = Authenticate(metadata, context);
+  if (!caller.ok()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(caller.status().message()));
   }
-  return caller;
+  // ":path" is "/gpubench.v1.BenchService/Method"; any other path needs admin.
+  auto path = metadata.find(":path");
+  const absl::string_view full = path == metadata.end() ? "" : View(path->second);
+  std::string method(full);
+  v1::Role needed = v1::ROLE_ADMIN;
+  if (absl::StartsWith(full, kServicePath)) {
+    method = std::string(full.substr(sizeof(kServicePath) - 1));
+    if (RequiredRole(method) != v1::ROLE_UNSPECIFIED) needed = RequiredRole(method);
+  }
+  if (caller->role < needed) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat(method, " needs the ", RoleName(needed), " role; ",
+                                     caller->name, " has ", RoleName(caller->role)));
+  }
+  return grpc::Status::OK;
+}
+
+Caller Authorizer::CallerOf(const grpc::ServerContextBase& context) const {
+  // Authenticated again from the call's own metadata: an AuthContext is
+  // shared by every call of a connection, so it cannot carry a per-call
+  // caller.
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  auto caller = Authenticate(context.client_metadata(), auth.get());
+  if (!caller.ok()) return Caller{"unknown", v1::ROLE_UNSPECIFIED};
+  return *caller;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
+    const std::string& listen, const grpc::SslServerCredentialsOptions* ssl,
+    std::shared_ptr<Authorizer> authorizer) {
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (ssl != nullptr) {
+    credentials = grpc::SslServerCredentials(*ssl);
+  } else if (absl::StartsWith(listen, "unix:") || absl::StartsWith(listen, "unix-abstract:")) {
+    credentials = grpc::experimental::LocalServerCredentials(UDS);
+  } else if (IsLoopbackAddress(listen)) {
+    credentials = grpc::experimental::LocalServerCredentials(LOCAL_TCP);
+  } else if (authorizer->needs_credentials()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tokens or client certificates need TLS on ", listen,
+        " (--tls-cert, --tls-key): over plaintext the CLI never sends a token"));
+  } else {
+    return grpc::InsecureServerCredentials();
+  }
+  credentials->SetAuthMetadataProcessor(std::move(authorizer));
+  return credentials;
 }
 
 }  // namespace gpubench::server

@@ -1,15 +1,13 @@
 // Who may call what: the one place the daemon authenticates a call and
-// checks the role its rpc needs. The table of rpc -> role is kRpcRoles in
-// auth.cc; every BenchService method must be in it (Create fails otherwise).
-//
-// gRPC's AuthMetadataProcessor would be the natural hook, but gRPC 1.51
-// asserts when one is set on insecure (plaintext loopback) credentials, and
-// its server interceptors cannot end a call. So each handler's first line is
-// `Authorize(context, "Method")`, and this class decides from the table.
+// checks the role its rpc needs, before any handler runs. The table of
+// rpc -> role is kRpcRoles in auth.cc; every BenchService method must be in
+// it (Create fails otherwise).
 #ifndef GPUBENCH_SERVER_AUTH_H_
 #define GPUBENCH_SERVER_AUTH_H_
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/auth_metadata_processor.h>
+#include <grpcpp/security/server_credentials.h>
 
 #include <map>
 #include <memory>
@@ -54,31 +52,59 @@ absl::StatusOr<v1::Role> ParseRole(const std::string& name);
 // admin token named "token".
 absl::StatusOr<std::map<std::string, TokenEntry>> ParseTokenFile(const std::string& text);
 
-// Thread-safe; const after Create.
-class Authorizer {
+// The daemon's one authorization point: gRPC runs Process for every call
+// before any handler sees it (it is the credentials' AuthMetadataProcessor,
+// see ServerCredentialsFor), so a handler never checks a role itself. Process
+// authenticates the call (bearer token, else a verified client certificate,
+// else anonymous where no credentials are configured), looks up the role the
+// rpc needs in the table (kRpcRoles in auth.cc; an rpc missing from it is
+// refused by Create, a path not in it needs admin), and ends the call with
+// UNAUTHENTICATED or PERMISSION_DENIED, or lets it through. Handlers that
+// need to know who called ask CallerOf. Thread-safe; const after Create.
+class Authorizer : public grpc::AuthMetadataProcessor {
  public:
   // FailedPrecondition when a BenchService method has no entry in the role
   // table (a new rpc must say who may call it).
-  static absl::StatusOr<std::unique_ptr<Authorizer>> Create(AuthOptions options);
+  static absl::StatusOr<std::shared_ptr<Authorizer>> Create(AuthOptions options);
 
-  // Authenticates the call (bearer token, else a verified client
-  // certificate, else anonymous) and checks the role `method` (a
-  // BenchService method name, e.g. "SubmitJob") needs. Unauthenticated for a
-  // missing or unknown token; PermissionDenied for a role too weak. Never
-  // puts a token in a message.
-  absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context,
-                                   const std::string& method) const;
-
-  // The role a method needs; ROLE_UNSPECIFIED for an unknown method.
+  // The role a method (e.g. "SubmitJob") needs; ROLE_UNSPECIFIED for an
+  // unknown method.
   static v1::Role RequiredRole(const std::string& method);
 
+  // Whether a caller must bring a token or a client certificate.
+  bool needs_credentials() const {
+    return !options_.tokens.empty() || options_.client_cert_role != v1::ROLE_UNSPECIFIED;
+  }
+
+  // grpc::AuthMetadataProcessor.
+  bool IsBlocking() const override { return false; }
+  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext* context,
+                       OutputMetadata* consumed, OutputMetadata* response) override;
+
+  // Who made a call that Process let through (the same authentication, from
+  // the call's metadata). Without a processor on the credentials (plaintext
+  // on a non-loopback address, allowed only without credentials configured)
+  // every caller is anonymous.
+  Caller CallerOf(const grpc::ServerContextBase& context) const;
 
  private:
   explicit Authorizer(AuthOptions options) : options_(std::move(options)) {}
-  absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& context) const;
+  // `context` may be null (no transport security).
+  absl::StatusOr<Caller> Authenticate(const InputMetadata& metadata,
+                                      const grpc::AuthContext* context) const;
 
   const AuthOptions options_;
 };
+
+// The server credentials for `listen` with `authorizer` installed: TLS when
+// `ssl` is given, else gRPC's local credentials on a loopback or unix-socket
+// address (plaintext on the wire, peers checked to be local). A non-loopback
+// plaintext address gets insecure credentials and no processor, which is
+// FailedPrecondition when the authorizer needs credentials: the tokens could
+// not be checked (and the CLI never sends one in the clear).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
+    const std::string& listen, const grpc::SslServerCredentialsOptions* ssl,
+    std::shared_ptr<Authorizer> authorizer);
 
 }  // namespace gpubench::server
 

@@ -10,7 +10,7 @@
 #include "common/paths.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 #include "worker/process.h"
 
 namespace gpubench::server {
@@ -603,7 +603,7 @@ absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string&
     v1::ProfileSummary* p = run->mutable_result()->mutable_profile();
     p->set_has_trace(true);
     p->set_trace_size_bytes(trace.size());
-    p->set_trace_sha256(storage::Sha256Hex(trace));
+    p->set_trace_sha256(Sha256Hex(trace));
   }
   if (!job->schedule_id().empty() && run_hook_) run_hook_(*job, run);
   absl::Status stored = Emit(job->job_id(), [&](v1::ProgressEvent* e) {

@@ -266,17 +266,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   service_options.max_priority_without_admin = static_cast<int>(std::min<int64_t>(max_priority, 1000));
-  // An upload cut off by a crash leaves its temporary file; nothing else
-  // would ever remove it.
-  RemoveLeftoverUploads(options.model_dir);
   for (const std::string& dir : {data_dir, options.model_dir}) {
     if (auto s = MakeDirs(dir); !s.ok()) {
       std::cerr << "gpubenchd: " << s.message() << "\n";
       return 1;
     }
   }
+  // One daemon per data directory: two would both recover and run its queue.
+  auto lock = DataDirLock::Acquire(data_dir);
+  if (!lock.ok()) {
+    std::cerr << "gpubenchd: " << lock.status().message() << "\n";
+    return 1;
+  }
+  // An upload cut off by a crash leaves its temporary file; nothing else
+  // would ever remove it.
+  RemoveLeftoverUploads(options.model_dir);
 
-  // A corrupt or unreadable database stops start-up; it is never rewritten.
   // A damaged database stops start-up, saying why; it is never rewritten.
   storage::StoreOptions store_options;
   store_options.path = data_dir + "/gpubench.db";
@@ -353,38 +358,37 @@ int main(int argc, char** argv) {
                    "listen on 127.0.0.1, or pass --insecure on a network you trust\n";
       return 2;
     }
-    if (cert.empty() || !tokens_required) {
+    if (!tokens_required) {
+      // (With tokens, plaintext is refused below: they could not be checked.)
       std::cerr << "gpubenchd: WARNING: --insecure: serving " << listen << " without "
-                << (cert.empty() ? "TLS" : "")
-                << (cert.empty() && !tokens_required ? " and " : "")
-                << (tokens_required ? "" : "tokens")
-                << (tokens_required ? "; tokens cross the network in the clear"
-                                    : "; any client that reaches this port may submit jobs "
-                                      "as admin")
-                << "\n";
+                << (cert.empty() ? "TLS and " : "") << "tokens; any client that reaches this "
+                   "port may submit jobs as admin\n";
     }
-  }
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (!cert.empty()) {
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({key, cert});
-    if (!client_ca.empty()) {
-      ssl.pem_root_certs = client_ca;
-      ssl.client_certificate_request =
-          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-    }
-    credentials = grpc::SslServerCredentials(ssl);
   }
   auto auth = server::Authorizer::Create(std::move(auth_options));
   if (!auth.ok()) {
     std::cerr << "gpubenchd: " << auth.status().message() << "\n";
     return 1;
   }
+  grpc::SslServerCredentialsOptions ssl;
+  if (!cert.empty()) {
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    if (!client_ca.empty()) {
+      ssl.pem_root_certs = client_ca;
+      ssl.client_certificate_request =
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+  }
+  auto credentials = server::ServerCredentialsFor(listen, cert.empty() ? nullptr : &ssl, *auth);
+  if (!credentials.ok()) {
+    std::cerr << "gpubenchd: " << credentials.status().message() << "\n";
+    return 2;
+  }
   server::BenchServiceImpl service(&jobs, &scheduler, store->get(), auth->get(),
                                    service_options);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, credentials, &port);
+  builder.AddListeningPort(listen, *credentials, &port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(8 << 20);
   // What the CLI accepts (client/fleet.cc); a larger reply would fail there.
@@ -399,6 +403,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   scheduler.Start();
+  // Where `gpubench run` finds this daemon: the address with the port chosen.
+  const std::string served =
+      absl::EndsWith(listen, ":0") ? absl::StrCat(listen.substr(0, listen.size() - 1), port)
+                                   : listen;
+  if (auto s = (*lock)->SetAddress(served); !s.ok()) {
+    std::cerr << "gpubenchd: warning: " << s.message() << "\n";
+  }
   if (flags.count("port-file")) {
     const std::string tmp = flags["port-file"] + ".tmp";
     std::ofstream(tmp) << port << "\n";

@@ -19,7 +19,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/status_util.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 
 namespace gpubench::server {
 namespace {
@@ -378,7 +378,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
   v1::ModelUploadHeader header_;
   std::string temp_;
   std::ofstream out_;
-  storage::Sha256 sha_;  // of the chunks so far
+  Sha256 sha_;  // of the chunks so far
   int64_t received_ = 0;
 };
 
@@ -426,33 +426,23 @@ class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
 
 grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
     grpc::CallbackServerContext* context, v1::UploadModelResponse* response) {
-  auto caller = auth_->Authorize(*context, "UploadModel");
-  if (!caller.ok()) {
-    return new FailedStream<grpc::ServerReadReactor<v1::UploadModelRequest>>(
-        ToGrpcStatus(caller.status()));
-  }
-  return new UploadReactor(store_, options_, *caller, &uploading_bytes_, response);
+  return new UploadReactor(store_, options_, auth_->CallerOf(*context), &uploading_bytes_,
+                           response);
 }
 
 grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
     grpc::CallbackServerContext* context, const v1::GetTraceRequest* request) {
-  auto caller = auth_->Authorize(*context, "GetTrace");
-  if (!caller.ok()) {
-    return new FailedStream<grpc::ServerWriteReactor<v1::GetTraceResponse>>(
-        ToGrpcStatus(caller.status()));
-  }
   return new TraceReactor(store_, request->run_id());
 }
 
 grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
-  auto caller = auth_->Authorize(*context, "SubmitJob");
-  if (!caller.ok()) return Reply(context, caller.status());
+  const Caller caller = auth_->CallerOf(*context);
   auto runs = ExpandSweep(request->spec());
   if (!runs.ok()) return Reply(context, runs.status());
   if (request->spec().priority() > options_.max_priority_without_admin &&
-      caller->role < v1::ROLE_ADMIN) {
+      caller.role < v1::ROLE_ADMIN) {
     return Reply(context, absl::PermissionDeniedError(absl::StrCat(
                               "spec.priority: above ", options_.max_priority_without_admin,
                               " needs the admin role")));
@@ -461,7 +451,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
     *response->mutable_job()->mutable_spec() = request->spec();
     response->mutable_job()->set_run_count(runs->size());
   } else {
-    auto job = jobs_->Submit(request->spec(), "", caller->name);
+    auto job = jobs_->Submit(request->spec(), "", caller.name);
     if (!job.ok()) return Reply(context, job.status());
     *response->mutable_job() = std::move(*job);
   }
@@ -472,8 +462,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
 grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                    const v1::GetJobRequest* request,
                                                    v1::GetJobResponse* response) {
-  auto caller = auth_->Authorize(*context, "GetJob");
-  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   auto job = jobs_->GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
@@ -484,8 +472,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                      const v1::ListJobsRequest* request,
                                                      v1::ListJobsResponse* response) {
-  auto caller = auth_->Authorize(*context, "ListJobs");
-  if (!caller.ok()) return Reply(context, caller.status());
   storage::JobFilter filter;
   for (int s : request->states()) filter.states.push_back(static_cast<v1::JobState>(s));
   filter.workload = request->workload();
@@ -502,19 +488,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext
 
 grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  auto caller = auth_->Authorize(*context, "WatchJob");
-  if (!caller.ok()) {
-    return new FailedStream<grpc::ServerWriteReactor<v1::WatchJobResponse>>(
-        ToGrpcStatus(caller.status()));
-  }
   if (request->job_id().empty() || request->after_sequence() < 0 ||
       !jobs_->GetJob(request->job_id()).ok()) {
-    // A reactor that only reports the error.
-    class ErrorReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
-     public:
-      explicit ErrorReactor(grpc::Status s) { Finish(s); }
-      void OnDone() override { delete this; }
-    };
     grpc::Status status =
         request->job_id().empty()
             ? grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job_id: required")
@@ -523,7 +498,7 @@ grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
                            "after_sequence: must be >= 0")
             : grpc::Status(grpc::StatusCode::NOT_FOUND,
                            absl::StrCat("job ", request->job_id()));
-    return new ErrorReactor(status);
+    return new FailedStream<grpc::ServerWriteReactor<v1::WatchJobResponse>>(status);
   }
   return new WatchReactor(jobs_, request->job_id(), request->after_sequence());
 }
@@ -531,13 +506,12 @@ grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
 grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                       const v1::CancelJobRequest* request,
                                                       v1::CancelJobResponse* response) {
-  auto caller = auth_->Authorize(*context, "CancelJob");
-  if (!caller.ok()) return Reply(context, caller.status());
+  const Caller caller = auth_->CallerOf(*context);
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
-  if (caller->role < v1::ROLE_ADMIN) {
+  if (caller.role < v1::ROLE_ADMIN) {
     auto existing = jobs_->GetJob(request->job_id());
     if (!existing.ok()) return Reply(context, existing.status());
-    if (existing->submitted_by() != caller->name) {
+    if (existing->submitted_by() != caller.name) {
       return Reply(context, absl::PermissionDeniedError(absl::StrCat(
                                 "job ", request->job_id(), " was submitted by someone else; "
                                 "cancelling it needs the admin role")));
@@ -552,8 +526,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* context,
                                                    const v1::GetRunRequest* request,
                                                    v1::GetRunResponse* response) {
-  auto caller = auth_->Authorize(*context, "GetRun");
-  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->run_id(), "run_id"); !s.ok()) return Reply(context, s);
   auto run = store_->GetRun(request->run_id(), request->include_samples());
   if (!run.ok()) return Reply(context, run.status());
@@ -564,8 +536,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext* context,
                                                      const v1::ListRunsRequest* request,
                                                      v1::ListRunsResponse* response) {
-  auto caller = auth_->Authorize(*context, "ListRuns");
-  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   if (auto job = store_->GetJob(request->job_id()); !job.ok()) {
     return Reply(context, job.status());
@@ -607,8 +577,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContext* context,
                                                       const v1::QueryRunsRequest* request,
                                                       v1::QueryRunsResponse* response) {
-  auto caller = auth_->Authorize(*context, "QueryRuns");
-  if (!caller.ok()) return Reply(context, caller.status());
   storage::RunFilter filter;
   filter.workload = request->workload();
   filter.config_equals.assign(request->config_equals().begin(),
@@ -641,8 +609,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BenchServiceImpl::GetHostInfo(
     grpc::CallbackServerContext* context, const v1::GetHostInfoRequest*,
     v1::GetHostInfoResponse* response) {
-  auto caller = auth_->Authorize(*context, "GetHostInfo");
-  if (!caller.ok()) return Reply(context, caller.status());
   *response->mutable_host() = jobs_->host();
   return Reply(context, absl::OkStatus());
 }
@@ -650,8 +616,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetHostInfo(
 grpc::ServerUnaryReactor* BenchServiceImpl::CreateSchedule(
     grpc::CallbackServerContext* context, const v1::CreateScheduleRequest* request,
     v1::CreateScheduleResponse* response) {
-  auto caller = auth_->Authorize(*context, "CreateSchedule");
-  if (!caller.ok()) return Reply(context, caller.status());
   auto schedule = scheduler_->Create(request->schedule(), absl::Now());
   if (!schedule.ok()) return Reply(context, schedule.status());
   *response->mutable_schedule() = std::move(*schedule);
@@ -661,8 +625,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CreateSchedule(
 grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
     grpc::CallbackServerContext* context, const v1::ListSchedulesRequest*,
     v1::ListSchedulesResponse* response) {
-  auto caller = auth_->Authorize(*context, "ListSchedules");
-  if (!caller.ok()) return Reply(context, caller.status());
   auto schedules = store_->ListSchedules();
   if (!schedules.ok()) return Reply(context, schedules.status());
   for (auto& s : *schedules) *response->add_schedules() = std::move(s);
@@ -672,8 +634,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
 grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
     grpc::CallbackServerContext* context, const v1::DeleteScheduleRequest* request,
     v1::DeleteScheduleResponse*) {
-  auto caller = auth_->Authorize(*context, "DeleteSchedule");
-  if (!caller.ok()) return Reply(context, caller.status());
   if (auto s = Required(request->schedule_id(), "schedule_id"); !s.ok()) {
     return Reply(context, s);
   }
@@ -683,8 +643,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
 grpc::ServerUnaryReactor* BenchServiceImpl::DeleteModel(
     grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
     v1::DeleteModelResponse* response) {
-  auto caller = auth_->Authorize(*context, "DeleteModel");
-  if (!caller.ok()) return Reply(context, caller.status());
   if (!IsSha256Hex(request->sha256())) {
     return Reply(context, absl::InvalidArgumentError("sha256: must be 64 lower-case hex digits"));
   }
@@ -699,8 +657,6 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteModel(
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRegressions(
     grpc::CallbackServerContext* context, const v1::ListRegressionsRequest* request,
     v1::ListRegressionsResponse* response) {
-  auto caller = auth_->Authorize(*context, "ListRegressions");
-  if (!caller.ok()) return Reply(context, caller.status());
   auto runs = store_->ListFlaggedRuns(Ns(request->since()), request->include_improvements());
   if (!runs.ok()) return Reply(context, runs.status());
   for (auto& r : *runs) *response->add_runs() = std::move(r);

@@ -18,7 +18,7 @@
 #include "common/clock.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 
 namespace gpubench::storage {
 namespace {

@@ -80,8 +80,8 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   return c;
 }
 
-engine::MeasureConfig ToMeasureConfig(const v1::Measurement& m) {
-  engine::MeasureConfig c;
+measure::MeasureConfig ToMeasureConfig(const v1::Measurement& m) {
+  measure::MeasureConfig c;
   SetIfNonZero(m.warmup_iterations(), &c.warmup_iterations);
   SetIfNonZero(m.warmup_ms(), &c.warmup_ms);
   SetIfNonZero(m.min_iterations(), &c.min_iterations);

@@ -14,7 +14,7 @@ namespace gpubench::worker {
 engine::RunConfig ToEngineConfig(const v1::RunConfig& config);
 
 // Measurement rules with every unset (zero) field at its default.
-engine::MeasureConfig ToMeasureConfig(const v1::Measurement& m);
+measure::MeasureConfig ToMeasureConfig(const v1::Measurement& m);
 
 // Fills run->result.telemetry (the summary of series over a window that
 // processed samples_processed samples) and run->telemetry_series.

@@ -32,7 +32,7 @@ Clock* SteadyClock() {
   return &clock;
 }
 
-absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
+absl::StatusOr<Outcome> Measure(const measure::MeasureConfig& config,
                                 int64_t samples_per_iteration, Clock* clock,
                                 Stepper* stepper, const ProgressFn& progress,
                                 const std::atomic<bool>* cancel) {

@@ -10,9 +10,29 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/engine/config.h"
 
 namespace gpubench::measure {
+
+// Measurement rules, all defaults filled.
+struct MeasureConfig {
+  int warmup_iterations = 10;
+  int64_t warmup_ms = 0;
+  int min_iterations = 20;
+  int64_t min_time_ms = 1000;
+  int64_t max_time_ms = 30000;
+  int window_iterations = 10;
+  double cv_threshold = 0.02;
+  int trials = 1;
+  int max_iterations = 100000;
+  uint64_t seed = 0;
+  bool profile = false;            // a separate profiled window after measuring
+  int profile_iterations = 5;
+  bool profile_shapes = false;
+  bool profile_memory = false;
+  int profile_top_operators = 20;
+  bool telemetry = true;           // sample NVML (CUDA) or /proc (CPU, MPS)
+  int telemetry_interval_ms = 100;
+};
 
 // Monotonic time source. Implementations must be thread-safe.
 class Clock {
@@ -89,7 +109,7 @@ struct Outcome {
 // Where the stepper has no device timer, an iteration's device time is its
 // host time less its data wait. *cancel, when set, stops at the next iteration
 // boundary with what was measured so far. A Step or Flush error is returned.
-absl::StatusOr<Outcome> Measure(const engine::MeasureConfig& config,
+absl::StatusOr<Outcome> Measure(const MeasureConfig& config,
                                 int64_t samples_per_iteration, Clock* clock,
                                 Stepper* stepper, const ProgressFn& progress,
                                 const std::atomic<bool>* cancel);

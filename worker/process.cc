@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/paths.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/delimited_message_util.h"
 
@@ -33,15 +34,7 @@ std::string ExitInfo::Describe() const {
   return absl::StrCat("exit ", exit_code);
 }
 
-std::string DefaultWorkerPath() {
-  if (const char* env = std::getenv("GPUBENCH_WORKER")) return env;
-  char self[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return "gpubench-worker";
-  std::string dir(self, n);
-  dir.resize(dir.rfind('/') + 1);
-  return dir + "gpubench-worker";
-}
+std::string DefaultWorkerPath() { return InstalledBinary("gpubench-worker", "GPUBENCH_WORKER"); }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     const std::string& worker_path, const v1::WorkerRequest& request,

@@ -100,7 +100,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
   if (!runs.ok()) return runs.status();
   const std::set<int> skip(request.skip_indices().begin(),
                            request.skip_indices().end());
-  engine::MeasureConfig measure = ToMeasureConfig(request.spec().measurement());
+  measure::MeasureConfig measure = ToMeasureConfig(request.spec().measurement());
   const v1::Profiling& profiling = request.spec().profiling();
   measure.profile = profiling.enabled();
   if (profiling.iterations() > 0) measure.profile_iterations = profiling.iterations();

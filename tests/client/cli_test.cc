@@ -11,12 +11,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/compare.h"
+#include "common/paths.h"
 #include "common/stats.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "gpubench/v1/service.pb.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 #include "storage/store.h"
 #include "tests/support/daemon_process.h"
 
@@ -26,13 +27,38 @@ namespace {
 TEST(Cli, RunPrintsATableAndStoresTheJob) {
   std::ostringstream out, err;
   const std::string dir = ::testing::TempDir() + "/cli_run";
+  std::system(("rm -rf '" + dir + "'").c_str());
   int code = RunCli({"run", "--workload", "mlp", "--device", "cpu", "--batch", "8,16",
                      "--min-time-ms", "50", "--max-time-ms", "1000", "--data-dir", dir,
-                     "--worker", GPUBENCH_WORKER_PATH},
+                     "--worker", GPUBENCH_WORKER_PATH, "--daemon", GPUBENCH_DAEMON_PATH},
                     out, err);
   ASSERT_EQ(code, kExitOk) << err.str();
   EXPECT_NE(out.str().find("succeeded"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find(dir + "/gpubench.db"), std::string::npos);
+  // It went through a daemon of its own (progress from its event stream),
+  // stopped afterwards: the directory is free again, and the job is stored.
+  EXPECT_NE(err.str().find("run 2/2: mlp"), std::string::npos) << err.str();
+  EXPECT_TRUE(absl::IsNotFound(AddressOfDaemonServing(dir).status()));
+  auto store = storage::Store::Open({dir + "/gpubench.db"});
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->ListJobs({}, 10, "");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->items.size(), 1u);
+  EXPECT_EQ(jobs->items[0].state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(jobs->items[0].run_count(), 2);
+}
+
+TEST(Cli, RunSaysWhyItsDaemonDidNotStart) {
+  const std::string dir = ::testing::TempDir() + "/cli_run_damaged";
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
+  std::ofstream(dir + "/gpubench.db") << std::string(8192, 'x');  // not a database
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"run", "--workload", "empty", "--device", "cpu", "--data-dir", dir,
+                    "--worker", GPUBENCH_WORKER_PATH, "--daemon", GPUBENCH_DAEMON_PATH},
+                   out, err),
+            kExitJobFailed);
+  EXPECT_NE(err.str().find("exited before serving"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("gpubench.db"), std::string::npos) << err.str();
 }
 
 TEST(Cli, BadFlagIsAUsageErrorNamingIt) {
@@ -130,6 +156,29 @@ TEST(CliDaemon, SubmitWatchShowRoundTrip) {
   Result jobs = Cli({"jobs", "--host", d.address(), "--state", "succeeded"});
   ASSERT_EQ(jobs.code, kExitOk) << jobs.err;
   EXPECT_EQ(SplitLines(jobs.out).size(), 3u) << jobs.out;  // header + 2 jobs
+}
+
+// `gpubench run` hands its job to the daemon that serves the data directory
+// (it never starts a second one there), and a second gpubenchd on that
+// directory refuses to start, naming the first.
+TEST(CliDaemon, RunUsesTheDaemonServingItsDataDirectory) {
+  Daemon d(FreshDir("cli_run_served"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result run = Cli(Tiny({"run", "--data-dir", d.data_dir(), "--batch", "4", "--daemon",
+                         "/nonexistent/gpubenchd"}));
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_NE(run.err.find("(" + d.address() + ") takes the job"), std::string::npos) << run.err;
+  Result jobs = Cli({"jobs", "--host", d.address(), "--state", "succeeded"});
+  EXPECT_EQ(SplitLines(jobs.out).size(), 2u) << jobs.out;  // header + the run's job
+
+  Daemon second(d.data_dir());
+  EXPECT_FALSE(second.serving());
+  EXPECT_NE(second.log().find("another gpubenchd serves " + d.data_dir() + " on " +
+                              d.address()),
+            std::string::npos)
+      << second.log();
+  Result still = Cli({"jobs", "--host", d.address()});
+  EXPECT_EQ(still.code, kExitOk) << still.err;
 }
 
 TEST(CliDaemon, CsvAndJsonOutputsParseBack) {
@@ -366,7 +415,7 @@ TEST(CliDaemon, TraceScheduleModelAndReport) {
   std::ofstream(model, std::ios::binary) << std::string(3 << 20, 'm');
   Result uploaded = Cli({"model", "upload", model, "--host", d.address()});
   ASSERT_EQ(uploaded.code, kExitOk) << uploaded.err;
-  EXPECT_EQ(uploaded.out.substr(0, 64), storage::Sha256Hex(std::string(3 << 20, 'm')));
+  EXPECT_EQ(uploaded.out.substr(0, 64), Sha256Hex(std::string(3 << 20, 'm')));
   // model rm deletes it (the loopback daemon without tokens: every caller is admin).
   Result removed = Cli({"model", "rm", uploaded.out.substr(0, 64), "--host", d.address()});
   EXPECT_EQ(removed.code, kExitOk) << removed.err;

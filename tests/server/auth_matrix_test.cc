@@ -16,7 +16,7 @@
 
 #include "google/protobuf/descriptor.h"
 #include "gpubench/v1/service.grpc.pb.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 #include "tests/support/daemon_process.h"
 
 namespace gpubench {
@@ -193,9 +193,9 @@ TEST(AuthMatrix, EveryRpcTimesEveryRoleTimesEveryTransport) {
 
   const std::string dir = FreshDir("auth_matrix");
   MakeCertificates(dir);
-  std::ofstream(dir + "/tokens") << storage::Sha256Hex("r-token") << " dashboards read\n"
-                                 << storage::Sha256Hex("s-token") << " ci submit\n"
-                                 << storage::Sha256Hex("a-token") << " ops admin\n";
+  std::ofstream(dir + "/tokens") << Sha256Hex("r-token") << " dashboards read\n"
+                                 << Sha256Hex("s-token") << " ci submit\n"
+                                 << Sha256Hex("a-token") << " ops admin\n";
   const std::vector<std::string> tokens = {"--token-file", dir + "/tokens"};
   const std::vector<std::string> tls = {"--tls-cert", dir + "/server.pem", "--tls-key",
                                         dir + "/server.key"};

@@ -19,7 +19,7 @@
 #include "tests/support/daemon_process.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 #include "storage/store.h"
 
 namespace gpubench {
@@ -548,7 +548,7 @@ TEST(Daemon, UploadedModelIsHashCheckedAndStoredOncePerHash) {
   ASSERT_TRUE(d.serving()) << d.log();
   std::string data(300000, '\0');
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 % 251);
-  const std::string sha = storage::Sha256Hex(data);
+  const std::string sha = Sha256Hex(data);
 
   v1::UploadModelResponse wrong;
   grpc::Status s = Upload(d, data, std::string(64, '0'), &wrong);
@@ -612,7 +612,7 @@ TEST(Daemon, TraceStreamsInChunksThatReassembleToTheStoredTrace) {
   EXPECT_EQ(got, trace);
   EXPECT_GE(chunks, 3);
   EXPECT_EQ(info.size_bytes(), static_cast<int64_t>(trace.size()));
-  EXPECT_EQ(info.sha256(), storage::Sha256Hex(trace));
+  EXPECT_EQ(info.sha256(), Sha256Hex(trace));
   EXPECT_LT(info.compressed_size_bytes(), info.size_bytes());
 
   grpc::ClientContext ctx2;
@@ -675,7 +675,7 @@ TEST(Daemon, ProfiledRunStoresAChromeTraceAndAnOperatorTable) {
   std::string json;
   while (reader->Read(&resp)) json += resp.chunk();
   ASSERT_TRUE(reader->Finish().ok());
-  EXPECT_EQ(storage::Sha256Hex(json), p.trace_sha256());
+  EXPECT_EQ(Sha256Hex(json), p.trace_sha256());
   google::protobuf::Struct trace;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &trace).ok())
       << json.substr(0, 300);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gpubench/v1/service.grpc.pb.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 #include "storage/store.h"
 #include "tests/support/daemon_process.h"
 
@@ -298,7 +298,7 @@ TEST(Faults, ClientsThatDisconnectMidStreamLeaveNothingBehind) {
     v1::UploadModelRequest req;
     const std::string data(1 << 20, 'x');
     req.mutable_header()->set_name("half");
-    req.mutable_header()->set_sha256(storage::Sha256Hex(data + data));
+    req.mutable_header()->set_sha256(Sha256Hex(data + data));
     req.mutable_header()->set_size_bytes(2 * data.size());
     writer->Write(req);
     req.set_chunk(data);

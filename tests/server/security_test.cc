@@ -2,19 +2,22 @@
 // process on loopback with real worker processes: loading host files as
 // models, escaping the model directory, uploading native code, listening
 // on the network unprotected, and cancelling other people's jobs.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gpubench/v1/service.grpc.pb.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 #include "storage/store.h"
 #include "tests/support/daemon_process.h"
 
@@ -33,10 +36,10 @@ const char* const kReader = "reader-secret";
 std::string WriteTokenFile(const std::string& dir) {
   const std::string path = dir + "/tokens";
   std::ofstream(path) << "# sha256 name role\n"
-                      << storage::Sha256Hex(kAdmin) << " ops admin\n"
-                      << storage::Sha256Hex(kAlice) << " alice submit\n"
-                      << storage::Sha256Hex(kBob) << " bob submit\n"
-                      << storage::Sha256Hex(kReader) << " dashboards read\n";
+                      << Sha256Hex(kAdmin) << " ops admin\n"
+                      << Sha256Hex(kAlice) << " alice submit\n"
+                      << Sha256Hex(kBob) << " bob submit\n"
+                      << Sha256Hex(kReader) << " dashboards read\n";
   return path;
 }
 
@@ -81,7 +84,7 @@ grpc::Status Upload(Daemon& d, const std::string& data, v1::ModelFormat format,
   auto writer = d.stub()->UploadModel(&ctx, &resp);
   v1::UploadModelRequest req;
   req.mutable_header()->set_name("m");
-  req.mutable_header()->set_sha256(storage::Sha256Hex(data));
+  req.mutable_header()->set_sha256(Sha256Hex(data));
   req.mutable_header()->set_size_bytes(data.size());
   req.mutable_header()->set_format(format);
   writer->Write(req);
@@ -230,6 +233,65 @@ TEST(Security, NetworkListenNeedsTlsAndTokensOrInsecure) {
   EXPECT_NE(insecure.log().find("WARNING: --insecure"), std::string::npos) << insecure.log();
 }
 
+// Authorization runs before gRPC dispatches a call (the credentials'
+// AuthMetadataProcessor), so it covers paths no handler serves: a method the
+// service lacks, and another service's. Only an admin gets as far as
+// UNIMPLEMENTED.
+TEST(Security, AuthorizationRunsBeforeDispatchEvenForPathsWithoutAHandler) {
+  const std::string dir = FreshDir("sec_paths");
+  Daemon d(dir, {"--token-file", WriteTokenFile(dir)});
+  ASSERT_TRUE(d.serving()) << d.log();
+  auto channel = grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  auto call = [&](const std::string& path, const std::string& token) {
+    grpc::ClientContext ctx;
+    Auth(&ctx, token);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Slice slice(std::string("\x0a\x01x"));  // a valid protobuf: field 1 = "x"
+    grpc::ByteBuffer request(&slice, 1), response;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    grpc::Status status;
+    generic.UnaryCall(&ctx, path, grpc::StubOptions(), &request, &response,
+                      [&](grpc::Status s) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        status = std::move(s);
+                        done = true;
+                        cv.notify_all();
+                      });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    return status;
+  };
+  for (const std::string path : {"/gpubench.v1.BenchService/NoSuchRpc",
+                                 "/grpc.health.v1.Health/Check"}) {
+    EXPECT_EQ(call(path, "").error_code(), grpc::StatusCode::UNAUTHENTICATED) << path;
+    EXPECT_EQ(call(path, "wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED) << path;
+    grpc::Status reader = call(path, kReader);
+    EXPECT_EQ(reader.error_code(), grpc::StatusCode::PERMISSION_DENIED) << path;
+    EXPECT_NE(reader.error_message().find("needs the admin role; dashboards has read"),
+              std::string::npos) << reader.error_message();
+    EXPECT_EQ(call(path, kAlice).error_code(), grpc::StatusCode::PERMISSION_DENIED) << path;
+    EXPECT_EQ(call(path, kAdmin).error_code(), grpc::StatusCode::UNIMPLEMENTED) << path;
+  }
+  // A real rpc through the same path: the reader's GetJob reaches its handler.
+  EXPECT_EQ(call("/gpubench.v1.BenchService/GetJob", kReader).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(d.log().find(kReader), std::string::npos) << "a token reached the log";
+}
+
+// Tokens on plaintext across a network could not be checked (and the CLI
+// never sends one there): refused at start, even with --insecure.
+TEST(Security, TokensOnANetworkAddressNeedTls) {
+  const std::string dir = FreshDir("sec_plain_tokens");
+  Daemon d(dir, {"--listen", "0.0.0.0:0", "--insecure", "--token-file", WriteTokenFile(dir)});
+  EXPECT_FALSE(d.serving());
+  const int status = d.Stop(SIGKILL);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_NE(d.log().find("need TLS on 0.0.0.0:0"), std::string::npos) << d.log();
+}
+
 TEST(Security, OnlyAdminsCancelOtherPeoplesJobsAndJobsRecordTheirSubmitter) {
   const std::string dir = FreshDir("sec_cancel");
   Daemon d(dir, {"--token-file", WriteTokenFile(dir)});
@@ -317,6 +379,9 @@ TEST(Security, PriorityAboveTheCeilingNeedsAdmin) {
             std::string::npos)
       << s.error_message();
   EXPECT_TRUE(Submit(d, spec, kAdmin).ok());
+  // The same connection again: the admin's call before does not make Alice
+  // one (gRPC shares an AuthContext among a connection's calls).
+  EXPECT_EQ(Submit(d, spec, kAlice).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   spec.set_priority(10);
   EXPECT_TRUE(Submit(d, spec, kAlice).ok());
 }

@@ -35,8 +35,8 @@ class FakeStepper : public Stepper {
   std::function<int64_t()> step_ns_;
 };
 
-engine::MeasureConfig Config() {
-  engine::MeasureConfig c;
+measure::MeasureConfig Config() {
+  measure::MeasureConfig c;
   c.warmup_iterations = 5;
   c.min_iterations = 20;
   c.min_time_ms = 100;
@@ -64,7 +64,7 @@ TEST(Measure, NoisyClockRunsToMaxTimeAndIsUnstable) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int64_t> ns(1'000'000, 6'000'000);
   FakeStepper stepper(&clock, [&] { return ns(rng); });
-  engine::MeasureConfig c = Config();
+  measure::MeasureConfig c = Config();
   c.window_iterations = 2;  // short windows keep the noise visible
   c.max_time_ms = 1000;
   auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
@@ -94,7 +94,7 @@ TEST(Measure, CancelKeepsPartialResults) {
 TEST(Measure, TrialsAreIndependentWindows) {
   FakeClock clock;
   FakeStepper stepper(&clock, [] { return int64_t{1'000'000}; });
-  engine::MeasureConfig c = Config();
+  measure::MeasureConfig c = Config();
   c.trials = 3;
   auto out = Measure(c, 4, &clock, &stepper, nullptr, nullptr);
   ASSERT_TRUE(out.ok());
@@ -107,7 +107,7 @@ TEST(Measure, IntervalBracketsTheThroughputOnANoisyClock) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int64_t> ns(1'000'000, 3'000'000);
   FakeStepper stepper(&clock, [&] { return ns(rng); });
-  engine::MeasureConfig c = Config();
+  measure::MeasureConfig c = Config();
   c.max_time_ms = 500;
   auto out = Measure(c, 8, &clock, &stepper, nullptr, nullptr);
   ASSERT_TRUE(out.ok());
@@ -133,7 +133,7 @@ TEST(Measure, SteadyClockHasAnIntervalOfZeroWidth) {
 TEST(Measure, IntervalComesFromTheTrialsWhenThereAreSeveral) {
   FakeClock clock;
   // Trial speeds differ (1, 1.1, 1.2 ms a step), each steady inside.
-  engine::MeasureConfig c = Config();
+  measure::MeasureConfig c = Config();
   c.trials = 3;
   int trial = 0;
   FakeStepper varying(&clock, [&] { return int64_t{1'000'000} + 100'000 * trial; });
@@ -156,7 +156,7 @@ TEST(Measure, IntervalComesFromTheTrialsWhenThereAreSeveral) {
 TEST(Measure, WarmUpBySecondsRunsUntilTheTimeIsUp) {
   FakeClock clock;
   FakeStepper stepper(&clock, [] { return int64_t{10'000'000}; });  // 10 ms
-  engine::MeasureConfig c = Config();
+  measure::MeasureConfig c = Config();
   c.warmup_iterations = 1;
   c.warmup_ms = 200;
   auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
@@ -182,7 +182,7 @@ TEST(Measure, WaitForInputIsNotDeviceTimeWithoutADeviceTimer) {
 TEST(Measure, MaxIterationsWithAStableRateIsStable) {
   FakeClock clock;
   FakeStepper stepper(&clock, [] { return int64_t{1'000'000}; });
-  engine::MeasureConfig c = Config();
+  measure::MeasureConfig c = Config();
   c.min_time_ms = 5000;  // not reached before the cap
   c.max_iterations = 60;
   auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
@@ -196,7 +196,7 @@ TEST(Measure, OneSlowWindowStillHasAnInterval) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int64_t> ns(1'000'000, 3'000'000);
   FakeStepper stepper(&clock, [&] { return ns(rng); });
-  engine::MeasureConfig c = Config();
+  measure::MeasureConfig c = Config();
   c.window_iterations = 50;  // one window outlasts max_time_ms
   c.max_time_ms = 30;
   auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);

@@ -86,27 +86,6 @@ struct RunConfig {
   double learning_rate = 0;  // 0: 0.01 for SGD, 0.001 for AdamW
 };
 
-// Measurement rules, all defaults filled.
-struct MeasureConfig {
-  int warmup_iterations = 10;
-  int64_t warmup_ms = 0;
-  int min_iterations = 20;
-  int64_t min_time_ms = 1000;
-  int64_t max_time_ms = 30000;
-  int window_iterations = 10;
-  double cv_threshold = 0.02;
-  int trials = 1;
-  int max_iterations = 100000;
-  uint64_t seed = 0;
-  bool profile = false;            // a separate profiled window after measuring
-  int profile_iterations = 5;
-  bool profile_shapes = false;
-  bool profile_memory = false;
-  int profile_top_operators = 20;
-  bool telemetry = true;           // sample NVML (CUDA) or /proc (CPU, MPS)
-  int telemetry_interval_ms = 100;
-};
-
 // Fills every zero or empty workload parameter of config with the default of
 // config->workload (see WorkloadParams in spec.proto), and learning_rate from
 // the optimizer. Leaves fields that were set alone.

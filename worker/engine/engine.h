@@ -17,6 +17,9 @@
 
 namespace gpubench::engine {
 
+// The measurement rules belong to the measurement loop (worker/measure.h).
+using measure::MeasureConfig;
+
 enum class RunStatus { kSucceeded, kFailed, kOutOfMemory, kCancelled };
 
 // Everything one run measured. Figures that do not apply stay 0.

@@ -1,10 +1,10 @@
-#include "storage/sha256.h"
+#include "common/sha256.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-namespace gpubench::storage {
+namespace gpubench {
 namespace {
 
 constexpr uint32_t kK[64] = {
@@ -97,4 +97,4 @@ std::string Sha256Hex(absl::string_view data) {
   return sha.HexDigest();
 }
 
-}  // namespace gpubench::storage
+}  // namespace gpubench

@@ -1,13 +1,13 @@
 // SHA-256 (FIPS 180-4), for model uploads and stored traces.
-#ifndef GPUBENCH_STORAGE_SHA256_H_
-#define GPUBENCH_STORAGE_SHA256_H_
+#ifndef GPUBENCH_COMMON_SHA256_H_
+#define GPUBENCH_COMMON_SHA256_H_
 
 #include <cstdint>
 #include <string>
 
 #include "absl/strings/string_view.h"
 
-namespace gpubench::storage {
+namespace gpubench {
 
 // A streaming digest: Update with the data in pieces, then HexDigest once.
 // Not thread-safe.
@@ -28,6 +28,6 @@ class Sha256 {
 // The digest of data as 64 lower-case hex digits.
 std::string Sha256Hex(absl::string_view data);
 
-}  // namespace gpubench::storage
+}  // namespace gpubench
 
-#endif  // GPUBENCH_STORAGE_SHA256_H_
+#endif  // GPUBENCH_COMMON_SHA256_H_

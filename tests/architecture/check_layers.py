@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Checks ARCHITECTURE.md's layer rules: which project headers each part of
+the tree may include. Prints every violation and exits 1 if there is one.
+
+Usage: check_layers.py [SOURCE_ROOT]
+"""
+import os
+import re
+import sys
+
+# The torch-free worker files: the daemon links them (ipc, process) or tests
+# them without LibTorch (measure, telemetry, profile_table).
+TORCH_FREE_WORKER = ["worker/ipc.h", "worker/process.h", "worker/measure.h",
+                     "worker/telemetry.h", "worker/profile_table.h"]
+
+# (files under this path, the include prefixes they may use), most specific
+# first. "gpubench/" is the generated protobuf code.
+RULES = [
+    ("worker/engine/", ["worker/engine/", "common/stats.h"] + TORCH_FREE_WORKER[2:]),
+    ("worker/ipc.", TORCH_FREE_WORKER + ["common/", "gpubench/"]),
+    ("worker/process.", TORCH_FREE_WORKER + ["common/", "gpubench/"]),
+    ("worker/measure.", TORCH_FREE_WORKER + ["common/stats.h"]),
+    ("worker/telemetry.", TORCH_FREE_WORKER),
+    ("worker/profile_table.", TORCH_FREE_WORKER),
+    ("worker/", ["worker/", "common/", "gpubench/"]),
+    ("common/", ["common/", "gpubench/"]),
+    ("storage/", ["storage/", "common/", "gpubench/"]),
+    ("server/", ["server/", "storage/", "common/", "gpubench/", "worker/ipc.h",
+                 "worker/process.h"]),
+    ("client/", ["client/", "common/", "gpubench/"]),
+]
+PROJECT_DIRS = ("client/", "common/", "server/", "storage/", "worker/", "gpubench/",
+                "tests/", "bench/")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../..")
+    violations = []
+    checked = 0
+    for top in ("client", "common", "server", "storage", "worker"):
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for name in sorted(names):
+                if not name.endswith((".h", ".cc")):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, name), root)
+                allowed = next(a for prefix, a in RULES if path.startswith(prefix))
+                checked += 1
+                with open(os.path.join(root, path), encoding="utf-8") as f:
+                    for header in INCLUDE.findall(f.read()):
+                        if not header.startswith(PROJECT_DIRS):
+                            continue  # absl/, google/, a system header
+                        if not header.startswith(tuple(allowed)):
+                            violations.append(f"{path} includes {header}; it may include "
+                                              f"{', '.join(allowed)}")
+    for v in violations:
+        print(v)
+    print(f"{checked} files checked, {len(violations)} layer violations")
+    return 1 if violations or checked == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
