@@ -77,6 +77,10 @@ ABSL_FLAG(double, submit_percent, 10,
 ABSL_FLAG(int, drain_seconds, 120, "longest wait for the submitted jobs to end");
 ABSL_FLAG(int, watch_ms, 2000, "deadline of one WatchJob stream");
 ABSL_FLAG(int, rpc_deadline_ms, 10000, "deadline of each unary rpc");
+ABSL_FLAG(double, rate, 0,
+          "open loop: unary calls per second across all clients, Poisson arrivals, each "
+          "latency counted from its scheduled send time (no coordinated omission); 0: each "
+          "client calls again as soon as its last call returns (closed loop, saturating)");
 ABSL_FLAG(bool, keep_data, false, "keep the daemon's data directory (kept anyway on failure)");
 
 namespace gpubench::bench {
@@ -280,7 +284,18 @@ class Client {
     double read_weights = 0;
     for (const ReadShare& r : kReads) read_weights += r.weight;
     std::uniform_real_distribution<double> percent(0, 100);
+    // Open loop: this client's share of --rate, as a Poisson process.
+    const double rate = absl::GetFlag(FLAGS_rate) / absl::GetFlag(FLAGS_clients);
+    std::exponential_distribution<double> gap(rate > 0 ? rate : 1);
+    Clock::time_point next = Clock::now();
     while (Clock::now() < end) {
+      if (rate > 0) {
+        next += std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(gap(rng_)));
+        if (next >= end) break;
+        std::this_thread::sleep_until(next);
+        scheduled_ = next;
+      }
       if (watch_ && watch_->Done()) EndWatch();
       if (!watch_ && !stats_.job_ids.empty()) {
         watch_ = std::make_unique<Watch>(stub_.get(), SomeJob());
@@ -340,7 +355,8 @@ class Client {
   grpc::Status Timed(Rpc rpc, Call call) {
     grpc::ClientContext context;
     SetDeadline(&context);
-    const Clock::time_point start = Clock::now();
+    // Counted from when the call was due, if it is late (open loop).
+    const Clock::time_point start = std::min(Clock::now(), scheduled_);
     grpc::Status s = call(&context);
     const double ms = MsBetween(start, Clock::now());
     if (rpc == kSubmitJob && s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
@@ -440,6 +456,8 @@ class Client {
   ClientStats stats_;
   std::unique_ptr<Watch> watch_;  // the open stream, if any
   Clock::time_point calls_end_;
+  // When the current call was due (open loop); the far future in a closed loop.
+  Clock::time_point scheduled_ = Clock::time_point::max();
 };
 
 // A gpubenchd child on 127.0.0.1, port chosen by the daemon and read back
@@ -716,6 +734,12 @@ int Main() {
       (100 - submit) * kReads[1].weight / read_weights,
       (100 - submit) * kReads[2].weight / read_weights, absl::GetFlag(FLAGS_watch_ms),
       std::size(kBatchSizes));
+  std::cout << (absl::GetFlag(FLAGS_rate) > 0
+                    ? absl::StrFormat("pacing: open loop, %g calls/s in all (Poisson), latency "
+                                      "from each call's scheduled time\n",
+                                      absl::GetFlag(FLAGS_rate))
+                    : std::string("pacing: closed loop (each client calls again at once): "
+                                  "latency is clients / throughput once the host saturates\n"));
   const std::string memory_before = MemoryOf(daemon.pid());
   std::cout << "daemon memory before the load: " << memory_before << "\n" << std::flush;
 

@@ -21,7 +21,6 @@
 #include "common/paths.h"
 #include "common/spec.h"
 #include "common/version.h"
-#include "google/protobuf/text_format.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace gpubench::client {
@@ -565,10 +564,10 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   });
   if (format == Format::kTable && any_oom) {
     for (const auto& [key, batch] : job.max_batch_size_fits()) {
-      v1::RunConfig config;
-      if (!google::protobuf::TextFormat::ParseFromString(key, &config)) continue;
-      config.set_batch_size(batch);
-      out << "largest batch that fit: " << ConfigLabel(config) << "\n";
+      auto config = ParseConfigKey(key);
+      if (!config.ok()) continue;
+      config->set_batch_size(batch);
+      out << "largest batch that fit: " << ConfigLabel(*config) << "\n";
     }
   }
 }

@@ -26,9 +26,6 @@ constexpr int kHistoryRuns = 7;
 
 std::string GiB(int64_t bytes) { return absl::StrFormat("%.1f GiB", bytes / double(1 << 30)); }
 
-// Every run's config as a comparable key (all fields).
-std::string ConfigKey(const v1::RunConfig& c) { return c.ShortDebugString(); }
-
 struct Side {
   std::string name;  // host, job or run it came from
   std::vector<v1::Run> runs;

@@ -19,7 +19,6 @@
 #include "absl/time/time.h"
 #include "common/spec.h"
 #include "common/version.h"
-#include "google/protobuf/text_format.h"
 
 namespace gpubench::client {
 namespace {
@@ -1122,11 +1121,10 @@ std::string MaxBatchFits(const JobView& view) {
   if (fits.empty()) return "-";
   std::vector<std::pair<std::string, int>> rows;
   for (const auto& [key, batch] : fits) {
-    v1::RunConfig config;
     std::string label;
-    if (google::protobuf::TextFormat::ParseFromString(key, &config)) {
-      label = GroupLabel(ValuesOf(config, {}), view.varying, Bit(kBatch));
-      if (label.empty()) label = ValuesOf(config, {})[kWorkload];
+    if (auto config = ParseConfigKey(key); config.ok()) {
+      label = GroupLabel(ValuesOf(*config, {}), view.varying, Bit(kBatch));
+      if (label.empty()) label = ValuesOf(*config, {})[kWorkload];
     } else {
       label = key;  // written by another version; show it as it is
     }

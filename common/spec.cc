@@ -10,6 +10,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -740,10 +743,35 @@ absl::StatusOr<int> ParseEnumShortName(const EnumDescriptor* type,
                                           absl::StrJoin(choices, ", ")));
 }
 
+std::string ConfigKey(const v1::RunConfig& config) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    config.SerializeToCodedStream(&out);
+  }
+  return absl::StrCat("k1:", absl::Base64Escape(bytes));
+}
+
+absl::StatusOr<v1::RunConfig> ParseConfigKey(const std::string& key) {
+  v1::RunConfig config;
+  std::string bytes;
+  if (absl::StartsWith(key, "k1:")) {
+    if (absl::Base64Unescape(absl::string_view(key).substr(3), &bytes) &&
+        config.ParseFromString(bytes)) {
+      return config;
+    }
+  } else if (google::protobuf::TextFormat::ParseFromString(key, &config)) {
+    return config;  // written by a version before ConfigKey
+  }
+  return absl::InvalidArgumentError("not a config key");
+}
+
 std::string ConfigKeyWithoutBatch(const v1::RunConfig& config) {
   v1::RunConfig rest = config;
   rest.clear_batch_size();
-  return rest.ShortDebugString();
+  return ConfigKey(rest);
 }
 
 void CountFinishedRun(const v1::Run& run, v1::Job* job) {

@@ -64,8 +64,14 @@ int CountSweepPoints(const v1::Sweep& sweep);
 // a swept torchscript without a model), named as "spec.sweep (run N).field".
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(const v1::JobSpec& spec);
 
-// Everything about a run's config but its batch size, as one line
-// ("workload: \"resnet50\" mode: MODE_TRAIN precision: PRECISION_FP16"): the key
+// A run config as a key: equal configs give equal keys, in every build
+// ("k1:" and the base64 of protobuf's deterministic binary form, a format
+// protobuf keeps stable). Stored: Job.max_batch_size_fits is keyed by it.
+std::string ConfigKey(const v1::RunConfig& config);
+// The config of a key; also reads the protobuf text keys of earlier versions.
+// InvalidArgument for anything else.
+absl::StatusOr<v1::RunConfig> ParseConfigKey(const std::string& key);
+// ConfigKey of everything about a run's config but its batch size: the key
 // under which Job.max_batch_size_fits records the largest batch that fit.
 std::string ConfigKeyWithoutBatch(const v1::RunConfig& config);
 

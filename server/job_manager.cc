@@ -18,7 +18,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-constexpr size_t kKeptEndedLogs = 64;
 // The room a typical run needs (record, samples, telemetry), probed before
 // taking jobs again after a run could not be stored.
 constexpr int64_t kRunProbeBytes = 256 << 10;
@@ -26,12 +25,6 @@ constexpr int64_t kRunProbeBytes = 256 << 10;
 bool IsTerminal(v1::JobState s) {
   return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
          s == v1::JOB_STATE_CANCELLED || s == v1::JOB_STATE_INTERRUPTED;
-}
-
-// Watchers get runs without their series; GetRun has them.
-void StripSeries(v1::Run* run) {
-  run->clear_samples();
-  run->clear_telemetry_series();
 }
 
 }  // namespace
@@ -52,7 +45,7 @@ struct JobManager::Running {
 
 JobManager::JobManager(DaemonOptions options, storage::Store* store,
                        v1::HostInfo host)
-    : options_(std::move(options)), store_(store), host_(std::move(host)) {}
+    : options_(std::move(options)), store_(store), host_(std::move(host)), events_(store) {}
 
 JobManager::~JobManager() { Shutdown(); }
 
@@ -657,65 +650,34 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
   }
 }
 
-JobManager::JobLog* JobManager::LogLocked(const std::string& job_id) {
-  auto it = logs_.find(job_id);
-  if (it != logs_.end()) return &it->second;
-  JobLog& log = logs_[job_id];
-  // A job whose log is not in memory (a restart) continues its sequence.
-  auto last = store_->LastSequence(job_id);
-  log.next_sequence = (last.ok() ? *last : 0) + 1;
-  log.first_sequence = log.next_sequence;
-  return &log;
-}
-
-v1::ProgressEvent JobManager::NewEventLocked(const std::string& job_id) {
-  JobLog* log = LogLocked(job_id);
-  v1::ProgressEvent e;
-  e.set_job_id(job_id);
-  e.set_sequence(log->next_sequence++);
-  *e.mutable_time() = NowTimestamp();
-  return e;
-}
-
 absl::Status JobManager::Emit(const std::string& job_id,
                               const std::function<void(v1::ProgressEvent*)>& fill,
                               bool durable, const v1::Run* run_to_store,
                               const std::string& trace_json) {
-  absl::Status stored;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    v1::ProgressEvent e = NewEventLocked(job_id);
-    fill(&e);
-    if (run_to_store) {
-      auto id = store_->InsertRun(*run_to_store, e, trace_json);
+  std::function<absl::Status(v1::ProgressEvent*)> persist;
+  if (run_to_store != nullptr) {
+    persist = [&](v1::ProgressEvent* e) -> absl::Status {
+      auto id = store_->InsertRun(*run_to_store, *e, trace_json);
       if (id.ok()) {
-        if (e.has_run_finished()) e.mutable_run_finished()->mutable_run()->set_run_id(*id);
-      } else {
-        // The run is lost to the store; say so where watchers and the log
-        // see it, and let the caller fail the job.
-        stored = id.status();
-        std::cerr << "gpubenchd: job " << job_id << ": storing a run failed: "
-                  << id.status().message() << "\n";
-        e.clear_run_finished();
-        e.mutable_log()->set_text(
-            absl::StrCat("storing run ", run_to_store->index(), " failed: ",
-                         id.status().message()));
+        if (e->has_run_finished()) e->mutable_run_finished()->mutable_run()->set_run_id(*id);
+        return absl::OkStatus();
       }
-    } else if (durable) {
-      store_->AppendEvent(e).IgnoreError();
-    }
-    if (e.has_run_finished()) StripSeries(e.mutable_run_finished()->mutable_run());
-    std::vector<v1::ProgressEvent>& events = logs_[job_id].events;
-    // Only the latest progress of a run is worth keeping: a long run would
-    // otherwise grow the log by one event a window.
-    if (e.has_run_progress() && !events.empty() && events.back().has_run_progress()) {
-      events.back() = std::move(e);
-    } else {
-      events.push_back(std::move(e));
-    }
+      // The run is lost to the store; say so where watchers and the log see
+      // it, and let the caller fail the job.
+      std::cerr << "gpubenchd: job " << job_id << ": storing a run failed: "
+                << id.status().message() << "\n";
+      e->clear_run_finished();
+      e->mutable_log()->set_text(absl::StrCat("storing run ", run_to_store->index(),
+                                              " failed: ", id.status().message()));
+      return id.status();
+    };
+  } else if (durable) {
+    persist = [&](v1::ProgressEvent* e) {
+      store_->AppendEvent(*e).IgnoreError();
+      return absl::OkStatus();
+    };
   }
-  Notify(job_id);
-  return stored;
+  return events_.Append(job_id, fill, persist);
 }
 
 absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
@@ -725,103 +687,35 @@ absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
   if (IsTerminal(state) && job->end_time().seconds() == 0) {
     *job->mutable_end_time() = NowTimestamp();
   }
-  absl::Status status;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    v1::ProgressEvent e = NewEventLocked(job->job_id());
-    e.mutable_state_changed()->set_state(state);
-    e.mutable_state_changed()->set_error(error);
-    status = store_->UpdateJob(*job, e);
-    if (status.ok()) {
-      unsaved_.erase(job->job_id());
-    } else {
-      RememberUnsavedLocked(*job, status);
-    }
-    JobLog& log = logs_[job->job_id()];
-    log.events.push_back(std::move(e));
-    const bool ended = Ends(*job);
-    if (!ended) {
-      ended_logs_.erase(std::remove(ended_logs_.begin(), ended_logs_.end(), job->job_id()),
-                        ended_logs_.end());
-    } else if (!log.ended) {
-      ended_logs_.push_back(job->job_id());
-      // Forget the oldest finished logs; the store still has their durable
-      // events for late watchers.
-      while (ended_logs_.size() > kKeptEndedLogs) {
-        logs_.erase(ended_logs_.front());
-        ended_logs_.erase(ended_logs_.begin());
-      }
-    }
-    log.ended = ended;
-  }
-  Notify(job->job_id());
-  return status;
+  return events_.Append(
+      job->job_id(),
+      [&](v1::ProgressEvent* e) {
+        e->mutable_state_changed()->set_state(state);
+        e->mutable_state_changed()->set_error(error);
+      },
+      [&](v1::ProgressEvent* e) {
+        const absl::Status stored = store_->UpdateJob(*job, *e);
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stored.ok()) {
+          unsaved_.erase(job->job_id());
+        } else {
+          RememberUnsavedLocked(*job, stored);
+        }
+        return stored;
+      },
+      Ends(*job) ? EventLog::End::kEnded : EventLog::End::kNotEnded);
 }
 
-void JobManager::Notify(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
-  for (auto& [token, listener] : listeners_) {
-    if (listener.first == job_id) listener.second();
-  }
-}
-
-int64_t JobManager::Subscribe(const std::string& job_id, std::function<void()> notify) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
-  const int64_t token = next_token_++;
-  listeners_[token] = {job_id, std::move(notify)};
-  return token;
-}
-
-void JobManager::Unsubscribe(int64_t token) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
-  listeners_.erase(token);
-}
-
-absl::Status JobManager::EventsAfter(const std::string& job_id,
-                                     int64_t after_sequence,
-                                     std::vector<v1::ProgressEvent>* events,
-                                     bool* ended) {
-  events->clear();
-  int64_t first_in_memory;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = logs_.find(job_id);
-    first_in_memory = it == logs_.end() ? INT64_MAX : it->second.first_sequence;
-  }
-  // Older events come from the store (durable ones only).
-  if (after_sequence + 1 < first_in_memory) {
-    auto stored = store_->ListEvents(job_id, after_sequence);
-    if (!stored.ok()) return stored.status();
-    for (auto& e : *stored) {
-      if (e.sequence() >= first_in_memory) break;
-      if (e.has_run_finished()) StripSeries(e.mutable_run_finished()->mutable_run());
-      events->push_back(std::move(e));
-    }
-  }
-  std::unique_lock<std::mutex> lock(mu_);
-  auto it = logs_.find(job_id);
-  if (it == logs_.end() && first_in_memory != INT64_MAX) {
-    // The log was evicted between the two locks: its events after
-    // after_sequence are all in the store now. Read them from there, or the
-    // watcher would see the job end without its last events.
-    lock.unlock();
-    return EventsAfter(job_id, after_sequence, events, ended);
-  }
-  if (it == logs_.end()) {
-    // Not in memory: the job ended before this daemon started, or is queued
-    // from a previous run of the daemon without events yet.
-    auto job = store_->GetJob(job_id);
-    if (!job.ok()) return job.status();
-    *ended = Ends(*job);
-    return absl::OkStatus();
-  }
-  const JobLog& log = it->second;
-  const int64_t from = std::max(after_sequence + 1, log.first_sequence);
-  for (const auto& e : log.events) {
-    if (e.sequence() >= from) events->push_back(e);
-  }
-  *ended = log.ended;
-  return absl::OkStatus();
+absl::Status JobManager::EventsAfter(const std::string& job_id, int64_t after_sequence,
+                                     std::vector<v1::ProgressEvent>* events, bool* ended) {
+  return events_.EventsAfter(
+      job_id, after_sequence,
+      [&]() -> absl::StatusOr<bool> {
+        auto job = GetJob(job_id);
+        if (!job.ok()) return job.status();
+        return Ends(*job);
+      },
+      events, ended);
 }
 
 }  // namespace gpubench::server

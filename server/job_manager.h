@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/worker.pb.h"
+#include "server/event_log.h"
 #include "storage/store.h"
 #include "worker/process.h"
 
@@ -86,9 +87,11 @@ class JobManager {
 
   // Calls notify (on the thread that appended) whenever job_id gets events
   // or ends. notify must not call Subscribe or Unsubscribe. Returns a token.
-  int64_t Subscribe(const std::string& job_id, std::function<void()> notify);
+  int64_t Subscribe(const std::string& job_id, std::function<void()> notify) {
+    return events_.Subscribe(job_id, std::move(notify));
+  }
   // After it returns, the notify of token is not running and never will.
-  void Unsubscribe(int64_t token);
+  void Unsubscribe(int64_t token) { events_.Unsubscribe(token); }
 
   // Called for each finished run of a scheduled job before it is stored;
   // set once, before Start(), by the scheduler.
@@ -99,12 +102,6 @@ class JobManager {
 
  private:
   struct Running;
-  struct JobLog {
-    std::vector<v1::ProgressEvent> events;  // in sequence order
-    int64_t first_sequence = 1;             // earlier ones are in the store
-    int64_t next_sequence = 1;
-    bool ended = false;
-  };
 
   // Every model the runs name may be loaded: a model_path resolves into a
   // model root, an uploaded model exists, and an AOTI package came from an
@@ -124,15 +121,12 @@ class JobManager {
   // Marks a job INTERRUPTED and requeues it when attempts remain.
   absl::Status Interrupt(v1::Job* job);
 
-  // Builds the next event of a job (sequence, time) and appends it to its
-  // log; the caller stores durable ones. Requires mu_.
-  v1::ProgressEvent NewEventLocked(const std::string& job_id);
-  // Appends a state change to the log, stores job and event together, and
-  // notifies watchers.
+  // Stores the job with a state-change event (in one transaction) and
+  // publishes the event to watchers. No lock is held while it stores.
   absl::Status SetState(v1::Job* job, v1::JobState state, const std::string& error);
-  // Appends a non-durable event, or stores a durable one (with the run and
-  // its trace, when given, in one transaction). The error of storing the
-  // run, when one was given and could not be stored.
+  // Publishes a non-durable event, or stores a durable one first (with the
+  // run and its trace, when given, in one transaction; no lock held). The
+  // error of storing the run, when one was given and could not be stored.
   absl::Status Emit(const std::string& job_id,
             const std::function<void(v1::ProgressEvent*)>& fill, bool durable,
             const v1::Run* run_to_store, const std::string& trace_json = "");
@@ -145,14 +139,14 @@ class JobManager {
   void RememberUnsavedLocked(const v1::Job& job, const absl::Status& why);
   // Writes every unsaved job; the first store error, if any.
   absl::Status FlushUnsaved();
-  void Notify(const std::string& job_id);
-  JobLog* LogLocked(const std::string& job_id);
 
   const DaemonOptions options_;
   storage::Store* const store_;
   const v1::HostInfo host_;
   RunHook run_hook_;
 
+  // Guards the queue, leases, running jobs and unsaved states below; held for
+  // no store I/O but the quick unsaved_ bookkeeping.
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -161,8 +155,6 @@ class JobManager {
   std::map<std::string, std::set<std::string>> queued_leases_;
   std::set<std::string> busy_leases_;
   std::map<std::string, std::shared_ptr<Running>> running_;
-  std::map<std::string, JobLog> logs_;
-  std::vector<std::string> ended_logs_;  // oldest first, for eviction
   // Jobs whose latest state the store could not take (a full disk): the
   // truth, served before the store's copy until it is written.
   std::map<std::string, v1::Job> unsaved_;
@@ -172,9 +164,7 @@ class JobManager {
   int job_threads_ = 0;  // RunJob threads (detached) still running
   std::thread dispatcher_;
 
-  std::mutex listeners_mu_;
-  int64_t next_token_ = 1;
-  std::map<int64_t, std::pair<std::string, std::function<void()>>> listeners_;
+  EventLog events_;  // its own lock; never taken with mu_ held
 };
 
 }  // namespace gpubench::server

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "google/protobuf/util/json_util.h"
@@ -327,6 +328,26 @@ std::string Where(const std::vector<std::string>& where) {
 
 }  // namespace
 
+absl::StatusOr<Store::CompressedTrace> Store::CompressTrace(const std::string& format,
+                                                            const std::string& data) {
+  uLongf size = compressBound(data.size());
+  CompressedTrace trace;
+  trace.data.resize(size);
+  if (compress2(reinterpret_cast<Bytef*>(trace.data.data()), &size,
+                reinterpret_cast<const Bytef*>(data.data()), data.size(), 6) != Z_OK) {
+    return absl::InternalError("trace compression failed");
+  }
+  trace.data.resize(size);
+  trace.format = format;
+  trace.size_bytes = data.size();
+  trace.sha256 = Sha256Hex(data);
+  return trace;
+}
+
+absl::Status Store::Garbled(const std::string& what) {
+  return absl::DataLossError(absl::StrCat("database ", path_, ": ", what));
+}
+
 // A SQLite result code as the canonical code that says what to do about it.
 static absl::Status SqliteStatus(int rc, const std::string& message) {
   switch (rc & 0xff) {  // the primary code of an extended one
@@ -395,6 +416,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
     if (auto s = store->Exec(absl::StrCat("PRAGMA max_page_count=", pages)); !s.ok()) return s;
   }
   if (auto s = store->Migrate(); !s.ok()) return s;
+  // Readers beside the writer: WAL lets them read the last commit while a
+  // write is in progress, so reads never queue behind a run being stored.
+  store->busy_timeout_ms_ = options.busy_timeout_ms;
+  if (auto s = store->OpenReaders(kReadConnections); !s.ok()) return s;
   return store;
 }
 
@@ -404,12 +429,46 @@ Store::~Store() {
   // Refreshes the planner's statistics where they went stale (cheap; the
   // SQLite documentation's advice for long-lived connections at close).
   Exec("PRAGMA optimize").IgnoreError();
+  for (sqlite3* reader : all_readers_) sqlite3_close(reader);
   sqlite3_close(db_);
 }
 
-absl::Status Store::Error(const std::string& what) {
-  return SqliteStatus(sqlite3_errcode(db_), absl::StrCat("database ", path_, ": ", what,
-                                                         ": ", sqlite3_errmsg(db_)));
+absl::Status Store::Error(sqlite3* db, const std::string& what) {
+  return SqliteStatus(sqlite3_errcode(db), absl::StrCat("database ", path_, ": ", what, ": ",
+                                                        sqlite3_errmsg(db)));
+}
+
+Store::Reader::Reader(Store* store) : store_(store) {
+  std::unique_lock<std::mutex> lock(store_->readers_mu_);
+  store_->readers_cv_.wait(lock, [&] { return !store_->readers_.empty(); });
+  db_ = store_->readers_.back();
+  store_->readers_.pop_back();
+}
+
+Store::Reader::~Reader() {
+  {
+    std::lock_guard<std::mutex> lock(store_->readers_mu_);
+    store_->readers_.push_back(db_);
+  }
+  store_->readers_cv_.notify_one();
+}
+
+absl::Status Store::OpenReaders(int count) {
+  for (int i = 0; i < count; ++i) {
+    sqlite3* db = nullptr;
+    const int rc = sqlite3_open_v2(path_.c_str(), &db,
+                                   SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+      sqlite3_close(db);
+      return SqliteStatus(rc, absl::StrCat("cannot open database ", path_, " to read: ", msg));
+    }
+    sqlite3_busy_timeout(db, busy_timeout_ms_);
+    std::lock_guard<std::mutex> lock(readers_mu_);
+    readers_.push_back(db);
+    all_readers_.push_back(db);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Store::Exec(const std::string& sql) {
@@ -463,12 +522,14 @@ absl::Status Store::BackfillRunColumns() {
   {
     Statement s(db_, "SELECT run_id, record FROM runs");
     if (!s.ok()) return Error("backfill runs");
-    while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
       v1::Run run;
-      if (!run.ParseFromString(s.ColumnBlob(1))) return Error("garbled run record");
+      if (!run.ParseFromString(s.ColumnBlob(1))) return Garbled("garbled run record");
       runs.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)),
                         std::move(run));
     }
+    if (rc != SQLITE_DONE) return Error("backfill runs");
   }
   for (const auto& [id, run] : runs) {
     Statement s(db_, "UPDATE runs SET config_json=?, end_ns=?, verdict=? WHERE run_id=?");
@@ -527,15 +588,16 @@ absl::Status Store::UpdateJob(const v1::Job& job, const v1::ProgressEvent& event
 }
 
 absl::StatusOr<v1::Job> Store::GetJob(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT record FROM jobs WHERE job_id=?");
-  if (!s.ok()) return Error("get job");
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db, "SELECT record FROM jobs WHERE job_id=?");
+  if (!s.ok()) return Error(db, "get job");
   s.Text(1, job_id);
   if (sqlite3_step(s.get()) != SQLITE_ROW) {
     return absl::NotFoundError(absl::StrCat("job ", job_id));
   }
   v1::Job job;
-  if (!job.ParseFromString(s.ColumnBlob(0))) return Error("garbled job record");
+  if (!job.ParseFromString(s.ColumnBlob(0))) return Garbled("garbled job record");
   return job;
 }
 
@@ -620,6 +682,12 @@ absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run) {
 absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run,
                                              const v1::ProgressEvent& event,
                                              const std::string& trace_json) {
+  CompressedTrace trace;
+  if (!trace_json.empty()) {
+    auto compressed = CompressTrace("chrome", trace_json);  // before the lock
+    if (!compressed.ok()) return compressed.status();
+    trace = std::move(*compressed);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::string id;
   absl::Status status = InTransaction([&]() -> absl::Status {
@@ -635,7 +703,7 @@ absl::StatusOr<std::string> Store::InsertRun(const v1::Run& run,
       r->clear_telemetry_series();
     }
     if (!trace_json.empty()) {
-      if (auto st = PutTraceLocked(id, "chrome", trace_json); !st.ok()) return st;
+      if (auto st = PutTraceLocked(id, trace); !st.ok()) return st;
     }
     return AppendEventLocked(stored);
   });
@@ -656,12 +724,13 @@ absl::StatusOr<int64_t> Store::DeleteCancelledRuns(const std::string& job_id) {
 
 absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(const std::string& job_id,
                                                      bool include_samples) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_,
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db,
               "SELECT r.record, s.data, r.run_id, t.data FROM runs r"
               " LEFT JOIN samples s ON s.run_id = r.run_id"
               " LEFT JOIN telemetry t ON t.run_id = r.run_id WHERE r.job_id=? ORDER BY r.run_index");
-  if (!s.ok()) return Error("list runs");
+  if (!s.ok()) return Error(db, "list runs");
   s.Text(1, job_id);
   std::vector<v1::Run> runs;
   int rc;
@@ -670,7 +739,7 @@ absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(const std::string& job_id,
     if (!run.ok()) return run.status();
     runs.push_back(std::move(*run));
   }
-  if (rc != SQLITE_DONE) return Error("list runs");
+  if (rc != SQLITE_DONE) return Error(db, "list runs");
   return runs;
 }
 
@@ -680,30 +749,31 @@ absl::StatusOr<v1::Run> Store::ReadRun(sqlite3_stmt* stmt, bool include_samples)
   v1::Run run;
   const void* p = sqlite3_column_blob(stmt, 0);
   if (!run.ParseFromArray(p, sqlite3_column_bytes(stmt, 0))) {
-    return Error("garbled run record");
+    return Garbled("garbled run record");
   }
   run.set_run_id(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2)));
   if (include_samples && sqlite3_column_type(stmt, 1) != SQLITE_NULL &&
       !run.mutable_samples()->ParseFromArray(sqlite3_column_blob(stmt, 1),
                                              sqlite3_column_bytes(stmt, 1))) {
-    return Error("garbled samples");
+    return Garbled("garbled samples");
   }
   if (include_samples && sqlite3_column_count(stmt) > 3 &&
       sqlite3_column_type(stmt, 3) != SQLITE_NULL &&
       !run.mutable_telemetry_series()->ParseFromArray(sqlite3_column_blob(stmt, 3),
                                                       sqlite3_column_bytes(stmt, 3))) {
-    return Error("garbled telemetry");
+    return Garbled("garbled telemetry");
   }
   return run;
 }
 
 absl::StatusOr<v1::Run> Store::GetRun(const std::string& run_id, bool include_samples) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_,
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db,
               "SELECT r.record, s.data, r.run_id, t.data FROM runs r"
               " LEFT JOIN samples s ON s.run_id = r.run_id"
               " LEFT JOIN telemetry t ON t.run_id = r.run_id WHERE r.run_id=?");
-  if (!s.ok()) return Error("get run");
+  if (!s.ok()) return Error(db, "get run");
   s.Text(1, run_id);
   if (sqlite3_step(s.get()) != SQLITE_ROW) {
     return absl::NotFoundError(absl::StrCat("run ", run_id));
@@ -745,9 +815,10 @@ absl::StatusOr<Page<v1::Job>> Store::ListJobs(const JobFilter& filter, int page_
   const std::string sql =
       absl::StrCat("SELECT record, submit_ns, job_id FROM jobs", Where(where),
                    " ORDER BY submit_ns DESC, job_id DESC LIMIT ", *limit + 1);
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, sql.c_str());
-  if (!s.ok()) return Error("list jobs");
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db, sql.c_str());
+  if (!s.ok()) return Error(db, "list jobs");
   Bind(s, params);
   Page<v1::Job> page;
   int rc;
@@ -759,10 +830,10 @@ absl::StatusOr<Page<v1::Job>> Store::ListJobs(const JobFilter& filter, int page_
       break;
     }
     v1::Job job;
-    if (!job.ParseFromString(s.ColumnBlob(0))) return Error("garbled job record");
+    if (!job.ParseFromString(s.ColumnBlob(0))) return Garbled("garbled job record");
     page.items.push_back(std::move(job));
   }
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("list jobs");
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error(db, "list jobs");
   return page;
 }
 
@@ -806,9 +877,10 @@ absl::StatusOr<Page<v1::Run>> Store::QueryRuns(const RunFilter& filter, int page
   const std::string sql = absl::StrCat(
       "SELECT r.record, NULL, r.run_id, r.start_ns FROM runs r", Where(where),
       " ORDER BY r.start_ns DESC, r.run_id DESC LIMIT ", *limit + 1);
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, sql.c_str());
-  if (!s.ok()) return Error("query runs");
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db, sql.c_str());
+  if (!s.ok()) return Error(db, "query runs");
   Bind(s, params);
   Page<v1::Run> page;
   int64_t last_ns = 0;
@@ -823,7 +895,7 @@ absl::StatusOr<Page<v1::Run>> Store::QueryRuns(const RunFilter& filter, int page
     last_ns = sqlite3_column_int64(s.get(), 3);
     page.items.push_back(std::move(*run));
   }
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("query runs");
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error(db, "query runs");
   return page;
 }
 
@@ -844,28 +916,32 @@ absl::Status Store::AppendEvent(const v1::ProgressEvent& event) {
 
 absl::StatusOr<std::vector<v1::ProgressEvent>> Store::ListEvents(
     const std::string& job_id, int64_t after_sequence) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_,
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db,
               "SELECT record FROM job_events WHERE job_id=? AND sequence>?"
               " ORDER BY sequence");
-  if (!s.ok()) return Error("list events");
+  if (!s.ok()) return Error(db, "list events");
   s.Text(1, job_id);
   s.Int(2, after_sequence);
   std::vector<v1::ProgressEvent> events;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
     v1::ProgressEvent e;
-    if (!e.ParseFromString(s.ColumnBlob(0))) return Error("garbled event");
+    if (!e.ParseFromString(s.ColumnBlob(0))) return Garbled("garbled event");
     events.push_back(std::move(e));
   }
+  if (rc != SQLITE_DONE) return Error(db, "list events");
   return events;
 }
 
 absl::StatusOr<int64_t> Store::LastSequence(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT COALESCE(MAX(sequence), 0) FROM job_events WHERE job_id=?");
-  if (!s.ok()) return Error("last sequence");
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db, "SELECT COALESCE(MAX(sequence), 0) FROM job_events WHERE job_id=?");
+  if (!s.ok()) return Error(db, "last sequence");
   s.Text(1, job_id);
-  if (sqlite3_step(s.get()) != SQLITE_ROW) return Error("last sequence");
+  if (sqlite3_step(s.get()) != SQLITE_ROW) return Error(db, "last sequence");
   return sqlite3_column_int64(s.get(), 0);
 }
 
@@ -882,14 +958,15 @@ absl::Status Store::PutRecord(const char* sql, const std::string& key,
 
 absl::Status Store::GetRecord(const char* sql, const std::string& key, const char* what,
                               google::protobuf::Message* record) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, sql);
-  if (!s.ok()) return Error("read");
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db, sql);
+  if (!s.ok()) return Error(db, "read");
   s.Text(1, key);
   if (sqlite3_step(s.get()) != SQLITE_ROW) {
     return absl::NotFoundError(absl::StrCat(what, " ", key));
   }
-  if (!record->ParseFromString(s.ColumnBlob(0))) return Error("garbled record");
+  if (!record->ParseFromString(s.ColumnBlob(0))) return Garbled("garbled record");
   return absl::OkStatus();
 }
 
@@ -932,15 +1009,18 @@ absl::Status Store::UpdateSchedule(const v1::Schedule& schedule) {
 }
 
 absl::StatusOr<std::vector<v1::Schedule>> Store::ListSchedules() {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT record FROM schedules ORDER BY schedule_id");
-  if (!s.ok()) return Error("list schedules");
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db, "SELECT record FROM schedules ORDER BY schedule_id");
+  if (!s.ok()) return Error(db, "list schedules");
   std::vector<v1::Schedule> schedules;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
     v1::Schedule schedule;
-    if (!schedule.ParseFromString(s.ColumnBlob(0))) return Error("garbled schedule");
+    if (!schedule.ParseFromString(s.ColumnBlob(0))) return Garbled("garbled schedule");
     schedules.push_back(std::move(schedule));
   }
+  if (rc != SQLITE_DONE) return Error(db, "list schedules");
   return schedules;
 }
 
@@ -959,23 +1039,26 @@ absl::Status Store::DeleteSchedule(const std::string& schedule_id) {
 absl::StatusOr<std::vector<v1::Run>> Store::ScheduleHistory(
     const std::string& schedule_id, const v1::RunConfig& config, int limit,
     const std::string& exclude_job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_,
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db,
               "SELECT r.record, NULL, r.run_id FROM runs r"
               " WHERE r.schedule_id=? AND r.config_json=? AND r.state=? AND r.job_id<>?"
               " ORDER BY r.start_ns DESC LIMIT ?");
-  if (!s.ok()) return Error("schedule history");
+  if (!s.ok()) return Error(db, "schedule history");
   s.Text(1, schedule_id);
   s.Text(2, ConfigJson(config));
   s.Int(3, v1::RUN_STATE_SUCCEEDED);
   s.Text(4, exclude_job_id);
   s.Int(5, limit);
   std::vector<v1::Run> runs;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
     auto run = ReadRun(s.get(), false);
     if (!run.ok()) return run.status();
     runs.push_back(std::move(*run));
   }
+  if (rc != SQLITE_DONE) return Error(db, "list runs");
   return runs;
 }
 
@@ -990,7 +1073,7 @@ absl::Status Store::SetRunHistory(const std::string& run_id,
       if (sqlite3_step(s.get()) != SQLITE_ROW) {
         return absl::NotFoundError(absl::StrCat("run ", run_id));
       }
-      if (!run.ParseFromString(s.ColumnBlob(0))) return Error("garbled run record");
+      if (!run.ParseFromString(s.ColumnBlob(0))) return Garbled("garbled run record");
     }
     *run.mutable_history() = history;
     Statement s(db_, "UPDATE runs SET record=?, verdict=? WHERE run_id=?");
@@ -1004,20 +1087,23 @@ absl::Status Store::SetRunHistory(const std::string& run_id,
 
 absl::StatusOr<std::vector<v1::Run>> Store::ListFlaggedRuns(int64_t since_ns,
                                                             bool include_improvements) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_,
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db,
               "SELECT r.record, NULL, r.run_id FROM runs r"
               " WHERE r.verdict IN (?, ?) AND r.end_ns >= ? ORDER BY r.end_ns DESC");
-  if (!s.ok()) return Error("list flagged runs");
+  if (!s.ok()) return Error(db, "list flagged runs");
   s.Int(1, v1::VERDICT_REGRESSED);
   s.Int(2, include_improvements ? v1::VERDICT_IMPROVED : v1::VERDICT_REGRESSED);
   s.Int(3, since_ns);
   std::vector<v1::Run> runs;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
     auto run = ReadRun(s.get(), false);
     if (!run.ok()) return run.status();
     runs.push_back(std::move(*run));
   }
+  if (rc != SQLITE_DONE) return Error(db, "list runs");
   return runs;
 }
 
@@ -1046,54 +1132,50 @@ absl::Status Store::DeleteModel(const std::string& sha256) {
 }
 
 absl::StatusOr<int64_t> Store::TotalModelBytes() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Reader reader(this);
+  sqlite3* const db = reader.db();
   int64_t total = 0;
-  Statement s(db_, "SELECT record FROM models");
-  if (!s.ok()) return Error("model sizes");
+  Statement s(db, "SELECT record FROM models");
+  if (!s.ok()) return Error(db, "model sizes");
   int rc;
   while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
     v1::ModelInfo model;
-    if (!model.ParseFromString(s.ColumnBlob(0))) return Error("garbled model record");
+    if (!model.ParseFromString(s.ColumnBlob(0))) return Garbled("garbled model record");
     total += model.size_bytes();
   }
-  if (rc != SQLITE_DONE) return Error("model sizes");
+  if (rc != SQLITE_DONE) return Error(db, "model sizes");
   return total;
 }
 
 absl::Status Store::PutTrace(const std::string& run_id, const std::string& format,
                              const std::string& data) {
+  auto trace = CompressTrace(format, data);  // before the lock: zlib is the slow part
+  if (!trace.ok()) return trace.status();
   std::lock_guard<std::mutex> lock(mu_);
-  return PutTraceLocked(run_id, format, data);
+  return PutTraceLocked(run_id, *trace);
 }
 
-absl::Status Store::PutTraceLocked(const std::string& run_id, const std::string& format,
-                                   const std::string& data) {
-  uLongf size = compressBound(data.size());
-  std::string compressed(size, '\0');
-  if (compress2(reinterpret_cast<Bytef*>(compressed.data()), &size,
-                reinterpret_cast<const Bytef*>(data.data()), data.size(), 6) != Z_OK) {
-    return absl::InternalError("trace compression failed");
-  }
-  compressed.resize(size);
+absl::Status Store::PutTraceLocked(const std::string& run_id, const CompressedTrace& trace) {
   Statement s(db_,
               "INSERT OR REPLACE INTO traces(run_id, format, size_bytes, sha256,"
               " created_ns, data) VALUES(?,?,?,?,?,?)");
   if (!s.ok()) return Error("put trace");
   s.Text(1, run_id);
-  s.Text(2, format);
-  s.Int(3, data.size());
-  s.Text(4, Sha256Hex(data));
+  s.Text(2, trace.format);
+  s.Int(3, trace.size_bytes);
+  s.Text(4, trace.sha256);
   s.Int(5, ToNs(NowTimestamp()));
-  s.Blob(6, compressed);
+  s.Blob(6, trace.data);
   if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("put trace");
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::pair<v1::TraceInfo, std::string>> Store::GetTrace(
     const std::string& run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT format, size_bytes, sha256, data FROM traces WHERE run_id=?");
-  if (!s.ok()) return Error("get trace");
+  Reader reader(this);
+  sqlite3* const db = reader.db();
+  Statement s(db, "SELECT format, size_bytes, sha256, data FROM traces WHERE run_id=?");
+  if (!s.ok()) return Error(db, "get trace");
   s.Text(1, run_id);
   if (sqlite3_step(s.get()) != SQLITE_ROW) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " has no trace"));
@@ -1111,7 +1193,7 @@ absl::StatusOr<std::pair<v1::TraceInfo, std::string>> Store::GetTrace(
                  reinterpret_cast<const Bytef*>(compressed.data()),
                  compressed.size()) != Z_OK ||
       size != data.size()) {
-    return Error(absl::StrCat("trace of run ", run_id, " does not decompress"));
+    return Garbled(absl::StrCat("trace of run ", run_id, " does not decompress"));
   }
   return std::make_pair(info, std::move(data));
 }
@@ -1139,12 +1221,14 @@ absl::StatusOr<int64_t> Store::Prune(const RetentionLimits& limits) {
         Statement s(db_,
                     "SELECT run_id, length(data) FROM traces ORDER BY created_ns DESC");
         int64_t total = 0;
-        while (sqlite3_step(s.get()) == SQLITE_ROW) {
+        int rc;
+        while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
           total += sqlite3_column_int64(s.get(), 1);
           if (total > limits.max_trace_bytes) {
             drop.push_back(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)));
           }
         }
+        if (rc != SQLITE_DONE) return Error("prune traces");
       }
       for (const std::string& id : drop) {
         Statement s(db_, "DELETE FROM traces WHERE run_id=?");
@@ -1184,7 +1268,9 @@ absl::StatusOr<std::string> Store::IntegrityCheck() {
   int rc;
   while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
     const unsigned char* text = sqlite3_column_text(s.get(), 0);
-    lines.push_back(text ? reinterpret_cast<const char*>(text) : "");
+    // One line per problem, for a log line: SQLite may put newlines in one.
+    lines.push_back(absl::StrReplaceAll(text ? reinterpret_cast<const char*>(text) : "",
+                                        {{"\n", " "}}));
   }
   // A page too damaged to walk ends the check with an error, not a row.
   if (rc != SQLITE_DONE) lines.push_back(sqlite3_errmsg(db_));

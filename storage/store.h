@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -70,7 +71,9 @@ struct RetentionLimits {
   int64_t max_trace_bytes = 0;        // keep the newest traces within N bytes
 };
 
-// Thread-safe: every call holds the store's mutex.
+// Thread-safe. Writes go one at a time through one connection; reads use a
+// pool of read-only connections beside it (WAL), so a read never waits for a
+// write to commit.
 class Store {
  public:
   // Opens (creating if needed) and migrates the database. A file that is not
@@ -193,15 +196,28 @@ class Store {
   absl::Status Exec(const std::string& sql);
   absl::Status Migrate();
   absl::Status BackfillRunColumns();
-  absl::Status Error(const std::string& what);
+  // The error of the last call on db (the writer's by default), as the
+  // canonical code that says what to do about it.
+  absl::Status Error(const std::string& what) { return Error(db_, what); }
+  absl::Status Error(sqlite3* db, const std::string& what);
+  // A record that does not parse: DataLoss naming it.
+  absl::Status Garbled(const std::string& what);
   // BEGIN IMMEDIATE; body; COMMIT, or ROLLBACK when body fails. Requires mu_.
   absl::Status InTransaction(const std::function<absl::Status()>& body);
   // The Locked helpers require mu_ and run inside the caller's transaction.
   absl::Status UpdateJobLocked(const v1::Job& job);
   absl::StatusOr<std::string> InsertRunLocked(const v1::Run& run);
   absl::Status AppendEventLocked(const v1::ProgressEvent& event);
-  absl::Status PutTraceLocked(const std::string& run_id, const std::string& format,
-                              const std::string& data);
+  // A trace ready to store: compressed (zlib) outside the lock.
+  struct CompressedTrace {
+    std::string format;
+    int64_t size_bytes = 0;  // uncompressed
+    std::string sha256;      // of the uncompressed data
+    std::string data;        // compressed
+  };
+  static absl::StatusOr<CompressedTrace> CompressTrace(const std::string& format,
+                                                       const std::string& data);
+  absl::Status PutTraceLocked(const std::string& run_id, const CompressedTrace& trace);
   absl::StatusOr<v1::Run> ReadRun(sqlite3_stmt* stmt, bool include_samples);
   // A keyed protobuf record: sql takes (key, blob) or (key) and selects it.
   absl::Status PutRecord(const char* sql, const std::string& key,
@@ -209,9 +225,32 @@ class Store {
   absl::Status GetRecord(const char* sql, const std::string& key, const char* what,
                          google::protobuf::Message* record);
 
-  std::mutex mu_;
+  // A read-only connection from the pool, held for one call; waits while
+  // every one is in use.
+  class Reader {
+   public:
+    explicit Reader(Store* store);
+    ~Reader();
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+    sqlite3* db() const { return db_; }
+
+   private:
+    Store* const store_;
+    sqlite3* db_;
+  };
+  static constexpr int kReadConnections = 4;
+  absl::Status OpenReaders(int count);
+
+  std::mutex mu_;  // the writer connection: every write, one at a time
   sqlite3* const db_;
   const std::string path_;
+  int busy_timeout_ms_ = 5000;
+
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<sqlite3*> readers_;      // free read connections
+  std::vector<sqlite3*> all_readers_;  // closed with the store
 };
 
 }  // namespace gpubench::storage

@@ -152,8 +152,35 @@ TEST(Sweep, LargestBatchThatFitIsKeptPerConfig) {
   EXPECT_EQ(job.max_batch_size_fits().at(fp32), 64);
   EXPECT_EQ(job.max_batch_size_fits().at(fp16), 256);
   EXPECT_EQ(job.max_batch_size_fits().size(), 2u);
-  EXPECT_NE(fp16.find("resnet50"), std::string::npos);
-  EXPECT_EQ(fp16.find("batch_size"), std::string::npos);
+  auto key = ParseConfigKey(fp16);
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(key->workload(), "resnet50");
+  EXPECT_EQ(key->precision(), v1::PRECISION_FP16);
+  EXPECT_EQ(key->batch_size(), 0);
+}
+
+TEST(Spec, ConfigKeysAreEqualForEqualConfigsAndReadBack) {
+  v1::RunConfig a;
+  a.set_workload("resnet50");
+  a.set_batch_size(32);
+  a.mutable_params()->set_image_size(224);
+  v1::RunConfig b;  // the same, set in another order
+  b.mutable_params()->set_image_size(224);
+  b.set_batch_size(32);
+  b.set_workload("resnet50");
+  EXPECT_EQ(ConfigKey(a), ConfigKey(b));
+  b.set_batch_size(64);
+  EXPECT_NE(ConfigKey(a), ConfigKey(b));
+  auto back = ParseConfigKey(ConfigKey(a));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->SerializeAsString(), a.SerializeAsString());
+  // Keys stored by earlier versions were protobuf text.
+  auto legacy = ParseConfigKey("workload: \"mlp\" precision: PRECISION_BF16");
+  ASSERT_TRUE(legacy.ok());
+  EXPECT_EQ(legacy->workload(), "mlp");
+  EXPECT_EQ(legacy->precision(), v1::PRECISION_BF16);
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseConfigKey("k1:%%%").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseConfigKey("no such: field").status()));
 }
 
 namespace {

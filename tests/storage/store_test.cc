@@ -4,6 +4,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <thread>
+#include <chrono>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -511,6 +514,45 @@ TEST(Store, QueryRunsFiltersOnConfigHostAndTime) {
   auto bad = (*store)->QueryRuns(f, 0, "");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("no_such_field"), std::string::npos);
+}
+
+// Reads use their own connections: a write stuck waiting for the database
+// (here, another process's transaction) holds the writer, never the readers.
+TEST(Store, ReadsDoNotWaitForAWriteInProgress) {
+  const std::string path = TempPath("store_readers.db");
+  StoreOptions options;
+  options.path = path;
+  options.busy_timeout_ms = 20000;
+  auto store = Store::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  v1::Job job;
+  job.set_state(v1::JOB_STATE_QUEUED);
+  const std::string id = *(*store)->InsertJob(job);
+
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::atomic<bool> write_done{false};
+  std::thread writer([&] {
+    v1::Job running = job;
+    running.set_job_id(id);
+    running.set_state(v1::JOB_STATE_RUNNING);
+    EXPECT_TRUE((*store)->UpdateJob(running).ok());  // waits for `other`
+    write_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the writer is waiting
+  auto read = (*store)->GetJob(id);
+  auto listed = (*store)->ListJobs({}, 10, "");
+  const bool read_during_write = !write_done.load();
+  ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  writer.join();
+  sqlite3_close(other);
+  EXPECT_TRUE(read_during_write) << "the reads waited for the write";
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->state(), v1::JOB_STATE_QUEUED);  // the last commit
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->items.size(), 1u);
+  EXPECT_EQ((*(*store)->GetJob(id)).state(), v1::JOB_STATE_RUNNING);
 }
 
 }  // namespace
