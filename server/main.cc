@@ -1,7 +1,8 @@
 // gpubenchd: the daemon. See README.md.
 //   gpubenchd [--listen 127.0.0.1:50051] [--data-dir DIR] [--config FILE] ...
 // Every flag may also be given in the config file as "name = value" lines
-// (without the dashes); flags on the command line win.
+// (without the dashes); flags on the command line win. `gpubenchd --help`
+// lists them (from the ABSL_FLAG definitions below).
 #include <dirent.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -17,13 +18,16 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/address.h"
+#include "common/flags.h"
 #include "common/paths.h"
 #include "server/job_manager.h"
 #include "server/scheduler.h"
@@ -33,96 +37,66 @@
 
 namespace {
 
-constexpr char kUsage[] = R"(usage: gpubenchd [flags]
-  --listen HOST:PORT         address to serve (default 127.0.0.1:50051; port 0 picks one)
-  --data-dir DIR             SQLite file, models and traces (default: the user's data
-                             directory, /var/lib/gpubench under systemd)
-  --config FILE              "name = value" lines for any flag below
-  --worker PATH              gpubench-worker binary (default: beside gpubenchd)
-  --max-queue N              queued jobs before RESOURCE_EXHAUSTED (default 1000)
-  --max-job-seconds N        longest a job may run; bounds spec timeout_s (default 86400)
-  --stop-grace-ms N          SIGTERM to SIGKILL delay for cancel and shutdown (default 10000)
-  --max-requeues N           times an interrupted job is requeued (default 1)
-  --keep-samples-runs N      keep samples of the newest N runs (default 0: all)
-  --keep-trace-bytes N       keep the newest traces within N bytes (default 0: all)
-  --port-file PATH           write the bound port here once serving
-  --max-db-bytes N           the database grows no larger; beyond, submits are refused
-                             with RESOURCE_EXHAUSTED (default 16 GiB; 0: the disk)
-  --token-file PATH          accepted tokens, one "SHA256HEX NAME ROLE" line each (role
-                             read, submit or admin); a file with one bare token is that
-                             token as admin. Every call then needs "authorization: Bearer"
-  --tls-cert PATH            serve TLS with this PEM certificate chain ...
-  --tls-key PATH             ... and this PEM private key
-  --tls-client-ca PATH       mutual TLS: require client certificates signed by these PEM
-                             roots; a certificate's subject is the caller's name
-  --client-cert-role ROLE    role of a caller known by its certificate alone (default
-                             submit); a token, when sent, decides instead
-  --max-model-bytes N        largest model upload (default 2 GiB)
-  --models-quota-bytes N     all uploaded models together (default 20 GiB)
-  --worker-max-rss-bytes N   a worker whose resident memory passes N is killed and its
-                             run failed, saying so (default 3/4 of this host's memory)
-  --worker-max-open-files N  RLIMIT_NOFILE of each worker (default 4096)
-  --max-priority N           highest spec.priority without the admin role (default 10)
-  --model-root DIR           params.model_path may name files under DIR (repeatable;
-                             default none: only uploaded models run)
-  --allow-uploaded-aoti      run uploaded AOTInductor packages (native code) even when
-                             the uploader did not hold the admin role
-  --insecure                 allow a non-loopback --listen without TLS and tokens
-                             (anyone who reaches the port may submit jobs)
-)";
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+}  // namespace
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "address to serve: HOST:PORT (port 0 picks one) or unix:PATH");
+ABSL_FLAG(std::string, data_dir, "",
+          "SQLite file, models and traces (default: the user's data directory, "
+          "/var/lib/gpubench under systemd)");
+ABSL_FLAG(std::string, config, "",
+          "a file of \"name = value\" lines for any flag here; the command line wins");
+ABSL_FLAG(std::string, worker, "", "gpubench-worker binary (default: beside gpubenchd)");
+ABSL_FLAG(int64_t, max_queue, 1000, "queued jobs before RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_job_seconds, 86400, "longest a job may run; bounds spec timeout_s");
+ABSL_FLAG(int64_t, stop_grace_ms, 10000, "SIGTERM to SIGKILL delay for cancel and shutdown");
+ABSL_FLAG(int64_t, max_requeues, 1, "times an interrupted job is requeued");
+ABSL_FLAG(int64_t, keep_samples_runs, 0, "keep the samples of the newest N runs (0: all)");
+ABSL_FLAG(int64_t, keep_trace_bytes, 0, "keep the newest traces within N bytes (0: all)");
+ABSL_FLAG(std::string, port_file, "", "write the bound port here once serving");
+ABSL_FLAG(int64_t, max_db_bytes, 16 * kGiB,
+          "the database grows no larger; beyond, submits are refused with "
+          "RESOURCE_EXHAUSTED (0: the disk)");
+ABSL_FLAG(std::string, token_file, "",
+          "accepted tokens, one \"SHA256HEX NAME ROLE\" line each (role read, submit or "
+          "admin); a file with one bare token is that token as admin. Every call then needs "
+          "\"authorization: Bearer\"");
+ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate chain (with --tls-key)");
+ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "mutual TLS: require client certificates signed by these PEM roots; a "
+          "certificate's subject is the caller's name");
+ABSL_FLAG(std::string, client_cert_role, "submit",
+          "role of a caller known by its certificate alone; a token, when sent, decides instead");
+ABSL_FLAG(int64_t, max_model_bytes, 2 * kGiB, "largest model upload");
+ABSL_FLAG(int64_t, models_quota_bytes, 20 * kGiB, "all uploaded models together");
+ABSL_FLAG(int64_t, worker_max_rss_bytes, -1,
+          "a worker whose resident memory passes this is killed and its run failed, saying "
+          "so (-1: 3/4 of this host's memory; 0: no limit)");
+ABSL_FLAG(int64_t, worker_max_open_files, 4096, "RLIMIT_NOFILE of each worker");
+ABSL_FLAG(int64_t, max_priority, 10, "highest spec.priority without the admin role");
+ABSL_FLAG(std::vector<std::string>, model_root, {},
+          "params.model_path may name files under this directory (repeatable; default none: "
+          "only uploaded models run)");
+ABSL_FLAG(bool, allow_uploaded_aoti, false,
+          "run uploaded AOTInductor packages (native code) even when the uploader did not "
+          "hold the admin role");
+ABSL_FLAG(bool, insecure, false,
+          "allow a non-loopback --listen without TLS and tokens (anyone who reaches the port "
+          "may submit jobs)");
+
+namespace {
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
 
-using Flags = std::map<std::string, std::string>;
-
-// Flags that may be given more than once; each value is kept.
-bool Repeatable(const std::string& name) { return name == "model-root"; }
-void SetFlag(Flags* flags, std::vector<std::string>* repeated, const std::string& name,
-             std::string value) {
-  if (Repeatable(name)) {
-    repeated->push_back(std::move(value));
-  } else {
-    (*flags)[name] = std::move(value);
-  }
-}
-
-bool ReadConfig(const std::string& path, Flags* flags, std::vector<std::string>* repeated,
-                std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = absl::StrCat("cannot read config file ", path);
-    return false;
-  }
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    absl::string_view l = absl::StripAsciiWhitespace(line);
-    if (l.empty() || l[0] == '#') continue;
-    const size_t eq = l.find('=');
-    if (eq == absl::string_view::npos) {
-      *error = absl::StrCat(path, ":", n, ": expected name = value");
-      return false;
-    }
-    const std::string name(absl::StripAsciiWhitespace(l.substr(0, eq)));
-    const std::string value(absl::StripAsciiWhitespace(l.substr(eq + 1)));
-    if (Repeatable(name)) {
-      repeated->push_back(value);
-    } else {
-      flags->emplace(name, value);
-    }
-  }
-  return true;
-}
-
-bool ToInt(const Flags& flags, const std::string& name, int64_t* out, std::string* error) {
-  auto it = flags.find(name);
-  if (it == flags.end()) return true;
-  if (!absl::SimpleAtoi(it->second, out) || *out < 0) {
-    *error = absl::StrCat("--", name, ": expected a non-negative integer, got \"",
-                          it->second, "\"");
-    return false;
-  }
-  return true;
+// A flag that must not be negative; false (and error) when it is.
+bool NonNegative(const char* name, int64_t value, std::string* error) {
+  if (value >= 0) return true;
+  *error = absl::StrCat("--", name, ": must be >= 0, got ", value);
+  return false;
 }
 
 // Deletes the ".upload-*" temporaries an interrupted upload left behind.
@@ -143,66 +117,31 @@ void RemoveLeftoverUploads(const std::string& model_dir) {
   }
 }
 
-bool Switch(const Flags& flags, const std::string& name) {
-  auto it = flags.find(name);
-  return it != flags.end() && (it->second == "true" || it->second == "1" || it->second == "yes");
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpubench;
-  Flags flags;
-  std::vector<std::string> model_roots;
-  // Whether each flag takes a value; the others are switches ("true").
-  const std::map<std::string, bool> known = {
-      {"listen", true}, {"data-dir", true}, {"config", true}, {"worker", true},
-      {"max-queue", true}, {"max-job-seconds", true}, {"stop-grace-ms", true},
-      {"max-requeues", true}, {"keep-samples-runs", true}, {"keep-trace-bytes", true},
-      {"port-file", true}, {"token-file", true}, {"tls-cert", true}, {"tls-key", true},
-      {"model-root", true}, {"tls-client-ca", true}, {"client-cert-role", true}, {"allow-uploaded-aoti", false}, {"insecure", false},
-      {"max-db-bytes", true}, {"max-model-bytes", true}, {"models-quota-bytes", true},
-      {"max-priority", true}, {"worker-max-rss-bytes", true},
-      {"worker-max-open-files", true}};
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    std::string name = arg.rfind("--", 0) == 0 ? arg.substr(2) : "";
-    std::string value;
-    const bool inline_value = name.find('=') != std::string::npos;
-    if (inline_value) {
-      value = name.substr(name.find('=') + 1);
-      name = name.substr(0, name.find('='));
-    }
-    auto flag = known.find(name);
-    if (flag == known.end() || (flag->second && !inline_value && i + 1 >= argc)) {
-      std::cerr << "gpubenchd: unknown or incomplete flag \"" << arg << "\"\n" << kUsage;
-      return 2;
-    }
-    if (!inline_value) value = flag->second ? argv[++i] : "true";
-    SetFlag(&flags, &model_roots, name, value);
+  FlagParser parser;
+  auto positional = parser.Parse(argc, argv);
+  if (parser.help_requested()) {
+    std::cout << "usage: gpubenchd [flags]   (--name value or --name=value)\n"
+              << FlagsHelp("server/main.cc");
+    return 0;
+  }
+  if (positional.ok() && !positional->empty()) {
+    positional = absl::InvalidArgumentError(absl::StrCat("unexpected argument \"",
+                                                         positional->front(), "\""));
+  }
+  absl::Status parsed = positional.status();
+  if (parsed.ok() && !absl::GetFlag(FLAGS_config).empty()) {
+    parsed = parser.ApplyConfigFile(absl::GetFlag(FLAGS_config));
+  }
+  if (!parsed.ok()) {
+    std::cerr << "gpubenchd: " << parsed.message() << " (gpubenchd --help lists the flags)\n";
+    return 2;
   }
   std::string error;
-  if (flags.count("config")) {
-    Flags from_file;
-    std::vector<std::string> roots_from_file;
-    if (!ReadConfig(flags["config"], &from_file, &roots_from_file, &error)) {
-      std::cerr << "gpubenchd: " << error << "\n";
-      return 2;
-    }
-    model_roots.insert(model_roots.end(), roots_from_file.begin(), roots_from_file.end());
-    for (auto& [name, value] : from_file) {
-      if (!known.count(name)) {
-        std::cerr << "gpubenchd: config file " << flags["config"] << ": unknown setting \""
-                  << name << "\"\n";
-        return 2;
-      }
-      flags.emplace(name, value);  // the command line wins
-    }
-  }
   // Before any thread or child exists: a worker dying mid-write must not
   // SIGPIPE the daemon, and SIGTERM always means a clean shutdown.
   if (geteuid() == 0) {
@@ -213,16 +152,30 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   server::DaemonOptions options;
-  int64_t max_queue = options.max_queue, max_requeues = options.max_requeues;
-  int64_t max_db_bytes = int64_t{16} << 30;  // a client must not be able to fill the disk
   storage::RetentionLimits& retention = options.retention;
-  if (!ToInt(flags, "max-queue", &max_queue, &error) ||
-      !ToInt(flags, "max-job-seconds", &options.max_job_seconds, &error) ||
-      !ToInt(flags, "stop-grace-ms", &options.stop_grace_ms, &error) ||
-      !ToInt(flags, "max-requeues", &max_requeues, &error) ||
-      !ToInt(flags, "keep-samples-runs", &retention.max_runs_with_samples, &error) ||
-      !ToInt(flags, "keep-trace-bytes", &retention.max_trace_bytes, &error) ||
-      !ToInt(flags, "max-db-bytes", &max_db_bytes, &error)) {
+  const int64_t max_queue = absl::GetFlag(FLAGS_max_queue);
+  const int64_t max_requeues = absl::GetFlag(FLAGS_max_requeues);
+  const int64_t max_db_bytes = absl::GetFlag(FLAGS_max_db_bytes);  // no client fills the disk
+  const int64_t max_priority = absl::GetFlag(FLAGS_max_priority);
+  options.max_job_seconds = absl::GetFlag(FLAGS_max_job_seconds);
+  options.stop_grace_ms = absl::GetFlag(FLAGS_stop_grace_ms);
+  retention.max_runs_with_samples = absl::GetFlag(FLAGS_keep_samples_runs);
+  retention.max_trace_bytes = absl::GetFlag(FLAGS_keep_trace_bytes);
+  options.worker_max_rss_bytes = absl::GetFlag(FLAGS_worker_max_rss_bytes);
+  options.worker_limits.max_open_files = absl::GetFlag(FLAGS_worker_max_open_files);
+  server::ServiceOptions service_options;
+  service_options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
+  service_options.models_quota_bytes = absl::GetFlag(FLAGS_models_quota_bytes);
+  if (!NonNegative("max-queue", max_queue, &error) ||
+      !NonNegative("max-requeues", max_requeues, &error) ||
+      !NonNegative("max-db-bytes", max_db_bytes, &error) ||
+      !NonNegative("max-priority", max_priority, &error) ||
+      !NonNegative("stop-grace-ms", options.stop_grace_ms, &error) ||
+      !NonNegative("keep-samples-runs", retention.max_runs_with_samples, &error) ||
+      !NonNegative("keep-trace-bytes", retention.max_trace_bytes, &error) ||
+      !NonNegative("worker-max-open-files", options.worker_limits.max_open_files, &error) ||
+      !NonNegative("max-model-bytes", service_options.max_model_bytes, &error) ||
+      !NonNegative("models-quota-bytes", service_options.models_quota_bytes, &error)) {
     std::cerr << "gpubenchd: " << error << "\n";
     return 2;
   }
@@ -230,16 +183,19 @@ int main(int argc, char** argv) {
     std::cerr << "gpubenchd: --max-job-seconds: must be at least 1\n";
     return 2;
   }
-  options.max_queue = static_cast<int>(max_queue);
-  options.max_requeues = static_cast<int>(max_requeues);
-  const std::string listen =
-      flags.count("listen") ? flags["listen"] : std::string("127.0.0.1:50051");
+  if (options.worker_max_rss_bytes < 0) {
+    options.worker_max_rss_bytes =
+        static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 4 * 3;
+  }
+  options.max_queue = static_cast<int>(std::min<int64_t>(max_queue, 1 << 30));
+  options.max_requeues = static_cast<int>(std::min<int64_t>(max_requeues, 1 << 30));
+  const std::string listen = absl::GetFlag(FLAGS_listen);
   const std::string data_dir =
-      flags.count("data-dir") ? flags["data-dir"] : DefaultDataDir();
-  options.worker_path =
-      flags.count("worker") ? flags["worker"] : worker::DefaultWorkerPath();
+      absl::GetFlag(FLAGS_data_dir).empty() ? DefaultDataDir() : absl::GetFlag(FLAGS_data_dir);
+  options.worker_path = absl::GetFlag(FLAGS_worker).empty() ? worker::DefaultWorkerPath()
+                                                            : absl::GetFlag(FLAGS_worker);
   options.model_dir = data_dir + "/models";
-  for (const std::string& root : model_roots) {
+  for (const std::string& root : absl::GetFlag(FLAGS_model_root)) {
     auto canonical = CanonicalDir(root);
     if (!canonical.ok()) {
       std::cerr << "gpubenchd: --model-root: " << canonical.status().message() << "\n";
@@ -247,25 +203,11 @@ int main(int argc, char** argv) {
     }
     options.model_roots.push_back(*canonical);
   }
-  options.allow_uploaded_aoti = Switch(flags, "allow-uploaded-aoti");
-  server::ServiceOptions service_options;
+  options.allow_uploaded_aoti = absl::GetFlag(FLAGS_allow_uploaded_aoti);
   service_options.model_dir = options.model_dir;
   service_options.allow_uploaded_aoti = options.allow_uploaded_aoti;
-  int64_t max_priority = service_options.max_priority_without_admin;
-  options.worker_max_rss_bytes =
-      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 4 * 3;
-  if (!ToInt(flags, "worker-max-rss-bytes", &options.worker_max_rss_bytes, &error) ||
-      !ToInt(flags, "worker-max-open-files", &options.worker_limits.max_open_files, &error)) {
-    std::cerr << "gpubenchd: " << error << "\n";
-    return 2;
-  }
-  if (!ToInt(flags, "max-model-bytes", &service_options.max_model_bytes, &error) ||
-      !ToInt(flags, "models-quota-bytes", &service_options.models_quota_bytes, &error) ||
-      !ToInt(flags, "max-priority", &max_priority, &error)) {
-    std::cerr << "gpubenchd: " << error << "\n";
-    return 2;
-  }
-  service_options.max_priority_without_admin = static_cast<int>(std::min<int64_t>(max_priority, 1000));
+  service_options.max_priority_without_admin =
+      static_cast<int>(std::min<int64_t>(max_priority, 1000));
   for (const std::string& dir : {data_dir, options.model_dir}) {
     if (auto s = MakeDirs(dir); !s.ok()) {
       std::cerr << "gpubenchd: " << s.message() << "\n";
@@ -309,23 +251,26 @@ int main(int argc, char** argv) {
     scheduler.CompareWithHistory(job, run);
   });
   std::string token, cert, key, client_ca;
-  for (auto [flag, out] : {std::pair<const char*, std::string*>{"token-file", &token},
-                           {"tls-cert", &cert}, {"tls-key", &key},
-                           {"tls-client-ca", &client_ca}}) {
-    if (!flags.count(flag)) continue;
-    std::ifstream in(flags[flag]);
+  const std::string token_file = absl::GetFlag(FLAGS_token_file);
+  for (auto [flag, path, out] :
+       {std::tuple<const char*, std::string, std::string*>{"token-file", token_file, &token},
+        {"tls-cert", absl::GetFlag(FLAGS_tls_cert), &cert},
+        {"tls-key", absl::GetFlag(FLAGS_tls_key), &key},
+        {"tls-client-ca", absl::GetFlag(FLAGS_tls_client_ca), &client_ca}}) {
+    if (path.empty()) continue;
+    std::ifstream in(path);
     if (!in) {
-      std::cerr << "gpubenchd: --" << flag << ": cannot read " << flags[flag] << "\n";
+      std::cerr << "gpubenchd: --" << flag << ": cannot read " << path << "\n";
       return 2;
     }
     out->assign(std::istreambuf_iterator<char>(in), {});
   }
   server::AuthOptions auth_options;
-  if (flags.count("token-file")) {
+  if (!token_file.empty()) {
     auto tokens = server::ParseTokenFile(token);
     token.clear();  // only hashes are kept
     if (!tokens.ok()) {
-      std::cerr << "gpubenchd: --token-file " << flags["token-file"] << ": "
+      std::cerr << "gpubenchd: --token-file " << token_file << ": "
                 << tokens.status().message() << "\n";
       return 2;
     }
@@ -336,8 +281,7 @@ int main(int argc, char** argv) {
       std::cerr << "gpubenchd: --tls-client-ca needs --tls-cert and --tls-key\n";
       return 2;
     }
-    auto role = server::ParseRole(flags.count("client-cert-role") ? flags["client-cert-role"]
-                                                                  : "submit");
+    auto role = server::ParseRole(absl::GetFlag(FLAGS_client_cert_role));
     if (!role.ok()) {
       std::cerr << "gpubenchd: --client-cert-role: " << role.status().message() << "\n";
       return 2;
@@ -351,7 +295,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!IsLoopbackAddress(listen)) {
-    if (!Switch(flags, "insecure") && (cert.empty() || !tokens_required)) {
+    if (!absl::GetFlag(FLAGS_insecure) && (cert.empty() || !tokens_required)) {
       std::cerr << "gpubenchd: refusing to listen on " << listen
                 << " without TLS and tokens: anyone who reaches it could run jobs on this "
                    "host. Give --tls-cert, --tls-key and --token-file (README, Security), "
@@ -410,10 +354,10 @@ int main(int argc, char** argv) {
   if (auto s = (*lock)->SetAddress(served); !s.ok()) {
     std::cerr << "gpubenchd: warning: " << s.message() << "\n";
   }
-  if (flags.count("port-file")) {
-    const std::string tmp = flags["port-file"] + ".tmp";
+  if (const std::string port_file = absl::GetFlag(FLAGS_port_file); !port_file.empty()) {
+    const std::string tmp = port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";
-    std::rename(tmp.c_str(), flags["port-file"].c_str());
+    std::rename(tmp.c_str(), port_file.c_str());
   }
   std::cerr << "gpubenchd: serving on " << listen << " (port " << port << ""
             << (cert.empty() ? "" : ", TLS") << (tokens_required ? ", token required" : "")

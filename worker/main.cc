@@ -11,8 +11,12 @@
 #include <cstring>
 #include <iostream>
 
+#include "absl/flags/flag.h"
+#include "common/flags.h"
 #include "common/spec.h"
 #include "worker/worker.h"
+
+ABSL_FLAG(bool, probe, false, "print what LibTorch sees (devices, versions) as JSON, and exit");
 
 namespace {
 
@@ -23,13 +27,18 @@ void OnStopSignal(int) { g_cancel.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--probe") == 0) {
+  gpubench::FlagParser parser;
+  auto positional = parser.Parse(argc, argv);
+  if (!positional.ok() || !positional->empty() || parser.help_requested()) {
+    (parser.help_requested() ? std::cout : std::cerr)
+        << (positional.ok() ? "" : std::string(positional.status().message()) + "\n")
+        << "usage: gpubench-worker [--probe]   (serves one WorkerRequest on stdin)\n"
+        << gpubench::FlagsHelp("worker/main.cc");
+    return parser.help_requested() && positional.ok() ? 0 : 2;
+  }
+  if (absl::GetFlag(FLAGS_probe)) {
     std::cout << gpubench::MessageToJson(gpubench::worker::ProbeHost()) << "\n";
     return 0;
-  }
-  if (argc > 1) {
-    std::cerr << "usage: gpubench-worker [--probe] (a WorkerRequest on stdin)\n";
-    return 2;
   }
   std::signal(SIGTERM, OnStopSignal);
   std::signal(SIGINT, OnStopSignal);

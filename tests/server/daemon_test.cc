@@ -499,6 +499,33 @@ TEST(Daemon, FullQueueIsResourceExhausted) {
             grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
+// Settings from a config file (either spelling of a name), under the
+// command line; a bad line stops start-up naming it.
+TEST(Daemon, ConfigFileSettingsApplyUnderTheCommandLine) {
+  const std::string dir = FreshDir("config");
+  const std::string conf = dir + "/gpubenchd.conf";
+  std::ofstream(conf) << "# a queue that takes nothing\nmax-queue = 0\nmax_priority = 3\n";
+  Daemon d(dir, {"--config=" + conf, "--max-priority=50"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  grpc::ClientContext ctx;
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = TinySpec();
+  req.mutable_spec()->set_priority(40);  // allowed: the command line's 50 wins over 3
+  v1::SubmitJobResponse resp;
+  grpc::Status s = d.stub()->SubmitJob(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("queue is full (0 jobs)"), std::string::npos)
+      << s.error_message();
+
+  std::ofstream(conf) << "max-queue = 0\nmax-qeueu = 5\n";
+  Daemon bad(FreshDir("config_bad"), {"--config", conf});
+  EXPECT_FALSE(bad.serving());
+  const int status = bad.Stop(SIGKILL);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_NE(bad.log().find("gpubenchd.conf:2: unknown flag --max-qeueu"), std::string::npos)
+      << bad.log();
+}
+
 TEST(Daemon, CorruptDatabaseStopsStartUpAndIsLeftUntouched) {
   const std::string dir = FreshDir("corrupt");
   const std::string garbage(8192, 'x');
