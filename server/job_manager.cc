@@ -35,7 +35,7 @@ struct JobManager::Running {
   std::set<std::string> leases;
   std::mutex mu;  // guards the fields below
   std::condition_variable cv;
-  worker::WorkerProcess* process = nullptr;
+  worker::Worker* process = nullptr;
   std::string limit_hit;  // why the watchdog killed the current worker, if it did
   bool cancel = false;
   bool shutdown = false;
@@ -43,9 +43,15 @@ struct JobManager::Running {
   bool finished = false;
 };
 
-JobManager::JobManager(DaemonOptions options, storage::Store* store,
-                       v1::HostInfo host)
-    : options_(std::move(options)), store_(store), host_(std::move(host)), events_(store) {}
+JobManager::JobManager(DaemonOptions options, storage::Store* store, v1::HostInfo host,
+                       std::unique_ptr<worker::WorkerLauncher> launcher)
+    : options_(std::move(options)),
+      store_(store),
+      host_(std::move(host)),
+      launcher_(launcher ? std::move(launcher)
+                         : std::make_unique<worker::ProcessLauncher>(options_.worker_path,
+                                                                     options_.worker_limits)),
+      events_(store) {}
 
 JobManager::~JobManager() { Shutdown(); }
 
@@ -89,9 +95,8 @@ absl::Status JobManager::Start() {
       continue;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace(-job.spec().priority(), TimeUtil::TimestampToNanoseconds(job.submit_time()),
-                   job.job_id());
-    queued_leases_[job.job_id()] = *leases;
+    queue_.Push(job.job_id(), job.spec().priority(),
+                TimeUtil::TimestampToNanoseconds(job.submit_time()), *leases);
   }
   dispatcher_ = std::thread([this] { DispatchLoop(); });
   return absl::OkStatus();
@@ -205,9 +210,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
       .IgnoreError();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace(-spec.priority(), TimeUtil::TimestampToNanoseconds(job.submit_time()),
-                   job.job_id());
-    queued_leases_[job.job_id()] = *leases;
+    queue_.Push(job.job_id(), spec.priority(),
+                TimeUtil::TimestampToNanoseconds(job.submit_time()), *leases);
   }
   cv_.notify_all();
   return job;
@@ -221,14 +225,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     if (auto it = running_.find(job_id); it != running_.end()) {
       running = it->second;
     }
-    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-      if (std::get<2>(*it) == job_id) {
-        queue_.erase(it);
-        queued_leases_.erase(job_id);
-        was_queued = true;
-        break;
-      }
-    }
+    was_queued = queue_.Remove(job_id);
   }
   if (running) {
     {
@@ -296,31 +293,14 @@ absl::Status JobManager::FlushUnsaved() {
 void JobManager::DispatchLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    // FIFO by priority per device: a job waits while an earlier one wants
-    // any of its devices, so large jobs are not starved by small ones.
-    std::set<std::string> claimed = busy_leases_;
-    std::shared_ptr<Running> start;
-    for (const auto& entry : queue_) {
-      const std::string id = std::get<2>(entry);  // a copy: entry is erased below
-      const std::set<std::string> want = queued_leases_[id];
-      const bool free = std::none_of(want.begin(), want.end(), [&](const std::string& d) {
-        return claimed.count(d) > 0;
-      });
-      if (free) {
-        start = std::make_shared<Running>();
-        start->job.set_job_id(id);
-        start->leases = want;
-        queue_.erase(entry);
-        queued_leases_.erase(id);
-        break;
-      }
-      claimed.insert(want.begin(), want.end());
-    }
-    if (!start) {
+    std::optional<JobQueue::Started> next = queue_.TakeStartable();
+    if (!next) {
       cv_.wait(lock);
       continue;
     }
-    busy_leases_.insert(start->leases.begin(), start->leases.end());
+    auto start = std::make_shared<Running>();
+    start->job.set_job_id(next->job_id);
+    start->leases = std::move(next->leases);
     running_[start->job.job_id()] = start;
     ++job_threads_;
     std::thread([this, start] { RunJob(start); }).detach();
@@ -344,38 +324,49 @@ absl::Status JobManager::Interrupt(v1::Job* job) {
 }
 
 void JobManager::RunJob(std::shared_ptr<Running> running) {
+  JobStart start;
+  if (StartJob(running.get(), &start)) {
+    const Passes passes = RunPasses(running, &start);
+    EndJob(running.get(), passes);
+  }
+  {
+    std::lock_guard<std::mutex> lock(running->mu);
+    running->finished = true;
+    running->process = nullptr;
+  }
+  running->cv.notify_all();
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.Release(running->leases);
+  running_.erase(running->job.job_id());
+  --job_threads_;  // the last touch of *this by this thread
+  cv_.notify_all();
+}
+
+bool JobManager::StartJob(Running* running, JobStart* start) {
   const std::string job_id = running->job.job_id();
-  auto finish = [&] {
-    {
-      std::lock_guard<std::mutex> lock(running->mu);
-      running->finished = true;
-      running->process = nullptr;
-    }
-    running->cv.notify_all();
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& d : running->leases) busy_leases_.erase(d);
-    running_.erase(job_id);
-    --job_threads_;  // the last touch of *this by this thread
-    cv_.notify_all();
-  };
   auto loaded = GetJob(job_id);
   if (!loaded.ok()) {
-    finish();
-    return;
+    return false;
   }
   v1::Job& job = running->job;
   job = *loaded;
   if (IsTerminal(job.state())) {  // cancelled between dispatch and here
-    finish();
-    return;
+    return false;
   }
   job.set_attempt(job.attempt() + 1);
   job.set_host_id(host_.host_id());
   *job.mutable_start_time() = NowTimestamp();
   job.clear_error();
-  SetState(&job, v1::JOB_STATE_RUNNING, "").IgnoreError();
+  if (auto s = SetState(&job, v1::JOB_STATE_RUNNING, ""); !s.ok()) {
+    // A store that cannot take the job's state cannot take its runs either.
+    if (absl::IsResourceExhausted(s)) store_full_.store(true);
+    SetState(&job, v1::JOB_STATE_FAILED,
+             absl::StrCat("the store cannot record the job, so it did not run: ", s.message()))
+        .IgnoreError();
+    return false;
+  }
 
-  v1::WorkerRequest request;
+  v1::WorkerRequest& request = start->request;
   request.set_job_id(job_id);
   *request.mutable_spec() = job.spec();
   request.set_model_dir(options_.model_dir);
@@ -383,10 +374,10 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
   // Checked again at start: an operator may have narrowed the roots since.
   auto configs = ExpandSweep(job.spec());
   absl::Status models = configs.ok() ? CheckModels(*configs, &request) : configs.status();
+  if (configs.ok()) start->configs = std::move(*configs);
   if (!models.ok()) {
     SetState(&job, v1::JOB_STATE_FAILED, std::string(models.message())).IgnoreError();
-    finish();
-    return;
+    return false;
   }
   if (job.attempt() > 1) {
     // A resumed job: the runs the stop cancelled are run again, so only the
@@ -395,8 +386,7 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
       SetState(&job, v1::JOB_STATE_FAILED,
                absl::StrCat("cannot resume: ", gone.status().message()))
           .IgnoreError();
-      finish();
-      return;
+      return false;
     }
   }
   auto done_runs = store_->ListRuns(job_id, false);
@@ -404,27 +394,41 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
     SetState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("cannot read the job's stored runs: ", done_runs.status().message()))
         .IgnoreError();
-    finish();
-    return;
+    return false;
   }
-  std::set<int> stored;  // sweep indices with a stored run
-  for (const v1::Run& r : *done_runs) stored.insert(r.index());
-  job.set_runs_done(stored.size());
-  bool any_ok = !stored.empty();
+  for (const v1::Run& r : *done_runs) start->stored.insert(r.index());
+  job.set_runs_done(start->stored.size());
+  start->any_ok = !start->stored.empty();
+  return true;
+}
 
+
+JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running,
+                                        JobStart* start) {
   // One worker per pass. A worker that dies inside a run costs that run
   // only: it is stored as failed, and the rest of the sweep goes on in a
   // fresh worker. Every pass stores at least one run or ends the job.
+  const std::string& job_id = running->job.job_id();
+  v1::Job& job = running->job;
+  v1::WorkerRequest& request = start->request;
+  std::set<int>& stored = start->stored;
+  const std::vector<v1::RunConfig>* configs = &start->configs;
+  Passes r;
+  r.any_ok = start->any_ok;
+  bool& done = r.done;
+  bool& cancelled_by_worker = r.cancelled_by_worker;
+  absl::Status& stream = r.stream;
+  absl::Status& store_error = r.store_error;
+  worker::ExitInfo& exit = r.exit;
+  worker::ExitInfo& crash = r.crash;
+  int& crashes = r.crashes;
+  bool& any_ok = r.any_ok;
+  bool stopped = false;
   std::thread watchdog([this, running] { Watchdog(running); });
-  bool done = false, cancelled_by_worker = false, stopped = false;
-  absl::Status stream, store_error;
-  worker::ExitInfo exit, crash;  // the last worker's exit, the last crash's
-  int crashes = 0;
   for (int pass = 0; !done && !stopped; ++pass) {
     request.clear_skip_indices();
     for (int index : stored) request.add_skip_indices(index);
-    auto process =
-        worker::WorkerProcess::Start(options_.worker_path, request, options_.worker_limits);
+    auto process = launcher_->Start(request);
     if (!process.ok()) {
       stream = absl::UnavailableError(
           absl::StrCat("cannot start the worker: ", process.status().message()));
@@ -524,17 +528,32 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
     crash = exit;
     ++crashes;
   }
+  {
+    std::lock_guard<std::mutex> lock(running->mu);
+    running->finished = true;  // ends the watchdog
+    running->process = nullptr;
+  }
+  running->cv.notify_all();
+  watchdog.join();
+  return r;
+}
+
+void JobManager::EndJob(Running* running, const Passes& passes) {
+  const std::string& job_id = running->job.job_id();
+  v1::Job& job = running->job;
+  const bool done = passes.done, any_ok = passes.any_ok;
+  const absl::Status& stream = passes.stream;
+  const absl::Status& store_error = passes.store_error;
+  const worker::ExitInfo& exit = passes.exit;
+  const worker::ExitInfo& crash = passes.crash;
+  const int crashes = passes.crashes;
   bool cancel, shutdown, timed_out;
   {
     std::lock_guard<std::mutex> lock(running->mu);
     cancel = running->cancel;
     shutdown = running->shutdown;
     timed_out = running->timed_out;
-    running->finished = true;
-    running->process = nullptr;
   }
-  running->cv.notify_all();
-  watchdog.join();
 
   *job.mutable_end_time() = NowTimestamp();
   const worker::ExitInfo& shown = exit.ok() && crashes > 0 ? crash : exit;
@@ -562,7 +581,7 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
              stream.ok() ? absl::StrCat("worker ended early: ", exit.Describe())
                          : absl::StrCat("worker stream broken: ", stream.message()))
         .IgnoreError();
-  } else if (cancelled_by_worker) {
+  } else if (passes.cancelled_by_worker) {
     SetState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped").IgnoreError();
   } else {
     const std::string crashed =
@@ -581,12 +600,10 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
   if (job.state() == v1::JOB_STATE_QUEUED) {  // requeued after a shutdown
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_) {
-      queue_.emplace(-job.spec().priority(),
-                     TimeUtil::TimestampToNanoseconds(job.submit_time()), job_id);
-      queued_leases_[job_id] = running->leases;
+      queue_.Push(job_id, job.spec().priority(),
+                  TimeUtil::TimestampToNanoseconds(job.submit_time()), running->leases);
     }
   }
-  finish();
 }
 
 absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string& trace) {

@@ -22,6 +22,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/worker.pb.h"
 #include "server/event_log.h"
+#include "server/job_queue.h"
 #include "storage/store.h"
 #include "worker/process.h"
 
@@ -45,7 +46,10 @@ struct DaemonOptions {
 // stops every thread it started.
 class JobManager {
  public:
-  JobManager(DaemonOptions options, storage::Store* store, v1::HostInfo host);
+  // launcher starts the workers; null: gpubench-worker processes
+  // (options.worker_path, options.worker_limits).
+  JobManager(DaemonOptions options, storage::Store* store, v1::HostInfo host,
+             std::unique_ptr<worker::WorkerLauncher> launcher = nullptr);
   ~JobManager();
 
   JobManager(const JobManager&) = delete;
@@ -111,8 +115,36 @@ class JobManager {
                            v1::WorkerRequest* request) const;
   // The devices (leases) a spec's runs use: "cpu", "cuda:N", "mps".
   absl::StatusOr<std::set<std::string>> LeasesOf(const v1::JobSpec& spec) const;
+  // What a job needs before its first worker starts.
+  struct JobStart {
+    v1::WorkerRequest request;
+    std::vector<v1::RunConfig> configs;  // the sweep
+    std::set<int> stored;                // sweep indices with a stored run
+    bool any_ok = false;                 // a stored run counts as a success
+  };
+  // What a job's worker passes leave for its final state.
+  struct Passes {
+    bool done = false;                 // a worker reported the sweep done
+    bool cancelled_by_worker = false;  // ... after a stop
+    absl::Status stream;               // a broken stream, or no worker started
+    absl::Status store_error;          // a run that could not be stored
+    worker::ExitInfo exit, crash;      // the last worker's exit, the last crash's
+    int crashes = 0;
+    bool any_ok = false;
+  };
   void DispatchLoop();
+  // The thread of one dispatched job: StartJob, RunPasses, EndJob, then the
+  // job's leases are freed.
   void RunJob(std::shared_ptr<Running> running);
+  // Marks the job RUNNING and gathers what its workers need; false when the
+  // job ended here (cancelled meanwhile, models no longer allowed, a store
+  // that cannot record it).
+  bool StartJob(Running* running, JobStart* start);
+  // One worker per pass until the sweep is done or the job is stopped; a
+  // worker that dies in a run fails that run and the next pass goes on.
+  Passes RunPasses(const std::shared_ptr<Running>& running, JobStart* start);
+  // The job's final state (or its requeue after a shutdown), and retention.
+  void EndJob(Running* running, const Passes& passes);
   // Stops the worker after a cancel, a timeout or a shutdown; SIGKILL after
   // the grace period.
   void Watchdog(std::shared_ptr<Running> running);
@@ -143,6 +175,7 @@ class JobManager {
   const DaemonOptions options_;
   storage::Store* const store_;
   const v1::HostInfo host_;
+  const std::unique_ptr<worker::WorkerLauncher> launcher_;
   RunHook run_hook_;
 
   // Guards the queue, leases, running jobs and unsaved states below; held for
@@ -150,10 +183,7 @@ class JobManager {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  // Queued job ids with their ordering keys: (-priority, submit ns, id).
-  std::set<std::tuple<int, int64_t, std::string>> queue_;
-  std::map<std::string, std::set<std::string>> queued_leases_;
-  std::set<std::string> busy_leases_;
+  JobQueue queue_;
   std::map<std::string, std::shared_ptr<Running>> running_;
   // Jobs whose latest state the store could not take (a full disk): the
   // truth, served before the store's copy until it is written.

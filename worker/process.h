@@ -1,5 +1,6 @@
-// Starts gpubench-worker as a child process and talks to it over pipes.
-// Used by the daemon and by the CLI's local mode. Torch-free.
+// Starts gpubench-worker as a child process and talks to it over pipes, and
+// the Worker / WorkerLauncher interfaces the daemon's job runner drives.
+// Torch-free.
 #ifndef GPUBENCH_WORKER_PROCESS_H_
 #define GPUBENCH_WORKER_PROCESS_H_
 
@@ -35,30 +36,47 @@ struct WorkerLimits {
   bool core_dumps = false;        // a GPU process's core can be gigabytes
 };
 
-// One child process. Next() and Wait() are for one thread; Stop(), Kill()
+// A running worker as the daemon's job runner sees it: a stream of events
+// and a way to stop it. Next() and Wait() are for one thread; Stop(), Kill()
 // and RssBytes() may be called from any thread.
-class WorkerProcess {
+class Worker {
+ public:
+  virtual ~Worker() = default;
+  // The next event; false when the worker closed its stream (it exited or
+  // crashed: see Wait()). DataLoss for a garbled stream.
+  virtual absl::StatusOr<bool> Next(v1::WorkerEvent* event) = 0;
+  virtual void Stop() = 0;  // stop at the next iteration boundary
+  virtual void Kill() = 0;  // now
+  // How it ended; call after Next() returned false (or after Kill()).
+  virtual ExitInfo Wait() = 0;
+  // Its resident set now, bytes; 0 once it is gone.
+  virtual int64_t RssBytes() const = 0;
+};
+
+// Starts workers: gpubench-worker processes in the daemon (ProcessLauncher),
+// scripted ones in tests.
+class WorkerLauncher {
+ public:
+  virtual ~WorkerLauncher() = default;
+  virtual absl::StatusOr<std::unique_ptr<Worker>> Start(const v1::WorkerRequest& request) = 0;
+};
+
+// One child process.
+class WorkerProcess : public Worker {
  public:
   // Starts worker_path with limits, writes request to its stdin and closes it.
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(
       const std::string& worker_path, const v1::WorkerRequest& request,
       const WorkerLimits& limits = {});
-  ~WorkerProcess();  // kills and reaps the child if still running
+  ~WorkerProcess() override;  // kills and reaps the child if still running
 
-  // The next event; false when the worker closed its stdout (it exited or
-  // crashed: see Wait()). DataLoss for a garbled stream.
-  absl::StatusOr<bool> Next(v1::WorkerEvent* event);
-
-  void Stop();  // SIGTERM: stop at the next iteration boundary
-  void Kill();  // SIGKILL
-
-  // Reaps the child; call after Next() returned false.
-  ExitInfo Wait();
+  absl::StatusOr<bool> Next(v1::WorkerEvent* event) override;
+  void Stop() override;  // SIGTERM
+  void Kill() override;  // SIGKILL
+  ExitInfo Wait() override;  // reaps the child
+  int64_t RssBytes() const override;  // the child's VmRSS
 
   pid_t pid() const { return pid_; }
-
-  // The child's resident set (VmRSS) now, bytes; 0 once it is gone.
-  int64_t RssBytes() const;
 
  private:
   WorkerProcess(pid_t pid, int events_fd, int stderr_fd);
@@ -74,6 +92,22 @@ class WorkerProcess {
   std::mutex reap_mu_;  // orders the reap before any later signal
   bool reaped_ = false;  // guarded by reap_mu_
   ExitInfo exit_;
+};
+
+// Starts gpubench-worker processes from one binary, with limits.
+class ProcessLauncher : public WorkerLauncher {
+ public:
+  ProcessLauncher(std::string worker_path, WorkerLimits limits)
+      : worker_path_(std::move(worker_path)), limits_(limits) {}
+  absl::StatusOr<std::unique_ptr<Worker>> Start(const v1::WorkerRequest& request) override {
+    auto process = WorkerProcess::Start(worker_path_, request, limits_);
+    if (!process.ok()) return process.status();
+    return std::unique_ptr<Worker>(std::move(*process));
+  }
+
+ private:
+  const std::string worker_path_;
+  const WorkerLimits limits_;
 };
 
 // The gpubench-worker binary beside the running executable, or

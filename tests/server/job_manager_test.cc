@@ -1,0 +1,282 @@
+// The job runner in process, with scripted workers (no worker binary, no
+// LibTorch) over a real SQLite store: crash isolation, cancel, timeout and
+// requeue after a shutdown, each decided by JobManager itself.
+#include "server/job_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/spec.h"
+#include "storage/store.h"
+
+namespace gpubench::server {
+namespace {
+
+// What the scripted workers do.
+struct Script {
+  int crash_at = -1;         // the first worker dies (SIGSEGV) when it starts this run
+  bool hang = false;         // every worker waits in its first run until stopped
+  bool ignore_stop = false;  // ... and only a kill ends it
+};
+
+// A worker that plays the event stream of a real one for its request.
+class FakeWorker : public worker::Worker {
+ public:
+  FakeWorker(const v1::WorkerRequest& request, const Script& script, bool first)
+      : script_(script), crash_(first && script.crash_at >= 0) {
+    auto configs = ExpandSweep(request.spec());
+    std::set<int> skip(request.skip_indices().begin(), request.skip_indices().end());
+    for (int i = 0; configs.ok() && i < static_cast<int>(configs->size()); ++i) {
+      if (!skip.count(i)) runs_.push_back({i, (*configs)[i], int(configs->size())});
+    }
+  }
+
+  absl::StatusOr<bool> Next(v1::WorkerEvent* event) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (ended_) return false;
+    if (step_ == 2 * runs_.size()) {
+      event->mutable_done()->set_runs_executed(runs_.size());
+      End(0, 0);
+      return true;
+    }
+    const Planned& run = runs_[step_ / 2];
+    if (step_ % 2 == 0) {
+      ++step_;
+      event->mutable_run_started()->set_index(run.index);
+      event->mutable_run_started()->set_run_count(run.count);
+      *event->mutable_run_started()->mutable_config() = run.config;
+      return true;
+    }
+    if (crash_ && run.index == script_.crash_at) {
+      End(-1, 11);
+      return false;
+    }
+    if (script_.hang && step_ == 1) {
+      cv_.wait(lock, [&] { return killed_ || (stopped_ && !script_.ignore_stop); });
+      if (killed_) {
+        End(-1, 9);
+        return false;
+      }
+      event->mutable_done()->set_cancelled(true);  // stopped at an iteration boundary
+      End(0, 0);
+      return true;
+    }
+    ++step_;
+    v1::Run* r = event->mutable_run_finished()->mutable_run();
+    r->set_index(run.index);
+    *r->mutable_config() = run.config;
+    r->set_state(v1::RUN_STATE_SUCCEEDED);
+    r->mutable_result()->set_throughput_samples_per_s(100 + run.index);
+    for (float ms : {1.0f, 1.1f, 0.9f}) r->mutable_samples()->add_device_ms(ms);
+    *r->mutable_start_time() = NowTimestamp();
+    *r->mutable_end_time() = NowTimestamp();
+    return true;
+  }
+  void Stop() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  void Kill() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    killed_ = true;
+    cv_.notify_all();
+  }
+  worker::ExitInfo Wait() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ended_) End(-1, 9);  // killed while not reading
+    return exit_;
+  }
+  int64_t RssBytes() const override { return 1 << 20; }
+
+ private:
+  struct Planned {
+    int index;
+    v1::RunConfig config;
+    int count;
+  };
+  void End(int code, int signal) {
+    ended_ = true;
+    exit_.exit_code = code;
+    exit_.signal = signal;
+    if (signal == 11) exit_.stderr_tail = "Segmentation fault in a scripted worker";
+  }
+
+  const Script script_;
+  const bool crash_;
+  std::vector<Planned> runs_;
+  size_t step_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false, killed_ = false, ended_ = false;
+  worker::ExitInfo exit_;
+};
+
+class FakeLauncher : public worker::WorkerLauncher {
+ public:
+  explicit FakeLauncher(Script script, std::atomic<int>* started)
+      : script_(script), started_(started) {}
+  absl::StatusOr<std::unique_ptr<worker::Worker>> Start(
+      const v1::WorkerRequest& request) override {
+    const bool first = started_->fetch_add(1) == 0;
+    return std::unique_ptr<worker::Worker>(new FakeWorker(request, script_, first));
+  }
+
+ private:
+  const Script script_;
+  std::atomic<int>* const started_;
+};
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/job_manager_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path_ + suffix).c_str());
+    auto store = storage::Store::Open({path_});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    host_.set_host_id("test-host");
+  }
+
+  std::unique_ptr<JobManager> Manager(Script script) {
+    DaemonOptions options;
+    options.stop_grace_ms = 200;
+    auto jobs = std::make_unique<JobManager>(
+        options, store_.get(), host_, std::make_unique<FakeLauncher>(script, &started_));
+    EXPECT_TRUE(jobs->Start().ok());
+    return jobs;
+  }
+
+  static v1::JobSpec Sweep(int runs, int64_t timeout_s = 0) {
+    v1::JobSpec spec;
+    spec.mutable_base()->set_workload("empty");
+    spec.mutable_base()->set_device("cpu");
+    for (int b = 1; b <= runs; ++b) spec.mutable_sweep()->add_batch_size(b);
+    spec.set_timeout_s(timeout_s);
+    return spec;
+  }
+
+  // Polls until the job reaches a state that ends it, or 20 s pass.
+  v1::Job WaitFor(JobManager& jobs, const std::string& id,
+                  std::function<bool(const v1::Job&)> done) {
+    v1::Job job;
+    for (int i = 0; i < 400; ++i) {
+      job = *jobs.GetJob(id);
+      if (done(job)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return job;
+  }
+  static bool Terminal(const v1::Job& j) {
+    return j.state() == v1::JOB_STATE_SUCCEEDED || j.state() == v1::JOB_STATE_FAILED ||
+           j.state() == v1::JOB_STATE_CANCELLED;
+  }
+
+  std::string path_;
+  std::unique_ptr<storage::Store> store_;
+  v1::HostInfo host_;
+  std::atomic<int> started_{0};
+};
+
+TEST_F(JobManagerTest, AWorkerCrashFailsOnlyItsRunAndAFreshWorkerGoesOn) {
+  Script script;
+  script.crash_at = 1;
+  auto jobs = Manager(script);
+  auto job = jobs->Submit(Sweep(3), "", "tester");
+  ASSERT_TRUE(job.ok()) << job.status();
+  v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  EXPECT_EQ(started_.load(), 2);  // the crashed one, then a fresh one for run 2
+  auto runs = store_->ListRuns(job->job_id(), false);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 3u);
+  EXPECT_EQ((*runs)[0].state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ((*runs)[1].state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE((*runs)[1].error().find("signal 11"), std::string::npos) << (*runs)[1].error();
+  EXPECT_NE((*runs)[1].error().find("Segmentation fault"), std::string::npos);
+  EXPECT_EQ((*runs)[2].state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(done.runs_done(), 3);
+}
+
+TEST_F(JobManagerTest, CancelStopsARunningWorkerAndEndsTheJobCancelled) {
+  Script script;
+  script.hang = true;
+  auto jobs = Manager(script);
+  auto job = jobs->Submit(Sweep(2), "", "tester");
+  ASSERT_TRUE(job.ok());
+  WaitFor(*jobs, job->job_id(),
+          [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
+  ASSERT_TRUE(jobs->Cancel(job->job_id()).ok());
+  v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_CANCELLED) << done.error();
+  // A queued job is cancelled at once, without a worker.
+  auto running = jobs->Submit(Sweep(1), "", "tester");
+  auto queued = jobs->Submit(Sweep(1), "", "tester");
+  ASSERT_TRUE(queued.ok());
+  auto cancelled = jobs->Cancel(queued->job_id());
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(jobs->GetJob(queued->job_id())->state(), v1::JOB_STATE_CANCELLED);
+  jobs->Cancel(running->job_id()).IgnoreError();
+}
+
+TEST_F(JobManagerTest, AWorkerThatIgnoresStopIsKilledAtTheTimeout) {
+  Script script;
+  script.hang = true;
+  script.ignore_stop = true;
+  auto jobs = Manager(script);
+  auto job = jobs->Submit(Sweep(2, /*timeout_s=*/1), "", "tester");
+  ASSERT_TRUE(job.ok());
+  v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(done.error().find("timed out after 1 s"), std::string::npos) << done.error();
+  EXPECT_NE(done.worker_exit().find("signal 9"), std::string::npos) << done.worker_exit();
+}
+
+TEST_F(JobManagerTest, AShutdownInterruptsTheJobAndTheNextStartRunsItAgain) {
+  std::string id;
+  {
+    Script script;
+    script.hang = true;
+    auto jobs = Manager(script);
+    auto job = jobs->Submit(Sweep(2), "", "tester");
+    ASSERT_TRUE(job.ok());
+    id = job->job_id();
+    WaitFor(*jobs, id, [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
+    jobs->Shutdown();
+    auto stored = store_->GetJob(id);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->state(), v1::JOB_STATE_QUEUED);  // interrupted, then requeued
+    EXPECT_EQ(stored->attempt(), 1);
+  }
+  auto jobs = Manager(Script{});  // the daemon again, with workers that finish
+  v1::Job done = WaitFor(*jobs, id, Terminal);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  EXPECT_EQ(done.attempt(), 2);
+  auto runs = store_->ListRuns(id, false);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->size(), 2u);
+  // Its events tell the whole story, in order, across both daemons.
+  std::vector<v1::ProgressEvent> events;
+  bool ended = false;
+  ASSERT_TRUE(jobs->EventsAfter(id, 0, &events, &ended).ok());
+  std::vector<v1::JobState> states;
+  for (const auto& e : events) {
+    if (e.has_state_changed()) states.push_back(e.state_changed().state());
+  }
+  EXPECT_EQ(states, (std::vector<v1::JobState>{
+                        v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_INTERRUPTED,
+                        v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED}));
+  EXPECT_TRUE(ended);
+}
+
+}  // namespace
+}  // namespace gpubench::server
