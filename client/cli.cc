@@ -26,53 +26,20 @@
 namespace gpubench::client {
 namespace {
 
-constexpr char kUsage[] = R"(usage: gpubench <command> [options]
-
-commands (through a daemon; --host HOST:PORT or a fleet name, repeatable):
-  submit [SPEC.json] [spec flags] [--wait|--watch]
-                         queue a job; --wait prints its results when done,
-                         --watch also shows live progress
-  watch JOB              follow a job until it ends (progress bar on a terminal)
-  jobs                   recent jobs   [--state S] [--workload W] [--schedule ID]
-                                       [--since WHEN] [--until WHEN] [--limit N]
-  show JOB               a job and its runs
-  cancel JOB             cancel a queued or running job
-  runs | results         query runs   [--workload W] [--config FIELD=VALUE]...
-                         [--job JOB] [--schedule ID] [--host-id ID] [--state S]
-                         [--since WHEN] [--until WHEN] [--limit N]
-  hosts                  host info of every daemon in the fleet, side by side
-  compare A B            two jobs (runs paired by config) or two runs
-  compare --hosts a,b[,c] [SPEC.json] [spec flags]
-                         run one spec on several hosts at once and compare them
-                         (the first host is the baseline)
-  compare RUN --history  a run against its schedule's last runs of the same config
-  regressions            what nightly schedules flagged across the fleet
-                         [--since WHEN] [--include-improvements]
-  trace RUN -o FILE      save a run's profiler trace (Chrome/Perfetto JSON)
-  schedule add --cron "0 2 * * *" [--tz ZONE] [SPEC.json] [spec flags]
-  schedule list | rm ID | history ID
-  model upload FILE      upload a TorchScript (.pt) or AOTInductor (.pt2, admin)
-                         model; prints its sha256 for spec params.model_sha256
-  model rm SHA256        delete an uploaded model (admin)
-  report JOB... -o FILE  one self-contained HTML report with tables and plots
-
-commands (no daemon):
-  run [SPEC.json] [spec flags]   run a job on this machine and print its results
-  spec [SPEC.json] [spec flags]  validate a spec and print its expanded runs
-  version                        print the version
-
-options:
+constexpr char kUsageTail[] = R"(options:
   --output FORMAT    table (default), json (protobuf JSON mapping), csv, markdown
   --alpha P          compare: significance level (default 0.05)
   --min-effect F     compare: smallest relative change that counts (default 0.01)
   --data-dir DIR     run: where the SQLite file lives (default: ~/.local/share/gpubench)
   --worker PATH      run: the gpubench-worker binary (default: beside gpubench)
+  --daemon PATH      run: the gpubenchd binary (default: beside gpubench)
 
 hosts: --host flags, else $GPUBENCH_HOST (comma list), else ~/.config/gpubench/fleet.json
        ({"hosts": [{"name", "address", "tls", "ca_file", "token" | "token_file"}]}),
        else 127.0.0.1:50051.
 exit codes: 0 ok; 1 a job or run failed; 2 usage; 3 cannot reach a daemon;
-            4 a regression or a significant slowdown was found.
+            4 a regression or a significant slowdown was found; 5 the daemon
+            refused the caller (no or a wrong credential, or a role too weak).
 
 examples:
   gpubench submit --workload resnet50 --mode train --batch 32,64,128 --precision fp32,bf16 --wait
@@ -85,106 +52,6 @@ examples:
 
 spec flags (one value sets it; a comma list sweeps it):
 )";
-
-// `gpubench COMMAND --help`: what it does, its options, examples.
-const std::map<std::string, std::string>& CommandHelp() {
-  static const auto* help = new std::map<std::string, std::string>{
-      {"submit", R"(usage: gpubench submit [SPEC.json] [spec flags] [--wait | --watch] [--host H]
-Queues a job on a daemon and prints its id. --wait waits and prints the results
-table (exit 1 if the job or a run failed); --watch also shows live progress.
-With neither a spec file nor spec flags, submits the default mlp sweep.
-examples:
-  gpubench submit --workload resnet50 --mode train --batch 32,64,128 --precision fp32,bf16 --wait
-  gpubench submit nightly.json --host h100-a --watch
-)"},
-      {"watch", R"(usage: gpubench watch JOB [--host H]
-Follows a job until it ends: a progress bar on a terminal (run i/N, config,
-iterations, samples/s so far, ETA), plain lines otherwise; then its results.
-example: gpubench watch j3f2c0d1e2a3b4c5d
-)"},
-      {"show", R"(usage: gpubench show JOB [--output table|json|csv|markdown] [--host H]
-A job and its runs. JSON is {"job": Job, "runs": [Run]} in the API's JSON mapping.
-example: gpubench show j3f2c0d1e2a3b4c5d --output json | jq '.runs[].result.throughput_samples_per_s'
-)"},
-      {"cancel", R"(usage: gpubench cancel JOB [--host H]
-Cancels a queued job, or stops a running one at its next iteration (completed runs are kept).
-example: gpubench cancel j3f2c0d1e2a3b4c5d --host h100-a
-)"},
-      {"jobs", R"(usage: gpubench jobs [--state S]... [--workload W] [--schedule ID]
-                    [--since WHEN] [--until WHEN] [--limit N] [--output F] [--host H]
-Recent jobs, newest first. WHEN: 2026-11-20, an RFC 3339 time, or an age (36h, 7d).
-example: gpubench jobs --state failed --since 7d
-)"},
-      {"runs", R"(usage: gpubench runs [--workload W] [--config FIELD=VALUE]... [--job JOB]
-                    [--schedule ID] [--host-id ID] [--state S]... [--since WHEN]
-                    [--until WHEN] [--limit N] [--output F] [--host H]
-Runs across jobs, newest first. FIELD is a RunConfig field, dotted for nested ones.
-examples:
-  gpubench runs --workload resnet50 --config precision=bf16 --config batch_size=64 --output csv
-  gpubench runs --config params.model_size=large --since 30d
-)"},
-      {"hosts", R"(usage: gpubench hosts [--host H]... [--output F]
-Host info (GPUs, driver, CUDA, cuDNN, torch, CPU, memory, OS) of every daemon in the
-fleet, one column each. Unreachable hosts are reported; the others still answer (exit 3).
-examples:
-  gpubench hosts                       (every host in ~/.config/gpubench/fleet.json)
-  gpubench hosts --host h100-a --host 10.0.0.7:50051 --output markdown
-)"},
-      {"compare", R"(usage: gpubench compare A B [--host H [--host H2]]
-       gpubench compare --hosts a,b[,c] [SPEC.json] [spec flags]
-       gpubench compare RUN --history
-Side by side with ratios and a verdict per row: faster, slower or no significant
-difference (Mann-Whitney U on per-iteration time per sample, --alpha 0.05; ratio of
-medians with a bootstrap 95% interval; --min-effect 0.01). A and B are job ids (runs
-paired by config) or run ids; with two --host flags A comes from the first. --hosts runs
-one spec on every host at once; the first host is the baseline. Exit 4 when a row is slower.
-examples:
-  gpubench compare --hosts h100-a,h200-b --workload resnet50 --batch 64 --mode infer
-  gpubench compare j1... j2... --output markdown
-)"},
-      {"regressions", R"(usage: gpubench regressions [--since WHEN] [--include-improvements] [--host H]...
-Runs the nightly schedules flagged against their history, across the fleet
-(default: the last 7 days). Exit 4 when there is a regression.
-example: gpubench regressions --since 2026-11-01 --include-improvements --output csv
-)"},
-      {"trace", R"(usage: gpubench trace RUN -o FILE [--host H]
-Saves a run's profiler trace (Chrome trace JSON: ui.perfetto.dev, chrome://tracing).
-Runs have a trace when their spec asks for one: "profiling": {"enabled": true}.
-example: gpubench trace r5c41a6f4c985aaff -o trace.json
-)"},
-      {"schedule", R"(usage: gpubench schedule add --cron "MIN HOUR DOM MON DOW" [--tz ZONE] [SPEC.json] [spec flags]
-       gpubench schedule list | rm ID | history ID
-Nightly (cron) jobs; each scheduled run is compared with the schedule's history.
-example: gpubench schedule add --cron "0 2 * * *" --tz Europe/Paris --workload resnet50 --batch 64
-)"},
-      {"model", R"(usage: gpubench model upload FILE [--host H]
-       gpubench model rm SHA256 [--host H]
-Uploads a TorchScript model, or an AOTInductor package (.pt2: native code, so the admin
-role), sha256-checked and stored once; prints the hash to use as the spec's
-params.model_sha256. rm deletes one (admin).
-example: gpubench model upload mymodel.pt --host h100-a
-)"},
-      {"report", R"(usage: gpubench report JOB... -o FILE [--title T] [--host H]
-One self-contained HTML file (tables and SVG plots: throughput and latency against
-batch size, peak memory, speedups, data-wait share against loader threads, top
-operators), readable offline.
-example: gpubench report j1... j2... -o report.html
-)"},
-      {"run", R"(usage: gpubench run [SPEC.json] [spec flags] [--data-dir DIR] [--worker PATH]
-                    [--daemon PATH]
-Runs a job on this machine and prints its results. The gpubenchd that serves the
-data directory takes it; without one, a gpubenchd started for this job on a
-private socket (any model file you can read may be loaded), stopped after it.
-Results stay in the data directory's SQLite file.
-example: gpubench run --workload mlp --model-size small,medium,large --device cpu
-)"},
-      {"spec", R"(usage: gpubench spec [SPEC.json] [spec flags]
-Validates a spec and prints it with the number of runs its sweep expands to.
-example: gpubench spec --workload resnet50 --batch 32,64 --precision fp32,bf16
-)"},
-  };
-  return *help;
-}
 
 // Command options (everything else with -- is a spec flag). Flags marked
 // true take no value.
@@ -237,12 +104,6 @@ absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
   if (!format.ok()) return format.status();
   a.format = *format;
   return a;
-}
-
-std::string Bytes(int64_t b) {
-  if (b <= 0) return "-";
-  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", b / double(1 << 30));
-  return absl::StrFormat("%.1f MiB", b / double(1 << 20));
 }
 
 // The job goes through a daemon like any other: the one that serves the data
@@ -299,6 +160,194 @@ int SpecCommand(const Args& a, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+// Every command: its name (and alias), whether it talks to a daemon, whether
+// it takes spec flags, its handler, its lines in `gpubench --help` and its
+// own `gpubench NAME --help`. Help and dispatch both come from here.
+struct Command {
+  const char* name;
+  const char* alias;
+  bool daemon;      // listed under "through a daemon"
+  bool takes_spec;  // spec flags allowed
+  bool spec_help;   // its help lists the spec flags
+  int (*handler)(const Args&, std::ostream&, std::ostream&);
+  const char* summary;
+  const char* help;
+};
+
+int VersionCommand(const Args&, std::ostream& out, std::ostream&) {
+  out << "gpubench " << kGpubenchVersion << "\n";
+  return kExitOk;
+}
+
+const std::vector<Command>& Commands() {
+  static const auto* commands = new std::vector<Command>{
+      {"submit", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/true, SubmitCommand,
+       R"(  submit [SPEC.json] [spec flags] [--wait|--watch]
+                         queue a job; --wait prints its results when done,
+                         --watch also shows live progress)",
+       R"(usage: gpubench submit [SPEC.json] [spec flags] [--wait | --watch] [--host H]
+Queues a job on a daemon and prints its id. --wait waits and prints the results
+table (exit 1 if the job or a run failed); --watch also shows live progress.
+With neither a spec file nor spec flags, submits the default mlp sweep.
+examples:
+  gpubench submit --workload resnet50 --mode train --batch 32,64,128 --precision fp32,bf16 --wait
+  gpubench submit nightly.json --host h100-a --watch
+)"},
+      {"watch", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, JobCommand,
+       R"(  watch JOB              follow a job until it ends (progress bar on a terminal))",
+       R"(usage: gpubench watch JOB [--host H]
+Follows a job until it ends: a progress bar on a terminal (run i/N, config,
+iterations, samples/s so far, ETA), plain lines otherwise; then its results.
+example: gpubench watch j3f2c0d1e2a3b4c5d
+)"},
+      {"jobs", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, JobsCommand,
+       R"(  jobs                   recent jobs   [--state S] [--workload W] [--schedule ID]
+                                       [--since WHEN] [--until WHEN] [--limit N])",
+       R"(usage: gpubench jobs [--state S]... [--workload W] [--schedule ID]
+                    [--since WHEN] [--until WHEN] [--limit N] [--output F] [--host H]
+Recent jobs, newest first. WHEN: 2026-11-20, an RFC 3339 time, or an age (36h, 7d).
+example: gpubench jobs --state failed --since 7d
+)"},
+      {"show", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, JobCommand,
+       R"(  show JOB               a job and its runs)",
+       R"(usage: gpubench show JOB [--output table|json|csv|markdown] [--host H]
+A job and its runs. JSON is {"job": Job, "runs": [Run]} in the API's JSON mapping.
+example: gpubench show j3f2c0d1e2a3b4c5d --output json | jq '.runs[].result.throughput_samples_per_s'
+)"},
+      {"cancel", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, JobCommand,
+       R"(  cancel JOB             cancel a queued or running job)",
+       R"(usage: gpubench cancel JOB [--host H]
+Cancels a queued job, or stops a running one at its next iteration (completed runs are kept).
+example: gpubench cancel j3f2c0d1e2a3b4c5d --host h100-a
+)"},
+      {"runs", "results", /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, RunsCommand,
+       R"(  runs | results         query runs   [--workload W] [--config FIELD=VALUE]...
+                         [--job JOB] [--schedule ID] [--host-id ID] [--state S]
+                         [--since WHEN] [--until WHEN] [--limit N])",
+       R"(usage: gpubench runs [--workload W] [--config FIELD=VALUE]... [--job JOB]
+                    [--schedule ID] [--host-id ID] [--state S]... [--since WHEN]
+                    [--until WHEN] [--limit N] [--output F] [--host H]
+Runs across jobs, newest first. FIELD is a RunConfig field, dotted for nested ones.
+examples:
+  gpubench runs --workload resnet50 --config precision=bf16 --config batch_size=64 --output csv
+  gpubench runs --config params.model_size=large --since 30d
+)"},
+      {"hosts", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, HostsCommand,
+       R"(  hosts                  host info of every daemon in the fleet, side by side)",
+       R"(usage: gpubench hosts [--host H]... [--output F]
+Host info (GPUs, driver, CUDA, cuDNN, torch, CPU, memory, OS) of every daemon in the
+fleet, one column each. Unreachable hosts are reported; the others still answer (exit 3).
+examples:
+  gpubench hosts                       (every host in ~/.config/gpubench/fleet.json)
+  gpubench hosts --host h100-a --host 10.0.0.7:50051 --output markdown
+)"},
+      {"compare", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/true, CompareCommand,
+       R"(  compare A B            two jobs (runs paired by config) or two runs
+  compare --hosts a,b[,c] [SPEC.json] [spec flags]
+                         run one spec on several hosts at once and compare them
+                         (the first host is the baseline)
+  compare RUN --history  a run against its schedule's last runs of the same config)",
+       R"(usage: gpubench compare A B [--host H [--host H2]]
+       gpubench compare --hosts a,b[,c] [SPEC.json] [spec flags]
+       gpubench compare RUN --history
+Side by side with ratios and a verdict per row: faster, slower or no significant
+difference (Mann-Whitney U on per-iteration time per sample, --alpha 0.05; ratio of
+medians with a bootstrap 95% interval; --min-effect 0.01). A and B are job ids (runs
+paired by config) or run ids; with two --host flags A comes from the first. --hosts runs
+one spec on every host at once; the first host is the baseline. Exit 4 when a row is slower.
+examples:
+  gpubench compare --hosts h100-a,h200-b --workload resnet50 --batch 64 --mode infer
+  gpubench compare j1... j2... --output markdown
+)"},
+      {"regressions", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, RegressionsCommand,
+       R"(  regressions            what nightly schedules flagged across the fleet
+                         [--since WHEN] [--include-improvements])",
+       R"(usage: gpubench regressions [--since WHEN] [--include-improvements] [--host H]...
+Runs the nightly schedules flagged against their history, across the fleet
+(default: the last 7 days). Exit 4 when there is a regression.
+example: gpubench regressions --since 2026-11-01 --include-improvements --output csv
+)"},
+      {"trace", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, TraceCommand,
+       R"(  trace RUN -o FILE      save a run's profiler trace (Chrome/Perfetto JSON))",
+       R"(usage: gpubench trace RUN -o FILE [--host H]
+Saves a run's profiler trace (Chrome trace JSON: ui.perfetto.dev, chrome://tracing).
+Runs have a trace when their spec asks for one: "profiling": {"enabled": true}.
+example: gpubench trace r5c41a6f4c985aaff -o trace.json
+)"},
+      {"schedule", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/true, ScheduleCommand,
+       R"(  schedule add --cron "0 2 * * *" [--tz ZONE] [SPEC.json] [spec flags]
+  schedule list | rm ID | history ID)",
+       R"(usage: gpubench schedule add --cron "MIN HOUR DOM MON DOW" [--tz ZONE] [SPEC.json] [spec flags]
+       gpubench schedule list | rm ID | history ID
+Nightly (cron) jobs; each scheduled run is compared with the schedule's history.
+example: gpubench schedule add --cron "0 2 * * *" --tz Europe/Paris --workload resnet50 --batch 64
+)"},
+      {"model", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, ModelCommand,
+       R"(  model upload FILE      upload a TorchScript (.pt) or AOTInductor (.pt2, admin)
+                         model; prints its sha256 for spec params.model_sha256
+  model rm SHA256        delete an uploaded model (admin))",
+       R"(usage: gpubench model upload FILE [--host H]
+       gpubench model rm SHA256 [--host H]
+Uploads a TorchScript model, or an AOTInductor package (.pt2: native code, so the admin
+role), sha256-checked and stored once; prints the hash to use as the spec's
+params.model_sha256. rm deletes one (admin).
+example: gpubench model upload mymodel.pt --host h100-a
+)"},
+      {"report", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, ReportCommand,
+       R"(  report JOB... -o FILE  one self-contained HTML report with tables and plots)",
+       R"(usage: gpubench report JOB... -o FILE [--title T] [--host H]
+One self-contained HTML file (tables and SVG plots: throughput and latency against
+batch size, peak memory, speedups, data-wait share against loader threads, top
+operators), readable offline.
+example: gpubench report j1... j2... -o report.html
+)"},
+      {"run", nullptr, /*daemon=*/false, /*takes_spec=*/true, /*spec_help=*/true, RunCommand,
+       R"(  run [SPEC.json] [spec flags]   run a job on this machine (its data directory's
+                                 daemon, or one started for it) and print its results)",
+       R"(usage: gpubench run [SPEC.json] [spec flags] [--data-dir DIR] [--worker PATH]
+                    [--daemon PATH]
+Runs a job on this machine and prints its results. The gpubenchd that serves the
+data directory takes it; without one, a gpubenchd started for this job on a
+private socket (any model file you can read may be loaded), stopped after it.
+Results stay in the data directory's SQLite file.
+example: gpubench run --workload mlp --model-size small,medium,large --device cpu
+)"},
+      {"spec", nullptr, /*daemon=*/false, /*takes_spec=*/true, /*spec_help=*/true, SpecCommand,
+       R"(  spec [SPEC.json] [spec flags]  validate a spec and print its expanded runs)",
+       R"(usage: gpubench spec [SPEC.json] [spec flags]
+Validates a spec and prints it with the number of runs its sweep expands to.
+example: gpubench spec --workload resnet50 --batch 32,64 --precision fp32,bf16
+)"},
+      {"version", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false, VersionCommand,
+       R"(  version                        print the version)",
+       R"(usage: gpubench version
+Prints the version of this gpubench.
+example: gpubench version
+)"},
+  };
+  return *commands;
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command& c : Commands()) {
+    if (name == c.name || (c.alias != nullptr && name == c.alias)) return &c;
+  }
+  return nullptr;
+}
+
+// `gpubench --help`: the commands from the table, then what they share.
+std::string Usage() {
+  std::string out = "usage: gpubench <command> [options]\n";
+  for (bool daemon : {true, false}) {
+    out += daemon ? "\ncommands (through a daemon; --host HOST:PORT or a fleet name, repeatable):\n"
+                  : "\ncommands (no daemon to reach):\n";
+    for (const Command& c : Commands()) {
+      if (c.daemon == daemon) absl::StrAppend(&out, c.summary, "\n");
+    }
+  }
+  return out + "\n" + kUsageTail;
+}
+
 }  // namespace
 
 // ---- Shared helpers (cli_internal.h) ----
@@ -333,21 +382,19 @@ absl::StatusOr<std::vector<Daemon>> ConnectAll(const Args& a, bool all_fleet) {
   return daemons;
 }
 
-grpc::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
+absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
                          std::vector<v1::Run>* runs) {
   runs->clear();
   v1::ListRunsRequest req;
   req.set_job_id(job_id);
   req.set_include_samples(include_samples);
   do {
-    grpc::ClientContext ctx;
-    PrepareCall(d.host, kCallSeconds, &ctx);
-    v1::ListRunsResponse resp;
-    if (grpc::Status s = d.stub->ListRuns(&ctx, req, &resp); !s.ok()) return s;
-    runs->insert(runs->end(), resp.runs().begin(), resp.runs().end());
-    req.set_page_token(resp.next_page_token());
+    auto resp = d.Call(&v1::BenchService::Stub::ListRuns, req);
+    if (!resp.ok()) return resp.status();
+    runs->insert(runs->end(), resp->runs().begin(), resp->runs().end());
+    req.set_page_token(resp->next_page_token());
   } while (!req.page_token().empty());
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Daemon> ConnectOne(const Args& a) {
@@ -356,25 +403,27 @@ absl::StatusOr<Daemon> ConnectOne(const Args& a) {
   return std::move(all->front());
 }
 
-int CallFailed(const HostEntry& host, const grpc::Status& s, std::ostream& err) {
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-      s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+absl::Status FromGrpc(const grpc::Status& s) {
+  // gRPC's codes are the canonical codes absl's are.
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+int CallFailed(const HostEntry& host, const absl::Status& s, std::ostream& err) {
+  if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
     err << "gpubench: cannot reach a daemon at " << host.address << " (" << host.name
-        << "): " << Printable(s.error_message()) << "\n  start one with `gpubenchd --listen "
+        << "): " << Printable(std::string(s.message())) << "\n  start one with `gpubenchd --listen "
         << host.address << "` or pass --host / GPUBENCH_HOST\n";
     return kExitUnreachable;
   }
-  if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
-      s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-    err << "gpubench: " << host.name << ": " << Printable(s.error_message())
-        << (s.error_code() == grpc::StatusCode::UNAUTHENTICATED
+  if (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s)) {
+    err << "gpubench: " << host.name << ": " << Printable(std::string(s.message()))
+        << (absl::IsUnauthenticated(s)
                 ? "\n  set the host's token (or token_file) in the fleet file\n"
-                : "\n")
-        ;
+                : "\n");
     return kExitAuth;
   }
-  err << "gpubench: " << host.name << ": " << Printable(s.error_message()) << "\n";
-  return s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? kExitUsage : kExitJobFailed;
+  err << "gpubench: " << host.name << ": " << Printable(std::string(s.message())) << "\n";
+  return absl::IsInvalidArgument(s) ? kExitUsage : kExitJobFailed;
 }
 
 int Usage(std::ostream& err, const std::string& message) {
@@ -398,10 +447,6 @@ void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(
   std::vector<std::thread> threads;
   for (size_t i = 0; i < daemons.size(); ++i) threads.emplace_back([&call, i] { call(i); });
   for (auto& t : threads) t.join();
-}
-
-std::string Short(const google::protobuf::EnumDescriptor* type, int v) {
-  return EnumShortName(type, v == 0 ? 1 : v);
 }
 
 absl::StatusOr<absl::Time> ParseWhen(const std::string& flag, const std::string& text) {
@@ -605,57 +650,36 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     err << "gpubench: " << args.status().message() << "\n";
     return kExitUsage;
   }
-  if (args->help && !args->command.empty()) {
-    const std::string name = args->command == "results" ? "runs" : args->command;
-    auto it = CommandHelp().find(name);
-    if (it != CommandHelp().end()) {
-      out << it->second;
-      if (name == "submit" || name == "run" || name == "spec" || name == "schedule" ||
-          name == "compare") {
-        out << "spec flags (one value sets it; a comma list sweeps it):\n";
-        for (const auto& [flag, text] : SpecFlagHelp()) {
-          out << absl::StrFormat("  --%-17s %s\n", flag, text);
-        }
+  const Command* command = args->command.empty() ? nullptr : FindCommand(args->command);
+  if (args->help && command != nullptr) {
+    out << command->help;
+    if (command->spec_help) {
+      out << "spec flags (one value sets it; a comma list sweeps it):\n";
+      for (const auto& [flag, text] : SpecFlagHelp()) {
+        out << absl::StrFormat("  --%-17s %s\n", flag, text);
       }
-      return kExitOk;
     }
+    return kExitOk;
   }
   if (args->help || args->command.empty()) {
     std::ostream& o = args->help ? out : err;
-    o << kUsage;
+    o << Usage();
     for (const auto& [name, help] : SpecFlagHelp()) {
       o << absl::StrFormat("  --%-17s %s\n", name, help);
     }
     return args->help ? kExitOk : kExitUsage;
   }
-  const std::string& c = args->command;
-  // Commands that talk to a daemon take no spec flags unless they submit.
-  static const std::set<std::string> kTakesSpec = {"run", "spec", "submit", "compare",
-                                                   "schedule", "jobs", "runs", "results"};
-  if (!kTakesSpec.count(c) && !args->spec_flags.empty()) {
-    err << "gpubench: " << c << ": unknown option --" << args->spec_flags.begin()->first
-        << "; see gpubench --help\n";
+  if (command == nullptr) {
+    err << "gpubench: unknown command \"" << args->command << "\"; see gpubench --help\n";
     return kExitUsage;
   }
-  if (c == "run") return RunCommand(*args, out, err);
-  if (c == "spec") return SpecCommand(*args, out, err);
-  if (c == "submit") return SubmitCommand(*args, out, err);
-  if (c == "watch" || c == "show" || c == "cancel") return JobCommand(*args, out, err);
-  if (c == "jobs") return JobsCommand(*args, out, err);
-  if (c == "runs" || c == "results") return RunsCommand(*args, out, err);
-  if (c == "hosts") return HostsCommand(*args, out, err);
-  if (c == "compare") return CompareCommand(*args, out, err);
-  if (c == "regressions") return RegressionsCommand(*args, out, err);
-  if (c == "trace") return TraceCommand(*args, out, err);
-  if (c == "schedule") return ScheduleCommand(*args, out, err);
-  if (c == "model") return ModelCommand(*args, out, err);
-  if (c == "report") return ReportCommand(*args, out, err);
-  if (c == "version") {
-    out << "gpubench " << kGpubenchVersion << "\n";
-    return kExitOk;
+  // Commands that talk to a daemon take no spec flags unless they submit.
+  if (!command->takes_spec && !args->spec_flags.empty()) {
+    err << "gpubench: " << args->command << ": unknown option --"
+        << args->spec_flags.begin()->first << "; see gpubench --help\n";
+    return kExitUsage;
   }
-  err << "gpubench: unknown command \"" << c << "\"; see gpubench --help\n";
-  return kExitUsage;
+  return command->handler(*args, out, err);
 }
 
 }  // namespace gpubench::client

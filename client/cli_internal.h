@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/fleet.h"
+#include "client/format.h"
 #include "client/output.h"
 #include "gpubench/v1/service.grpc.pb.h"
 
@@ -34,15 +35,35 @@ struct Args {
   const std::vector<std::string>& All(const std::string& name) const;
 };
 
-// One daemon: where it is and a stub for it.
+// Deadline of a unary call, seconds.
+inline constexpr int kCallSeconds = 30;
+
+// A gRPC status as an absl::Status: the client's one conversion.
+absl::Status FromGrpc(const grpc::Status& s);
+
+// One daemon: where it is, a stub for its streams, and typed unary calls.
 struct Daemon {
   HostEntry host;
   std::unique_ptr<v1::BenchService::Stub> stub;
+
+  // A unary rpc (e.g. &v1::BenchService::Stub::GetJob) with the host's token
+  // and a deadline in seconds (0: none): its reply, or its status.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (v1::BenchService::Stub::*rpc)(
+                                    grpc::ClientContext*, const Request&, Response*),
+                                const Request& request, int deadline_s = kCallSeconds) const {
+    grpc::ClientContext context;
+    PrepareCall(host, deadline_s, &context);
+    Response response;
+    const grpc::Status s = (stub.get()->*rpc)(&context, request, &response);
+    if (!s.ok()) return FromGrpc(s);
+    return response;
+  }
 };
 
 // Every run of a job, in sweep order, page after page (a page holds at most
 // 32 MiB). The first failed call's status.
-grpc::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
+absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
                          std::vector<v1::Run>* runs);
 
 // Connects to every host resolved from --host / GPUBENCH_HOST / the fleet
@@ -52,11 +73,13 @@ absl::StatusOr<std::vector<Daemon>> ConnectAll(const Args& a, bool all_fleet);
 absl::StatusOr<Daemon> ConnectOne(const Args& a);
 
 // Reports a failed call and returns the exit code it implies: UNAVAILABLE or
-// DEADLINE_EXCEEDED is 3 (cannot reach), INVALID_ARGUMENT 2, others 1.
-int CallFailed(const HostEntry& host, const grpc::Status& s, std::ostream& err);
+// DEADLINE_EXCEEDED is 3 (cannot reach), UNAUTHENTICATED or
+// PERMISSION_DENIED 5, INVALID_ARGUMENT 2, others 1.
+int CallFailed(const HostEntry& host, const absl::Status& s, std::ostream& err);
+inline int CallFailed(const HostEntry& host, const grpc::Status& s, std::ostream& err) {
+  return CallFailed(host, FromGrpc(s), err);
+}
 
-// The enum value's short name ("succeeded" for JOB_STATE_SUCCEEDED).
-std::string Short(const google::protobuf::EnumDescriptor* type, int value);
 
 // A date or time for --since/--until: "2026-11-20", "2026-11-20T08:00:00Z"
 // (RFC 3339), or an age before now: "36h", "7d". InvalidArgument naming the
@@ -76,9 +99,6 @@ std::string ConfigLabel(const v1::RunConfig& c);
 // {"job": Job, "runs": [Run...]} in the protobuf JSON mapping.
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
               std::ostream& out);
-
-// Deadline of a unary call, seconds.
-inline constexpr int kCallSeconds = 30;
 
 // Prints "gpubench: message; see gpubench --help" and returns 2.
 int Usage(std::ostream& err, const std::string& message);

@@ -99,18 +99,16 @@ absl::StatusOr<CompareRule> Rule(const Args& a) {
 }
 
 // Runs of a job or one run, with samples.
-grpc::Status FetchSide(const Daemon& d, const std::string& id, Side* side) {
+absl::Status FetchSide(const Daemon& d, const std::string& id, Side* side) {
   side->name = id;
-  grpc::ClientContext ctx;
-  PrepareCall(d.host, kCallSeconds, &ctx);
   if (!id.empty() && id[0] == 'r') {
     v1::GetRunRequest req;
     req.set_run_id(id);
     req.set_include_samples(true);
-    v1::GetRunResponse resp;
-    grpc::Status s = d.stub->GetRun(&ctx, req, &resp);
-    if (s.ok()) side->runs = {resp.run()};
-    return s;
+    auto resp = d.Call(&v1::BenchService::Stub::GetRun, req);
+    if (!resp.ok()) return resp.status();
+    side->runs = {resp->run()};
+    return absl::OkStatus();
   }
   return ListAllRuns(d, id, /*include_samples=*/true, &side->runs);
 }
@@ -148,18 +146,15 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
       const Daemon& d = (*daemons)[i];
       std::ostringstream log;
       sides[i].name = d.host.name;
-      v1::SubmitJobResponse submitted;
-      {
-        grpc::ClientContext ctx;
-        PrepareCall(d.host, kCallSeconds, &ctx);
-        v1::SubmitJobRequest req;
-        *req.mutable_spec() = *spec;
-        if (auto s = d.stub->SubmitJob(&ctx, req, &submitted); !s.ok()) {
-          codes[i] = CallFailed(d.host, s, log);
-          messages[i] = log.str();
-          return;
-        }
+      v1::SubmitJobRequest submit;
+      *submit.mutable_spec() = *spec;
+      auto call = d.Call(&v1::BenchService::Stub::SubmitJob, submit);
+      if (!call.ok()) {
+        codes[i] = CallFailed(d.host, call.status(), log);
+        messages[i] = log.str();
+        return;
       }
+      const v1::SubmitJobResponse& submitted = *call;
       {
         std::lock_guard<std::mutex> lock(err_mu);
         err << d.host.name << ": job " << submitted.job().job_id() << " queued\n";
@@ -221,14 +216,11 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
   if (auto s = FetchSide(*d, a.positional[0], &cand); !s.ok()) return CallFailed(d->host, s, err);
   if (cand.runs.size() != 1) return Usage(err, "compare --history takes a run id (r...)");
   const v1::Run& run = cand.runs[0];
-  v1::GetJobResponse job;
-  {
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
-    v1::GetJobRequest req;
-    req.set_job_id(run.job_id());
-    if (auto s = d->stub->GetJob(&ctx, req, &job); !s.ok()) return CallFailed(d->host, s, err);
-  }
+  v1::GetJobRequest job_req;
+  job_req.set_job_id(run.job_id());
+  auto got = d->Call(&v1::BenchService::Stub::GetJob, job_req);
+  if (!got.ok()) return CallFailed(d->host, got.status(), err);
+  const v1::GetJobResponse& job = *got;
   if (job.job().schedule_id().empty()) {
     err << "gpubench: run " << run.run_id() << " is not from a schedule\n";
     return kExitUsage;
@@ -247,12 +239,9 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
   // With samples the daemon pages by a few runs: read on until the history
   // is full or the schedule has no more.
   do {
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
-    v1::QueryRunsResponse resp;
-    if (auto s = d->stub->QueryRuns(&ctx, req, &resp); !s.ok()) {
-      return CallFailed(d->host, s, err);
-    }
+    auto queried = d->Call(&v1::BenchService::Stub::QueryRuns, req);
+    if (!queried.ok()) return CallFailed(d->host, queried.status(), err);
+    const v1::QueryRunsResponse& resp = *queried;
     for (const v1::Run& r : resp.runs()) {
       if (r.job_id() == run.job_id() || ConfigKey(r.config()) != ConfigKey(run.config())) {
         continue;
@@ -281,13 +270,12 @@ int HostsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto daemons = ConnectAll(a, /*all_fleet=*/true);
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
   std::vector<v1::HostInfo> infos(daemons->size());
-  std::vector<grpc::Status> status(daemons->size());
+  std::vector<absl::Status> status(daemons->size());
   ForEachDaemon(*daemons, [&](size_t i) {
-    grpc::ClientContext ctx;
-    PrepareCall((*daemons)[i].host, 10, &ctx);
-    v1::GetHostInfoResponse resp;
-    status[i] = (*daemons)[i].stub->GetHostInfo(&ctx, {}, &resp);
-    infos[i] = resp.host();
+    auto resp = (*daemons)[i].Call(&v1::BenchService::Stub::GetHostInfo,
+                                   v1::GetHostInfoRequest(), /*deadline_s=*/10);
+    status[i] = resp.status();
+    if (resp.ok()) infos[i] = resp->host();
   });
   int code = kExitOk;
   for (size_t i = 0; i < daemons->size(); ++i) {
@@ -380,14 +368,14 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto daemons = ConnectAll(a, /*all_fleet=*/true);
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
   std::vector<v1::ListRegressionsResponse> found(daemons->size());
-  std::vector<grpc::Status> status(daemons->size());
+  std::vector<absl::Status> status(daemons->size());
   ForEachDaemon(*daemons, [&](size_t i) {
-    grpc::ClientContext ctx;
-    PrepareCall((*daemons)[i].host, kCallSeconds, &ctx);
     v1::ListRegressionsRequest req;
     *req.mutable_since() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(since));
     req.set_include_improvements(a.Has("include-improvements"));
-    status[i] = (*daemons)[i].stub->ListRegressions(&ctx, req, &found[i]);
+    auto resp = (*daemons)[i].Call(&v1::BenchService::Stub::ListRegressions, req);
+    status[i] = resp.status();
+    if (resp.ok()) found[i] = std::move(*resp);
   });
   int code = kExitOk;
   Table t;
@@ -436,13 +424,11 @@ int ReportCommand(const Args& a, std::ostream& out, std::ostream& err) {
     ReportJob rj;
     rj.host = d->host.name;
     {
-      grpc::ClientContext ctx;
-      PrepareCall(d->host, kCallSeconds, &ctx);
       v1::GetJobRequest req;
       req.set_job_id(id);
-      v1::GetJobResponse resp;
-      if (auto s = d->stub->GetJob(&ctx, req, &resp); !s.ok()) return CallFailed(d->host, s, err);
-      rj.job = resp.job();
+      auto resp = d->Call(&v1::BenchService::Stub::GetJob, req);
+      if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
+      rj.job = resp->job();
     }
     if (auto s = ListAllRuns(*d, id, /*include_samples=*/false, &rj.runs); !s.ok()) {
       return CallFailed(d->host, s, err);

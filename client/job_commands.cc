@@ -123,20 +123,13 @@ grpc::Status FollowJob(const Daemon& d, const std::string& job_id, bool show_pro
 }
 
 absl::Status GetJob(const Daemon& d, const std::string& id, v1::Job* job,
-                    std::vector<v1::Run>* runs, grpc::Status* call) {
-  {
-    grpc::ClientContext ctx;
-    PrepareCall(d.host, kCallSeconds, &ctx);
-    v1::GetJobRequest req;
-    req.set_job_id(id);
-    v1::GetJobResponse resp;
-    *call = d.stub->GetJob(&ctx, req, &resp);
-    if (!call->ok()) return absl::UnknownError("call");
-    *job = resp.job();
-  }
-  *call = ListAllRuns(d, id, /*include_samples=*/false, runs);
-  if (!call->ok()) return absl::UnknownError("call");
-  return absl::OkStatus();
+                    std::vector<v1::Run>* runs) {
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  auto resp = d.Call(&v1::BenchService::Stub::GetJob, req);
+  if (!resp.ok()) return resp.status();
+  *job = resp->job();
+  return ListAllRuns(d, id, /*include_samples=*/false, runs);
 }
 
 // Prints a job and its runs; returns the exit code its state implies.
@@ -144,8 +137,7 @@ int ShowJob(const Daemon& d, const std::string& id, const Args& a, std::ostream&
             std::ostream& err) {
   v1::Job job;
   std::vector<v1::Run> runs;
-  grpc::Status call;
-  if (!GetJob(d, id, &job, &runs, &call).ok()) return CallFailed(d.host, call, err);
+  if (auto s = GetJob(d, id, &job, &runs); !s.ok()) return CallFailed(d.host, s, err);
   PrintJob(job, runs, a.format, out);
   const v1::JobState state = job.state();
   if (state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED ||
@@ -178,20 +170,16 @@ absl::StatusOr<int> Limit(const Args& a, int fallback) {
 
 int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::ostream& out,
                   std::ostream& err) {
-  v1::SubmitJobResponse resp;
-  {
-    grpc::ClientContext ctx;
-    PrepareCall(d.host, kCallSeconds, &ctx);
-    v1::SubmitJobRequest req;
-    *req.mutable_spec() = spec;
-    if (auto s = d.stub->SubmitJob(&ctx, req, &resp); !s.ok()) return CallFailed(d.host, s, err);
-  }
-  const std::string& id = resp.job().job_id();
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  auto resp = d.Call(&v1::BenchService::Stub::SubmitJob, req);
+  if (!resp.ok()) return CallFailed(d.host, resp.status(), err);
+  const std::string& id = resp->job().job_id();
   if (!a.wait) {
     out << id << "\n";
     return kExitOk;
   }
-  err << "job " << id << " queued on " << d.host.name << " (" << resp.job().run_count()
+  err << "job " << id << " queued on " << d.host.name << " (" << resp->job().run_count()
       << " runs)\n";
   if (auto s = FollowJob(d, id, a.watch || a.format == Format::kTable, err); !s.ok()) {
     return CallFailed(d.host, s, err);
@@ -213,15 +201,11 @@ int JobCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (!d.ok()) return Usage(err, std::string(d.status().message()));
   const std::string& id = a.positional[0];
   if (a.command == "cancel") {
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
     v1::CancelJobRequest req;
     req.set_job_id(id);
-    v1::CancelJobResponse resp;
-    if (auto s = d->stub->CancelJob(&ctx, req, &resp); !s.ok()) {
-      return CallFailed(d->host, s, err);
-    }
-    out << id << " " << Short(v1::JobState_descriptor(), resp.job().state()) << "\n";
+    auto resp = d->Call(&v1::BenchService::Stub::CancelJob, req);
+    if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
+    out << id << " " << Short(v1::JobState_descriptor(), resp->job().state()) << "\n";
     return kExitOk;
   }
   if (a.command == "watch") {
@@ -251,10 +235,9 @@ int JobsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   req.set_page_size(std::min(*limit, 1000));
   auto d = ConnectOne(a);
   if (!d.ok()) return Usage(err, std::string(d.status().message()));
-  grpc::ClientContext ctx;
-  PrepareCall(d->host, kCallSeconds, &ctx);
-  v1::ListJobsResponse resp;
-  if (auto s = d->stub->ListJobs(&ctx, req, &resp); !s.ok()) return CallFailed(d->host, s, err);
+  auto listed = d->Call(&v1::BenchService::Stub::ListJobs, req);
+  if (!listed.ok()) return CallFailed(d->host, listed.status(), err);
+  const v1::ListJobsResponse& resp = *listed;
   if (a.format == Format::kJson) {
     out << MessageToJson(resp) << "\n";
     return kExitOk;
@@ -297,16 +280,12 @@ int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   v1::QueryRunsResponse all;
   std::string token;
   do {
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
     req.set_page_size(std::min(1000, *limit - all.runs_size()));
     req.set_page_token(token);
-    v1::QueryRunsResponse resp;
-    if (auto s = d->stub->QueryRuns(&ctx, req, &resp); !s.ok()) {
-      return CallFailed(d->host, s, err);
-    }
-    for (auto& r : *resp.mutable_runs()) *all.add_runs() = std::move(r);
-    token = resp.next_page_token();
+    auto resp = d->Call(&v1::BenchService::Stub::QueryRuns, req);
+    if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
+    for (auto& r : *resp->mutable_runs()) *all.add_runs() = std::move(r);
+    token = resp->next_page_token();
   } while (!token.empty() && all.runs_size() < *limit);
   if (a.format == Format::kJson) {
     out << MessageToJson(all) << "\n";
@@ -371,15 +350,11 @@ int ModelCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.positional.size() == 2 && a.positional[0] == "rm") {
     auto d = ConnectOne(a);
     if (!d.ok()) return Usage(err, std::string(d.status().message()));
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, 30, &ctx);
     v1::DeleteModelRequest req;
     req.set_sha256(a.positional[1]);
-    v1::DeleteModelResponse resp;
-    if (auto s = d->stub->DeleteModel(&ctx, req, &resp); !s.ok()) {
-      return CallFailed(d->host, s, err);
-    }
-    out << "deleted " << resp.model().sha256() << "  " << Printable(resp.model().name())
+    auto resp = d->Call(&v1::BenchService::Stub::DeleteModel, req);
+    if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
+    out << "deleted " << resp->model().sha256() << "  " << Printable(resp->model().name())
         << "\n";
     return kExitOk;
   }
@@ -444,23 +419,16 @@ int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err) {
     s->set_cron(a.Option("cron"));
     s->set_time_zone(a.Option("tz"));
     *s->mutable_spec() = *spec;
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
-    v1::CreateScheduleResponse resp;
-    if (auto st = d->stub->CreateSchedule(&ctx, req, &resp); !st.ok()) {
-      return CallFailed(d->host, st, err);
-    }
-    out << resp.schedule().schedule_id() << "  next run " << When(resp.schedule().next_run_time())
+    auto resp = d->Call(&v1::BenchService::Stub::CreateSchedule, req);
+    if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
+    out << resp->schedule().schedule_id() << "  next run " << When(resp->schedule().next_run_time())
         << "\n";
     return kExitOk;
   }
   if (verb == "list") {
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
-    v1::ListSchedulesResponse resp;
-    if (auto st = d->stub->ListSchedules(&ctx, {}, &resp); !st.ok()) {
-      return CallFailed(d->host, st, err);
-    }
+    auto listed = d->Call(&v1::BenchService::Stub::ListSchedules, v1::ListSchedulesRequest());
+    if (!listed.ok()) return CallFailed(d->host, listed.status(), err);
+    const v1::ListSchedulesResponse& resp = *listed;
     if (a.format == Format::kJson) {
       out << MessageToJson(resp) << "\n";
       return kExitOk;
@@ -476,27 +444,20 @@ int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   if (verb == "rm" && a.positional.size() == 2) {
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
     v1::DeleteScheduleRequest req;
     req.set_schedule_id(a.positional[1]);
-    v1::DeleteScheduleResponse resp;
-    if (auto st = d->stub->DeleteSchedule(&ctx, req, &resp); !st.ok()) {
-      return CallFailed(d->host, st, err);
-    }
+    auto resp = d->Call(&v1::BenchService::Stub::DeleteSchedule, req);
+    if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
     out << "deleted " << a.positional[1] << "\n";
     return kExitOk;
   }
   if (verb == "history" && a.positional.size() == 2) {
-    grpc::ClientContext ctx;
-    PrepareCall(d->host, kCallSeconds, &ctx);
     v1::QueryRunsRequest req;
     req.set_schedule_id(a.positional[1]);
     req.set_page_size(200);
-    v1::QueryRunsResponse resp;
-    if (auto st = d->stub->QueryRuns(&ctx, req, &resp); !st.ok()) {
-      return CallFailed(d->host, st, err);
-    }
+    auto queried = d->Call(&v1::BenchService::Stub::QueryRuns, req);
+    if (!queried.ok()) return CallFailed(d->host, queried.status(), err);
+    const v1::QueryRunsResponse& resp = *queried;
     if (a.format == Format::kJson) {
       out << MessageToJson(resp) << "\n";
       return kExitOk;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/format.h"
 #include "common/spec.h"
 #include "common/version.h"
 
@@ -99,17 +100,6 @@ std::string TickLabel(double v) {
   if (a >= 1e6) return absl::StrFormat("%gM", v / 1e6);
   if (a >= 1e4) return absl::StrFormat("%gk", v / 1e3);
   return absl::StrFormat("%g", v);
-}
-
-std::string Bytes(int64_t b) {
-  if (b <= 0) return "-";
-  if (b >= (int64_t{1} << 30))
-    return absl::StrFormat("%.2f GiB", b / double(1 << 30));
-  return absl::StrFormat("%.1f MiB", b / double(1 << 20));
-}
-
-std::string Short(const google::protobuf::EnumDescriptor* type, int v) {
-  return EnumShortName(type, v == 0 ? 1 : v);  // 0 means the first value
 }
 
 std::string When(const google::protobuf::Timestamp& t) {

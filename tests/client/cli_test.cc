@@ -71,9 +71,14 @@ TEST(Cli, BadFlagIsAUsageErrorNamingIt) {
 }
 
 TEST(Cli, EveryCommandHasHelpWithItsUsage) {
+  std::ostringstream top, top_err;
+  ASSERT_EQ(RunCli({"--help"}, top, top_err), kExitOk);
   for (const char* command : {"submit", "watch", "show", "cancel", "jobs", "runs", "hosts",
                               "compare", "regressions", "trace", "schedule", "model",
-                              "report", "run", "spec"}) {
+                              "report", "run", "spec", "version"}) {
+    // Listed in gpubench --help, and its own help starts with its usage.
+    EXPECT_NE(top.str().find(std::string("\n  ") + command + " "), std::string::npos)
+        << command;
     std::ostringstream out, err;
     EXPECT_EQ(RunCli({command, "--help"}, out, err), kExitOk) << command;
     EXPECT_EQ(out.str().rfind(std::string("usage: gpubench ") + command, 0), 0u)

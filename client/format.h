@@ -1,0 +1,21 @@
+// Formatting shared by the CLI's tables and the HTML report.
+#ifndef GPUBENCH_CLIENT_FORMAT_H_
+#define GPUBENCH_CLIENT_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "google/protobuf/descriptor.h"
+
+namespace gpubench::client {
+
+// "512.0 MiB", "2.00 GiB"; "-" for 0 or less.
+std::string Bytes(int64_t bytes);
+
+// The enum value's short name ("succeeded" for JOB_STATE_SUCCEEDED); 0 (an
+// unset field) reads as the first value.
+std::string Short(const google::protobuf::EnumDescriptor* type, int value);
+
+}  // namespace gpubench::client
+
+#endif  // GPUBENCH_CLIENT_FORMAT_H_
