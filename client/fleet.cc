@@ -135,7 +135,11 @@ absl::StatusOr<std::vector<HostEntry>> ResolveHosts(const std::vector<std::strin
     }
   }
   if (wanted.empty()) {
-    if (fleet.empty()) return std::vector<HostEntry>{{kDefaultAddress, kDefaultAddress}};
+    if (fleet.empty()) {
+      std::vector<HostEntry> local(1);
+      local[0].name = local[0].address = kDefaultAddress;
+      return local;
+    }
     if (!all_fleet) fleet.resize(1);
     return fleet;
   }
@@ -155,7 +159,8 @@ absl::StatusOr<std::vector<HostEntry>> ResolveHosts(const std::vector<std::strin
       return absl::InvalidArgumentError(absl::StrCat(
           "--host: \"", name, "\" is neither host:port nor a name in ", fleet_path));
     }
-    out.push_back({name, name});
+    HostEntry& host = out.emplace_back();
+    host.name = host.address = name;
   }
   return out;
 }

@@ -431,7 +431,7 @@ grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
 }
 
 grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
-    grpc::CallbackServerContext* context, const v1::GetTraceRequest* request) {
+    grpc::CallbackServerContext* /*context*/, const v1::GetTraceRequest* request) {
   return new TraceReactor(store_, request->run_id());
 }
 
@@ -487,7 +487,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext
 }
 
 grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
-    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+    grpc::CallbackServerContext* /*context*/, const v1::WatchJobRequest* request) {
   if (request->job_id().empty() || request->after_sequence() < 0 ||
       !jobs_->GetJob(request->job_id()).ok()) {
     grpc::Status status =

@@ -58,7 +58,7 @@ class Stepper {
   // Called once before the first Step with the iterations per window, so a
   // stepper can allocate what it needs for a window (e.g. timing events)
   // outside the timed windows.
-  virtual void Reserve(int window_iterations) {}
+  virtual void Reserve(int /*window_iterations*/) {}
   // Called once after warm-up, right before the first measured window.
   virtual void OnMeasureBegin() {}
 };

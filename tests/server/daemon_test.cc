@@ -158,7 +158,9 @@ TEST(Daemon, SubmitWatchSucceedsAndStoresRunsWithSamples) {
   int started = 0, finished = 0;
   for (size_t i = 0; i < events.size(); ++i) {
     EXPECT_EQ(events[i].job_id(), id);
-    if (i > 0) EXPECT_GT(events[i].sequence(), events[i - 1].sequence());
+    if (i > 0) {
+      EXPECT_GT(events[i].sequence(), events[i - 1].sequence());
+    }
     started += events[i].has_run_started();
     finished += events[i].has_run_finished();
   }

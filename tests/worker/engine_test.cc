@@ -197,7 +197,7 @@ TEST(Engine, CancelStopsAtAnIterationBoundaryWithPartialFigures) {
   m.max_time_ms = 60000;
   std::atomic<bool> cancel{false};
   int seen = 0;
-  measure::ProgressFn progress = [&](const measure::Progress& p) {
+  measure::ProgressFn progress = [&](const measure::Progress&) {
     if (++seen >= 3) cancel = true;
   };
   RunOutcome out = RunOne(config, m, progress, &cancel);

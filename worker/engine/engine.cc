@@ -144,8 +144,9 @@ class AutocastScope {
 // (AdamW's step counts live on the device too). Elsewhere torch::optim.
 class TrainOptimizer {
  public:
+  // device and found_inf serve the fused kernels (LibTorch 2.4+ only).
   TrainOptimizer(std::vector<torch::Tensor> params, const RunConfig& c,
-                 const torch::Device& device)
+                 [[maybe_unused]] const torch::Device& device)
       : adamw_(c.optimizer == Optimizer::kAdamW), lr_(c.learning_rate) {
 #if GPUBENCH_TORCH_AT_LEAST(2, 4)
     fused_ = device.is_cuda() || device.is_cpu();
@@ -184,7 +185,7 @@ class TrainOptimizer {
 
   // Updates every parameter that has a gradient; where found_inf is defined
   // and non-zero the fused kernels leave parameters and state unchanged.
-  void Step(const torch::Tensor& found_inf) {
+  void Step([[maybe_unused]] const torch::Tensor& found_inf) {
     if (!fused_) return (void)fallback_->step();
 #if GPUBENCH_TORCH_AT_LEAST(2, 4)
     torch::NoGradGuard no_grad;
@@ -276,11 +277,11 @@ class Workload : public measure::Stepper {
   std::function<void()> on_measure_begin;  // set by RunOne
 
   virtual int64_t samples_per_iteration() const = 0;
-  virtual void Report(RunOutcome* out) {}
+  virtual void Report(RunOutcome* /*out*/) {}
 
  protected:
   // Gets the next input ready; sets *data_wait_ms to the host time waited.
-  virtual void Fetch(double* data_wait_ms) {}
+  virtual void Fetch(double* /*data_wait_ms*/) {}
   // Issues the step's device work.
   virtual void Compute() = 0;
   const torch::Device device_;

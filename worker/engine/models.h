@@ -57,8 +57,8 @@ class BenchModel : public torch::nn::Module {
 
   // Extra figure reported for the last batch, e.g. Dice for unet; negative
   // when the model has none.
-  virtual double Metric(const torch::Tensor& output,
-                        const torch::Tensor& labels) {
+  virtual double Metric(const torch::Tensor& /*output*/,
+                        const torch::Tensor& /*labels*/) {
     return -1;
   }
 };
