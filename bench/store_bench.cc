@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/filter.h"
 #include "absl/time/time.h"
 #include "google/protobuf/util/time_util.h"
 #include "gpubench/v1/job.pb.h"
@@ -168,7 +169,7 @@ class HistoryFiller {
       schedule.set_history_window(7);
       schedule.set_regression_threshold(0.05);
       *schedule.mutable_create_time() = Ts(first_ns);
-      auto id = store_->InsertSchedule(schedule);
+      auto id = store_->schedules().Insert(schedule);
       if (!id.ok()) return id.status();
       schedule_ids_.push_back(*id);
     }
@@ -217,12 +218,12 @@ class HistoryFiller {
       if (job.state() != v1::JOB_STATE_RUNNING) *job.mutable_end_time() = Ts(run_start_ns);
       (*job.mutable_max_batch_size_fits())[kWorkloads[workload]] = MaxFit(workload);
 
-      auto job_id = store_->InsertJob(job);
+      auto job_id = store_->jobs().Insert(job);
       if (!job_id.ok()) return job_id.status();
       for (v1::Run& run : run_records) {
         run.set_job_id(*job_id);
         const Clock::time_point t = Clock::now();
-        auto run_id = store_->InsertRun(run);
+        auto run_id = store_->runs().Insert(run);
         insert_ms_.push_back(MsSince(t));
         if (!run_id.ok()) return run_id.status();
         if (j == jobs / 2 && run.index() == 7) {
@@ -533,12 +534,12 @@ absl::Status RunBench(const BenchOptions& options) {
 
   auto jobs = [&](std::string name, storage::JobFilter filter) {
     return add(Time(name, reps, [store, filter] {
-      return Count(store->ListJobs(filter, 0, ""));
+      return Count(store->jobs().List(filter, 0, ""));
     }));
   };
   auto runs = [&](std::string name, storage::RunFilter filter) {
     return add(Time(name, reps, [store, filter] {
-      return Count(store->QueryRuns(filter, 0, ""));
+      return Count(store->runs().Query(filter, 0, ""));
     }));
   };
 
@@ -557,14 +558,14 @@ absl::Status RunBench(const BenchOptions& options) {
   storage::RunFilter run_workload;
   run_workload.workload = "resnet50";
   storage::RunFilter run_config;
-  run_config.config_equals = {"batch_size=32"};
+  run_config.config_equals = {*ParseConfigPredicate("batch_size=32", "config_equals")};
   storage::RunFilter run_no_match;
-  run_no_match.config_equals = {"batch_size=48"};
+  run_no_match.config_equals = {*ParseConfigPredicate("batch_size=48", "config_equals")};
   storage::RunFilter run_host;
   run_host.host_id = kHosts[1];
   storage::RunFilter run_combined;
   run_combined.workload = "resnet50";
-  run_combined.config_equals = {"batch_size=32"};
+  run_combined.config_equals = {*ParseConfigPredicate("batch_size=32", "config_equals")};
   run_combined.host_id = kHosts[1];
   storage::RunFilter run_week;
   run_week.started_after_ns = now_ns - 37 * kNsPerDay;
@@ -578,7 +579,7 @@ absl::Status RunBench(const BenchOptions& options) {
   if (s = jobs("ListJobs first page, no filter", {}); !s.ok()) return s;
   if (s = jobs("ListJobs state=FAILED", failed); !s.ok()) return s;
   if (s = add(Time("ListJobs state=RUNNING|QUEUED, page 1000 (daemon start)", reps,
-                   [store, active] { return Count(store->ListJobs(active, 1000, "")); }));
+                   [store, active] { return Count(store->jobs().List(active, 1000, "")); }));
       !s.ok()) {
     return s;
   }
@@ -591,7 +592,7 @@ absl::Status RunBench(const BenchOptions& options) {
   auto walk_jobs = [store](int pages, std::string* token) -> absl::StatusOr<int64_t> {
     int64_t rows = 0;
     for (int p = 0; p < pages; ++p) {
-      auto page = store->ListJobs({}, 0, *token);
+      auto page = store->jobs().List({}, 0, *token);
       if (!page.ok()) return page.status();
       rows = page->items.size();
       *token = page->next_page_token;
@@ -610,7 +611,7 @@ absl::Status RunBench(const BenchOptions& options) {
   if (auto r = walk_jobs(9, &job_token_9); !r.ok()) return r.status();
   if (s = add(Time("ListJobs page 10 alone (token of page 9)", reps,
                    [store, job_token_9] {
-                     return Count(store->ListJobs({}, 0, job_token_9));
+                     return Count(store->jobs().List({}, 0, job_token_9));
                    }));
       !s.ok()) {
     return s;
@@ -635,7 +636,7 @@ absl::Status RunBench(const BenchOptions& options) {
                            std::string* token) -> absl::StatusOr<int64_t> {
     int64_t rows = 0;
     for (int p = 0; p < pages; ++p) {
-      auto page = store->QueryRuns(filter, 0, *token);
+      auto page = store->runs().Query(filter, 0, *token);
       if (!page.ok()) return page.status();
       rows = page->items.size();
       *token = page->next_page_token;
@@ -654,7 +655,7 @@ absl::Status RunBench(const BenchOptions& options) {
   if (auto r = walk_runs({}, 9, &run_token_9); !r.ok()) return r.status();
   if (s = add(Time("QueryRuns page 10 alone (token of page 9)", reps,
                    [store, run_token_9] {
-                     return Count(store->QueryRuns({}, 0, run_token_9));
+                     return Count(store->runs().Query({}, 0, run_token_9));
                    }));
       !s.ok()) {
     return s;
@@ -665,7 +666,7 @@ absl::Status RunBench(const BenchOptions& options) {
   }
   if (s = add(Time("QueryRuns workload=resnet50 page 10 alone", reps,
                    [store, run_workload, run_workload_token_9] {
-                     return Count(store->QueryRuns(run_workload, 0, run_workload_token_9));
+                     return Count(store->runs().Query(run_workload, 0, run_workload_token_9));
                    }));
       !s.ok()) {
     return s;
@@ -673,22 +674,22 @@ absl::Status RunBench(const BenchOptions& options) {
 
   const std::string run_id = landmarks.run_id, job_id = landmarks.job_id;
   if (s = add(Time("GetRun without samples", reps,
-                   [store, run_id] { return Count(store->GetRun(run_id, false)); }));
+                   [store, run_id] { return Count(store->runs().Get(run_id, false)); }));
       !s.ok()) {
     return s;
   }
   if (s = add(Time("GetRun with samples", reps,
-                   [store, run_id] { return Count(store->GetRun(run_id, true)); }));
+                   [store, run_id] { return Count(store->runs().Get(run_id, true)); }));
       !s.ok()) {
     return s;
   }
   if (s = add(Time("ListRuns of a job, without samples", reps,
-                   [store, job_id] { return Count(store->ListRuns(job_id, false)); }));
+                   [store, job_id] { return Count(store->runs().List(job_id, false)); }));
       !s.ok()) {
     return s;
   }
   if (s = add(Time("ListRuns of a job, with samples", reps,
-                   [store, job_id] { return Count(store->ListRuns(job_id, true)); }));
+                   [store, job_id] { return Count(store->runs().List(job_id, true)); }));
       !s.ok()) {
     return s;
   }
@@ -697,19 +698,19 @@ absl::Status RunBench(const BenchOptions& options) {
   const v1::RunConfig config = landmarks.schedule_config;
   if (s = add(Time("ScheduleHistory of a config, limit 7", reps,
                    [store, schedule_id, config, exclude] {
-                     return Count(store->ScheduleHistory(schedule_id, config, 7, exclude));
+                     return Count(store->runs().ScheduleHistory(schedule_id, config, 7, exclude));
                    }));
       !s.ok()) {
     return s;
   }
   const int64_t since_ns = now_ns - 30 * kNsPerDay;
   if (s = add(Time("ListFlaggedRuns since 30 days ago", reps,
-                   [store, since_ns] { return Count(store->ListFlaggedRuns(since_ns, false)); }));
+                   [store, since_ns] { return Count(store->runs().ListFlagged(since_ns, false)); }));
       !s.ok()) {
     return s;
   }
   if (s = add(Time("ListFlaggedRuns since 30 days ago, with improvements", reps,
-                   [store, since_ns] { return Count(store->ListFlaggedRuns(since_ns, true)); }));
+                   [store, since_ns] { return Count(store->runs().ListFlagged(since_ns, true)); }));
       !s.ok()) {
     return s;
   }
@@ -718,7 +719,7 @@ absl::Status RunBench(const BenchOptions& options) {
   // nothing-left-to-drop call is the steady-state cost.
   storage::RetentionLimits limits;
   limits.max_runs_with_samples = 10000;
-  auto prune = [store, limits]() -> absl::StatusOr<int64_t> { return store->Prune(limits); };
+  auto prune = [store, limits]() -> absl::StatusOr<int64_t> { return store->runs().Prune(limits); };
   if (s = add(TimeOnce("Prune keep samples of 10000 runs (first)", prune)); !s.ok()) {
     return s;
   }

@@ -38,7 +38,7 @@ absl::Status EventLog::Append(const std::string& job_id,
     mu_.Lock();
     if (logs_.count(job_id) == 0) {
       mu_.Unlock();
-      auto last = store_->LastSequence(job_id);
+      auto last = store_->jobs().LastSequence(job_id);
       mu_.Lock();
       LogLocked(job_id, last.ok() ? *last : 0);
     }
@@ -105,7 +105,7 @@ absl::Status EventLog::EventsAfter(const std::string& job_id, int64_t after_sequ
   }
   // Older events come from the store (durable ones only).
   if (after_sequence + 1 < first_in_memory) {
-    auto stored = store_->ListEvents(job_id, after_sequence);
+    auto stored = store_->jobs().ListEvents(job_id, after_sequence);
     if (!stored.ok()) return stored.status();
     for (auto& e : *stored) {
       if (e.sequence() >= first_in_memory) break;

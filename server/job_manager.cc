@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/spec.h"
@@ -33,14 +34,15 @@ bool IsTerminal(v1::JobState s) {
 struct JobManager::Running {
   v1::Job job;
   std::set<std::string> leases;
-  std::mutex mu;  // guards the fields below
-  std::condition_variable cv;
-  worker::Worker* process = nullptr;
-  std::string limit_hit;  // why the watchdog killed the current worker, if it did
-  bool cancel = false;
-  bool shutdown = false;
-  bool timed_out = false;
-  bool finished = false;
+  absl::Mutex mu;
+  absl::CondVar cv;  // signalled when the fields below change
+  worker::Worker* process ABSL_GUARDED_BY(mu) = nullptr;
+  // Why the watchdog killed the current worker, if it did.
+  std::string limit_hit ABSL_GUARDED_BY(mu);
+  bool cancel ABSL_GUARDED_BY(mu) = false;
+  bool shutdown ABSL_GUARDED_BY(mu) = false;
+  bool timed_out ABSL_GUARDED_BY(mu) = false;
+  bool finished ABSL_GUARDED_BY(mu) = false;
 };
 
 JobManager::JobManager(DaemonOptions options, storage::Store* store, v1::HostInfo host,
@@ -76,7 +78,7 @@ absl::Status JobManager::Start() {
   std::vector<v1::Job> jobs;
   std::string token;
   do {
-    auto p = store_->ListJobs(
+    auto p = store_->jobs().List(
         {{v1::JOB_STATE_RUNNING, v1::JOB_STATE_QUEUED}, "", "", 0, 0}, 1000, token);
     if (!p.ok()) return p.status();
     for (auto& j : p->items) jobs.push_back(std::move(j));
@@ -94,7 +96,7 @@ absl::Status JobManager::Start() {
           .IgnoreError();
       continue;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     queue_.Push(job.job_id(), job.spec().priority(),
                 TimeUtil::TimestampToNanoseconds(job.submit_time()), *leases);
   }
@@ -105,19 +107,19 @@ absl::Status JobManager::Start() {
 void JobManager::Shutdown() {
   std::vector<std::shared_ptr<Running>> running;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     for (auto& [id, r] : running_) running.push_back(r);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& r : running) {
-    std::lock_guard<std::mutex> lock(r->mu);
+    absl::MutexLock lock(&r->mu);
     r->shutdown = true;
-    r->cv.notify_all();
+    r->cv.SignalAll();
   }
   if (dispatcher_.joinable()) dispatcher_.join();
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return job_threads_ == 0; });
+  absl::MutexLock lock(&mu_);
+  while (job_threads_ > 0) cv_.Wait(&mu_);
 }
 
 absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
@@ -131,7 +133,7 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
       if (!resolved.ok()) return resolved.status();
       continue;
     }
-    auto model = store_->GetModel(sha256);
+    auto model = store_->models().Get(sha256);
     if (absl::IsNotFound(model.status())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "spec.base.params.model_sha256: no model ", sha256,
@@ -187,14 +189,14 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
   job.set_host_id(host_.host_id());
   *job.mutable_submit_time() = NowTimestamp();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the daemon is shutting down");
     if (static_cast<int>(queue_.size()) >= options_.max_queue) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the queue is full (", options_.max_queue, " jobs); retry later"));
     }
   }
-  auto id = store_->InsertJob(job);
+  auto id = store_->jobs().Insert(job);
   if (absl::IsResourceExhausted(id.status())) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the daemon's store is full, so no job is accepted: ", id.status().message()));
@@ -209,11 +211,11 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
        /*durable=*/true, nullptr)
       .IgnoreError();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     queue_.Push(job.job_id(), spec.priority(),
                 TimeUtil::TimestampToNanoseconds(job.submit_time()), *leases);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return job;
 }
 
@@ -221,7 +223,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
   std::shared_ptr<Running> running;
   bool was_queued = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (auto it = running_.find(job_id); it != running_.end()) {
       running = it->second;
     }
@@ -229,10 +231,10 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
   }
   if (running) {
     {
-      std::lock_guard<std::mutex> lock(running->mu);
+      absl::MutexLock lock(&running->mu);
       running->cancel = true;
     }
-    running->cv.notify_all();
+    running->cv.SignalAll();
   }
   auto job = GetJob(job_id);
   if (!job.ok()) return job.status();
@@ -244,21 +246,21 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     SetState(&*job, v1::JOB_STATE_CANCELLED,
              was_queued ? "cancelled while queued" : "cancelled; no worker was running it")
         .IgnoreError();
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   return job;
 }
 
 absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& job_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (auto it = unsaved_.find(job_id); it != unsaved_.end()) return it->second;
   }
-  return store_->GetJob(job_id);
+  return store_->jobs().Get(job_id);
 }
 
 void JobManager::OverlayUnsaved(std::vector<v1::Job>* jobs) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (v1::Job& job : *jobs) {
     if (auto it = unsaved_.find(job.job_id()); it != unsaved_.end()) job = it->second;
   }
@@ -275,12 +277,12 @@ void JobManager::RememberUnsavedLocked(const v1::Job& job, const absl::Status& w
 absl::Status JobManager::FlushUnsaved() {
   std::map<std::string, v1::Job> pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     pending = unsaved_;
   }
   for (const auto& [id, job] : pending) {
-    if (auto s = store_->UpdateJob(job); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    if (auto s = store_->jobs().Update(job); !s.ok()) return s;
+    absl::MutexLock lock(&mu_);
     auto it = unsaved_.find(id);
     // Unless it changed again meanwhile.
     if (it != unsaved_.end() && it->second.SerializeAsString() == job.SerializeAsString()) {
@@ -291,11 +293,11 @@ absl::Status JobManager::FlushUnsaved() {
 }
 
 void JobManager::DispatchLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (!stopping_) {
     std::optional<JobQueue::Started> next = queue_.TakeStartable();
     if (!next) {
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
       continue;
     }
     auto start = std::make_shared<Running>();
@@ -330,16 +332,16 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
     EndJob(running.get(), passes);
   }
   {
-    std::lock_guard<std::mutex> lock(running->mu);
+    absl::MutexLock lock(&running->mu);
     running->finished = true;
     running->process = nullptr;
   }
-  running->cv.notify_all();
-  std::lock_guard<std::mutex> lock(mu_);
+  running->cv.SignalAll();
+  absl::MutexLock lock(&mu_);
   queue_.Release(running->leases);
   running_.erase(running->job.job_id());
   --job_threads_;  // the last touch of *this by this thread
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 bool JobManager::StartJob(Running* running, JobStart* start) {
@@ -382,14 +384,14 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   if (job.attempt() > 1) {
     // A resumed job: the runs the stop cancelled are run again, so only the
     // ones that finished are kept and skipped.
-    if (auto gone = store_->DeleteCancelledRuns(job_id); !gone.ok()) {
+    if (auto gone = store_->runs().DeleteCancelled(job_id); !gone.ok()) {
       SetState(&job, v1::JOB_STATE_FAILED,
                absl::StrCat("cannot resume: ", gone.status().message()))
           .IgnoreError();
       return false;
     }
   }
-  auto done_runs = store_->ListRuns(job_id, false);
+  auto done_runs = store_->runs().List(job_id, false);
   if (!done_runs.ok()) {
     SetState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("cannot read the job's stored runs: ", done_runs.status().message()))
@@ -435,7 +437,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
       break;
     }
     {
-      std::lock_guard<std::mutex> lock(running->mu);
+      absl::MutexLock lock(&running->mu);
       // A stop that came while no worker ran must not be missed.
       stopped = running->cancel || running->shutdown || running->timed_out;
       running->process = process->get();
@@ -487,7 +489,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     exit = (*process)->Wait();
     std::string limit_hit;
     {
-      std::lock_guard<std::mutex> lock(running->mu);
+      absl::MutexLock lock(&running->mu);
       running->process = nullptr;
       stopped = running->cancel || running->shutdown || running->timed_out;
       limit_hit.swap(running->limit_hit);
@@ -529,11 +531,11 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     ++crashes;
   }
   {
-    std::lock_guard<std::mutex> lock(running->mu);
+    absl::MutexLock lock(&running->mu);
     running->finished = true;  // ends the watchdog
     running->process = nullptr;
   }
-  running->cv.notify_all();
+  running->cv.SignalAll();
   watchdog.join();
   return r;
 }
@@ -549,7 +551,7 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
   const int crashes = passes.crashes;
   bool cancel, shutdown, timed_out;
   {
-    std::lock_guard<std::mutex> lock(running->mu);
+    absl::MutexLock lock(&running->mu);
     cancel = running->cancel;
     shutdown = running->shutdown;
     timed_out = running->timed_out;
@@ -592,13 +594,13 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
              any_ok ? "" : absl::StrCat("every run failed", crashed))
         .IgnoreError();
   }
-  if (auto pruned = store_->Prune(options_.retention); !pruned.ok()) {
+  if (auto pruned = store_->runs().Prune(options_.retention); !pruned.ok()) {
     Emit(job_id, [&](v1::ProgressEvent* e) {
       e->mutable_log()->set_text(absl::StrCat("retention: ", pruned.status().message()));
     }, false, nullptr).IgnoreError();
   }
   if (job.state() == v1::JOB_STATE_QUEUED) {  // requeued after a shutdown
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!stopping_) {
       queue_.Push(job_id, job.spec().priority(),
                   TimeUtil::TimestampToNanoseconds(job.submit_time()), running->leases);
@@ -621,8 +623,8 @@ absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string&
   }, true, run, trace);
   if (!stored.ok()) return stored;
   CountFinishedRun(*run, job);
-  if (auto s = store_->UpdateJob(*job); !s.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+  if (auto s = store_->jobs().Update(*job); !s.ok()) {
+    absl::MutexLock lock(&mu_);
     RememberUnsavedLocked(*job, s);
   }
   return absl::OkStatus();
@@ -638,13 +640,15 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
   // The memory limit is a poll of the worker's RSS: an rlimit would break
   // CUDA (worker/process.h).
   const auto poll = std::chrono::milliseconds(options_.worker_max_rss_bytes > 0 ? 200 : 0);
-  std::unique_lock<std::mutex> lock(running->mu);
+  absl::MutexLock lock(&running->mu);
   bool stop = false;
   while (!stop) {
     const auto wake = poll.count() > 0 ? std::min(deadline, Clock::now() + poll) : deadline;
-    stop = running->cv.wait_until(lock, wake, [&] {
-      return running->finished || running->cancel || running->shutdown;
-    });
+    // Until a stop, the next poll or the deadline.
+    while (!(stop = running->finished || running->cancel || running->shutdown) &&
+           Clock::now() < wake) {
+      running->cv.WaitWithTimeout(&running->mu, absl::FromChrono(wake - Clock::now()));
+    }
     if (running->finished) return;
     if (stop) break;
     if (Clock::now() >= deadline) {
@@ -662,9 +666,10 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
   }
   if (running->process) running->process->Stop();
   const auto kill_at = Clock::now() + std::chrono::milliseconds(options_.stop_grace_ms);
-  if (!running->cv.wait_until(lock, kill_at, [&] { return running->finished; })) {
-    if (running->process) running->process->Kill();
+  while (!running->finished && Clock::now() < kill_at) {
+    running->cv.WaitWithTimeout(&running->mu, absl::FromChrono(kill_at - Clock::now()));
   }
+  if (!running->finished && running->process) running->process->Kill();
 }
 
 absl::Status JobManager::Emit(const std::string& job_id,
@@ -674,7 +679,7 @@ absl::Status JobManager::Emit(const std::string& job_id,
   std::function<absl::Status(v1::ProgressEvent*)> persist;
   if (run_to_store != nullptr) {
     persist = [&](v1::ProgressEvent* e) -> absl::Status {
-      auto id = store_->InsertRun(*run_to_store, *e, trace_json);
+      auto id = store_->runs().Insert(*run_to_store, *e, trace_json);
       if (id.ok()) {
         if (e->has_run_finished()) e->mutable_run_finished()->mutable_run()->set_run_id(*id);
         return absl::OkStatus();
@@ -690,7 +695,7 @@ absl::Status JobManager::Emit(const std::string& job_id,
     };
   } else if (durable) {
     persist = [&](v1::ProgressEvent* e) {
-      store_->AppendEvent(*e).IgnoreError();
+      store_->jobs().AppendEvent(*e).IgnoreError();
       return absl::OkStatus();
     };
   }
@@ -711,8 +716,8 @@ absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
         e->mutable_state_changed()->set_error(error);
       },
       [&](v1::ProgressEvent* e) {
-        const absl::Status stored = store_->UpdateJob(*job, *e);
-        std::lock_guard<std::mutex> lock(mu_);
+        const absl::Status stored = store_->jobs().Update(*job, *e);
+        absl::MutexLock lock(&mu_);
         if (stored.ok()) {
           unsaved_.erase(job->job_id());
         } else {

@@ -6,19 +6,19 @@
 #define GPUBENCH_SERVER_JOB_MANAGER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/worker.pb.h"
 #include "server/event_log.h"
@@ -167,8 +167,9 @@ class JobManager {
   // error when the run could not be stored.
   absl::Status StoreRun(v1::Job* job, v1::Run* run, const std::string& trace);
   // Keeps a job whose state the store could not take (see unsaved_), and
-  // logs why. Requires mu_.
-  void RememberUnsavedLocked(const v1::Job& job, const absl::Status& why);
+  // logs why.
+  void RememberUnsavedLocked(const v1::Job& job, const absl::Status& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes every unsaved job; the first store error, if any.
   absl::Status FlushUnsaved();
 
@@ -180,18 +181,18 @@ class JobManager {
 
   // Guards the queue, leases, running jobs and unsaved states below; held for
   // no store I/O but the quick unsaved_ bookkeeping.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  JobQueue queue_;
-  std::map<std::string, std::shared_ptr<Running>> running_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled when the fields below change
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  JobQueue queue_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
   // Jobs whose latest state the store could not take (a full disk): the
   // truth, served before the store's copy until it is written.
-  std::map<std::string, v1::Job> unsaved_;
+  std::map<std::string, v1::Job> unsaved_ ABSL_GUARDED_BY(mu_);
   // A run could not be stored for want of space; Submit probes the store
   // before it takes a job again.
   std::atomic<bool> store_full_{false};
-  int job_threads_ = 0;  // RunJob threads (detached) still running
+  int job_threads_ ABSL_GUARDED_BY(mu_) = 0;  // RunJob threads (detached) still running
   std::thread dispatcher_;
 
   EventLog events_;  // its own lock; never taken with mu_ held

@@ -237,11 +237,11 @@ int main(int argc, char** argv) {
   std::string warning;
   v1::HostInfo host = server::ProbeHost(listen, options.worker_path, &warning);
   if (!warning.empty()) std::cerr << "gpubenchd: warning: " << warning << "\n";
-  if (auto s = (*store)->PutHost(host); !s.ok()) {
+  if (auto s = (*store)->hosts().Put(host); !s.ok()) {
     std::cerr << "gpubenchd: " << s.message() << "\n";
     return 1;
   }
-  if (auto pruned = (*store)->Prune(retention); !pruned.ok()) {
+  if (auto pruned = (*store)->runs().Prune(retention); !pruned.ok()) {
     std::cerr << "gpubenchd: retention: " << pruned.status().message() << "\n";
   }
 

@@ -1,6 +1,5 @@
 #include "server/scheduler.h"
 
-#include <chrono>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -67,14 +66,14 @@ absl::StatusOr<v1::Schedule> Scheduler::Create(v1::Schedule schedule, absl::Time
   auto next = NextTime(schedule, now);
   if (!next.ok()) return Prefixed(next.status(), "schedule.cron: ");
   *schedule.mutable_next_run_time() = ToProto(*next);
-  auto id = store_->InsertSchedule(schedule);
+  auto id = store_->schedules().Insert(schedule);
   if (!id.ok()) return id.status();
   schedule.set_schedule_id(*id);
   return schedule;
 }
 
 int Scheduler::Tick(absl::Time now) {
-  auto schedules = store_->ListSchedules();
+  auto schedules = store_->schedules().List();
   if (!schedules.ok()) return 0;
   int submitted = 0;
   for (v1::Schedule& s : *schedules) {
@@ -87,7 +86,7 @@ int Scheduler::Tick(absl::Time now) {
     } else {
       s.set_disabled(true);  // no future time: stop rather than fire forever
     }
-    store_->UpdateSchedule(s).IgnoreError();
+    store_->schedules().Update(s).IgnoreError();
   }
   return submitted;
 }
@@ -96,7 +95,7 @@ void Scheduler::CompareWithHistory(const v1::Job& job, v1::Run* run) {
   if (job.schedule_id().empty() || run->state() != v1::RUN_STATE_SUCCEEDED) return;
   int window = kDefaultHistoryWindow;
   double threshold = kDefaultThreshold;
-  if (auto schedules = store_->ListSchedules(); schedules.ok()) {
+  if (auto schedules = store_->schedules().List(); schedules.ok()) {
     for (const auto& s : *schedules) {
       if (s.schedule_id() != job.schedule_id()) continue;
       if (s.history_window() > 0) window = s.history_window();
@@ -104,7 +103,7 @@ void Scheduler::CompareWithHistory(const v1::Job& job, v1::Run* run) {
     }
   }
   auto history =
-      store_->ScheduleHistory(job.schedule_id(), run->config(), window, job.job_id());
+      store_->runs().ScheduleHistory(job.schedule_id(), run->config(), window, job.job_id());
   if (!history.ok()) return;
   std::vector<double> values;
   for (const auto& r : *history) values.push_back(r.result().throughput_samples_per_s());
@@ -116,22 +115,19 @@ void Scheduler::CompareWithHistory(const v1::Job& job, v1::Run* run) {
 
 void Scheduler::Start() {
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      lock.unlock();
+    for (;;) {
       Tick(absl::Now());
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::seconds(15), [this] { return stop_; });
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(15))) return;
     }
   });
 }
 
 void Scheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -3,12 +3,11 @@
 #ifndef GPUBENCH_SERVER_SCHEDULER_H_
 #define GPUBENCH_SERVER_SCHEDULER_H_
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gpubench/v1/job.pb.h"
 #include "server/job_manager.h"
@@ -42,9 +41,8 @@ class Scheduler {
  private:
   JobManager* const jobs_;
   storage::Store* const store_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

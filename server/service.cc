@@ -8,11 +8,12 @@
 #include <cctype>
 #include <fstream>
 #include <sstream>
-#include <mutex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/filter.h"
 #include "common/paths.h"
 #include "common/spec.h"
 #include "common/version.h"
@@ -162,7 +163,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
 
   void OnWriteDone(bool ok) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       writing_ = false;
       if (!ok) {
         FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away"));
@@ -173,7 +174,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
   }
 
   void OnCancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!writing_) FinishLocked(grpc::Status::CANCELLED);
     cancelled_ = true;
   }
@@ -185,7 +186,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
 
  private:
   void Pump() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (writing_ || finished_) return;
     if (cancelled_) {
       FinishLocked(grpc::Status::CANCELLED);
@@ -211,7 +212,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
     }
   }
 
-  void FinishLocked(const grpc::Status& status) {
+  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_) return;
     finished_ = true;
     Finish(status);
@@ -220,14 +221,14 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
   JobManager* const jobs_;
   const std::string job_id_;
   int64_t token_ = 0;
-  std::mutex mu_;
-  int64_t last_;  // guarded by mu_, as the rest
-  std::deque<v1::ProgressEvent> pending_;
-  v1::WatchJobResponse response_;
-  bool ended_ = false;
-  bool writing_ = false;
-  bool finished_ = false;
-  bool cancelled_ = false;
+  absl::Mutex mu_;
+  int64_t last_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::ProgressEvent> pending_ ABSL_GUARDED_BY(mu_);
+  v1::WatchJobResponse response_ ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Receives a model: a header, then chunks into a temporary file; checks size
@@ -303,7 +304,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
             "] (the daemon's --max-model-bytes), got ", header_.size_bytes()));
       }
       // The quota counts stored models and the uploads in flight.
-      auto stored = store_->TotalModelBytes();
+      auto stored = store_->models().TotalBytes();
       if (!stored.ok()) return stored.status();
       reserved_ = header_.size_bytes();
       const int64_t in_flight = uploading_bytes_->fetch_add(reserved_) + reserved_;
@@ -345,7 +346,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
       return absl::InvalidArgumentError(absl::StrCat(
           "header.sha256: the data hashes to ", actual, ", not ", header_.sha256()));
     }
-    if (auto existing = store_->GetModel(actual); existing.ok()) {
+    if (auto existing = store_->models().Get(actual); existing.ok()) {
       *response_->mutable_model() = *existing;
       response_->set_already_present(true);
       std::remove(temp_.c_str());
@@ -363,7 +364,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
     model.set_uploaded_by(caller_.name);
     model.set_uploader_role(caller_.role);
     *model.mutable_upload_time() = NowTimestamp();
-    if (auto s = store_->PutModel(model); !s.ok()) return s;
+    if (auto s = store_->models().Put(model); !s.ok()) return s;
     *response_->mutable_model() = model;
     return absl::OkStatus();
   }
@@ -390,7 +391,7 @@ class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
   TraceReactor(storage::Store* store, const std::string& run_id) {
     auto trace = run_id.empty()
                      ? absl::InvalidArgumentError("run_id: required")
-                     : store->GetTrace(run_id);
+                     : store->runs().GetTrace(run_id);
     if (!trace.ok()) {
       Finish(ToGrpcStatus(trace.status()));
       return;
@@ -478,7 +479,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext
   filter.schedule_id = request->schedule_id();
   filter.submitted_after_ns = Ns(request->submitted_after());
   filter.submitted_before_ns = Ns(request->submitted_before());
-  auto page = store_->ListJobs(filter, request->page_size(), request->page_token());
+  auto page = store_->jobs().List(filter, request->page_size(), request->page_token());
   if (!page.ok()) return Reply(context, page.status());
   jobs_->OverlayUnsaved(&page->items);
   for (auto& j : page->items) *response->add_jobs() = std::move(j);
@@ -527,7 +528,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* 
                                                    const v1::GetRunRequest* request,
                                                    v1::GetRunResponse* response) {
   if (auto s = Required(request->run_id(), "run_id"); !s.ok()) return Reply(context, s);
-  auto run = store_->GetRun(request->run_id(), request->include_samples());
+  auto run = store_->runs().Get(request->run_id(), request->include_samples());
   if (!run.ok()) return Reply(context, run.status());
   *response->mutable_run() = std::move(*run);
   return Reply(context, absl::OkStatus());
@@ -537,7 +538,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext
                                                      const v1::ListRunsRequest* request,
                                                      v1::ListRunsResponse* response) {
   if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
-  if (auto job = store_->GetJob(request->job_id()); !job.ok()) {
+  if (auto job = store_->jobs().Get(request->job_id()); !job.ok()) {
     return Reply(context, job.status());
   }
   size_t first = 0;
@@ -552,7 +553,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext
   // The records without samples, then the samples of this page's runs
   // only: a job's every sample, read for each page, would be read again and
   // again.
-  auto runs = store_->ListRuns(request->job_id(), /*include_samples=*/false);
+  auto runs = store_->runs().List(request->job_id(), /*include_samples=*/false);
   if (!runs.ok()) return Reply(context, runs.status());
   // Below the 64 MiB a reply may have, with room for one large run more.
   constexpr size_t kPageBytes = 32 << 20;
@@ -561,7 +562,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext
     if (request->page_size() > 0 && response->runs_size() >= request->page_size()) break;
     v1::Run& run = (*runs)[i];
     if (request->include_samples()) {
-      auto full = store_->GetRun(run.run_id(), /*include_samples=*/true);
+      auto full = store_->runs().Get(run.run_id(), /*include_samples=*/true);
       if (!full.ok()) return Reply(context, full.status());
       run = std::move(*full);
     }
@@ -579,8 +580,12 @@ grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContex
                                                       v1::QueryRunsResponse* response) {
   storage::RunFilter filter;
   filter.workload = request->workload();
-  filter.config_equals.assign(request->config_equals().begin(),
-                              request->config_equals().end());
+  for (int i = 0; i < request->config_equals_size(); ++i) {
+    auto predicate = ParseConfigPredicate(request->config_equals(i),
+                                          absl::StrCat("config_equals[", i, "]"));
+    if (!predicate.ok()) return Reply(context, predicate.status());
+    filter.config_equals.push_back(std::move(*predicate));
+  }
   filter.host_id = request->host_id();
   for (int s : request->states()) filter.states.push_back(static_cast<v1::RunState>(s));
   filter.started_after_ns = Ns(request->started_after());
@@ -593,11 +598,11 @@ grpc::ServerUnaryReactor* BenchServiceImpl::QueryRuns(grpc::CallbackServerContex
                                                       request->page_size() > 4)
                             ? 4
                             : request->page_size();
-  auto page = store_->QueryRuns(filter, page_size, request->page_token());
+  auto page = store_->runs().Query(filter, page_size, request->page_token());
   if (!page.ok()) return Reply(context, page.status());
   for (auto& r : page->items) {
     if (request->include_samples()) {
-      auto full = store_->GetRun(r.run_id(), /*include_samples=*/true);
+      auto full = store_->runs().Get(r.run_id(), /*include_samples=*/true);
       if (full.ok()) r = std::move(*full);
     }
     *response->add_runs() = std::move(r);
@@ -625,7 +630,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CreateSchedule(
 grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
     grpc::CallbackServerContext* context, const v1::ListSchedulesRequest*,
     v1::ListSchedulesResponse* response) {
-  auto schedules = store_->ListSchedules();
+  auto schedules = store_->schedules().List();
   if (!schedules.ok()) return Reply(context, schedules.status());
   for (auto& s : *schedules) *response->add_schedules() = std::move(s);
   return Reply(context, absl::OkStatus());
@@ -637,7 +642,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
   if (auto s = Required(request->schedule_id(), "schedule_id"); !s.ok()) {
     return Reply(context, s);
   }
-  return Reply(context, store_->DeleteSchedule(request->schedule_id()));
+  return Reply(context, store_->schedules().Delete(request->schedule_id()));
 }
 
 grpc::ServerUnaryReactor* BenchServiceImpl::DeleteModel(
@@ -646,9 +651,9 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteModel(
   if (!IsSha256Hex(request->sha256())) {
     return Reply(context, absl::InvalidArgumentError("sha256: must be 64 lower-case hex digits"));
   }
-  auto model = store_->GetModel(request->sha256());
+  auto model = store_->models().Get(request->sha256());
   if (!model.ok()) return Reply(context, model.status());
-  if (auto s = store_->DeleteModel(request->sha256()); !s.ok()) return Reply(context, s);
+  if (auto s = store_->models().Delete(request->sha256()); !s.ok()) return Reply(context, s);
   std::remove(ModelPath(options_.model_dir, request->sha256()).c_str());
   *response->mutable_model() = std::move(*model);
   return Reply(context, absl::OkStatus());
@@ -657,7 +662,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteModel(
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRegressions(
     grpc::CallbackServerContext* context, const v1::ListRegressionsRequest* request,
     v1::ListRegressionsResponse* response) {
-  auto runs = store_->ListFlaggedRuns(Ns(request->since()), request->include_improvements());
+  auto runs = store_->runs().ListFlagged(Ns(request->since()), request->include_improvements());
   if (!runs.ok()) return Reply(context, runs.status());
   for (auto& r : *runs) *response->add_runs() = std::move(r);
   return Reply(context, absl::OkStatus());

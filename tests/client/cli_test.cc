@@ -41,7 +41,7 @@ TEST(Cli, RunPrintsATableAndStoresTheJob) {
   EXPECT_TRUE(absl::IsNotFound(AddressOfDaemonServing(dir).status()));
   auto store = storage::Store::Open({dir + "/gpubench.db"});
   ASSERT_TRUE(store.ok()) << store.status();
-  auto jobs = (*store)->ListJobs({}, 10, "");
+  auto jobs = (*store)->jobs().List({}, 10, "");
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_EQ(jobs->items.size(), 1u);
   EXPECT_EQ(jobs->items[0].state(), v1::JOB_STATE_SUCCEEDED);
@@ -250,7 +250,7 @@ std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed,
   v1::Job job;
   job.set_state(v1::JOB_STATE_SUCCEEDED);
   job.set_schedule_id(schedule_id);
-  const std::string job_id = *(*store)->InsertJob(job);
+  const std::string job_id = *(*store)->jobs().Insert(job);
   v1::Run run;
   run.set_job_id(job_id);
   run.set_state(v1::RUN_STATE_SUCCEEDED);
@@ -264,7 +264,7 @@ std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed,
       absl::ToUnixSeconds(absl::Now()) - 86400 * days_ago);
   *run.mutable_end_time() = run.start_time();
   run.mutable_history()->set_verdict(verdict);
-  return *(*store)->InsertRun(run);
+  return *(*store)->runs().Insert(run);
 }
 
 TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
@@ -392,8 +392,8 @@ TEST(CliDaemon, TraceScheduleModelAndReport) {
   {
     auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
     ASSERT_TRUE(store.ok());
-    run_id = (*(*store)->ListRuns(job_id, false))[0].run_id();
-    ASSERT_TRUE((*store)->PutTrace(run_id, "chrome", trace).ok());
+    run_id = (*(*store)->runs().List(job_id, false))[0].run_id();
+    ASSERT_TRUE((*store)->runs().PutTrace(run_id, "chrome", trace).ok());
   }
   Result got = Cli({"trace", run_id, "-o", dir + "/trace.json", "--host", d.address()});
   ASSERT_EQ(got.code, kExitOk) << got.err;

@@ -422,11 +422,11 @@ TEST(Daemon, KilledDaemonInterruptsAndRequeuesTheJobKeepingItsRuns) {
   {
     auto store = storage::Store::Open({dir + "/gpubench.db"});
     ASSERT_TRUE(store.ok()) << store.status();
-    auto runs = (*store)->ListRuns(id, false);
+    auto runs = (*store)->runs().List(id, false);
     ASSERT_TRUE(runs.ok());
     ASSERT_GE(runs->size(), 1u);
     first_run_id = (*runs)[0].run_id();
-    EXPECT_EQ((*store)->GetJob(id)->state(), v1::JOB_STATE_RUNNING);
+    EXPECT_EQ((*store)->jobs().Get(id)->state(), v1::JOB_STATE_RUNNING);
   }
   Daemon d(dir);
   ASSERT_TRUE(d.serving()) << d.log();
@@ -468,8 +468,8 @@ TEST(Daemon, SigtermStopsCleanlyAndTheJobResumesOnRestart) {
   {
     auto store = storage::Store::Open({dir + "/gpubench.db"});
     ASSERT_TRUE(store.ok());
-    EXPECT_EQ((*store)->GetJob(id)->state(), v1::JOB_STATE_QUEUED);  // requeued
-    auto runs = (*store)->ListRuns(id, false);
+    EXPECT_EQ((*store)->jobs().Get(id)->state(), v1::JOB_STATE_QUEUED);  // requeued
+    auto runs = (*store)->runs().List(id, false);
     ASSERT_TRUE(runs.ok());
     ASSERT_EQ(runs->size(), 2u);
     for (const auto& r : *runs) EXPECT_EQ(r.state(), v1::RUN_STATE_CANCELLED);
@@ -620,7 +620,7 @@ TEST(Daemon, TraceStreamsInChunksThatReassembleToTheStoredTrace) {
   {
     auto store = storage::Store::Open({dir + "/gpubench.db"});
     ASSERT_TRUE(store.ok()) << store.status();
-    ASSERT_TRUE((*store)->PutTrace(run_id, "chrome", trace).ok());
+    ASSERT_TRUE((*store)->runs().PutTrace(run_id, "chrome", trace).ok());
   }
   grpc::ClientContext ctx;
   v1::GetTraceRequest req;

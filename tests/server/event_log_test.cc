@@ -28,7 +28,7 @@ std::unique_ptr<storage::Store> FreshStore(const std::string& name) {
 std::string NewJob(storage::Store* store) {
   v1::Job job;
   job.set_state(v1::JOB_STATE_QUEUED);
-  return *store->InsertJob(job);
+  return *store->jobs().Insert(job);
 }
 
 auto StateChange(v1::JobState state) {
@@ -42,7 +42,7 @@ auto Progress(int iterations) {
 }
 
 std::function<absl::Status(v1::ProgressEvent*)> Durable(storage::Store* store) {
-  return [store](v1::ProgressEvent* e) { return store->AppendEvent(*e); };
+  return [store](v1::ProgressEvent* e) { return store->jobs().AppendEvent(*e); };
 }
 
 std::vector<v1::ProgressEvent> After(EventLog& log, const std::string& job, int64_t after,
@@ -96,7 +96,7 @@ TEST(EventLog, ReadersDoNotWaitForAStoreWrite) {
                  writing.Notify();
                  // A slow disk: held until the readers below are done.
                  released_in_time = release.WaitForNotificationWithTimeout(absl::Seconds(30));
-                 return store->AppendEvent(*e);
+                 return store->jobs().AppendEvent(*e);
                },
                EventLog::End::kEnded)
         .IgnoreError();
@@ -134,7 +134,7 @@ TEST(EventLog, ConcurrentAppendersPublishEverySequenceOnceInOrder) {
   auto events = After(log, job, 0);
   ASSERT_EQ(events.size(), 200u);
   for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].sequence(), int64_t(i) + 1);
-  auto stored = store->ListEvents(job, 0);
+  auto stored = store->jobs().ListEvents(job, 0);
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->size(), 200u);
 }

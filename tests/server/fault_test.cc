@@ -129,7 +129,7 @@ TEST(Faults, AFullStoreFailsTheJobVisiblyAndRefusesSubmits) {
     v1::Job planted;
     *planted.mutable_spec() = EmptySpec(5);
     planted.set_state(v1::JOB_STATE_RUNNING);
-    orphan = *(*store)->InsertJob(planted);
+    orphan = *(*store)->jobs().Insert(planted);
   }
   grpc::ClientContext ctx;
   v1::CancelJobRequest cancel;

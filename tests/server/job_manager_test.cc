@@ -196,7 +196,7 @@ TEST_F(JobManagerTest, AWorkerCrashFailsOnlyItsRunAndAFreshWorkerGoesOn) {
   v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
   EXPECT_EQ(started_.load(), 2);  // the crashed one, then a fresh one for run 2
-  auto runs = store_->ListRuns(job->job_id(), false);
+  auto runs = store_->runs().List(job->job_id(), false);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 3u);
   EXPECT_EQ((*runs)[0].state(), v1::RUN_STATE_SUCCEEDED);
@@ -252,7 +252,7 @@ TEST_F(JobManagerTest, AShutdownInterruptsTheJobAndTheNextStartRunsItAgain) {
     id = job->job_id();
     WaitFor(*jobs, id, [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
     jobs->Shutdown();
-    auto stored = store_->GetJob(id);
+    auto stored = store_->jobs().Get(id);
     ASSERT_TRUE(stored.ok());
     EXPECT_EQ(stored->state(), v1::JOB_STATE_QUEUED);  // interrupted, then requeued
     EXPECT_EQ(stored->attempt(), 1);
@@ -261,7 +261,7 @@ TEST_F(JobManagerTest, AShutdownInterruptsTheJobAndTheNextStartRunsItAgain) {
   v1::Job done = WaitFor(*jobs, id, Terminal);
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
   EXPECT_EQ(done.attempt(), 2);
-  auto runs = store_->ListRuns(id, false);
+  auto runs = store_->runs().List(id, false);
   ASSERT_TRUE(runs.ok());
   EXPECT_EQ(runs->size(), 2u);
   // Its events tell the whole story, in order, across both daemons.

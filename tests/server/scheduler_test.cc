@@ -136,7 +136,7 @@ class SchedulerTest : public ::testing::Test {
   std::vector<v1::Job> JobsOf(const std::string& schedule_id) {
     storage::JobFilter filter;
     filter.schedule_id = schedule_id;
-    auto page = store_->ListJobs(filter, 100, "");
+    auto page = store_->jobs().List(filter, 100, "");
     EXPECT_TRUE(page.ok()) << page.status();
     return page.ok() ? page->items : std::vector<v1::Job>{};
   }
@@ -144,7 +144,7 @@ class SchedulerTest : public ::testing::Test {
   // Polls the store until the job ends (60 s at most).
   v1::Job WaitForEnd(const std::string& job_id) {
     for (int i = 0; i < 600; ++i) {
-      auto job = store_->GetJob(job_id);
+      auto job = store_->jobs().Get(job_id);
       if (job.ok() && (job->state() == v1::JOB_STATE_SUCCEEDED ||
                        job->state() == v1::JOB_STATE_FAILED ||
                        job->state() == v1::JOB_STATE_CANCELLED)) {
@@ -178,7 +178,7 @@ TEST_F(SchedulerTest, FiresWhenDueAndOnceAfterDowntime) {
   EXPECT_EQ(scheduler_->Tick(Utc(2026, 1, 6, 9, 0)), 1);
   EXPECT_EQ(scheduler_->Tick(Utc(2026, 1, 6, 9, 1)), 0);
   EXPECT_EQ(JobsOf(id).size(), 2u);
-  auto stored = store_->ListSchedules();
+  auto stored = store_->schedules().List();
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->size(), 1u);
   EXPECT_EQ((*stored)[0].next_run_time().seconds(),
@@ -203,7 +203,7 @@ TEST_F(SchedulerTest, BadScheduleIsInvalidArgumentNamingTheField) {
   auto bad_spec = scheduler_->Create(s, absl::Now());
   ASSERT_FALSE(bad_spec.ok());
   EXPECT_NE(bad_spec.status().message().find("batch_size"), std::string::npos);
-  EXPECT_TRUE(store_->ListSchedules()->empty());
+  EXPECT_TRUE(store_->schedules().List()->empty());
 }
 
 TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
@@ -216,7 +216,7 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
   ASSERT_EQ(scheduler_->Tick(Utc(2026, 1, 1, 2, 0)), 1);
   const v1::Job first = WaitForEnd(JobsOf(id)[0].job_id());
   ASSERT_EQ(first.state(), v1::JOB_STATE_SUCCEEDED) << first.error();
-  auto first_runs = store_->ListRuns(first.job_id(), false);
+  auto first_runs = store_->runs().List(first.job_id(), false);
   ASSERT_TRUE(first_runs.ok());
   ASSERT_EQ(first_runs->size(), 1u);
   const v1::Run& measured = (*first_runs)[0];
@@ -235,7 +235,7 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
     job.set_state(v1::JOB_STATE_SUCCEEDED);
     job.set_schedule_id(id);
     job.mutable_spec()->mutable_base()->set_workload("mlp");
-    const std::string job_id = *store_->InsertJob(job);
+    const std::string job_id = *store_->jobs().Insert(job);
     planted.insert(job_id);
     v1::Run run = measured;
     run.mutable_start_time()->set_seconds(measured.start_time().seconds() + 1 + night);
@@ -243,7 +243,7 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
     run.clear_history();
     run.set_job_id(job_id);
     run.mutable_result()->set_throughput_samples_per_s(real * (night % 2 ? 10.0 : 10.5));
-    ASSERT_TRUE(store_->InsertRun(run).ok());
+    ASSERT_TRUE(store_->runs().Insert(run).ok());
   }
 
   ASSERT_EQ(scheduler_->Tick(Utc(2026, 1, 2, 2, 0)), 1);
@@ -254,7 +254,7 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
   ASSERT_FALSE(second_id.empty());
   const v1::Job second = WaitForEnd(second_id);
   ASSERT_EQ(second.state(), v1::JOB_STATE_SUCCEEDED) << second.error();
-  auto runs = store_->ListRuns(second_id, false);
+  auto runs = store_->runs().List(second_id, false);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u);
   const v1::HistoryComparison& h = (*runs)[0].history();
@@ -265,7 +265,7 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
 
   // The regression is what a query for flagged runs of the last hour returns.
   auto flagged =
-      store_->ListFlaggedRuns(absl::ToUnixNanos(absl::Now() - absl::Hours(1)), false);
+      store_->runs().ListFlagged(absl::ToUnixNanos(absl::Now() - absl::Hours(1)), false);
   ASSERT_TRUE(flagged.ok()) << flagged.status();
   ASSERT_EQ(flagged->size(), 1u);
   EXPECT_EQ((*flagged)[0].job_id(), second_id);

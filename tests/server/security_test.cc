@@ -212,7 +212,7 @@ TEST(Security, AotiPackagesNeedAnAdminUploaderAndReachTheirOwnLoader) {
     v1::ModelInfo planted = aoti;
     planted.set_sha256(std::string(64, 'b'));
     planted.set_uploader_role(v1::ROLE_SUBMIT);
-    ASSERT_TRUE((*store)->PutModel(planted).ok());
+    ASSERT_TRUE((*store)->models().Put(planted).ok());
   }
   grpc::Status s = Submit(d, ModelSpec("", std::string(64, 'b')), kAdmin);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();

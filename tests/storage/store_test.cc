@@ -14,10 +14,17 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/filter.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace gpubench::storage {
 namespace {
+
+ConfigPredicate Predicate(const std::string& text) {
+  auto p = ParseConfigPredicate(text, "config_equals");
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : ConfigPredicate{};
+}
 
 std::string TempPath(const std::string& name) {
   std::string path = ::testing::TempDir() + "/" + name;
@@ -37,7 +44,7 @@ TEST(Store, RunsAndSamplesSurviveReopen) {
     v1::Job job;
     job.mutable_spec()->mutable_base()->set_workload("mlp");
     job.set_state(v1::JOB_STATE_RUNNING);
-    job_id = *(*store)->InsertJob(job);
+    job_id = *(*store)->jobs().Insert(job);
     for (int i = 0; i < 2; ++i) {
       v1::Run run;
       run.set_job_id(job_id);
@@ -45,18 +52,18 @@ TEST(Store, RunsAndSamplesSurviveReopen) {
       run.set_state(v1::RUN_STATE_SUCCEEDED);
       run.mutable_result()->set_throughput_samples_per_s(100 + i);
       run.mutable_samples()->add_device_ms(1.5f + i);
-      ASSERT_TRUE((*store)->InsertRun(run).ok());
+      ASSERT_TRUE((*store)->runs().Insert(run).ok());
     }
   }
   auto store = Store::Open({path});
   ASSERT_TRUE(store.ok());
-  auto runs = (*store)->ListRuns(job_id, /*include_samples=*/true);
+  auto runs = (*store)->runs().List(job_id, /*include_samples=*/true);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 2u);
   EXPECT_EQ((*runs)[1].result().throughput_samples_per_s(), 101);
   ASSERT_EQ((*runs)[1].samples().device_ms_size(), 1);
   EXPECT_FLOAT_EQ((*runs)[1].samples().device_ms(0), 2.5f);
-  auto no_samples = (*store)->ListRuns(job_id, false);
+  auto no_samples = (*store)->runs().List(job_id, false);
   EXPECT_EQ((*no_samples)[0].samples().device_ms_size(), 0);
 }
 
@@ -65,14 +72,14 @@ TEST(Store, DuplicateRunLeavesNoHalfWrittenRows) {
   auto store = Store::Open({path});
   ASSERT_TRUE(store.ok());
   v1::Job job;
-  const std::string job_id = *(*store)->InsertJob(job);
+  const std::string job_id = *(*store)->jobs().Insert(job);
   v1::Run run;
   run.set_job_id(job_id);
   run.set_run_id("r1");
-  ASSERT_TRUE((*store)->InsertRun(run).ok());
+  ASSERT_TRUE((*store)->runs().Insert(run).ok());
   run.set_index(5);
-  EXPECT_FALSE((*store)->InsertRun(run).ok());  // same run_id
-  auto runs = (*store)->ListRuns(job_id, true);
+  EXPECT_FALSE((*store)->runs().Insert(run).ok());  // same run_id
+  auto runs = (*store)->runs().List(job_id, true);
   ASSERT_TRUE(runs.ok());
   EXPECT_EQ(runs->size(), 1u);
 }
@@ -103,17 +110,17 @@ v1::Run RunWithSamples(const std::string& job_id, int index, int samples) {
 TEST(Store, NonFiniteSamplesAreRefusedOnWrite) {
   auto store = Store::Open({TempPath("store_nan.db")});
   ASSERT_TRUE(store.ok()) << store.status();
-  const std::string job_id = *(*store)->InsertJob(v1::Job());
+  const std::string job_id = *(*store)->jobs().Insert(v1::Job());
   v1::Run run = RunWithSamples(job_id, 0, 10);
   run.mutable_samples()->set_device_ms(4, std::nanf(""));
-  auto id = (*store)->InsertRun(run);
+  auto id = (*store)->runs().Insert(run);
   EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(id.status().message().find("run.samples.device_ms[4]"), std::string::npos)
       << id.status();
   run.mutable_samples()->set_device_ms(4, 1);
   run.mutable_samples()->add_host_ms(INFINITY);
-  EXPECT_FALSE((*store)->InsertRun(run).ok());
-  EXPECT_TRUE((*store)->ListRuns(job_id, true)->empty());
+  EXPECT_FALSE((*store)->runs().Insert(run).ok());
+  EXPECT_TRUE((*store)->runs().List(job_id, true)->empty());
 }
 
 // A real database file with damaged pages (not a file that was never a
@@ -124,9 +131,9 @@ TEST(Store, DamagedPagesAreDataLossSayingWhyAndTheFileIsLeftAlone) {
   {
     auto store = Store::Open({path});
     ASSERT_TRUE(store.ok()) << store.status();
-    const std::string job_id = *(*store)->InsertJob(v1::Job());
+    const std::string job_id = *(*store)->jobs().Insert(v1::Job());
     for (int i = 0; i < 200; ++i) {
-      ASSERT_TRUE((*store)->InsertRun(RunWithSamples(job_id, i, 50)).ok());
+      ASSERT_TRUE((*store)->runs().Insert(RunWithSamples(job_id, i, 50)).ok());
     }
   }  // the last close checkpoints the WAL into the file
   std::string bytes;
@@ -161,11 +168,11 @@ TEST(Store, AFullStoreIsResourceExhaustedAndKeepsWhatItHas) {
   options.max_bytes = 400 << 10;
   auto store = Store::Open(options);
   ASSERT_TRUE(store.ok()) << store.status();
-  const std::string job_id = *(*store)->InsertJob(v1::Job());
+  const std::string job_id = *(*store)->jobs().Insert(v1::Job());
   int stored = 0;
   absl::Status full;
   for (int i = 0; i < 1000 && full.ok(); ++i) {
-    auto id = (*store)->InsertRun(RunWithSamples(job_id, i, 2000));
+    auto id = (*store)->runs().Insert(RunWithSamples(job_id, i, 2000));
     if (id.ok()) {
       ++stored;
     } else {
@@ -177,7 +184,7 @@ TEST(Store, AFullStoreIsResourceExhaustedAndKeepsWhatItHas) {
   EXPECT_GT(stored, 0);
   EXPECT_EQ((*store)->CanWrite(256 << 10).code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE((*store)->CanWrite(10).ok());
-  auto runs = (*store)->ListRuns(job_id, true);
+  auto runs = (*store)->runs().List(job_id, true);
   ASSERT_TRUE(runs.ok());
   EXPECT_EQ(static_cast<int>(runs->size()), stored);
   EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
@@ -338,33 +345,33 @@ TEST_P(MigrationTest, OldFileOpensAtTheCurrentVersionWithItsDataIntact) {
   EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
   EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
   if (from >= 1) {
-    auto job = (*store)->GetJob("jold");
+    auto job = (*store)->jobs().Get("jold");
     ASSERT_TRUE(job.ok()) << job.status();
     EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED);
-    auto run = (*store)->GetRun("rold", /*include_samples=*/true);
+    auto run = (*store)->runs().Get("rold", /*include_samples=*/true);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_EQ(run->result().throughput_samples_per_s(), 1234);
     ASSERT_EQ(run->samples().device_ms_size(), 2);
     EXPECT_FLOAT_EQ(run->samples().device_ms(1), 0.75f);
     // Old runs answer the new config and host queries.
     RunFilter filter;
-    filter.config_equals = {"batch_size=32"};
+    filter.config_equals = {Predicate("batch_size=32")};
     filter.host_id = "h1";
-    auto page = (*store)->QueryRuns(filter, 0, "");
+    auto page = (*store)->runs().Query(filter, 0, "");
     ASSERT_TRUE(page.ok()) << page.status();
     ASSERT_EQ(page->items.size(), 1u);
     EXPECT_EQ(page->items[0].run_id(), "rold");
   }
   // What the newest version added works on the migrated file.
   v1::Job job;
-  const std::string job_id = *(*store)->InsertJob(job);
+  const std::string job_id = *(*store)->jobs().Insert(job);
   v1::Run run;
   run.set_job_id(job_id);
   run.mutable_telemetry_series()->set_source("host");
   run.mutable_telemetry_series()->add_samples()->set_host_rss_bytes(4096);
-  auto run_id = (*store)->InsertRun(run);
+  auto run_id = (*store)->runs().Insert(run);
   ASSERT_TRUE(run_id.ok()) << run_id.status();
-  EXPECT_EQ((*store)->GetRun(*run_id, true)->telemetry_series().samples(0).host_rss_bytes(),
+  EXPECT_EQ((*store)->runs().Get(*run_id, true)->telemetry_series().samples(0).host_rss_bytes(),
             4096);
 }
 
@@ -381,6 +388,7 @@ std::string AddRun(Store* store, const std::string& job_id, int index, int64_t s
   run.set_state(v1::RUN_STATE_SUCCEEDED);
   run.mutable_config()->set_workload(index % 2 ? "mlp" : "resnet18");
   run.mutable_config()->set_batch_size(8 << (index % 3));
+  run.mutable_config()->set_mode(index < 4 ? v1::MODE_INFER : v1::MODE_TRAIN);
   run.set_host_id(index % 2 ? "hA" : "hB");
   *run.mutable_start_time() = google::protobuf::util::TimeUtil::SecondsToTimestamp(start_s);
   run.mutable_result()->set_throughput_samples_per_s(100 + index);
@@ -393,9 +401,9 @@ std::string AddRun(Store* store, const std::string& job_id, int index, int64_t s
     sample->set_offset_ms(i * 100);
     sample->set_power_w(300 + i);
   }
-  auto id = store->InsertRun(run);
+  auto id = store->runs().Insert(run);
   EXPECT_TRUE(id.ok()) << id.status();
-  EXPECT_TRUE(store->PutTrace(*id, "chrome", std::string(10000, 'a' + index % 26)).ok());
+  EXPECT_TRUE(store->runs().PutTrace(*id, "chrome", std::string(10000, 'a' + index % 26)).ok());
   return *id;
 }
 
@@ -403,43 +411,43 @@ TEST(Store, TelemetrySeriesAndTracesRoundTrip) {
   auto store = Store::Open({TempPath("series.db")});
   ASSERT_TRUE(store.ok());
   v1::Job job;
-  const std::string job_id = *(*store)->InsertJob(job);
+  const std::string job_id = *(*store)->jobs().Insert(job);
   const std::string run_id = AddRun(store->get(), job_id, 0, 100);
-  auto run = (*store)->GetRun(run_id, true);
+  auto run = (*store)->runs().Get(run_id, true);
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->samples().device_ms_size(), 50);
   ASSERT_EQ(run->telemetry_series().samples_size(), 5);
   EXPECT_FLOAT_EQ(run->telemetry_series().samples(4).power_w(), 304);
   // Listings without series stay light.
-  EXPECT_FALSE((*store)->GetRun(run_id, false)->has_telemetry_series());
-  EXPECT_FALSE((*(*store)->ListRuns(job_id, false))[0].has_telemetry_series());
-  auto trace = (*store)->GetTrace(run_id);
+  EXPECT_FALSE((*store)->runs().Get(run_id, false)->has_telemetry_series());
+  EXPECT_FALSE((*(*store)->runs().List(job_id, false))[0].has_telemetry_series());
+  auto trace = (*store)->runs().GetTrace(run_id);
   ASSERT_TRUE(trace.ok()) << trace.status();
   EXPECT_EQ(trace->second, std::string(10000, 'a'));
   EXPECT_EQ(trace->first.size_bytes(), 10000);
   EXPECT_EQ(trace->first.sha256().size(), 64u);
-  EXPECT_EQ((*store)->GetTrace("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*store)->runs().GetTrace("nope").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(Store, RetentionDropsOldestSamplesAndTracesButKeepsResults) {
   auto store = Store::Open({TempPath("retention.db")});
   ASSERT_TRUE(store.ok());
   v1::Job job;
-  const std::string job_id = *(*store)->InsertJob(job);
+  const std::string job_id = *(*store)->jobs().Insert(job);
   std::vector<std::string> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(AddRun(store->get(), job_id, i, 1000 + i));
   RetentionLimits limits;
   limits.max_runs_with_samples = 2;
   // Traces of 10,000 identical bytes compress small; keep room for about 3.
   const int64_t one_trace = [&] {
-    return static_cast<int64_t>((*store)->GetTrace(ids[0])->first.compressed_size_bytes());
+    return static_cast<int64_t>((*store)->runs().GetTrace(ids[0])->first.compressed_size_bytes());
   }();
   limits.max_trace_bytes = one_trace * 3;
-  auto removed = (*store)->Prune(limits);
+  auto removed = (*store)->runs().Prune(limits);
   ASSERT_TRUE(removed.ok()) << removed.status();
   EXPECT_GT(*removed, 0);
   for (int i = 0; i < 6; ++i) {
-    auto run = (*store)->GetRun(ids[i], true);
+    auto run = (*store)->runs().Get(ids[i], true);
     ASSERT_TRUE(run.ok());
     EXPECT_EQ(run->result().throughput_samples_per_s(), 100 + i) << "result of run " << i;
     const bool newest_two = i >= 4;
@@ -447,10 +455,10 @@ TEST(Store, RetentionDropsOldestSamplesAndTracesButKeepsResults) {
     EXPECT_EQ(run->telemetry_series().samples_size(), newest_two ? 5 : 0) << "run " << i;
   }
   int traces_left = 0;
-  for (const auto& id : ids) traces_left += (*store)->GetTrace(id).ok();
+  for (const auto& id : ids) traces_left += (*store)->runs().GetTrace(id).ok();
   EXPECT_EQ(traces_left, 3);
-  EXPECT_TRUE((*store)->GetTrace(ids[5]).ok());   // the newest is kept
-  EXPECT_FALSE((*store)->GetTrace(ids[0]).ok());  // the oldest goes first
+  EXPECT_TRUE((*store)->runs().GetTrace(ids[5]).ok());   // the newest is kept
+  EXPECT_FALSE((*store)->runs().GetTrace(ids[0]).ok());  // the oldest goes first
 }
 
 TEST(Store, PagesCoverEveryJobOnceAndGarbledTokensAreNamed) {
@@ -461,13 +469,13 @@ TEST(Store, PagesCoverEveryJobOnceAndGarbledTokensAreNamed) {
     job.set_state(i % 3 == 0 ? v1::JOB_STATE_FAILED : v1::JOB_STATE_SUCCEEDED);
     job.mutable_spec()->mutable_base()->set_workload(i % 2 ? "mlp" : "resnet50");
     *job.mutable_submit_time() = google::protobuf::util::TimeUtil::SecondsToTimestamp(i);
-    ASSERT_TRUE((*store)->InsertJob(job).ok());
+    ASSERT_TRUE((*store)->jobs().Insert(job).ok());
   }
   std::vector<std::string> seen;
   std::string token;
   int pages = 0;
   do {
-    auto page = (*store)->ListJobs({}, 5, token);
+    auto page = (*store)->jobs().List({}, 5, token);
     ASSERT_TRUE(page.ok()) << page.status();
     for (const auto& j : page->items) seen.push_back(j.job_id());
     token = page->next_page_token;
@@ -480,10 +488,10 @@ TEST(Store, PagesCoverEveryJobOnceAndGarbledTokensAreNamed) {
   JobFilter failed_mlp;
   failed_mlp.states = {v1::JOB_STATE_FAILED};
   failed_mlp.workload = "mlp";
-  auto page = (*store)->ListJobs(failed_mlp, 100, "");
+  auto page = (*store)->jobs().List(failed_mlp, 100, "");
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->items.size(), 4u);  // i = 3, 9, 15, 21
-  auto bad = (*store)->ListJobs({}, 5, "garbage");
+  auto bad = (*store)->jobs().List({}, 5, "garbage");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("page_token"), std::string::npos);
 }
@@ -492,10 +500,10 @@ TEST(Store, QueryRunsFiltersOnConfigHostAndTime) {
   auto store = Store::Open({TempPath("query.db")});
   ASSERT_TRUE(store.ok());
   v1::Job job;
-  const std::string job_id = *(*store)->InsertJob(job);
+  const std::string job_id = *(*store)->jobs().Insert(job);
   for (int i = 0; i < 12; ++i) AddRun(store->get(), job_id, i, 1000 + i);
   auto count = [&](RunFilter f) -> int {
-    auto page = (*store)->QueryRuns(f, 1000, "");
+    auto page = (*store)->runs().Query(f, 1000, "");
     EXPECT_TRUE(page.ok()) << page.status();
     return page.ok() ? page->items.size() : -1;
   };
@@ -503,17 +511,17 @@ TEST(Store, QueryRunsFiltersOnConfigHostAndTime) {
   EXPECT_EQ(count(f), 12);
   f.workload = "mlp";  // odd indices
   EXPECT_EQ(count(f), 6);
-  f.config_equals = {"batch_size=16"};  // odd and index % 3 == 1: 1, 7
+  f.config_equals = {Predicate("batch_size=16")};  // odd and index % 3 == 1: 1, 7
   EXPECT_EQ(count(f), 2);
   f = {};
   f.host_id = "hB";
   f.started_after_ns = 1006 * 1000000000LL;  // 6, 8, 10
   EXPECT_EQ(count(f), 3);
   f = {};
-  f.config_equals = {"no_such_field=1"};
-  auto bad = (*store)->QueryRuns(f, 0, "");
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("no_such_field"), std::string::npos);
+  f.config_equals = {Predicate("mode=infer")};  // enums by the CLI's short name
+  EXPECT_EQ(count(f), 4);
+  f.config_equals = {Predicate("mode=MODE_TRAIN"), Predicate("batch_size=8")};  // 6, 9
+  EXPECT_EQ(count(f), 2);
 }
 
 // Reads use their own connections: a write stuck waiting for the database
@@ -527,7 +535,7 @@ TEST(Store, ReadsDoNotWaitForAWriteInProgress) {
   ASSERT_TRUE(store.ok()) << store.status();
   v1::Job job;
   job.set_state(v1::JOB_STATE_QUEUED);
-  const std::string id = *(*store)->InsertJob(job);
+  const std::string id = *(*store)->jobs().Insert(job);
 
   sqlite3* other = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
@@ -537,12 +545,12 @@ TEST(Store, ReadsDoNotWaitForAWriteInProgress) {
     v1::Job running = job;
     running.set_job_id(id);
     running.set_state(v1::JOB_STATE_RUNNING);
-    EXPECT_TRUE((*store)->UpdateJob(running).ok());  // waits for `other`
+    EXPECT_TRUE((*store)->jobs().Update(running).ok());  // waits for `other`
     write_done = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the writer is waiting
-  auto read = (*store)->GetJob(id);
-  auto listed = (*store)->ListJobs({}, 10, "");
+  auto read = (*store)->jobs().Get(id);
+  auto listed = (*store)->jobs().List({}, 10, "");
   const bool read_during_write = !write_done.load();
   ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
   writer.join();
@@ -552,7 +560,33 @@ TEST(Store, ReadsDoNotWaitForAWriteInProgress) {
   EXPECT_EQ(read->state(), v1::JOB_STATE_QUEUED);  // the last commit
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(listed->items.size(), 1u);
-  EXPECT_EQ((*(*store)->GetJob(id)).state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ((*(*store)->jobs().Get(id)).state(), v1::JOB_STATE_RUNNING);
+}
+
+// A database locked by another process past the busy timeout is a reason to
+// try again (UNAVAILABLE naming the file and the statement), not a broken
+// precondition; nothing half-written stays behind.
+TEST(Store, ABusyDatabaseIsUnavailableAndWritesNothing) {
+  const std::string path = TempPath("store_busy.db");
+  StoreOptions options;
+  options.path = path;
+  options.busy_timeout_ms = 50;
+  auto store = Store::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  v1::Job job;
+  job.set_job_id("jbusy");
+  auto inserted = (*store)->jobs().Insert(job);
+  ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  ASSERT_FALSE(inserted.ok());
+  EXPECT_EQ(inserted.status().code(), absl::StatusCode::kUnavailable) << inserted.status();
+  EXPECT_NE(inserted.status().message().find(path), std::string::npos) << inserted.status();
+  EXPECT_NE(inserted.status().message().find("insert job"), std::string::npos);
+  EXPECT_EQ((*store)->jobs().Get("jbusy").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE((*store)->jobs().Insert(job).ok());  // and works once the lock is gone
 }
 
 }  // namespace

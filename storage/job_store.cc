@@ -1,0 +1,132 @@
+#include "storage/job_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "storage/schema.h"
+
+namespace gpubench::storage {
+namespace {
+
+absl::Status UpdateIn(Connection& c, const v1::Job& job) {
+  Statement s(c, "update job", "UPDATE jobs SET state=?, record=? WHERE job_id=?");
+  s.Int(1, job.state()).Blob(2, job.SerializeAsString()).Text(3, job.job_id());
+  if (auto st = s.Run(); !st.ok()) return st;
+  if (c.Changes() == 0) return absl::NotFoundError(absl::StrCat("job ", job.job_id()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status AppendEventIn(Connection& c, const v1::ProgressEvent& event) {
+  Statement s(c, "append event",
+              "INSERT INTO job_events(job_id, sequence, record) VALUES(?,?,?)");
+  s.Text(1, event.job_id()).Int(2, event.sequence()).Blob(3, event.SerializeAsString());
+  return s.Run();
+}
+
+absl::StatusOr<std::string> JobStore::Insert(const v1::Job& in) {
+  v1::Job job = in;
+  if (job.job_id().empty()) job.set_job_id(NewId("j"));
+  auto status = db_->Write([&](Connection& c) {
+    Statement s(c, "insert job",
+                "INSERT INTO jobs(job_id, state, workload, submit_ns, schedule_id,"
+                " priority, record) VALUES(?,?,?,?,?,?,?)");
+    s.Text(1, job.job_id())
+        .Int(2, job.state())
+        .Text(3, job.spec().base().workload())
+        .Int(4, StoredNs(job.submit_time()))
+        .Text(5, job.schedule_id())
+        .Int(6, job.spec().priority())
+        .Blob(7, job.SerializeAsString());
+    return s.Run();
+  });
+  if (!status.ok()) return status;
+  return job.job_id();
+}
+
+absl::Status JobStore::Update(const v1::Job& job) {
+  return db_->Write([&](Connection& c) { return UpdateIn(c, job); });
+}
+
+absl::Status JobStore::Update(const v1::Job& job, const v1::ProgressEvent& event) {
+  return db_->Transaction([&](Connection& c) {
+    if (auto s = UpdateIn(c, job); !s.ok()) return s;
+    return AppendEventIn(c, event);
+  });
+}
+
+absl::StatusOr<v1::Job> JobStore::Get(const std::string& job_id) {
+  v1::Job job;
+  auto status = db_->Read([&](Connection& c) -> absl::Status {
+    Statement s(c, "get job", "SELECT record FROM jobs WHERE job_id=?");
+    s.Text(1, job_id);
+    if (auto st = s.One(absl::StrCat("job ", job_id)); !st.ok()) return st;
+    return s.ColumnProto(0, "garbled job record", &job);
+  });
+  if (!status.ok()) return status;
+  return job;
+}
+
+absl::StatusOr<Page<v1::Job>> JobStore::List(const JobFilter& filter, int page_size,
+                                             const std::string& page_token) {
+  auto limit = PageSize(page_size, 50);
+  if (!limit.ok()) return limit.status();
+  Conditions where;
+  where.In("state", filter.states);
+  if (!filter.workload.empty()) where.Text("workload = ?", filter.workload);
+  if (!filter.schedule_id.empty()) where.Text("schedule_id = ?", filter.schedule_id);
+  if (filter.submitted_after_ns > 0) where.Int("submit_ns >= ?", filter.submitted_after_ns);
+  if (filter.submitted_before_ns > 0) where.Int("submit_ns < ?", filter.submitted_before_ns);
+  if (auto s = where.After(page_token, "submit_ns", "job_id"); !s.ok()) return s;
+  const std::string sql =
+      absl::StrCat("SELECT record, submit_ns, job_id FROM jobs", where.Where(),
+                   " ORDER BY submit_ns DESC, job_id DESC LIMIT ", *limit + 1);
+  Page<v1::Job> page;
+  auto status = db_->Read([&](Connection& c) {
+    Statement s(c, "list jobs", sql);
+    where.Bind(s);
+    return ReadPage(s, *limit, [&](v1::Job* job, int64_t* ns, std::string* id) {
+      *ns = s.ColumnInt(1);
+      *id = s.ColumnText(2);
+      return s.ColumnProto(0, "garbled job record", job);
+    }, &page);
+  });
+  if (!status.ok()) return status;
+  return page;
+}
+
+absl::Status JobStore::AppendEvent(const v1::ProgressEvent& event) {
+  return db_->Write([&](Connection& c) { return AppendEventIn(c, event); });
+}
+
+absl::StatusOr<std::vector<v1::ProgressEvent>> JobStore::ListEvents(const std::string& job_id,
+                                                                    int64_t after_sequence) {
+  std::vector<v1::ProgressEvent> events;
+  auto status = db_->Read([&](Connection& c) {
+    Statement s(c, "list events",
+                "SELECT record FROM job_events WHERE job_id=? AND sequence>?"
+                " ORDER BY sequence");
+    s.Text(1, job_id).Int(2, after_sequence);
+    return s.ForEach([&] { return s.ColumnProto(0, "garbled event", &events.emplace_back()); });
+  });
+  if (!status.ok()) return status;
+  return events;
+}
+
+absl::StatusOr<int64_t> JobStore::LastSequence(const std::string& job_id) {
+  int64_t last = 0;
+  auto status = db_->Read([&](Connection& c) -> absl::Status {
+    Statement s(c, "last sequence",
+                "SELECT COALESCE(MAX(sequence), 0) FROM job_events WHERE job_id=?");
+    s.Text(1, job_id);
+    auto row = s.Step();
+    if (!row.ok()) return row.status();
+    if (*row) last = s.ColumnInt(0);
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return last;
+}
+
+}  // namespace gpubench::storage

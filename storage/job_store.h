@@ -1,0 +1,64 @@
+// Jobs and their durable progress events (tables jobs, job_events).
+#ifndef GPUBENCH_STORAGE_JOB_STORE_H_
+#define GPUBENCH_STORAGE_JOB_STORE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpubench/v1/job.pb.h"
+#include "storage/query.h"
+#include "storage/sqlite.h"
+
+namespace gpubench::storage {
+
+// List filter; empty or zero fields match everything.
+struct JobFilter {
+  std::vector<v1::JobState> states;
+  std::string workload;  // the spec's base workload
+  std::string schedule_id;
+  int64_t submitted_after_ns = 0;   // inclusive
+  int64_t submitted_before_ns = 0;  // exclusive
+};
+
+// Thread-safe.
+class JobStore {
+ public:
+  explicit JobStore(Database* db) : db_(db) {}
+
+  // Inserts a job; assigns job_id when empty. Returns the id.
+  absl::StatusOr<std::string> Insert(const v1::Job& job);
+  // Replaces a job's stored state and record. NotFound for an unknown id.
+  absl::Status Update(const v1::Job& job);
+  // The same, with the event that goes with it, in one transaction.
+  absl::Status Update(const v1::Job& job, const v1::ProgressEvent& event);
+  absl::StatusOr<v1::Job> Get(const std::string& job_id);  // NotFound
+
+  // Jobs newest first (submit time, then id). page_size 0 means 50; at most
+  // 1000. A page_token from a previous page; a garbled one is
+  // InvalidArgument naming "page_token".
+  absl::StatusOr<Page<v1::Job>> List(const JobFilter& filter, int page_size,
+                                     const std::string& page_token);
+
+  // Durable progress events of a job (state changes, run started, run
+  // finished; not per-iteration progress), for WatchJob after a restart.
+  absl::Status AppendEvent(const v1::ProgressEvent& event);
+  // Events with sequence > after_sequence, in order.
+  absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(const std::string& job_id,
+                                                            int64_t after_sequence);
+  // Highest stored sequence of a job; 0 when it has none.
+  absl::StatusOr<int64_t> LastSequence(const std::string& job_id);
+
+ private:
+  Database* const db_;
+};
+
+// Appends an event inside the caller's write (RunStore stores a run and its
+// event in one transaction).
+absl::Status AppendEventIn(Connection& c, const v1::ProgressEvent& event);
+
+}  // namespace gpubench::storage
+
+#endif  // GPUBENCH_STORAGE_JOB_STORE_H_
