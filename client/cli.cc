@@ -9,32 +9,61 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/base/const_init.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/commandlineflag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "client/cli_internal.h"
 #include "client/local_daemon.h"
 #include "client/spec_flags.h"
+#include "common/flags.h"
 #include "common/paths.h"
 #include "common/spec.h"
 #include "common/version.h"
 #include "google/protobuf/util/time_util.h"
 
+// Command options: every other --flag is a spec flag (client/spec_flags.cc).
+// Read per call by ParseArgs; `gpubench --help` lists them from here.
+ABSL_FLAG(std::vector<std::string>, host, {},
+          "a daemon: ADDRESS, NAME=ADDRESS or a fleet file name (repeatable)");
+ABSL_FLAG(std::vector<std::string>, hosts, {}, "compare, report: hosts side by side (comma list)");
+ABSL_FLAG(std::string, output, "table",
+          "table, json (protobuf JSON mapping), csv or markdown");
+ABSL_FLAG(std::string, data_dir, "",
+          "run: where the SQLite file lives (default: ~/.local/share/gpubench)");
+ABSL_FLAG(std::string, worker, "", "run: the gpubench-worker binary (default: beside gpubench)");
+ABSL_FLAG(std::string, daemon, "", "run: the gpubenchd binary (default: beside gpubench)");
+ABSL_FLAG(std::string, since, "", "jobs, runs, regressions: from WHEN (7d, 24h, 2026-11-01)");
+ABSL_FLAG(std::string, until, "", "jobs, runs: before WHEN");
+ABSL_FLAG(std::vector<std::string>, state, {}, "jobs, runs: only these states (repeatable)");
+ABSL_FLAG(std::vector<std::string>, config, {}, "runs: FIELD=VALUE of the run config (repeatable)");
+ABSL_FLAG(std::string, job, "", "runs: the runs of this job");
+ABSL_FLAG(std::string, schedule, "", "jobs, runs: of this schedule");
+ABSL_FLAG(std::string, host_id, "", "runs: measured on this host id");
+ABSL_FLAG(std::string, limit, "", "jobs, runs: at most N rows");
+ABSL_FLAG(std::string, cron, "", "schedule add: \"MIN HOUR DOM MON DOW\"");
+ABSL_FLAG(std::string, tz, "", "schedule add: the cron's time zone (default UTC)");
+ABSL_FLAG(std::string, out, "", "report, trace: the file to write (also -o)");
+ABSL_FLAG(std::string, title, "", "report: its title");
+ABSL_FLAG(std::string, alpha, "", "compare: significance level (default 0.05)");
+ABSL_FLAG(std::string, min_effect, "",
+          "compare: smallest relative change that counts (default 0.01)");
+ABSL_FLAG(bool, history, false, "compare RUN: against its schedule's last runs");
+ABSL_FLAG(bool, wait, false, "submit: follow the job until it ends");
+ABSL_FLAG(bool, watch, false, "submit: follow the job with its progress");
+ABSL_FLAG(bool, include_improvements, false, "regressions: improvements too");
+
 namespace gpubench::client {
 namespace {
 
-constexpr char kUsageTail[] = R"(options:
-  --output FORMAT    table (default), json (protobuf JSON mapping), csv, markdown
-  --alpha P          compare: significance level (default 0.05)
-  --min-effect F     compare: smallest relative change that counts (default 0.01)
-  --data-dir DIR     run: where the SQLite file lives (default: ~/.local/share/gpubench)
-  --worker PATH      run: the gpubench-worker binary (default: beside gpubench)
-  --daemon PATH      run: the gpubenchd binary (default: beside gpubench)
-
-hosts: --host flags, else $GPUBENCH_HOST (comma list), else ~/.config/gpubench/fleet.json
+constexpr char kUsageTail[] = R"(hosts: --host flags, else $GPUBENCH_HOST (comma list), else ~/.config/gpubench/fleet.json
        ({"hosts": [{"name", "address", "tls", "ca_file", "token" | "token_file"}]}),
        else 127.0.0.1:50051.
 exit codes: 0 ok; 1 a job or run failed; 2 usage; 3 cannot reach a daemon;
@@ -53,51 +82,43 @@ examples:
 spec flags (one value sets it; a comma list sweeps it):
 )";
 
-// Command options (everything else with -- is a spec flag). Flags marked
-// true take no value.
-const std::map<std::string, bool>& CommandOptions() {
-  static const auto* options = new std::map<std::string, bool>{
-      {"host", false},     {"hosts", false},     {"data-dir", false},  {"output", false},
-      {"worker", false},   {"daemon", false},    {"since", false},     {"until", false},
-      {"state", false},    {"config", false},    {"job", false},       {"schedule", false},
-      {"host-id", false},  {"limit", false},     {"cron", false},      {"tz", false},
-      {"out", false},      {"title", false},     {"alpha", false},     {"min-effect", false},
-      {"history", true},   {"wait", true},       {"watch", true},      {"help", true},
-      {"include-improvements", true}};
-  return *options;
-}
-
 absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
-  Args a;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h") arg = "--help";
-    if (arg == "-o") arg = "--out";
-    if (!absl::StartsWith(arg, "--") || arg == "--") {
-      (a.command.empty() ? a.command : a.positional.emplace_back()) = arg;
-      continue;
-    }
-    std::string name = arg.substr(2), value;
-    const bool has_eq = name.find('=') != std::string::npos;
-    if (has_eq) {
-      value = name.substr(name.find('=') + 1);
-      name = name.substr(0, name.find('='));
-    }
-    auto known = CommandOptions().find(name);
-    const bool is_switch = known != CommandOptions().end() && known->second;
-    if (!is_switch && !has_eq) {
-      if (i + 1 >= argv.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("--", name, ": needs a value"));
+  // The flags are the process's: one parse at a time, each from the
+  // defaults (RunCli may run on several threads, as in the tests).
+  ABSL_CONST_INIT static absl::Mutex mu(absl::kConstInit);
+  absl::MutexLock lock(&mu);
+  struct ResetToDefaults {  // absl::FlagSaver would log each flag it restores
+    ~ResetToDefaults() {
+      std::string error;
+      for (absl::CommandLineFlag* flag : FlagsDefinedIn("client/cli.cc")) {
+        flag->ParseFrom(flag->DefaultValue(), &error);
       }
-      value = argv[++i];
     }
-    if (known == CommandOptions().end()) {
-      a.spec_flags[name] = value;
+  } reset_after_this_call;
+  std::vector<const char*> c_argv = {"gpubench"};
+  for (const std::string& arg : argv) c_argv.push_back(arg == "-o" ? "--out" : arg.c_str());
+  Args a;
+  std::vector<std::pair<std::string, std::string>> spec_flags;
+  FlagParser parser("client/cli.cc");
+  parser.PassUnknownFlagsTo(&spec_flags);
+  auto positional = parser.Parse(c_argv.size(), c_argv.data());
+  if (!positional.ok()) return positional.status();
+  if (!positional->empty()) {
+    a.command = positional->front();
+    a.positional.assign(positional->begin() + 1, positional->end());
+  }
+  for (auto& [name, value] : spec_flags) a.spec_flags[name] = value;
+  for (const absl::CommandLineFlag* flag : FlagsDefinedIn("client/cli.cc")) {
+    if (!parser.IsSetOnCommandLine(flag->Name())) continue;
+    std::vector<std::string>& values =
+        a.options[absl::StrReplaceAll(flag->Name(), {{"_", "-"}})];
+    if (flag->IsOfType<std::vector<std::string>>()) {
+      values = absl::StrSplit(flag->CurrentValue(), ',', absl::SkipEmpty());
     } else {
-      a.options[name].push_back(is_switch ? "true" : value);
+      values.push_back(flag->CurrentValue());
     }
   }
-  a.help = a.Has("help");
+  a.help = parser.help_requested();
   a.wait = a.Has("wait") || a.Has("watch");
   a.watch = a.Has("watch");
   auto format = ParseFormat(a.Option("output", "table"));
@@ -345,7 +366,7 @@ std::string Usage() {
       if (c.daemon == daemon) absl::StrAppend(&out, c.summary, "\n");
     }
   }
-  return out + "\n" + kUsageTail;
+  return absl::StrCat(out, "\noptions:\n", FlagsHelp("client/cli.cc"), "\n", kUsageTail);
 }
 
 }  // namespace

@@ -28,10 +28,21 @@ bool IsList(const absl::CommandLineFlag& flag) {
 
 }  // namespace
 
+absl::CommandLineFlag* FlagParser::Find(const std::string& name) const {
+  absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  if (flag == nullptr || flag->IsRetired()) return nullptr;
+  if (!defined_in_.empty() && !absl::EndsWith(flag->Filename(), defined_in_)) return nullptr;
+  return flag;
+}
+
+bool FlagParser::IsSetOnCommandLine(absl::string_view name) const {
+  return set_on_command_line_.count(Canonical(name)) > 0;
+}
+
 absl::Status FlagParser::Set(const std::string& name, const std::string& value,
                              const std::string& where) {
-  absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-  if (flag == nullptr || flag->IsRetired()) {
+  absl::CommandLineFlag* flag = Find(name);
+  if (flag == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(where, "unknown flag --", Hyphenated(name)));
   }
   if (IsList(*flag)) {
@@ -52,7 +63,7 @@ absl::Status FlagParser::Set(const std::string& name, const std::string& value,
 absl::Status FlagParser::FinishLists(const std::string& where) {
   for (const auto& [name, values] : lists_) {
     std::string error;
-    if (!absl::FindCommandLineFlag(name)->ParseFrom(absl::StrJoin(values, ","), &error)) {
+    if (!Find(name)->ParseFrom(absl::StrJoin(values, ","), &error)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, "--", Hyphenated(name), ": ", error));
     }
@@ -80,9 +91,19 @@ absl::StatusOr<std::vector<std::string>> FlagParser::Parse(int argc,
       value = name.substr(eq + 1);
       name.resize(eq);
     }
+    const absl::CommandLineFlag* flag = Find(Canonical(name));
+    if (flag == nullptr && unknown_ != nullptr) {
+      if (!inline_value) {
+        if (i + 1 >= argc) {
+          return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+        }
+        value = argv[++i];
+      }
+      unknown_->emplace_back(name, value);
+      continue;
+    }
     name = Canonical(name);
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag == nullptr || flag->IsRetired()) {
+    if (flag == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", Hyphenated(name)));
     }
     if (!inline_value) {
@@ -116,7 +137,7 @@ absl::Status FlagParser::ApplyConfigFile(const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(where, "expected name = value"));
     }
     const std::string name = Canonical(absl::StripAsciiWhitespace(text.substr(0, eq)));
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    const absl::CommandLineFlag* flag = Find(name);
     // The command line wins; a list takes the file's values too.
     if (set_on_command_line_.count(name) && flag != nullptr && !IsList(*flag)) continue;
     if (auto s = Set(name, std::string(absl::StripAsciiWhitespace(text.substr(eq + 1))), where);
@@ -127,13 +148,18 @@ absl::Status FlagParser::ApplyConfigFile(const std::string& path) {
   return FinishLists(absl::StrCat(path, ": "));
 }
 
-std::string FlagsHelp(absl::string_view file_suffix) {
-  std::vector<const absl::CommandLineFlag*> flags;
+std::vector<absl::CommandLineFlag*> FlagsDefinedIn(absl::string_view file_suffix) {
+  std::vector<absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     if (absl::EndsWith(flag->Filename(), file_suffix)) flags.push_back(flag);
   }
   std::sort(flags.begin(), flags.end(),
             [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
+  return flags;
+}
+
+std::string FlagsHelp(absl::string_view file_suffix) {
+  const std::vector<absl::CommandLineFlag*> flags = FlagsDefinedIn(file_suffix);
   std::string out;
   for (const absl::CommandLineFlag* flag : flags) {
     const std::string value = flag->IsOfType<bool>() ? "" : " VALUE";

@@ -9,9 +9,11 @@
 #define GPUBENCH_COMMON_FLAGS_H_
 
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -19,6 +21,17 @@ namespace gpubench {
 
 class FlagParser {
  public:
+  // Only flags defined in a file whose path ends with defined_in are known
+  // ("": every flag in the binary).
+  explicit FlagParser(std::string defined_in = "") : defined_in_(std::move(defined_in)) {}
+
+  // Unknown flags go to *sink as (name as given, value) instead of being an
+  // error; each takes a value ("--name=value" or "--name value"). The CLI's
+  // spec flags come this way.
+  void PassUnknownFlagsTo(std::vector<std::pair<std::string, std::string>>* sink) {
+    unknown_ = sink;
+  }
+
   // Sets the flags named in argv[1..]; returns the other arguments, in order.
   // InvalidArgument naming the flag for an unknown flag, a missing value or
   // one that does not parse. "--help" or "-h" sets help_requested().
@@ -29,18 +42,27 @@ class FlagParser {
   absl::Status ApplyConfigFile(const std::string& path);
 
   bool help_requested() const { return help_requested_; }
+  // Whether Parse set the flag (either spelling of its name).
+  bool IsSetOnCommandLine(absl::string_view name) const;
 
  private:
   // Sets one flag from text; a list flag's values are collected, and set by
   // FinishLists.
   absl::Status Set(const std::string& name, const std::string& value, const std::string& where);
   absl::Status FinishLists(const std::string& where);
+  // The known flag of that (canonical) name, or null.
+  absl::CommandLineFlag* Find(const std::string& name) const;
 
+  const std::string defined_in_;
+  std::vector<std::pair<std::string, std::string>>* unknown_ = nullptr;
   bool help_requested_ = false;
   std::set<std::string> set_on_command_line_;  // canonical (underscore) names
   // Every value given to each list flag so far, in order.
   std::vector<std::pair<std::string, std::vector<std::string>>> lists_;
 };
+
+// The flags defined in a file whose path ends with file_suffix, by name.
+std::vector<absl::CommandLineFlag*> FlagsDefinedIn(absl::string_view file_suffix);
 
 // "--name VALUE  help (default: D)" for every flag defined in a file whose
 // path ends with file_suffix (e.g. "server/main.cc"), hyphenated, sorted.

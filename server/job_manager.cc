@@ -57,12 +57,15 @@ JobManager::JobManager(DaemonOptions options, storage::Store* store, v1::HostInf
 
 JobManager::~JobManager() { Shutdown(); }
 
-absl::StatusOr<std::set<std::string>> JobManager::LeasesOf(
-    const v1::JobSpec& spec) const {
+absl::StatusOr<std::set<std::string>> JobManager::LeasesOf(const v1::JobSpec& spec) const {
   auto configs = ExpandSweep(spec);
   if (!configs.ok()) return configs.status();
+  return LeasesOf(*configs);
+}
+
+std::set<std::string> JobManager::LeasesOf(const std::vector<v1::RunConfig>& configs) const {
   std::set<std::string> leases;
-  for (const v1::RunConfig& c : *configs) {
+  for (const v1::RunConfig& c : configs) {
     std::string d = c.device();
     if (d.empty() || d == "auto") {
       d = host_.gpus_size() > 0 ? "cuda:0" : host_.mps_available() ? "mps" : "cpu";
@@ -174,8 +177,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
     }
     store_full_.store(false);
   }
-  auto leases = LeasesOf(spec);
-  if (!leases.ok()) return leases.status();
+  const std::set<std::string> leases = LeasesOf(*configs);
   if (spec.timeout_s() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.timeout_s: must be >= 0, got ", spec.timeout_s()));
@@ -213,7 +215,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
   {
     absl::MutexLock lock(&mu_);
     queue_.Push(job.job_id(), spec.priority(),
-                TimeUtil::TimestampToNanoseconds(job.submit_time()), *leases);
+                TimeUtil::TimestampToNanoseconds(job.submit_time()), leases);
   }
   cv_.SignalAll();
   return job;

@@ -115,6 +115,7 @@ class JobManager {
                            v1::WorkerRequest* request) const;
   // The devices (leases) a spec's runs use: "cpu", "cuda:N", "mps".
   absl::StatusOr<std::set<std::string>> LeasesOf(const v1::JobSpec& spec) const;
+  std::set<std::string> LeasesOf(const std::vector<v1::RunConfig>& configs) const;
   // What a job needs before its first worker starts.
   struct JobStart {
     v1::WorkerRequest request;

@@ -87,6 +87,31 @@ TEST(Cli, EveryCommandHasHelpWithItsUsage) {
   }
 }
 
+// Options and spec flags take "--name=value" and "--name value"; the
+// options are Abseil flags, which belong to the process, so one call's must
+// not carry over into the next.
+TEST(Cli, FlagsTakeEitherSpellingAndDoNotCarryOverToTheNextCall) {
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{"version", "--output=yaml"},
+        std::vector<std::string>{"version", "--output", "yaml"}}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(RunCli(argv, out, err), kExitUsage) << argv[1];
+    EXPECT_NE(err.str().find("--output: \"yaml\""), std::string::npos) << err.str();
+  }
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"version"}, out, err), kExitOk) << err.str();
+  std::ostringstream spec_out, spec_err;
+  EXPECT_EQ(RunCli({"spec", "--workload=resnet50", "--batch", "32,64", "--precision=fp32,bf16"},
+                   spec_out, spec_err),
+            kExitOk)
+      << spec_err.str();
+  EXPECT_NE(spec_out.str().find("4 runs"), std::string::npos) << spec_out.str();
+  std::ostringstream missing_out, missing_err;
+  EXPECT_EQ(RunCli({"jobs", "--since"}, missing_out, missing_err), kExitUsage);
+  EXPECT_NE(missing_err.str().find("--since needs a value"), std::string::npos)
+      << missing_err.str();
+}
+
 TEST(Cli, SpecCountsRuns) {
   std::ostringstream out, err;
   EXPECT_EQ(RunCli({"spec", "--workload", "resnet50", "--batch", "32,64",
