@@ -53,6 +53,8 @@ ABSL_FLAG(std::string, tz, "", "schedule add: the cron's time zone (default UTC)
 ABSL_FLAG(std::string, out, "", "report, trace: the file to write (also -o)");
 ABSL_FLAG(std::string, title, "", "report: its title");
 ABSL_FLAG(std::string, alpha, "", "compare: significance level (default 0.05)");
+ABSL_FLAG(std::string, repeat, "",
+          "compare: measure each side N times, alternating (5 or more can give a verdict)");
 ABSL_FLAG(std::string, min_effect, "",
           "compare: smallest relative change that counts (default 0.01)");
 ABSL_FLAG(bool, history, false, "compare RUN: against its schedule's last runs");
@@ -264,20 +266,32 @@ examples:
 )"},
       {"compare", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/true, CompareCommand,
        R"(  compare A B            two jobs (runs paired by config) or two runs
-  compare --hosts a,b[,c] [SPEC.json] [spec flags]
+  compare A B --repeat N measure jobs or spec files A and B again, A B A B..., N times each
+  compare --hosts a,b[,c] [SPEC.json] [spec flags] [--repeat N]
                          run one spec on several hosts at once and compare them
                          (the first host is the baseline)
   compare RUN --history  a run against its schedule's last runs of the same config)",
-       R"(usage: gpubench compare A B [--host H [--host H2]]
-       gpubench compare --hosts a,b[,c] [SPEC.json] [spec flags]
+       R"(usage: gpubench compare A B [--repeat N] [--host H [--host H2]]
+       gpubench compare --hosts a,b[,c] [SPEC.json] [spec flags] [--repeat N]
        gpubench compare RUN --history
-Side by side with ratios and a verdict per row: faster, slower or no significant
-difference (Mann-Whitney U on per-iteration time per sample, --alpha 0.05; ratio of
-medians with a bootstrap 95% interval; --min-effect 0.01). A and B are job ids (runs
-paired by config) or run ids; with two --host flags A comes from the first. --hosts runs
-one spec on every host at once; the first host is the baseline. Exit 4 when a row is slower.
+Side by side with ratios and a verdict per config: faster, slower, no significant
+difference, or too noisy to tell. Each run is one repetition (its own worker process, at
+its own time) and gives one figure, its median time per sample; iterations of one run are
+never counted as independent evidence. The verdict is faster or slower when a Mann-Whitney
+U test over the runs' figures (exact at these sizes) gives p < --alpha (0.05), the ratio of
+medians moves by more than --min-effect (0.01) and its bootstrap 95% interval excludes 1.
+It is "no significant difference" when the change and the resolution (the smallest change
+these runs can show, from how much they vary) are both within --min-effect. Otherwise it is
+"too noisy to tell", with how much the runs vary: one run a side, or fewer than 4, can never
+be more. --repeat N measures each side N times, alternating A B A B in fresh workers so that
+drift on the host hits both alike; 5 or more a side can give a verdict. A and B are job ids
+(runs paired by config), run ids, or with --repeat spec files; with two --host flags A comes
+from the first. --history takes the schedule's last runs as the repetitions of the baseline
+and asks whether the run lies outside where the next one would fall. Exit 4 when a row is
+slower.
 examples:
-  gpubench compare --hosts h100-a,h200-b --workload resnet50 --batch 64 --mode infer
+  gpubench compare j1... j2... --repeat 5
+  gpubench compare --hosts h100-a,h200-b --workload resnet50 --batch 64 --mode infer --repeat 5
   gpubench compare j1... j2... --output markdown
 )"},
       {"regressions", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, RegressionsCommand,
@@ -488,34 +502,6 @@ absl::StatusOr<absl::Time> ParseWhen(const std::string& flag, const std::string&
       "--", flag, ": \"", text, "\" is not a date (2026-11-20), a time (RFC 3339) or an age (36h, 7d)"));
 }
 
-std::string ConfigLabel(const v1::RunConfig& c) {
-  std::vector<std::string> parts = {c.workload().empty() ? "?" : c.workload()};
-  if (!c.params().model_size().empty()) parts.push_back(c.params().model_size());
-  if (c.workload() == "matmul") {
-    parts.push_back(absl::StrFormat("%dx%dx%d", c.params().matmul_m(), c.params().matmul_n(),
-                                    c.params().matmul_k()));
-  } else if (c.workload() == "copy") {
-    parts.push_back(Bytes(c.params().copy_bytes()));
-    parts.push_back(Short(v1::CopyDirection_descriptor(), c.params().copy_direction()));
-    parts.push_back(c.pipeline().pinned_memory() ? "pinned" : "pageable");
-  } else if (c.workload() == "empty") {
-    // No model and no batch: only the device and the precision flag apply.
-  } else {
-    parts.push_back(Short(v1::Mode_descriptor(), c.mode()));
-    parts.push_back(absl::StrCat("b", c.batch_size() == 0 ? 32 : c.batch_size()));
-  }
-  parts.push_back(Short(v1::Precision_descriptor(), c.precision()));
-  if (c.channels_last()) parts.push_back("cl");
-  if (c.cudnn_benchmark()) parts.push_back("cudnn-bm");
-  if (c.execution() == v1::EXECUTION_CUDA_GRAPH) parts.push_back("graph");
-  if (c.input_source() == v1::INPUT_SOURCE_HOST) {
-    parts.push_back(absl::StrFormat("host/%dL%s", c.pipeline().loader_threads(),
-                                    c.pipeline().pinned_memory() ? "/pinned" : ""));
-  }
-  if (!c.device().empty() && c.device() != "auto") parts.push_back(c.device());
-  return absl::StrJoin(parts, " ");
-}
-
 Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
   Table t;
   if (with_job_column) t.header.push_back("job");
@@ -530,7 +516,7 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
     std::vector<std::string> row;
     if (with_job_column) row.push_back(r.job_id());
     row.push_back(absl::StrCat(r.index()));
-    row.push_back(ConfigLabel(r.config()));
+    row.push_back(DescribeConfig(r.config()));
     row.push_back(res.resolved_device().empty() ? "-" : res.resolved_device());
     row.push_back(Short(v1::RunState_descriptor(), r.state()));
     std::vector<std::string> notes;
@@ -633,7 +619,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
       auto config = ParseConfigKey(key);
       if (!config.ok()) continue;
       config->set_batch_size(batch);
-      out << "largest batch that fit: " << ConfigLabel(*config) << "\n";
+      out << "largest batch that fit: " << DescribeConfig(*config) << "\n";
     }
   }
 }

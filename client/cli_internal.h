@@ -15,6 +15,7 @@
 #include "client/fleet.h"
 #include "client/format.h"
 #include "client/output.h"
+#include "client/report_facets.h"
 #include "gpubench/v1/service.grpc.pb.h"
 
 namespace gpubench::client {
@@ -63,6 +64,10 @@ struct Daemon {
 
 // Every run of a job, in sweep order, page after page (a page holds at most
 // 32 MiB). The first failed call's status.
+// Follows a job until its stream ends; progress to err when show_progress.
+grpc::Status FollowJob(const Daemon& d, const std::string& job_id, bool show_progress,
+                       std::ostream& err);
+
 absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
                          std::vector<v1::Run>* runs);
 
@@ -90,10 +95,6 @@ absl::StatusOr<absl::Time> ParseWhen(const std::string& flag, const std::string&
 // state, throughput with CI, latency percentiles, wait share, peak memory,
 // loss, notes.
 Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column);
-
-// A config in a few words, for tables and progress lines:
-// "resnet50 train b32 fp16 cl graph".
-std::string ConfigLabel(const v1::RunConfig& c);
 
 // Prints a job and its runs in the chosen format; JSON is
 // {"job": Job, "runs": [Run...]} in the protobuf JSON mapping.

@@ -1,8 +1,13 @@
-// Run-against-run comparison with a verdict a CI gate can use. Each side's
-// per-iteration device times, divided by the batch size, are its time per
-// sample; a Mann-Whitney U test on them gives the p-value, and the ratio of
-// their medians (baseline over candidate: > 1 means the candidate is faster)
-// with a bootstrap 95% interval gives the size. Thread-safe (no state).
+// Run-against-run comparison with a verdict a CI gate can use. The unit of
+// evidence is a repetition: a run (its own worker process, at its own time),
+// never an iteration, whose iterations share everything that varies between
+// processes (clocks, cuDNN's algorithm picks, what else ran). Each run gives
+// one figure, its median time per sample; a Mann-Whitney U test on the
+// figures of the two sides (exact at these sizes) gives the p-value, and the
+// ratio of their medians (baseline over candidate: > 1 means the candidate
+// is faster) with a bootstrap 95% interval gives the size. Where the runs
+// vary more than the change could be told apart from, the verdict says so.
+// Thread-safe (no state).
 #ifndef GPUBENCH_CLIENT_COMPARE_H_
 #define GPUBENCH_CLIENT_COMPARE_H_
 
@@ -19,33 +24,47 @@ struct CompareRule {
   double min_effect = 0.01;  // smaller relative changes are "no difference"
 };
 
-enum class Verdict { kFaster, kSlower, kNoDifference, kNotComparable };
+enum class Verdict { kFaster, kSlower, kNoDifference, kTooNoisy, kNotComparable };
 
-// "faster", "slower", "no significant difference", "not comparable".
+// "faster", "slower", "no significant difference", "too noisy to tell",
+// "not comparable".
 std::string VerdictName(Verdict v);
 
 struct Comparison {
   Verdict verdict = Verdict::kNotComparable;
   stats::Ratio speedup;  // median time per sample, baseline / candidate
   double p_value = 1;
-  int baseline_samples = 0;
-  int candidate_samples = 0;
-  std::string why;  // for kNotComparable
+  int baseline_runs = 0;
+  int candidate_runs = 0;
+  // How much the runs of one side vary: the pooled coefficient of variation
+  // of the run figures (0 with one run a side: unknown).
+  double noise = 0;
+  // The smallest relative change these runs can tell apart from noise (the
+  // half-width of a 95% interval on the difference); 0 when unknown.
+  double resolution = 0;
+  std::string why;  // why not comparable, why too noisy, what "no difference" bounds
 };
 
-// Compares per-sample times (ms, lower is faster). Either side with fewer
-// than 2 values is kNotComparable.
-Comparison CompareSamples(const std::vector<double>& baseline_ms,
-                          const std::vector<double>& candidate_ms, const CompareRule& rule);
+// Compares one figure per run, time per sample in ms (lower is faster).
+// - not comparable: a side with no runs;
+// - faster/slower: p < alpha, the change beyond min_effect, and its interval
+//   excluding 1;
+// - no significant difference: the change and the resolution both within
+//   min_effect (a change of min_effect would have been seen);
+// - too noisy to tell: otherwise (one run a side, too few runs to reach
+//   alpha, or runs that vary more than the change).
+Comparison CompareRepetitions(const std::vector<double>& baseline_ms,
+                              const std::vector<double>& candidate_ms, const CompareRule& rule);
 
-// A run's time per sample (device ms / batch size) of each iteration; empty
-// when the run has no samples (not asked for, or pruned by retention).
-std::vector<double> TimePerSampleMs(const v1::Run& run);
+// A run's figure: the median time per sample of its iterations (device time,
+// else host time, over the batch size) when it carries samples, else from its
+// throughput. 0 when it has neither.
+double RunTimePerSampleMs(const v1::Run& run);
 
-// Compares two runs that carry their samples. A run that did not succeed, or
-// has no samples, is kNotComparable with the reason.
-Comparison CompareRuns(const v1::Run& baseline, const v1::Run& candidate,
-                       const CompareRule& rule);
+// Compares the repetitions of one config on each side. Runs that did not
+// succeed are left out (why says so); a side left with none is not comparable.
+Comparison CompareRuns(const std::vector<const v1::Run*>& baseline,
+                       const std::vector<const v1::Run*>& candidate, const CompareRule& rule);
 
 }  // namespace gpubench::client
 

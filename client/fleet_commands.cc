@@ -1,5 +1,6 @@
 // The CLI's commands across hosts and runs: hosts, compare, regressions,
 // report.
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -14,7 +15,9 @@
 #include "client/cli_internal.h"
 #include "client/compare.h"
 #include "client/report.h"
+#include "client/spec_flags.h"
 #include "common/spec.h"
+#include "common/stats.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace gpubench::client {
@@ -31,55 +34,75 @@ struct Side {
   std::vector<v1::Run> runs;
 };
 
-// One comparison row.
+// One comparison row: the repetitions of one config on each side.
 struct Row {
   std::string config, baseline, candidate;
-  double baseline_tput = 0, candidate_tput = 0;
+  double baseline_tput = 0, candidate_tput = 0;  // medians over the runs
   Comparison c;
 };
 
 Table RowsTable(const std::vector<Row>& rows) {
   Table t;
-  t.header = {"config",     "baseline",     "candidate", "base samples/s", "cand samples/s",
-              "speedup",    "95% CI",       "p",         "verdict"};
+  t.header = {"config", "baseline", "candidate", "base samples/s", "cand samples/s",
+              "runs",   "noise",    "speedup",   "95% CI",         "p",
+              "verdict"};
   for (const Row& r : rows) {
     const bool ok = r.c.verdict != Verdict::kNotComparable;
+    const bool spread = r.c.baseline_runs > 1 && r.c.candidate_runs > 1;
     t.rows.push_back(
         {r.config, r.baseline, r.candidate, absl::StrFormat("%.1f", r.baseline_tput),
          absl::StrFormat("%.1f", r.candidate_tput),
+         absl::StrCat(r.c.baseline_runs, "/", r.c.candidate_runs),
+         ok && spread ? absl::StrFormat("%.1f%%", 100 * r.c.noise) : "-",
          ok ? absl::StrFormat("%.3f", r.c.speedup.value) : "-",
-         ok ? absl::StrFormat("%.3f-%.3f", r.c.speedup.ci95.low, r.c.speedup.ci95.high) : "-",
+         ok && spread ? absl::StrFormat("%.3f-%.3f", r.c.speedup.ci95.low, r.c.speedup.ci95.high)
+                      : "-",
          ok ? absl::StrFormat("%.2g", r.c.p_value) : "-",
-         ok ? VerdictName(r.c.verdict) : VerdictName(r.c.verdict) + ": " + r.c.why});
+         r.c.why.empty() ? VerdictName(r.c.verdict)
+                         : absl::StrCat(VerdictName(r.c.verdict), ": ", r.c.why)});
   }
   return t;
 }
 
-// Pairs the runs of two sides by config (every field equal) and compares
-// each pair; two sides of one run each are compared whatever their configs.
+double MedianThroughput(const std::vector<const v1::Run*>& runs) {
+  std::vector<double> values;
+  for (const v1::Run* r : runs) values.push_back(r->result().throughput_samples_per_s());
+  return stats::Median(std::move(values));
+}
+
+// Groups the runs of two sides by config (every field equal), the
+// repetitions of a config together, and compares each config found on both
+// sides. Two sides of one config each are compared whatever their configs
+// (two runs named on purpose).
 std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rule) {
+  using Groups = std::vector<std::pair<std::string, std::vector<const v1::Run*>>>;
+  auto group = [](const Side& side) {
+    Groups groups;
+    for (const v1::Run& r : side.runs) {
+      const std::string key = ConfigKey(r.config());
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& g) { return g.first == key; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+      it->second.push_back(&r);
+    }
+    return groups;
+  };
+  const Groups base_groups = group(base), cand_groups = group(cand);
+  const bool single = base_groups.size() == 1 && cand_groups.size() == 1;
   std::vector<Row> rows;
-  std::map<std::string, const v1::Run*> by_config;
-  for (const v1::Run& r : base.runs) by_config[ConfigKey(r.config())] = &r;
-  const bool single = base.runs.size() == 1 && cand.runs.size() == 1;
-  for (const v1::Run& r : cand.runs) {
-    const v1::Run* b = nullptr;
-    if (auto it = by_config.find(ConfigKey(r.config())); it != by_config.end()) {
-      b = it->second;
-    } else if (single) {
-      b = &base.runs[0];  // two runs named on purpose: compare them anyway
-    }
-    if (b == nullptr) continue;
+  for (const auto& [key, cand_runs] : cand_groups) {
+    auto b = std::find_if(base_groups.begin(), base_groups.end(),
+                          [&](const auto& g) { return g.first == key; });
+    if (b == base_groups.end() && single) b = base_groups.begin();
+    if (b == base_groups.end()) continue;
     Row row;
-    row.config = ConfigLabel(r.config());
-    if (single && ConfigKey(b->config()) != ConfigKey(r.config())) {
-      row.config = ConfigLabel(b->config()) + " vs " + row.config;
-    }
+    row.config = DescribeConfig(cand_runs[0]->config());
+    if (b->first != key) row.config = DescribeConfig(b->second[0]->config()) + " vs " + row.config;
     row.baseline = base.name;
     row.candidate = cand.name;
-    row.baseline_tput = b->result().throughput_samples_per_s();
-    row.candidate_tput = r.result().throughput_samples_per_s();
-    row.c = CompareRuns(*b, r, rule);
+    row.baseline_tput = MedianThroughput(b->second);
+    row.candidate_tput = MedianThroughput(cand_runs);
+    row.c = CompareRuns(b->second, cand_runs, rule);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -127,8 +150,45 @@ int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
   return kExitOk;
 }
 
-// compare --hosts a,b SPEC: submits to every host at once, waits for all,
-// then compares each host with the first.
+// Submits spec to d, follows the job to its end and appends its runs (with
+// samples) to side. The exit code; what went wrong goes to log.
+int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, Side* side, std::ostream& log) {
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = spec;
+  auto call = d.Call(&v1::BenchService::Stub::SubmitJob, submit);
+  if (!call.ok()) return CallFailed(d.host, call.status(), log);
+  const std::string job_id = call->job().job_id();
+  if (auto s = FollowJob(d, job_id, /*show_progress=*/false, log); !s.ok()) {
+    return CallFailed(d.host, s, log);
+  }
+  std::vector<v1::Run> runs;
+  if (auto s = ListAllRuns(d, job_id, /*include_samples=*/true, &runs); !s.ok()) {
+    return CallFailed(d.host, s, log);
+  }
+  int code = runs.empty() ? kExitJobFailed : kExitOk;
+  for (const v1::Run& r : runs) {
+    if (r.state() != v1::RUN_STATE_SUCCEEDED) {
+      log << "gpubench: " << d.host.name << ": job " << job_id << " run " << r.index() << " "
+          << Short(v1::RunState_descriptor(), r.state()) << ": " << Printable(r.error()) << "\n";
+      code = kExitJobFailed;
+    }
+    side->runs.push_back(r);
+  }
+  return code;
+}
+
+// --repeat N (default 1): how many times each side is measured.
+absl::StatusOr<int> Repeat(const Args& a) {
+  int n = 1;
+  if (a.Has("repeat") && (!absl::SimpleAtoi(a.Option("repeat"), &n) || n < 1 || n > 100)) {
+    return absl::InvalidArgumentError("--repeat: must be a whole number from 1 to 100");
+  }
+  return n;
+}
+
+// compare --hosts a,b SPEC [--repeat N]: every host measures the spec N
+// times, one job after another, the hosts at once; then each host is
+// compared with the first, each job a repetition.
 int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std::ostream& err) {
   Args hosts_args = a;
   hosts_args.options["host"] = a.All("hosts");
@@ -137,55 +197,22 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
   if (daemons->size() < 2) return Usage(err, "--hosts: name at least two hosts");
   auto spec = BuildSpec(a, a.positional.empty() ? "" : a.positional[0]);
   if (!spec.ok()) return Usage(err, std::string(spec.status().message()));
+  auto repeat = Repeat(a);
+  if (!repeat.ok()) return Usage(err, std::string(repeat.status().message()));
   std::vector<Side> sides(daemons->size());
   std::vector<int> codes(daemons->size(), kExitOk);
   std::vector<std::string> messages(daemons->size());
   std::mutex err_mu;
   ForEachDaemon(*daemons, [&](size_t i) {
-    {
-      const Daemon& d = (*daemons)[i];
-      std::ostringstream log;
-      sides[i].name = d.host.name;
-      v1::SubmitJobRequest submit;
-      *submit.mutable_spec() = *spec;
-      auto call = d.Call(&v1::BenchService::Stub::SubmitJob, submit);
-      if (!call.ok()) {
-        codes[i] = CallFailed(d.host, call.status(), log);
-        messages[i] = log.str();
-        return;
-      }
-      const v1::SubmitJobResponse& submitted = *call;
-      {
-        std::lock_guard<std::mutex> lock(err_mu);
-        err << d.host.name << ": job " << submitted.job().job_id() << " queued\n";
-      }
-      grpc::ClientContext ctx;
-      PrepareCall(d.host, 0, &ctx);
-      v1::WatchJobRequest req;
-      req.set_job_id(submitted.job().job_id());
-      auto reader = d.stub->WatchJob(&ctx, req);
-      v1::WatchJobResponse event;
-      while (reader->Read(&event)) {
-      }
-      if (auto s = reader->Finish(); !s.ok()) {
-        codes[i] = CallFailed(d.host, s, log);
-      } else if (auto s2 = FetchSide(d, submitted.job().job_id(), &sides[i]); !s2.ok()) {
-        codes[i] = CallFailed(d.host, s2, log);
-      } else {
-        for (const v1::Run& r : sides[i].runs) {
-          if (r.state() != v1::RUN_STATE_SUCCEEDED) {
-            log << "gpubench: " << d.host.name << ": run " << r.index() << " "
-                << Short(v1::RunState_descriptor(), r.state()) << ": " << Printable(r.error()) << "\n";
-            codes[i] = kExitJobFailed;
-          }
-        }
-        if (sides[i].runs.empty()) codes[i] = kExitJobFailed;
-      }
-      sides[i].name = d.host.name;
+    const Daemon& d = (*daemons)[i];
+    std::ostringstream log;
+    sides[i].name = d.host.name;
+    for (int rep = 0; rep < *repeat && codes[i] == kExitOk; ++rep) {
+      codes[i] = MeasureOnce(d, *spec, &sides[i], log);
       std::lock_guard<std::mutex> lock(err_mu);
-      err << d.host.name << ": job " << submitted.job().job_id() << " done\n";
-      messages[i] = log.str();
+      err << d.host.name << ": measured " << rep + 1 << " of " << *repeat << "\n";
     }
+    messages[i] = log.str();
   });
   int worst = kExitOk;
   for (size_t i = 0; i < codes.size(); ++i) {
@@ -207,7 +234,7 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
 }
 
 // compare RUN --history: the run against its schedule's last runs of the
-// same config, their samples pooled.
+// same config, each a repetition.
 int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
                    std::ostream& err) {
   auto d = ConnectOne(a);
@@ -229,15 +256,10 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
   req.set_schedule_id(job.job().schedule_id());
   req.set_workload(run.config().workload());
   req.add_states(v1::RUN_STATE_SUCCEEDED);
-  req.set_include_samples(true);
   req.set_page_size(200);
   *req.mutable_started_before() = run.start_time();  // its history: earlier runs only
-  v1::Run pooled = run;
-  pooled.clear_samples();
+  Side base;
   int used = 0;
-  double tput = 0;
-  // With samples the daemon pages by a few runs: read on until the history
-  // is full or the schedule has no more.
   do {
     auto queried = d->Call(&v1::BenchService::Stub::QueryRuns, req);
     if (!queried.ok()) return CallFailed(d->host, queried.status(), err);
@@ -248,18 +270,16 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
       }
       if (used == kHistoryRuns) break;
       ++used;
-      tput += r.result().throughput_samples_per_s();
-      for (float ms : r.samples().device_ms()) pooled.mutable_samples()->add_device_ms(ms);
+      base.runs.push_back(r);
     }
     req.set_page_token(resp.next_page_token());
   } while (used < kHistoryRuns && !req.page_token().empty());
   if (used == 0) {
     err << "gpubench: schedule " << job.job().schedule_id() << " has no earlier run of "
-        << ConfigLabel(run.config()) << "\n";
+        << DescribeConfig(run.config()) << "\n";
     return kExitJobFailed;
   }
-  pooled.mutable_result()->set_throughput_samples_per_s(tput / used);
-  Side base{absl::StrCat("last ", used, " runs"), {pooled}};
+  base.name = absl::StrCat("last ", used, " runs");
   cand.name = run.run_id();
   return PrintRows(Pair(base, cand, rule), a, out, err);
 }
@@ -330,12 +350,57 @@ int HostsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   return code;
 }
 
+// compare A B --repeat N: A and B are jobs (their specs) or spec files,
+// measured N times each on one host, alternating A B A B, so that whatever
+// drifts on the host meanwhile hits both sides alike.
+int CompareRepeated(const Args& a, const CompareRule& rule, int repeat, std::ostream& out,
+                    std::ostream& err) {
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  v1::JobSpec specs[2];
+  Side sides[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string& id = a.positional[i];
+    sides[i].name = id;
+    if (std::ifstream(id).good()) {
+      auto spec = BuildSpec(a, id);
+      if (!spec.ok()) return Usage(err, std::string(spec.status().message()));
+      specs[i] = std::move(*spec);
+      continue;
+    }
+    if (id.empty() || id[0] != 'j') {
+      return Usage(err, absl::StrCat("compare --repeat: ", id,
+                                     " is neither a job id nor a spec file"));
+    }
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    auto job = d->Call(&v1::BenchService::Stub::GetJob, req);
+    if (!job.ok()) return CallFailed(d->host, job.status(), err);
+    specs[i] = job->job().spec();
+    if (auto s = ApplySpecFlags(a.spec_flags, &specs[i]); !s.ok()) {
+      return Usage(err, std::string(s.message()));
+    }
+  }
+  for (int rep = 0; rep < repeat; ++rep) {
+    for (int i = 0; i < 2; ++i) {
+      std::ostringstream log;
+      const int code = MeasureOnce(*d, specs[i], &sides[i], log);
+      err << log.str();
+      if (code != kExitOk) return code;
+      err << "gpubench: " << "AB"[i] << " measured " << rep + 1 << " of " << repeat << "\n";
+    }
+  }
+  return PrintRows(Pair(sides[0], sides[1], rule), a, out, err);
+}
+
 int CompareCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto rule = Rule(a);
   if (!rule.ok()) return Usage(err, std::string(rule.status().message()));
+  auto repeat = Repeat(a);
+  if (!repeat.ok()) return Usage(err, std::string(repeat.status().message()));
   if (a.Has("hosts")) return CompareHosts(a, *rule, out, err);
-  if (!a.spec_flags.empty()) {
-    return Usage(err, "compare: spec flags go with --hosts (unknown option --" +
+  if (!a.spec_flags.empty() && !a.Has("repeat")) {
+    return Usage(err, "compare: spec flags go with --hosts or --repeat (unknown option --" +
                           a.spec_flags.begin()->first + ")");
   }
   if (a.Has("history")) {
@@ -345,6 +410,7 @@ int CompareCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.positional.size() != 2) {
     return Usage(err, "compare takes two job or run ids, --hosts a,b SPEC, or RUN --history");
   }
+  if (a.Has("repeat")) return CompareRepeated(a, *rule, *repeat, out, err);
   // With two --host flags, A comes from the first and B from the second.
   auto daemons = ConnectAll(a, false);
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
@@ -390,7 +456,7 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     for (const v1::Run& r : found[i].runs()) {
       const auto& h = r.history();
       regressed |= h.verdict() == v1::VERDICT_REGRESSED;
-      t.rows.push_back({(*daemons)[i].host.name, r.run_id(), r.job_id(), ConfigLabel(r.config()),
+      t.rows.push_back({(*daemons)[i].host.name, r.run_id(), r.job_id(), DescribeConfig(r.config()),
                         Short(v1::Verdict_descriptor(), h.verdict()),
                         absl::StrFormat("%.1f", h.value_samples_per_s()),
                         absl::StrFormat("%.1f", h.baseline_median_samples_per_s()),

@@ -55,7 +55,7 @@ class ProgressPrinter {
     } else if (e.has_run_started()) {
       run_index_ = e.run_started().index();
       run_count_ = e.run_started().run_count();
-      label_ = ConfigLabel(e.run_started().config());
+      label_ = DescribeConfig(e.run_started().config());
       run_start_ = EventTime(e);
       if (!tty_) err_ << "run " << run_index_ + 1 << "/" << run_count_ << ": " << label_ << "\n";
     } else if (e.has_run_progress() && tty_) {
@@ -105,23 +105,6 @@ class ProgressPrinter {
   bool drawn_ = false;
 };
 
-// Follows a job until its stream ends; progress to err when show_progress.
-grpc::Status FollowJob(const Daemon& d, const std::string& job_id, bool show_progress,
-                       std::ostream& err) {
-  grpc::ClientContext ctx;
-  PrepareCall(d.host, 0, &ctx);
-  v1::WatchJobRequest req;
-  req.set_job_id(job_id);
-  auto reader = d.stub->WatchJob(&ctx, req);
-  v1::WatchJobResponse resp;
-  ProgressPrinter printer(err, isatty(fileno(stderr)) && &err == &std::cerr);
-  while (reader->Read(&resp)) {
-    if (show_progress) printer.On(resp.event());
-  }
-  printer.Clear();
-  return reader->Finish();
-}
-
 absl::Status GetJob(const Daemon& d, const std::string& id, v1::Job* job,
                     std::vector<v1::Run>* runs) {
   v1::GetJobRequest req;
@@ -167,6 +150,23 @@ absl::StatusOr<int> Limit(const Args& a, int fallback) {
 }
 
 }  // namespace
+
+// Follows a job until its stream ends; progress to err when show_progress.
+grpc::Status FollowJob(const Daemon& d, const std::string& job_id, bool show_progress,
+                       std::ostream& err) {
+  grpc::ClientContext ctx;
+  PrepareCall(d.host, 0, &ctx);
+  v1::WatchJobRequest req;
+  req.set_job_id(job_id);
+  auto reader = d.stub->WatchJob(&ctx, req);
+  v1::WatchJobResponse resp;
+  ProgressPrinter printer(err, isatty(fileno(stderr)) && &err == &std::cerr);
+  while (reader->Read(&resp)) {
+    if (show_progress) printer.On(resp.event());
+  }
+  printer.Clear();
+  return reader->Finish();
+}
 
 int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::ostream& out,
                   std::ostream& err) {

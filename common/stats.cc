@@ -95,6 +95,44 @@ absl::Status CheckFinite(const std::vector<double>& values, const char* what) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// P(U <= u) and P(U >= u) for sides of n1 and n2 values without ties: the
+// number of orderings giving each U (the largest value is an a, adding n2
+// pairs, or a b, adding none), over C(n1 + n2, n1).
+std::pair<double, double> ExactUTails(int n1, int n2, int u) {
+  // row[j] holds the distribution for sides i and j, U from 0 to i*j; rows
+  // roll over i.
+  std::vector<std::vector<double>> last(n2 + 1), row(n2 + 1);
+  for (int i = 0; i <= n1; ++i) {
+    for (int j = 0; j <= n2; ++j) {
+      std::vector<double>& c = row[j];
+      c.assign(i * j + 1, 0.0);
+      if (i == 0 || j == 0) {
+        c[0] = 1;
+        continue;
+      }
+      const std::vector<double>& a_last = last[j];    // sides i-1, j: U - j
+      const std::vector<double>& b_last = row[j - 1];  // sides i, j-1
+      for (size_t k = 0; k < c.size(); ++k) {
+        if (k >= static_cast<size_t>(j) && k - j < a_last.size()) c[k] += a_last[k - j];
+        if (k < b_last.size()) c[k] += b_last[k];
+      }
+    }
+    std::swap(last, row);
+  }
+  const std::vector<double>& c = last[n2];
+  double total = 0, low = 0, high = 0;
+  for (size_t k = 0; k < c.size(); ++k) {
+    total += c[k];
+    if (static_cast<int>(k) <= u) low += c[k];
+    if (static_cast<int>(k) >= u) high += c[k];
+  }
+  return {low / total, high / total};
+}
+
+}  // namespace
+
 absl::StatusOr<RankTest> MannWhitneyU(const std::vector<double>& a,
                                       const std::vector<double>& b) {
   if (auto s = CheckFinite(a, "baseline samples"); !s.ok()) return s;
@@ -123,14 +161,78 @@ absl::StatusOr<RankTest> MannWhitneyU(const std::vector<double>& a,
     i = j;
   }
   t.u = rank_sum_a - n1 * (n1 + 1) / 2;
+  if (tie_term == 0 && n1 * n2 <= 2500) {
+    const auto [low, high] = ExactUTails(a.size(), b.size(), static_cast<int>(std::lround(t.u)));
+    t.exact = true;
+    t.p_value = std::min(1.0, 2 * std::min(low, high));
+  }
   const double mean_u = n1 * n2 / 2;
   const double var_u = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)));
   if (var_u <= 0) return t;
   const double diff = t.u - mean_u;
   const double corrected = std::max(0.0, std::fabs(diff) - 0.5);
   t.z = (diff < 0 ? -corrected : corrected) / std::sqrt(var_u);
-  t.p_value = std::min(1.0, std::erfc(std::fabs(t.z) / std::sqrt(2.0)));
+  if (!t.exact) t.p_value = std::min(1.0, std::erfc(std::fabs(t.z) / std::sqrt(2.0)));
   return t;
+}
+
+namespace {
+
+// The continued fraction of the regularized incomplete beta function
+// (Numerical Recipes' betacf, modified Lentz).
+double BetaContinuedFraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300, kEps = 1e-14;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    for (int odd = 0; odd < 2; ++odd) {
+      const double num = odd == 0 ? m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+                                  : -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+      d = 1 + num * d;
+      if (std::fabs(d) < kTiny) d = kTiny;
+      c = 1 + num / c;
+      if (std::fabs(c) < kTiny) c = kTiny;
+      d = 1 / d;
+      h *= d * c;
+      if (odd == 1 && std::fabs(d * c - 1) < kEps) return h;
+    }
+  }
+  return h;
+}
+
+// I_x(a, b).
+double RegularizedBeta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * BetaContinuedFraction(a, b, x) / a;
+  return 1 - front * BetaContinuedFraction(b, a, 1 - x) / b;
+}
+
+}  // namespace
+
+double StudentTwoSidedP(double t, double df) {
+  if (!std::isfinite(t)) return 0;
+  if (df <= 0) return 1;
+  return std::min(1.0, RegularizedBeta(df / 2, 0.5, df / (df + t * t)));
+}
+
+PredictionTest NewValueAgainstHistory(double value, const std::vector<double>& history) {
+  PredictionTest p;
+  const int n = history.size();
+  if (n < 3) return p;
+  const double mean = Mean(history), s = Stddev(history);
+  p.noise = mean != 0 ? s / std::fabs(mean) : 0;
+  if (s == 0) {
+    p.p_value = value == mean ? 1 : 0;
+    return p;
+  }
+  p.t = (value - mean) / (s * std::sqrt(1 + 1.0 / n));
+  p.p_value = StudentTwoSidedP(p.t, n - 1);
+  return p;
 }
 
 namespace {

@@ -1,6 +1,9 @@
 #include "server/history.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "common/stats.h"
 
 namespace gpubench::server {
 
@@ -26,12 +29,16 @@ v1::HistoryComparison CompareWithHistory(double value, const std::vector<double>
   const double ratio = value / median;
   c.set_ratio(ratio);
   c.set_history_spread((sorted.back() - sorted.front()) / median);
-  if (ratio < 1 - rule.threshold && value < sorted.front()) {
-    c.set_verdict(v1::VERDICT_REGRESSED);
-  } else if (ratio > 1 + rule.threshold && value > sorted.back()) {
-    c.set_verdict(v1::VERDICT_IMPROVED);
-  } else {
+  const stats::PredictionTest test = stats::NewValueAgainstHistory(value, history);
+  c.set_p_value(test.p_value);
+  c.set_history_noise(test.noise);
+  const bool beyond_threshold = std::abs(ratio - 1) > rule.threshold;
+  if (!beyond_threshold) {
     c.set_verdict(v1::VERDICT_NO_CHANGE);
+  } else if (test.p_value >= rule.alpha) {
+    c.set_verdict(v1::VERDICT_TOO_NOISY);
+  } else {
+    c.set_verdict(ratio < 1 ? v1::VERDICT_REGRESSED : v1::VERDICT_IMPROVED);
   }
   return c;
 }

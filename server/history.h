@@ -11,14 +11,18 @@ namespace gpubench::server {
 
 struct HistoryRule {
   double threshold = 0.05;  // relative change that counts
+  double alpha = 0.05;      // significance level against the history's own noise
   int min_history = 3;      // fewer past runs: no verdict
 };
 
-// value and history are throughputs (samples/s; higher is better). The
-// verdict is REGRESSED when value is below the median by more than the
-// threshold AND below every past value (beyond the history's spread),
-// IMPROVED symmetrically, NO_CHANGE otherwise, INSUFFICIENT_HISTORY with
-// fewer than min_history past runs. history_spread is (max - min) / median of the history.
+// value and history are throughputs (samples/s; higher is better); each
+// past run is a repetition, so the history says how much this config's runs
+// vary on this host. The verdict is REGRESSED when value is below the median
+// by more than the threshold AND outside the history's 1 - alpha prediction
+// interval (p < alpha: stats::NewValueAgainstHistory), IMPROVED
+// symmetrically, TOO_NOISY when beyond the threshold but inside the
+// interval, NO_CHANGE otherwise, INSUFFICIENT_HISTORY with fewer than
+// min_history past runs.
 v1::HistoryComparison CompareWithHistory(double value, const std::vector<double>& history,
                                          const HistoryRule& rule);
 

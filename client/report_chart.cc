@@ -1,0 +1,406 @@
+#include "client/report_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace gpubench::client::report_internal {
+namespace {
+
+constexpr double kChartWidth = 580;
+constexpr double kLegendRow = 18;
+constexpr char kMutedInk[] = "#57606a";
+constexpr char kAxis[] = "#8c959f";
+constexpr char kGrid[] = "#e6e9ed";
+
+// Code points, not bytes: layout estimates must not grow with UTF-8 length.
+int CodePoints(std::string_view s) {
+  int n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// Ticks land on nice numbers, so %g is exact and short.
+std::string TickLabel(double v) {
+  const double a = std::fabs(v);
+  if (a >= 1e6) return absl::StrFormat("%gM", v / 1e6);
+  if (a >= 1e4) return absl::StrFormat("%gk", v / 1e3);
+  return absl::StrFormat("%g", v);
+}
+
+std::string Px(double v) { return absl::StrFormat("%.1f", v); }
+
+// Lays legend entries out in rows under a chart; returns the rows' SVG and
+// sets *rows.
+std::string Legend(const std::vector<LegendEntry>& entries, double top,
+                   int* rows) {
+  std::string svg;
+  double x = 12;
+  double y = top;
+  *rows = entries.empty() ? 0 : 1;
+  for (const LegendEntry& e : entries) {
+    const std::string label = FitText(e.label, kChartWidth - 60);
+    const double w = 30 + TextWidth(label) + 16;
+    if (x > 12 && x + w > kChartWidth - 8) {
+      x = 12;
+      y += kLegendRow;
+      ++*rows;
+    }
+    const double mid = y - 4;
+    switch (e.mark) {
+      case Mark::kLine:
+      case Mark::kDashedLine:
+        absl::StrAppend(
+            &svg, "<line x1=\"", Px(x), "\" y1=\"", Px(mid), "\" x2=\"",
+            Px(x + 22), "\" y2=\"", Px(mid), "\" stroke=\"", e.color,
+            "\" stroke-width=\"2\"",
+            e.mark == Mark::kDashedLine ? " stroke-dasharray=\"5 3\"" : "",
+            "/>");
+        absl::StrAppend(&svg, "<circle cx=\"", Px(x + 11), "\" cy=\"", Px(mid),
+                        "\" r=\"3.5\" fill=\"",
+                        e.mark == Mark::kDashedLine ? "#fff" : e.color,
+                        "\" stroke=\"", e.color, "\" stroke-width=\"1.5\"/>");
+        break;
+      case Mark::kBox:
+        absl::StrAppend(&svg, "<rect x=\"", Px(x + 4), "\" y=\"", Px(mid - 6),
+                        "\" width=\"14\" height=\"12\" rx=\"2\" fill=\"",
+                        e.color, "\"/>");
+        break;
+      case Mark::kReference:
+        absl::StrAppend(&svg, "<line x1=\"", Px(x + 11), "\" y1=\"",
+                        Px(mid - 7), "\" x2=\"", Px(x + 11), "\" y2=\"",
+                        Px(mid + 7), "\" stroke=\"", e.color,
+                        "\" stroke-width=\"1.5\" stroke-dasharray=\"3 2\"/>");
+        break;
+    }
+    absl::StrAppend(&svg, "<text x=\"", Px(x + 30), "\" y=\"", Px(y), "\">",
+                    EscapeHtml(label), "</text>");
+    x += w;
+  }
+  return svg;
+}
+
+std::string SvgOpen(double height, const std::string& title) {
+  return absl::StrCat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 "
+      "0 ",
+      Px(kChartWidth), " ", Px(height), "\" width=\"", Px(kChartWidth),
+      "\" height=\"", Px(height), "\" role=\"img\" aria-label=\"",
+      EscapeHtml(title),
+      "\" font-family=\"Helvetica Neue, Arial, Liberation Sans, DejaVu Sans, "
+      "sans-serif\" "
+      "font-size=\"12\" fill=\"",
+      kInk, "\"><title>", EscapeHtml(title),
+      "</title><text x=\"12\" y=\"22\" font-size=\"14\" ",
+      "font-weight=\"600\">", EscapeHtml(title), "</text>");
+}
+
+// The data supports a line: some series has two points at different x.
+bool Drawable(const LineChart& chart) {
+  for (const Series& s : chart.series) {
+    for (const auto& p : s.points) {
+      if (p.first != s.points.front().first) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string EscapeHtml(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// 0.56 em is the mean advance of Helvetica/Arial/Liberation/DejaVu Sans over
+// labels like ours, so layout errs on the side of room.
+double TextWidth(std::string_view s, double font_px) {
+  return CodePoints(s) * font_px * 0.56;
+}
+
+std::string FitText(const std::string& s, double max_px) {
+  if (TextWidth(s) <= max_px) return s;
+  std::string out = s;
+  while (!out.empty() && TextWidth(out) + 8 > max_px) {
+    out.pop_back();
+    while (!out.empty() &&
+           (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) {
+      out.pop_back();
+    }
+    if (!out.empty() &&
+        (static_cast<unsigned char>(out.back()) & 0xC0) == 0xC0) {
+      out.pop_back();
+    }
+  }
+  return out + "\u2026";
+}
+
+std::string FormatFigure(double v) {
+  const double a = std::fabs(v);
+  if (a >= 1000) return absl::StrFormat("%.0f", v);
+  if (a >= 100) return absl::StrFormat("%.1f", v);
+  if (a >= 10) return absl::StrFormat("%.2f", v);
+  return absl::StrFormat("%.3f", v);
+}
+
+// Tableau 10: distinguishable, and still tellable apart in greyscale print.
+const char* SeriesColor(int i) {
+  static constexpr const char* kPalette[] = {
+      "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  return kPalette[i % 10];
+}
+
+Scale NiceScale(double max_value, int ticks) {
+  if (!(max_value > 0) || !std::isfinite(max_value)) return {};
+  const double raw = max_value / ticks;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / magnitude;
+  const double nice = f <= 1     ? 1
+                      : f <= 2   ? 2
+                      : f <= 2.5 ? 2.5
+                      : f <= 5   ? 5
+                                 : 10;
+  Scale s;
+  s.step = nice * magnitude;
+  s.max = std::ceil(max_value / s.step - 1e-9) * s.step;
+  return s;
+}
+
+std::string RenderLineChart(LineChart chart) {
+  if (!Drawable(chart)) return "";
+  constexpr double kLeft = 66, kRight = 18, kTop = 40, kPlotHeight = 210,
+                   kPad = 12;
+  const double plot_width = kChartWidth - kLeft - kRight;
+
+  double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min,
+         y_max = 0;
+  double y_min_positive = std::numeric_limits<double>::infinity();
+  std::vector<double> xs;
+  for (Series& s : chart.series) {
+    std::stable_sort(
+        s.points.begin(), s.points.end(),
+        [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [x, y] : s.points) {
+      x_min = std::min(x_min, x);
+      x_max = std::max(x_max, x);
+      y_max = std::max(y_max, y);
+      if (y > 0) y_min_positive = std::min(y_min_positive, y);
+      xs.push_back(x);
+    }
+  }
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  // Batch sizes double from point to point; a log axis spaces them evenly.
+  const bool log_x = x_min > 0 && x_max / x_min >= 4;
+  auto fx = [&](double x) { return log_x ? std::log2(x) : x; };
+  auto px = [&](double x) {
+    return kLeft + kPad +
+           (fx(x) - fx(x_min)) / (fx(x_max) - fx(x_min)) *
+               (plot_width - 2 * kPad);
+  };
+  const bool log_y = chart.log_y_when_wide && y_min_positive < y_max &&
+                     y_max / y_min_positive >= 30;
+  std::vector<double> y_ticks;
+  double y_lo = 0, y_hi = 1;
+  if (log_y) {
+    y_lo = std::pow(10.0, std::floor(std::log10(y_min_positive)));
+    y_hi = std::pow(10.0, std::ceil(std::log10(y_max)));
+    const bool many_decades = y_hi / y_lo > 1e4;
+    for (double decade = y_lo; decade <= y_hi * 1.001; decade *= 10) {
+      for (double m : {1.0, 2.0, 5.0}) {
+        if ((m == 1.0 || !many_decades) && decade * m <= y_hi * 1.001) {
+          y_ticks.push_back(decade * m);
+        }
+      }
+    }
+  } else {
+    const Scale scale = NiceScale(y_max * 1.04);
+    y_hi = scale.max;
+    for (double v = 0; v <= scale.max + scale.step * 1e-6; v += scale.step)
+      y_ticks.push_back(v);
+  }
+  auto py = [&](double y) {
+    const double f = log_y
+                         ? (std::log10(std::max(y, y_lo)) - std::log10(y_lo)) /
+                               (std::log10(y_hi) - std::log10(y_lo))
+                         : (y - y_lo) / (y_hi - y_lo);
+    return kTop + kPlotHeight - f * kPlotHeight;
+  };
+
+  std::vector<LegendEntry> legend;
+  for (const Series& s : chart.series) {
+    legend.push_back(
+        {s.label, s.color, s.dashed ? Mark::kDashedLine : Mark::kLine});
+  }
+  int rows = 0;
+  const double legend_top = kTop + kPlotHeight + 62;
+  const std::string legend_svg = Legend(legend, legend_top, &rows);
+  const double height = legend_top + (rows - 1) * kLegendRow + 10;
+
+  std::string svg = SvgOpen(height, chart.title);
+  // Horizontal grid and y ticks.
+  for (double v : y_ticks) {
+    const double y = py(v);
+    absl::StrAppend(&svg, "<line x1=\"", Px(kLeft), "\" y1=\"", Px(y),
+                    "\" x2=\"", Px(kLeft + plot_width), "\" y2=\"", Px(y),
+                    "\" stroke=\"", kGrid, "\"/>");
+    absl::StrAppend(&svg, "<text x=\"", Px(kLeft - 6), "\" y=\"", Px(y + 4),
+                    "\" text-anchor=\"end\" fill=\"", kMutedInk, "\">",
+                    TickLabel(v), "</text>");
+  }
+  // x ticks at the data's own x values, dropping any that would collide.
+  if (!log_x && xs.size() > 12) {
+    xs.clear();
+    const Scale s = NiceScale(x_max);
+    for (double v = 0; v <= s.max + s.step * 1e-6; v += s.step) {
+      if (v >= x_min && v <= x_max) xs.push_back(v);
+    }
+  }
+  double last_right = -1e9;
+  for (double v : xs) {
+    const std::string label = TickLabel(v);
+    const double x = px(v);
+    const double half = TextWidth(label) / 2;
+    if (x - half < last_right + 8) continue;
+    last_right = x + half;
+    absl::StrAppend(&svg, "<line x1=\"", Px(x), "\" y1=\"", Px(kTop),
+                    "\" x2=\"", Px(x), "\" y2=\"", Px(kTop + kPlotHeight),
+                    "\" stroke=\"", kGrid, "\"/>");
+    absl::StrAppend(&svg, "<line x1=\"", Px(x), "\" y1=\"",
+                    Px(kTop + kPlotHeight), "\" x2=\"", Px(x), "\" y2=\"",
+                    Px(kTop + kPlotHeight + 4), "\" stroke=\"", kAxis, "\"/>");
+    absl::StrAppend(&svg, "<text x=\"", Px(x), "\" y=\"",
+                    Px(kTop + kPlotHeight + 18),
+                    "\" text-anchor=\"middle\" fill=\"", kMutedInk, "\">",
+                    label, "</text>");
+  }
+  // Axes and their labels.
+  absl::StrAppend(&svg, "<path d=\"M", Px(kLeft), " ", Px(kTop), " V",
+                  Px(kTop + kPlotHeight), " H", Px(kLeft + plot_width),
+                  "\" fill=\"none\" stroke=\"", kAxis, "\"/>");
+  absl::StrAppend(&svg, "<text x=\"", Px(kLeft + plot_width / 2), "\" y=\"",
+                  Px(kTop + kPlotHeight + 38), "\" text-anchor=\"middle\">",
+                  EscapeHtml(chart.x_label + (log_x ? " (log scale)" : "")),
+                  "</text>");
+  absl::StrAppend(
+      &svg, "<text transform=\"translate(16 ", Px(kTop + kPlotHeight / 2),
+      ") rotate(-90)\" text-anchor=\"middle\">",
+      EscapeHtml(chart.y_label + (log_y ? " (log scale)" : "")), "</text>");
+  // Lines, then points over them.
+  for (const Series& s : chart.series) {
+    std::vector<std::string> pts;
+    for (const auto& [x, y] : s.points)
+      pts.push_back(absl::StrCat(Px(px(x)), ",", Px(py(y))));
+    if (pts.size() > 1) {
+      absl::StrAppend(&svg, "<polyline points=\"", absl::StrJoin(pts, " "),
+                      "\" fill=\"none\" stroke=\"", s.color,
+                      "\" stroke-width=\"2\"",
+                      s.dashed ? " stroke-dasharray=\"6 4\"" : "", "/>");
+    }
+    for (const auto& [x, y] : s.points) {
+      absl::StrAppend(&svg, "<circle cx=\"", Px(px(x)), "\" cy=\"", Px(py(y)),
+                      "\" r=\"3.5\" fill=\"", s.dashed ? "#fff" : s.color,
+                      "\" stroke=\"", s.color,
+                      "\" stroke-width=\"1.5\"><title>", EscapeHtml(s.label),
+                      ": ", EscapeHtml(chart.x_label), " ", TickLabel(x), ", ",
+                      FormatFigure(y), "</title></circle>");
+    }
+  }
+  absl::StrAppend(&svg, legend_svg, "</svg>");
+  return svg;
+}
+
+std::string RenderBarChart(const BarChart& chart) {
+  if (chart.bars.empty()) return "";
+  constexpr double kTop = 40, kRow = 22, kRight = 64, kMaxLabel = 230;
+  double label_width = 0;
+  for (const Bar& b : chart.bars)
+    label_width = std::max(label_width, TextWidth(b.label));
+  label_width = std::min(label_width, kMaxLabel);
+  const double left = 12 + label_width + 8;
+  const double plot_width = kChartWidth - left - kRight;
+  const double plot_height = chart.bars.size() * kRow + 6;
+
+  double max_value = chart.reference.value_or(0);
+  for (const Bar& b : chart.bars) max_value = std::max(max_value, b.value);
+  const Scale scale = NiceScale(max_value * 1.02);
+  auto px = [&](double v) { return left + v / scale.max * plot_width; };
+
+  int rows = 0;
+  const double legend_top = kTop + plot_height + 58;
+  const std::string legend_svg = Legend(chart.legend, legend_top, &rows);
+  const double height =
+      rows > 0 ? legend_top + (rows - 1) * kLegendRow + 10 : legend_top - 8;
+
+  std::string svg = SvgOpen(height, chart.title);
+  const double bottom = kTop + plot_height;
+  for (double v = 0; v <= scale.max + scale.step * 1e-6; v += scale.step) {
+    const double x = px(v);
+    absl::StrAppend(&svg, "<line x1=\"", Px(x), "\" y1=\"", Px(kTop),
+                    "\" x2=\"", Px(x), "\" y2=\"", Px(bottom), "\" stroke=\"",
+                    kGrid, "\"/>");
+    absl::StrAppend(&svg, "<text x=\"", Px(x), "\" y=\"", Px(bottom + 18),
+                    "\" text-anchor=\"middle\" fill=\"", kMutedInk, "\">",
+                    TickLabel(v), "</text>");
+  }
+  for (size_t i = 0; i < chart.bars.size(); ++i) {
+    const Bar& b = chart.bars[i];
+    const double y = kTop + 3 + i * kRow;
+    const double w = std::max(1.0, px(b.value) - left);
+    absl::StrAppend(&svg, "<text x=\"", Px(left - 8), "\" y=\"",
+                    Px(y + kRow / 2 + 4), "\" text-anchor=\"end\">",
+                    EscapeHtml(FitText(b.label, kMaxLabel)), "<title>",
+                    EscapeHtml(b.label), "</title></text>");
+    absl::StrAppend(&svg, "<rect x=\"", Px(left), "\" y=\"", Px(y + 4),
+                    "\" width=\"", Px(w), "\" height=\"", Px(kRow - 8),
+                    "\" rx=\"2\" fill=\"", b.color, "\"><title>",
+                    EscapeHtml(b.tooltip.empty() ? b.label : b.tooltip),
+                    "</title></rect>");
+    absl::StrAppend(&svg, "<text x=\"", Px(left + w + 5), "\" y=\"",
+                    Px(y + kRow / 2 + 4), "\" fill=\"", kMutedInk, "\">",
+                    EscapeHtml(b.value_text), "</text>");
+  }
+  if (chart.reference) {
+    const double x = px(*chart.reference);
+    absl::StrAppend(&svg, "<line x1=\"", Px(x), "\" y1=\"", Px(kTop - 4),
+                    "\" x2=\"", Px(x), "\" y2=\"", Px(bottom), "\" stroke=\"",
+                    kInk, "\" stroke-width=\"1.5\" stroke-dasharray=\"3 2\"/>");
+  }
+  absl::StrAppend(&svg, "<path d=\"M", Px(left), " ", Px(kTop), " V",
+                  Px(bottom), " H", Px(left + plot_width),
+                  "\" fill=\"none\" stroke=\"", kAxis, "\"/>");
+  absl::StrAppend(&svg, "<text x=\"", Px(left + plot_width / 2), "\" y=\"",
+                  Px(bottom + 38), "\" text-anchor=\"middle\">",
+                  EscapeHtml(chart.x_label), "</text>");
+  absl::StrAppend(&svg, legend_svg, "</svg>");
+  return svg;
+}
+
+}  // namespace gpubench::client::report_internal

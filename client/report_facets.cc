@@ -1,0 +1,234 @@
+#include "client/report_facets.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/format.h"
+
+namespace gpubench::client {
+namespace report_internal {
+namespace {
+
+std::string OnOff(bool b) { return b ? "on" : "off"; }
+
+// Measures a model, which has a mode and a batch; the kernels and the empty
+// workload have neither.
+bool RunsModel(const v1::RunConfig& c) {
+  return c.workload() != "matmul" && c.workload() != "copy" &&
+         c.workload() != "empty";
+}
+
+// The facets DescribeConfig names, in its order: what runs, how, then where;
+// a copy's memory kind follows its size. Each has a word.
+constexpr FacetId kLabelOrder[] = {
+    kWorkload,  kModelSize,    kParams,         kPinned,    kMode,  kBatch,
+    kPrecision, kChannelsLast, kCudnnBenchmark, kExecution, kInput, kDevice};
+
+}  // namespace
+
+bool HostInput(const v1::RunConfig& c) {
+  return c.input_source() == v1::INPUT_SOURCE_HOST;
+}
+
+bool Trains(const v1::RunConfig& c) { return c.mode() != v1::MODE_INFER; }
+
+const std::array<Facet, kFacetCount>& Facets() {
+  using C = v1::RunConfig;
+  using R = v1::RunResult;
+  static const std::array<Facet, kFacetCount> facets = {{
+      {"workload", "", "",
+       [](const C& c, const R&) {
+         return c.workload().empty() ? "-" : c.workload();
+       },
+       [](const C& c) { return c.workload().empty() ? "?" : c.workload(); }},
+      {"size", "", "",
+       [](const C& c, const R&) {
+         return c.params().model_size().empty() ? "-" : c.params().model_size();
+       },
+       [](const C& c) { return c.params().model_size(); }},
+      {"params", "", "",
+       [](const C& c, const R&) {
+         v1::WorkloadParams rest = c.params();
+         rest.clear_model_size();
+         const std::string text = rest.ShortDebugString();
+         return text.empty() ? std::string("-") : text;
+       },
+       [](const C& c) {
+         const v1::WorkloadParams& p = c.params();
+         if (c.workload() == "matmul") {
+           return absl::StrFormat("%dx%dx%d", p.matmul_m(), p.matmul_n(),
+                                  p.matmul_k());
+         }
+         if (c.workload() == "copy") {
+           return absl::StrCat(
+               Bytes(p.copy_bytes()), " ",
+               Short(v1::CopyDirection_descriptor(), p.copy_direction()));
+         }
+         return std::string();
+       }},
+      {"mode", "", "",
+       [](const C& c, const R&) {
+         return Short(v1::Mode_descriptor(), c.mode());
+       },
+       [](const C& c) {
+         return RunsModel(c) ? Short(v1::Mode_descriptor(), c.mode())
+                             : std::string();
+       }},
+      {"device", "", "",
+       [](const C& c, const R& r) {
+         // The resolved device, so "auto" runs group by where they ran.
+         if (!r.resolved_device().empty()) return r.resolved_device();
+         return c.device().empty() ? std::string("auto") : c.device();
+       },
+       [](const C& c) {
+         return c.device() == "auto" ? std::string() : c.device();
+       }},
+      {"batch", "batch ", "",
+       [](const C& c, const R&) {
+         return c.batch_size() > 0 ? absl::StrCat(c.batch_size())
+                                   : std::string("default");
+       },
+       [](const C& c) {
+         // 32 is the batch size a config without one runs at.
+         return RunsModel(c)
+                    ? absl::StrCat("b",
+                                   c.batch_size() > 0 ? c.batch_size() : 32)
+                    : std::string();
+       }},
+      {"precision", "", "",
+       [](const C& c, const R&) {
+         return Short(v1::Precision_descriptor(), c.precision());
+       },
+       [](const C& c) {
+         return Short(v1::Precision_descriptor(), c.precision());
+       }},
+      {"channels_last", "channels_last ", "",
+       [](const C& c, const R&) { return OnOff(c.channels_last()); },
+       [](const C& c) {
+         return c.channels_last() ? std::string("cl") : std::string();
+       }},
+      {"cudnn_benchmark", "cudnn_benchmark ", "",
+       [](const C& c, const R&) { return OnOff(c.cudnn_benchmark()); },
+       [](const C& c) {
+         return c.cudnn_benchmark() ? std::string("cudnn-bm") : std::string();
+       }},
+      {"execution", "", "",
+       [](const C& c, const R&) {
+         return Short(v1::Execution_descriptor(), c.execution());
+       },
+       [](const C& c) {
+         return c.execution() == v1::EXECUTION_CUDA_GRAPH ? std::string("graph")
+                                                          : std::string();
+       }},
+      {"input", "input ", "",
+       [](const C& c, const R&) {
+         return Short(v1::InputSource_descriptor(), c.input_source());
+       },
+       [](const C& c) {
+         if (!HostInput(c)) return std::string();
+         return absl::StrFormat("host/%dL%s", c.pipeline().loader_threads(),
+                                c.pipeline().pinned_memory() ? "/pinned" : "");
+       }},
+      {"loaders", "", " loaders",
+       [](const C& c, const R&) {
+         return HostInput(c) ? absl::StrCat(c.pipeline().loader_threads())
+                             : std::string("-");
+       },
+       nullptr},
+      {"pinned", "pinned ", "",
+       [](const C& c, const R&) {
+         return HostInput(c) ? OnOff(c.pipeline().pinned_memory())
+                             : std::string("-");
+       },
+       [](const C& c) {
+         // A copy's source or destination; the input word names a pipeline's.
+         if (c.workload() != "copy") return std::string();
+         return std::string(c.pipeline().pinned_memory() ? "pinned"
+                                                         : "pageable");
+       }},
+      {"pipeline", "", "",
+       [](const C& c, const R&) {
+         if (!HostInput(c)) return std::string("-");
+         v1::InputPipeline rest = c.pipeline();
+         rest.clear_loader_threads();
+         rest.clear_pinned_memory();
+         const std::string text = rest.ShortDebugString();
+         return text.empty() ? std::string("-") : text;
+       },
+       nullptr},
+      {"optimizer", "", "",
+       [](const C& c, const R&) {
+         return Trains(c) ? Short(v1::Optimizer_descriptor(), c.optimizer())
+                          : std::string("-");
+       },
+       nullptr},
+      {"lr", "lr ", "",
+       [](const C& c, const R&) {
+         if (!Trains(c)) return std::string("-");
+         return c.learning_rate() > 0 ? absl::StrFormat("%g", c.learning_rate())
+                                      : std::string("default");
+       },
+       nullptr},
+  }};
+  return facets;
+}
+
+FacetValues ValuesOf(const v1::RunConfig& c, const v1::RunResult& r) {
+  FacetValues v;
+  for (int f = 0; f < kFacetCount; ++f) v[f] = Facets()[f].value(c, r);
+  return v;
+}
+
+std::string GroupKey(const FacetValues& v, FacetMask excluded) {
+  std::string key;
+  for (int f = 0; f < kFacetCount; ++f) {
+    if (excluded & Bit(FacetId(f))) continue;
+    absl::StrAppend(&key, v[f], "\x1f");
+  }
+  return key;
+}
+
+std::string GroupLabel(const FacetValues& v,
+                       const std::array<bool, kFacetCount>& varying,
+                       FacetMask excluded) {
+  std::vector<std::string> parts;
+  for (int f = 0; f < kFacetCount; ++f) {
+    if (!varying[f] || (excluded & Bit(FacetId(f))) || v[f] == "-") continue;
+    parts.push_back(absl::StrCat(Facets()[f].prefix, v[f], Facets()[f].suffix));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+JobView MakeView(const ReportJob& job) {
+  JobView view;
+  view.src = &job;
+  for (const v1::Run& r : job.runs) view.runs.push_back(&r);
+  std::stable_sort(view.runs.begin(), view.runs.end(),
+                   [](const v1::Run* a, const v1::Run* b) {
+                     return a->index() < b->index();
+                   });
+  for (const v1::Run* r : view.runs)
+    view.values.push_back(ValuesOf(r->config(), r->result()));
+  for (size_t i = 1; i < view.values.size(); ++i) {
+    for (int f = 0; f < kFacetCount; ++f) {
+      if (view.values[i][f] != view.values[0][f]) view.varying[f] = true;
+    }
+  }
+  return view;
+}
+
+}  // namespace report_internal
+
+std::string DescribeConfig(const v1::RunConfig& config) {
+  std::vector<std::string> words;
+  for (report_internal::FacetId f : report_internal::kLabelOrder) {
+    std::string word = report_internal::Facets()[f].word(config);
+    if (!word.empty()) words.push_back(std::move(word));
+  }
+  return absl::StrJoin(words, " ");
+}
+
+}  // namespace gpubench::client

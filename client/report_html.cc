@@ -1,0 +1,315 @@
+#include "client/report_html.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "client/format.h"
+#include "client/report_chart.h"
+#include "client/report_facets.h"
+#include "client/report_plots.h"
+#include "common/spec.h"
+
+namespace gpubench::client::report_internal {
+namespace {
+
+std::string When(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "";
+  const absl::Time at =
+      absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", at, absl::UTCTimeZone());
+}
+
+absl::Duration Between(const google::protobuf::Timestamp& a,
+                       const google::protobuf::Timestamp& b) {
+  return absl::Seconds(b.seconds() - a.seconds()) +
+         absl::Nanoseconds(b.nanos() - a.nanos());
+}
+
+// Cancelled runs keep partial figures; the table shows them, flagged.
+bool HasFigures(const v1::Run& r) {
+  return r.state() == v1::RUN_STATE_SUCCEEDED ||
+         r.state() == v1::RUN_STATE_CANCELLED;
+}
+
+std::string Pill(const std::string& text, const std::string& cls) {
+  return absl::StrCat("<span class=\"pill ", cls, "\">", EscapeHtml(text),
+                      "</span>");
+}
+
+// A run's or a job's state by its short name, coloured by how it ended:
+// succeeded, failed, stopped short (out of memory, cancelled, interrupted) or
+// not ended.
+std::string StatePill(const google::protobuf::EnumDescriptor* type, int state) {
+  const std::string name = Short(type, state);
+  const char* cls =
+      name == "succeeded" ? "ok"
+      : name == "failed"  ? "bad"
+      : name == "out_of_memory" || name == "cancelled" || name == "interrupted"
+          ? "warn"
+          : "muted";
+  return Pill(name, cls);
+}
+
+std::string Flags(const v1::Run& r) {
+  const auto& res = r.result();
+  std::vector<std::string> flags;
+  if (HasFigures(r)) {
+    if (!res.stable()) flags.push_back(Pill("unstable", "warn"));
+    if (r.state() == v1::RUN_STATE_CANCELLED)
+      flags.push_back(Pill("partial", "warn"));
+    if (res.bandwidth_gb_per_s() > 0) {
+      flags.push_back(
+          Pill(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()), "info"));
+    } else if (res.achieved_tflops() > 0) {
+      flags.push_back(
+          Pill(absl::StrFormat("%.1f TFLOP/s", res.achieved_tflops()), "info"));
+    }
+  }
+  if (res.telemetry().throttled()) {
+    std::string text = "throttled";
+    if (!res.telemetry().throttle_reasons().empty()) {
+      absl::StrAppend(&text, ": ",
+                      absl::StrJoin(res.telemetry().throttle_reasons(), ", "));
+    }
+    flags.push_back(Pill(text, "warn"));
+  }
+  switch (r.history().verdict()) {
+    case v1::VERDICT_REGRESSED:
+      flags.push_back(Pill(
+          absl::StrFormat("regressed %.2f\u00d7", r.history().ratio()), "bad"));
+      break;
+    case v1::VERDICT_IMPROVED:
+      flags.push_back(Pill(
+          absl::StrFormat("improved %.2f\u00d7", r.history().ratio()), "ok"));
+      break;
+    default:
+      break;
+  }
+  if (!r.error().empty()) {
+    const std::string shown = r.error().size() > 100
+                                  ? r.error().substr(0, 100) + "\u2026"
+                                  : r.error();
+    flags.push_back(absl::StrCat("<span class=\"err\" title=\"",
+                                 EscapeHtml(r.error()), "\">",
+                                 EscapeHtml(shown), "</span>"));
+  }
+  return absl::StrJoin(flags, " ");
+}
+
+std::string Td(const std::string& html, bool num = false) {
+  return absl::StrCat(num ? "<td class=\"num\">" : "<td>", html, "</td>");
+}
+
+std::string RunTable(const JobView& view) {
+  if (view.runs.empty()) return "<p class=\"note\">No runs.</p>\n";
+  std::string out =
+      "<div class=\"tablewrap\"><table class=\"runs\"><thead><tr><th "
+      "class=\"num\">#</th>";
+  for (int f = 0; f < kFacetCount; ++f) {
+    if (view.varying[f])
+      absl::StrAppend(&out, "<th>", Facets()[f].header, "</th>");
+  }
+  absl::StrAppend(
+      &out,
+      "<th>state</th><th class=\"num\">samples/s</th><th class=\"num\">95% "
+      "CI</th>"
+      "<th class=\"num\">p50 ms</th><th class=\"num\">p95 ms</th>"
+      "<th class=\"num\">p99 ms</th><th class=\"num\">data wait</th>"
+      "<th class=\"num\">peak mem</th><th class=\"num\">loss first&gt;last</th>"
+      "<th>flags</th></tr></thead><tbody>\n");
+  for (size_t i = 0; i < view.runs.size(); ++i) {
+    const v1::Run& r = *view.runs[i];
+    const auto& res = r.result();
+    out += "<tr>";
+    out += Td(absl::StrCat(r.index()), true);
+    for (int f = 0; f < kFacetCount; ++f) {
+      if (view.varying[f])
+        out += Td(EscapeHtml(view.values[i][f]), f == kBatch || f == kLoaders);
+    }
+    out += Td(StatePill(v1::RunState_descriptor(), r.state()));
+    std::string tput = "-", ci = "-", p50 = "-", p95 = "-", p99 = "-",
+                wait = "-", loss = "-";
+    if (HasFigures(r)) {
+      tput = FormatFigure(res.throughput_samples_per_s());
+      if (res.throughput_ci_high() > 0) {
+        ci = absl::StrCat(FormatFigure(res.throughput_ci_low()), "\u2013",
+                          FormatFigure(res.throughput_ci_high()));
+      }
+      p50 = FormatFigure(res.latency().p50_ms());
+      p95 = FormatFigure(res.latency().p95_ms());
+      p99 = FormatFigure(res.latency().p99_ms());
+      wait = absl::StrFormat("%.1f%%", 100 * res.data_wait_share());
+      if (Trains(r.config()) &&
+          (res.first_loss() != 0 || res.last_loss() != 0)) {
+        loss = absl::StrFormat("%.3f &gt; %.3f", res.first_loss(),
+                               res.last_loss());
+      }
+    }
+    const int64_t device_bytes = res.memory().peak_device_allocated_bytes();
+    const std::string mem =
+        device_bytes > 0 ? Bytes(device_bytes)
+        : res.memory().peak_host_rss_bytes() > 0
+            ? Bytes(res.memory().peak_host_rss_bytes()) + " RSS"
+            : "-";
+    out += Td(tput, true) +
+           Td(absl::StrCat("<span class=\"ci\">", ci, "</span>"), true) +
+           Td(p50, true) + Td(p95, true) + Td(p99, true) + Td(wait, true) +
+           Td(mem, true) + Td(loss, true) + "<td class=\"flags\">" + Flags(r) +
+           "</td>";
+    out += "</tr>\n";
+  }
+  out += "</tbody></table></div>\n";
+  return out;
+}
+
+std::string MaxBatchFits(const JobView& view) {
+  const auto& fits = view.src->job.max_batch_size_fits();
+  if (fits.empty()) return "-";
+  std::vector<std::pair<std::string, int>> rows;
+  for (const auto& [key, batch] : fits) {
+    std::string label;
+    if (auto config = ParseConfigKey(key); config.ok()) {
+      label = GroupLabel(ValuesOf(*config, {}), view.varying, Bit(kBatch));
+      if (label.empty()) label = ValuesOf(*config, {})[kWorkload];
+    } else {
+      label = key;  // written by another version; show it as it is
+    }
+    rows.push_back({label, batch});
+  }
+  std::sort(rows.begin(), rows.end());
+  std::vector<std::string> parts;
+  for (const auto& [label, batch] : rows) {
+    parts.push_back(absl::StrCat("<span class=\"kv\">", EscapeHtml(label),
+                                 ": <b>", batch, "</b></span>"));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+constexpr char kCss[] = R"css(
+:root { color-scheme: light; }
+body { margin: 0; background: #f6f7f9; color: #1f2328;
+  font: 14px/1.45 "Helvetica Neue", Arial, "Liberation Sans", "DejaVu Sans", sans-serif; }
+main { max-width: 1220px; margin: 0 auto; padding: 20px 24px 40px; }
+header h1 { font-size: 24px; margin: 4px 0 4px; }
+header .meta { color: #57606a; margin: 0 0 6px; }
+header ul { margin: 4px 0 16px; padding-left: 20px; }
+a { color: #0969da; text-decoration: none; }
+.job { background: #fff; border: 1px solid #d0d7de; border-radius: 8px;
+  padding: 14px 20px 18px; margin: 0 0 20px; }
+.job h2 { font-size: 18px; margin: 0 0 10px; }
+dl.summary { display: grid; grid-template-columns: max-content 1fr; gap: 3px 16px; margin: 0 0 10px; }
+dl.summary dt { color: #57606a; }
+dl.summary dd { margin: 0; }
+.fixed { color: #57606a; margin: 6px 0 10px; }
+.kv { display: inline-block; margin-right: 12px; }
+.muted, .ci { color: #6e7781; }
+.note { color: #57606a; font-style: italic; }
+.err { color: #a40e26; }
+pre.stderr { background: #f6f8fa; border: 1px solid #d0d7de; padding: 8px; font-size: 12px;
+  overflow-x: auto; }
+.tablewrap { overflow-x: auto; margin: 0 0 14px; }
+table.runs { border-collapse: collapse; font-size: 13px; }
+table.runs th, table.runs td { padding: 4px 9px; border-bottom: 1px solid #eaeef2;
+  white-space: nowrap; text-align: left; }
+table.runs th { background: #f3f5f7; font-weight: 600; border-bottom: 1px solid #d0d7de; }
+table.runs td.flags { white-space: normal; min-width: 180px; max-width: 320px; }
+table.runs .num { text-align: right; font-variant-numeric: tabular-nums; }
+table.runs tbody tr:nth-child(even) { background: #fafbfc; }
+.pill { display: inline-block; padding: 0 7px; border-radius: 9px; font-size: 12px;
+  line-height: 18px; background: #eaeef2; color: #424a53; }
+h2 .pill { vertical-align: middle; }
+.pill.ok { background: #dafbe1; color: #116329; }
+.pill.bad { background: #ffebe9; color: #a40e26; }
+.pill.warn { background: #fff8c5; color: #7d4e00; }
+.pill.info { background: #ddf4ff; color: #0550ae; }
+.plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 14px; }
+figure { margin: 0; border: 1px solid #eaeef2; border-radius: 6px; padding: 6px; background: #fff; }
+svg.chart { display: block; width: 100%; height: auto; }
+footer { color: #6e7781; font-size: 12px; text-align: center; margin-top: 8px; }
+)css";
+
+}  // namespace
+
+std::string JobId(const v1::Job& job) {
+  return job.job_id().empty() ? "job" : job.job_id();
+}
+
+std::string JobSection(const ReportJob& job) {
+  const JobView view = MakeView(job);
+  const v1::Job& j = job.job;
+  std::string out = absl::StrCat(
+      "<section class=\"job\" id=\"job-", EscapeHtml(JobId(j)), "\">\n<h2>",
+      EscapeHtml(j.spec().name().empty() ? "Job " + j.job_id()
+                                         : j.spec().name()),
+      " ", StatePill(v1::JobState_descriptor(), j.state()),
+      "</h2>\n<dl class=\"summary\">");
+  auto row = [&out](const std::string& name, const std::string& html) {
+    absl::StrAppend(&out, "<dt>", name, "</dt><dd>", html, "</dd>");
+  };
+  row("job id", absl::StrCat("<code>", EscapeHtml(j.job_id()), "</code>"));
+  row("name", j.spec().name().empty() ? "-" : EscapeHtml(j.spec().name()));
+  row("state", StatePill(v1::JobState_descriptor(), j.state()));
+  std::string host = EscapeHtml(job.host.empty() ? "local" : job.host);
+  if (!j.host_id().empty())
+    absl::StrAppend(&host, " <span class=\"muted\">(", EscapeHtml(j.host_id()),
+                    ")</span>");
+  row("host", host);
+  int succeeded = 0;
+  for (const v1::Run* r : view.runs)
+    succeeded += r->state() == v1::RUN_STATE_SUCCEEDED;
+  row("runs", absl::StrFormat("%d of %d done, %d succeeded", j.runs_done(),
+                              std::max<int>(j.run_count(), view.runs.size()),
+                              succeeded));
+  std::string times = EscapeHtml(When(j.submit_time()).empty()
+                                     ? "-"
+                                     : "submitted " + When(j.submit_time()));
+  if (!When(j.start_time()).empty() && !When(j.end_time()).empty()) {
+    absl::StrAppend(
+        &times, "; ran ",
+        EscapeHtml(absl::FormatDuration(absl::Trunc(
+            Between(j.start_time(), j.end_time()), absl::Seconds(1)))),
+        " from ", EscapeHtml(When(j.start_time())));
+  }
+  row("time", times);
+  row("max batch that fit", MaxBatchFits(view));
+  if (!j.schedule_id().empty()) row("schedule", EscapeHtml(j.schedule_id()));
+  if (!j.error().empty())
+    row("error",
+        absl::StrCat("<span class=\"err\">", EscapeHtml(j.error()), "</span>"));
+  if (!j.worker_exit().empty()) row("worker exit", EscapeHtml(j.worker_exit()));
+  out += "</dl>\n";
+  if (!j.worker_stderr_tail().empty()) {
+    absl::StrAppend(&out, "<pre class=\"stderr\">",
+                    EscapeHtml(j.worker_stderr_tail()), "</pre>\n");
+  }
+  if (!view.runs.empty()) {
+    std::vector<std::string> fixed;
+    for (int f = 0; f < kFacetCount; ++f) {
+      if (view.varying[f] || view.values[0][f] == "-") continue;
+      fixed.push_back(absl::StrCat("<span class=\"kv\">", Facets()[f].header,
+                                   " <b>", EscapeHtml(view.values[0][f]),
+                                   "</b></span>"));
+    }
+    if (!fixed.empty()) {
+      absl::StrAppend(&out, "<p class=\"fixed\">Every run: ",
+                      absl::StrJoin(fixed, " "), "</p>\n");
+    }
+  }
+  out += RunTable(view);
+  const std::string plots = JobPlots(view);
+  if (!plots.empty())
+    absl::StrAppend(&out, "<div class=\"plots\">\n", plots, "</div>\n");
+  out += "</section>\n";
+  return out;
+}
+
+const char* ReportCss() { return kCss; }
+
+}  // namespace gpubench::client::report_internal

@@ -1,0 +1,296 @@
+#include "client/report_plots.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/report_chart.h"
+
+namespace gpubench::client::report_internal {
+namespace {
+
+// Figures of these states are whole measurements; plots use only them.
+bool Succeeded(const v1::Run& r) {
+  return r.state() == v1::RUN_STATE_SUCCEEDED &&
+         r.result().throughput_samples_per_s() > 0;
+}
+
+std::string LabelOr(std::string label, const std::string& fallback) {
+  return label.empty() ? fallback : label;
+}
+
+// A chart that draws nothing leaves no empty frame.
+std::string Figure(const std::string& svg) {
+  if (svg.empty()) return "";
+  return absl::StrCat("<figure>", svg, "</figure>\n");
+}
+
+std::string BatchPlots(const JobView& view) {
+  const auto groups = Groups(view, Bit(kBatch), [](const v1::Run& r) {
+    return Succeeded(r) && r.config().batch_size() > 0;
+  });
+  LineChart tput{"Throughput vs batch size", "batch size", "samples/s", {}};
+  LineChart latency{"Latency (p50, p95) vs batch size",
+                    "batch size",
+                    "ms per step",
+                    {},
+                    true};
+  bool device_memory = false;
+  int64_t max_bytes = 0;
+  for (const auto& g : groups) {
+    for (size_t i : g) {
+      const auto& m = view.runs[i]->result().memory();
+      if (m.peak_device_allocated_bytes() > 0) device_memory = true;
+      max_bytes = std::max({max_bytes, m.peak_device_allocated_bytes(),
+                            m.peak_host_rss_bytes()});
+    }
+  }
+  const bool gib = max_bytes >= (int64_t{1} << 30);
+  LineChart memory{device_memory ? "Peak device memory vs batch size"
+                                 : "Peak host RSS vs batch size",
+                   "batch size",
+                   absl::StrCat(device_memory ? "peak allocated" : "peak RSS",
+                                gib ? " (GiB)" : " (MiB)"),
+                   {}};
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const auto& g = groups[gi];
+    const std::string label =
+        LabelOr(GroupLabel(view.values[g[0]], view.varying, Bit(kBatch)),
+                view.values[g[0]][kWorkload]);
+    const std::string color = SeriesColor(gi);
+    Series t{label, color, false, {}}, p50{label + " p50", color, false, {}},
+        p95{label + " p95", color, true, {}}, mem{label, color, false, {}};
+    for (size_t i : g) {
+      const v1::Run& r = *view.runs[i];
+      const double batch = r.config().batch_size();
+      const auto& res = r.result();
+      t.points.push_back({batch, res.throughput_samples_per_s()});
+      if (res.latency().p50_ms() > 0)
+        p50.points.push_back({batch, res.latency().p50_ms()});
+      if (res.latency().p95_ms() > 0)
+        p95.points.push_back({batch, res.latency().p95_ms()});
+      const int64_t bytes = device_memory
+                                ? res.memory().peak_device_allocated_bytes()
+                                : res.memory().peak_host_rss_bytes();
+      if (bytes > 0)
+        mem.points.push_back({batch, bytes / double(gib ? 1 << 30 : 1 << 20)});
+    }
+    tput.series.push_back(std::move(t));
+    if (!p50.points.empty()) latency.series.push_back(std::move(p50));
+    if (!p95.points.empty()) latency.series.push_back(std::move(p95));
+    if (!mem.points.empty()) memory.series.push_back(std::move(mem));
+  }
+  std::string out;
+  for (const LineChart* c : {&tput, &latency, &memory}) {
+    out += Figure(RenderLineChart(*c));
+  }
+  return out;
+}
+
+constexpr size_t kMaxBars = 40;
+
+std::vector<LegendEntry> SpeedupLegend(const std::string& baseline) {
+  return {{"faster than " + baseline, kFaster, Mark::kBox},
+          {"slower", kSlower, Mark::kBox},
+          {"1\u00d7 = " + baseline, kInk, Mark::kReference}};
+}
+
+Bar SpeedupBar(std::string label, const v1::Run& run, const v1::Run& base) {
+  const double a = run.result().throughput_samples_per_s();
+  const double b = base.result().throughput_samples_per_s();
+  const double ratio = a / b;
+  return {std::move(label), ratio, absl::StrFormat("%.2f\u00d7", ratio),
+          ratio >= 1 ? kFaster : kSlower,
+          absl::StrCat(FormatFigure(a), " vs ", FormatFigure(b), " samples/s")};
+}
+
+void CapBars(BarChart* chart) {
+  if (chart->bars.size() <= kMaxBars) return;
+  const size_t all = chart->bars.size();
+  chart->bars.resize(kMaxBars);
+  chart->title += absl::StrFormat(" (first %d of %d)", kMaxBars, all);
+}
+
+std::string DeviceSpeedupPlot(const JobView& view) {
+  BarChart chart{"Speedup by device",
+                 "throughput ratio (\u00d7)",
+                 {},
+                 1.0,
+                 SpeedupLegend("the baseline device")};
+  for (const auto& g : Groups(view, Bit(kDevice), Succeeded)) {
+    // CPU is the natural baseline; without one, the first device listed.
+    size_t base = g[0];
+    for (size_t i : g) {
+      if (view.values[i][kDevice] == "cpu") {
+        base = i;
+        break;
+      }
+    }
+    const std::string context =
+        GroupLabel(view.values[base], view.varying, Bit(kDevice));
+    for (size_t i : g) {
+      if (view.values[i][kDevice] == view.values[base][kDevice]) continue;
+      std::string label = absl::StrCat(view.values[i][kDevice], " vs ",
+                                       view.values[base][kDevice]);
+      if (!context.empty()) absl::StrAppend(&label, " \u00b7 ", context);
+      chart.bars.push_back(
+          SpeedupBar(std::move(label), *view.runs[i], *view.runs[base]));
+    }
+  }
+  CapBars(&chart);
+  return Figure(RenderBarChart(chart));
+}
+
+bool Fp32(const v1::RunConfig& c) {
+  return c.precision() == v1::PRECISION_FP32 ||
+         c.precision() == v1::PRECISION_UNSPECIFIED;
+}
+
+bool IsBaseline(const v1::RunConfig& c) {
+  return Fp32(c) && !c.channels_last() &&
+         c.execution() != v1::EXECUTION_CUDA_GRAPH;
+}
+
+std::string OptimisedPlot(const JobView& view) {
+  constexpr FacetMask kOptimisations =
+      Bit(kPrecision) | Bit(kChannelsLast) | Bit(kExecution);
+  BarChart chart{"Optimised vs baseline (fp32, eager, no channels_last)",
+                 "throughput ratio (\u00d7)",
+                 {},
+                 1.0,
+                 SpeedupLegend("baseline")};
+  for (const auto& g : Groups(view, kOptimisations, Succeeded)) {
+    std::optional<size_t> base;
+    for (size_t i : g) {
+      if (IsBaseline(view.runs[i]->config())) {
+        base = i;
+        break;
+      }
+    }
+    if (!base) continue;
+    const std::string context =
+        GroupLabel(view.values[*base], view.varying, kOptimisations);
+    for (size_t i : g) {
+      const v1::RunConfig& c = view.runs[i]->config();
+      if (IsBaseline(c)) continue;
+      std::vector<std::string> what;
+      if (!Fp32(c)) what.push_back(view.values[i][kPrecision]);
+      if (c.channels_last()) what.push_back("channels_last");
+      if (c.execution() == v1::EXECUTION_CUDA_GRAPH)
+        what.push_back("cuda_graph");
+      std::string label = absl::StrJoin(what, " + ");
+      if (!context.empty()) absl::StrAppend(&label, " \u00b7 ", context);
+      chart.bars.push_back(
+          SpeedupBar(std::move(label), *view.runs[i], *view.runs[*base]));
+    }
+  }
+  CapBars(&chart);
+  return Figure(RenderBarChart(chart));
+}
+
+std::string DataWaitPlot(const JobView& view) {
+  const auto groups = Groups(view, Bit(kLoaders), [](const v1::Run& r) {
+    return Succeeded(r) && HostInput(r.config());
+  });
+  LineChart chart{"Data-wait share vs loader threads",
+                  "loader threads",
+                  "data wait (% of measured time)",
+                  {}};
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const auto& g = groups[gi];
+    Series s{LabelOr(GroupLabel(view.values[g[0]], view.varying, Bit(kLoaders)),
+                     view.values[g[0]][kWorkload] + ", host input"),
+             SeriesColor(gi),
+             false,
+             {}};
+    for (size_t i : g) {
+      const v1::Run& r = *view.runs[i];
+      s.points.push_back({double(r.config().pipeline().loader_threads()),
+                          100 * r.result().data_wait_share()});
+    }
+    chart.series.push_back(std::move(s));
+  }
+  return Figure(RenderLineChart(chart));
+}
+
+// Stable colours per category across every operator chart of the page.
+const char* CategoryColor(const std::string& category) {
+  static const std::map<std::string, int> kOrder = {
+      {"convolution", 0},   {"matmul", 1},      {"attention", 2},
+      {"normalization", 3}, {"elementwise", 4}, {"pooling", 5},
+      {"rnn", 6},           {"memcpy_h2d", 7},  {"memcpy_d2h", 7},
+      {"memcpy_d2d", 7},    {"optimizer", 8}};
+  auto it = kOrder.find(category);
+  return it == kOrder.end() ? "#bab0ac" : SeriesColor(it->second);
+}
+
+constexpr int kMaxOperatorCharts = 8;
+constexpr int kMaxOperators = 12;
+
+std::string OperatorPlots(const JobView& view) {
+  std::string out;
+  int charts = 0, skipped = 0;
+  for (size_t i = 0; i < view.runs.size(); ++i) {
+    const v1::Run& r = *view.runs[i];
+    const auto& profile = r.result().profile();
+    if (profile.top_operators().empty()) continue;
+    if (charts == kMaxOperatorCharts) {
+      ++skipped;
+      continue;
+    }
+    ++charts;
+    const std::string context = GroupLabel(view.values[i], view.varying, 0);
+    BarChart chart{
+        absl::StrCat("Top operators \u00b7 run #", r.index(),
+                     context.empty() ? "" : absl::StrCat(" (", context, ")")),
+        absl::StrCat("share of ", profile.device_times() ? "device" : "CPU",
+                     " self time (%)"),
+        {},
+        std::nullopt,
+        {}};
+    std::vector<const v1::OperatorStat*> ops;
+    for (const auto& op : profile.top_operators()) ops.push_back(&op);
+    std::stable_sort(ops.begin(), ops.end(), [](const auto* a, const auto* b) {
+      return a->share() > b->share();
+    });
+    if (ops.size() > kMaxOperators) ops.resize(kMaxOperators);
+    std::vector<std::string> categories;
+    for (const auto* op : ops) {
+      const std::string category =
+          op->category().empty() ? "other" : op->category();
+      chart.bars.push_back(
+          {op->name(), 100 * op->share(),
+           absl::StrFormat("%.1f%%", 100 * op->share()),
+           CategoryColor(category),
+           absl::StrFormat("%s: %d calls, %.0f us self, %s", op->name(),
+                           op->count(), op->self_time_us(), category)});
+      if (std::find(categories.begin(), categories.end(), category) ==
+          categories.end()) {
+        categories.push_back(category);
+        chart.legend.push_back({category, CategoryColor(category), Mark::kBox});
+      }
+    }
+    out += Figure(RenderBarChart(chart));
+  }
+  if (skipped > 0) {
+    out += absl::StrFormat(
+        "<p class=\"note\">%d more profiled runs not drawn.</p>\n", skipped);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string JobPlots(const JobView& view) {
+  return BatchPlots(view) + DeviceSpeedupPlot(view) + OptimisedPlot(view) +
+         DataWaitPlot(view) + OperatorPlots(view);
+}
+
+}  // namespace gpubench::client::report_internal
