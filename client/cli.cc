@@ -536,6 +536,7 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
       }
       if (!res.stable()) notes.push_back("unstable");
       if (res.telemetry().throttled()) notes.push_back("throttled");
+      if (res.contention().contended()) notes.push_back("contended");
     } else {
       for (int i = 0; i < 6; ++i) row.push_back("-");
     }

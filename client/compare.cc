@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/contention.h"
 
 namespace gpubench::client {
 namespace {
@@ -14,12 +15,6 @@ double SmallestP(int n1, int n2) {
   double c = 1;
   for (int k = 1; k <= n1; ++k) c = c * (n2 + k) / k;
   return std::min(1.0, 2 / c);
-}
-
-// 1000 / throughput: time per sample over the run's measured windows.
-double ThroughputMs(const v1::Run& run) {
-  const double tput = run.result().throughput_samples_per_s();
-  return tput > 0 ? 1000 / tput : 0;
 }
 
 std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100 * fraction); }
@@ -102,47 +97,35 @@ Comparison CompareRepetitions(const std::vector<double>& baseline_ms,
 }
 
 double RunTimePerSampleMs(const v1::Run& run) {
-  const double batch = run.config().batch_size() > 0 ? run.config().batch_size() : 1;
-  const auto& device = run.samples().device_ms();
-  const auto& samples = device.empty() ? run.samples().host_ms() : device;
-  if (!samples.empty()) {
-    std::vector<double> per_sample;
-    per_sample.reserve(samples.size());
-    for (float ms : samples) per_sample.push_back(ms / batch);
-    return stats::Median(std::move(per_sample));
-  }
-  return ThroughputMs(run);
+  const double tput = run.result().throughput_samples_per_s();
+  return tput > 0 ? 1000 / tput : 0;
 }
 
 Comparison CompareRuns(const std::vector<const v1::Run*>& baseline,
                        const std::vector<const v1::Run*>& candidate, const CompareRule& rule) {
-  // One kind of figure for every run: a median of iterations is not a
-  // throughput over a window, so where a run's samples are gone (retention,
-  // or not fetched) every run is taken by its throughput.
-  bool all_samples = true;
-  for (const auto* side : {&baseline, &candidate}) {
-    for (const v1::Run* run : *side) {
-      all_samples = all_samples && (run->samples().device_ms_size() > 0 ||
-                                    run->samples().host_ms_size() > 0);
-    }
-  }
   std::vector<double> figures[2];
-  int left_out = 0;
+  int left_out = 0, contended = 0;
   for (int side = 0; side < 2; ++side) {
     for (const v1::Run* run : side == 0 ? baseline : candidate) {
-      const double ms = all_samples ? RunTimePerSampleMs(*run) : ThroughputMs(*run);
+      const double ms = RunTimePerSampleMs(*run);
       if (run->state() != v1::RUN_STATE_SUCCEEDED || !(ms > 0) || !std::isfinite(ms)) {
         ++left_out;
         continue;
       }
+      // The sides are the user's choice: a contended or throttled run stays
+      // (the nightly rule and --history leave such runs out of a baseline),
+      // and is named.
+      if (!NotABaselineBecause(*run).empty()) ++contended;
       figures[side].push_back(ms);
     }
   }
   Comparison c = CompareRepetitions(figures[0], figures[1], rule);
-  if (left_out > 0) {
-    c.why = absl::StrCat(c.why, c.why.empty() ? "" : "; ", left_out,
-                         left_out == 1 ? " run" : " runs", " left out (not succeeded)");
-  }
+  auto note = [&c](int n, const char* what) {
+    if (n == 0) return;
+    c.why = absl::StrCat(c.why, c.why.empty() ? "" : "; ", n, n == 1 ? " run " : " runs ", what);
+  };
+  note(left_out, "left out (not succeeded)");
+  note(contended, "contended or throttled (see show)");
   return c;
 }
 

@@ -2,7 +2,8 @@
 // evidence is a repetition: a run (its own worker process, at its own time),
 // never an iteration, whose iterations share everything that varies between
 // processes (clocks, cuDNN's algorithm picks, what else ran). Each run gives
-// one figure, its median time per sample; a Mann-Whitney U test on the
+// one figure, its time per sample over its measured window (1 /
+// throughput); a Mann-Whitney U test on the
 // figures of the two sides (exact at these sizes) gives the p-value, and the
 // ratio of their medians (baseline over candidate: > 1 means the candidate
 // is faster) with a bootstrap 95% interval gives the size. Where the runs
@@ -56,9 +57,10 @@ struct Comparison {
 Comparison CompareRepetitions(const std::vector<double>& baseline_ms,
                               const std::vector<double>& candidate_ms, const CompareRule& rule);
 
-// A run's figure: the median time per sample of its iterations (device time,
-// else host time, over the batch size) when it carries samples, else from its
-// throughput. 0 when it has neither.
+// A run's figure: its time per sample over the measured window, 1000 /
+// throughput (0 without one). Not the median iteration: on the H100 a
+// matmul's runs varied 0.6-0.9% by throughput and 1.5-2.4% by median
+// iteration time (bench/results/2026-11-25-verdicts.txt).
 double RunTimePerSampleMs(const v1::Run& run);
 
 // Compares the repetitions of one config on each side. Runs that did not

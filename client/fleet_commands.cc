@@ -16,6 +16,7 @@
 #include "client/compare.h"
 #include "client/report.h"
 #include "client/spec_flags.h"
+#include "common/contention.h"
 #include "common/spec.h"
 #include "common/stats.h"
 #include "google/protobuf/util/time_util.h"
@@ -90,7 +91,9 @@ std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rul
   const Groups base_groups = group(base), cand_groups = group(cand);
   const bool single = base_groups.size() == 1 && cand_groups.size() == 1;
   std::vector<Row> rows;
-  for (const auto& [key, cand_runs] : cand_groups) {
+  for (const auto& cand_group : cand_groups) {
+    const std::string& key = cand_group.first;
+    const std::vector<const v1::Run*>& cand_runs = cand_group.second;
     auto b = std::find_if(base_groups.begin(), base_groups.end(),
                           [&](const auto& g) { return g.first == key; });
     if (b == base_groups.end() && single) b = base_groups.begin();
@@ -121,19 +124,18 @@ absl::StatusOr<CompareRule> Rule(const Args& a) {
   return rule;
 }
 
-// Runs of a job or one run, with samples.
+// Runs of a job or one run (their throughput is the figure: no samples).
 absl::Status FetchSide(const Daemon& d, const std::string& id, Side* side) {
   side->name = id;
   if (!id.empty() && id[0] == 'r') {
     v1::GetRunRequest req;
     req.set_run_id(id);
-    req.set_include_samples(true);
     auto resp = d.Call(&v1::BenchService::Stub::GetRun, req);
     if (!resp.ok()) return resp.status();
     side->runs = {resp->run()};
     return absl::OkStatus();
   }
-  return ListAllRuns(d, id, /*include_samples=*/true, &side->runs);
+  return ListAllRuns(d, id, /*include_samples=*/false, &side->runs);
 }
 
 int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
@@ -150,8 +152,8 @@ int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
   return kExitOk;
 }
 
-// Submits spec to d, follows the job to its end and appends its runs (with
-// samples) to side. The exit code; what went wrong goes to log.
+// Submits spec to d, follows the job to its end and appends its runs to
+// side. The exit code; what went wrong goes to log.
 int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, Side* side, std::ostream& log) {
   v1::SubmitJobRequest submit;
   *submit.mutable_spec() = spec;
@@ -162,7 +164,7 @@ int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, Side* side, std::ostre
     return CallFailed(d.host, s, log);
   }
   std::vector<v1::Run> runs;
-  if (auto s = ListAllRuns(d, job_id, /*include_samples=*/true, &runs); !s.ok()) {
+  if (auto s = ListAllRuns(d, job_id, /*include_samples=*/false, &runs); !s.ok()) {
     return CallFailed(d.host, s, log);
   }
   int code = runs.empty() ? kExitJobFailed : kExitOk;
@@ -259,7 +261,7 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
   req.set_page_size(200);
   *req.mutable_started_before() = run.start_time();  // its history: earlier runs only
   Side base;
-  int used = 0;
+  int used = 0, unusable = 0;
   do {
     auto queried = d->Call(&v1::BenchService::Stub::QueryRuns, req);
     if (!queried.ok()) return CallFailed(d->host, queried.status(), err);
@@ -269,6 +271,10 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
         continue;
       }
       if (used == kHistoryRuns) break;
+      if (!NotABaselineBecause(r).empty()) {
+        ++unusable;
+        continue;
+      }
       ++used;
       base.runs.push_back(r);
     }
@@ -280,6 +286,9 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
     return kExitJobFailed;
   }
   base.name = absl::StrCat("last ", used, " runs");
+  if (unusable > 0) {
+    absl::StrAppend(&base.name, " (", unusable, " contended or throttled left out)");
+  }
   cand.name = run.run_id();
   return PrintRows(Pair(base, cand, rule), a, out, err);
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/format.h"
+#include "common/workload_defaults.h"
 
 namespace gpubench::client {
 namespace report_internal {
@@ -48,7 +49,12 @@ const std::array<Facet, kFacetCount>& Facets() {
        [](const C& c, const R&) {
          return c.params().model_size().empty() ? "-" : c.params().model_size();
        },
-       [](const C& c) { return c.params().model_size(); }},
+       [](const C& c) {
+         // The workload's default size goes without saying (configs are
+         // stored with their defaults filled in).
+         const std::string& size = c.params().model_size();
+         return size == DefaultsOf(c.workload()).model_size ? std::string() : size;
+       }},
       {"params", "", "",
        [](const C& c, const R&) {
          v1::WorkloadParams rest = c.params();
@@ -103,7 +109,9 @@ const std::array<Facet, kFacetCount>& Facets() {
          return Short(v1::Precision_descriptor(), c.precision());
        },
        [](const C& c) {
-         return Short(v1::Precision_descriptor(), c.precision());
+         return c.precision() == v1::PRECISION_FP32 || c.precision() == v1::PRECISION_UNSPECIFIED
+                    ? std::string()
+                    : Short(v1::Precision_descriptor(), c.precision());
        }},
       {"channels_last", "channels_last ", "",
        [](const C& c, const R&) { return OnOff(c.channels_last()); },

@@ -196,6 +196,9 @@ const std::map<std::string, Flag>& Flags() {
                         })},
       {"name", Single("job name", AsString,
                       [](const std::string& v, J* j) { j->set_name(v); })},
+      {"exclusive", Single("true: no other job runs beside this one (default: true for "
+                           "schedules, false otherwise; a CPU job always runs alone)",
+                           ToBool, [](bool v, J* j) { j->set_exclusive(v); })},
   };
   return *flags;
 }

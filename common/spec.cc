@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/workload_defaults.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -348,25 +349,13 @@ absl::Status ValidateMeasurement(const std::string& path,
   return CheckRange(path + ".max_iterations", m.max_iterations(), 0, 100000000);
 }
 
-// The image side and sequence length a workload uses when the spec leaves
-// them 0 (0: the workload has none). The engine's ApplyWorkloadDefaults is
-// the authority; these mirror it for the size bound below.
-std::pair<int64_t, int64_t> ImageAndSequenceDefaults(const std::string& workload) {
-  if (workload == "mlp" || workload == "simple_cnn") return {32, 0};
-  if (workload == "resnet18" || workload == "resnet50") return {224, 0};
-  if (workload == "unet") return {128, 0};
-  if (workload == "cnn_lstm") return {64, 16};
-  if (workload == "bilstm") return {0, 256};
-  if (workload == "transformer") return {0, 512};
-  return {0, 0};
-}
-
 // What one run's input would weigh, against its bounds: batch × image²
 // (× frames for cnn_lstm), batch × sequence length, and each torchscript
 // input's elements. Sizes left 0 count at the workload's default.
 absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
-  const int64_t batch = c.batch_size() > 0 ? c.batch_size() : 32;
-  const auto [image_default, tokens_default] = ImageAndSequenceDefaults(c.workload());
+  const int64_t batch = c.batch_size() > 0 ? c.batch_size() : kDefaultBatchSize;
+  const WorkloadDefaults defaults = DefaultsOf(c.workload());
+  const int64_t image_default = defaults.image_size, tokens_default = defaults.sequence_length;
   const int64_t image = image_default == 0           ? 0
                         : c.params().image_size() > 0 ? c.params().image_size()
                                                       : image_default;
@@ -631,6 +620,42 @@ int CountSweepPoints(const v1::Sweep& w) {
   return static_cast<int>(product);
 }
 
+void FillConfigDefaults(v1::RunConfig* c) {
+  const WorkloadDefaults d = DefaultsOf(c->workload());
+  v1::WorkloadParams* p = c->mutable_params();
+  if (p->model_size().empty()) p->set_model_size(d.model_size);
+  if (p->image_size() == 0) p->set_image_size(d.image_size);
+  if (p->num_classes() == 0) p->set_num_classes(d.num_classes);
+  if (p->sequence_length() == 0) p->set_sequence_length(d.sequence_length);
+  if (p->num_layers() == 0) p->set_num_layers(d.num_layers);
+  if (p->hidden_size() == 0) p->set_hidden_size(d.hidden_size);
+  if (p->num_heads() == 0) p->set_num_heads(d.num_heads);
+  if (p->vocab_size() == 0) p->set_vocab_size(d.vocab_size);
+  if (p->matmul_m() == 0) p->set_matmul_m(d.matmul_size);
+  if (p->matmul_n() == 0) p->set_matmul_n(d.matmul_size);
+  if (p->matmul_k() == 0) p->set_matmul_k(d.matmul_size);
+  if (p->copy_bytes() == 0) p->set_copy_bytes(d.copy_bytes);
+  if (p->copy_direction() == 0) {
+    p->set_copy_direction(static_cast<v1::CopyDirection>(d.copy_direction));
+  }
+  if (c->mode() == v1::MODE_UNSPECIFIED) c->set_mode(v1::MODE_TRAIN);
+  if (c->device().empty()) c->set_device("auto");
+  if (c->batch_size() == 0) c->set_batch_size(kDefaultBatchSize);
+  if (c->precision() == v1::PRECISION_UNSPECIFIED) c->set_precision(v1::PRECISION_FP32);
+  if (c->execution() == v1::EXECUTION_UNSPECIFIED) c->set_execution(v1::EXECUTION_EAGER);
+  if (c->input_source() == v1::INPUT_SOURCE_UNSPECIFIED) {
+    c->set_input_source(v1::INPUT_SOURCE_DEVICE);
+  }
+  if (c->input_source() == v1::INPUT_SOURCE_HOST && c->pipeline().prefetch_depth() == 0) {
+    c->mutable_pipeline()->set_prefetch_depth(kDefaultPrefetchDepth);
+  }
+  if (c->optimizer() == v1::OPTIMIZER_UNSPECIFIED) c->set_optimizer(v1::OPTIMIZER_SGD);
+  if (c->learning_rate() == 0) {
+    c->set_learning_rate(c->optimizer() == v1::OPTIMIZER_ADAMW ? kDefaultAdamWLearningRate
+                                                              : kDefaultSgdLearningRate);
+  }
+}
+
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
     const v1::JobSpec& spec) {
   if (auto s = ValidateJobSpec(spec); !s.ok()) return s;
@@ -700,6 +725,7 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
     if (auto s = CheckSize(absl::StrCat("spec (run ", n, " of the sweep)"), config); !s.ok()) {
       return s;
     }
+    FillConfigDefaults(&config);
     runs.push_back(std::move(config));
     // Odometer increment, last axis fastest.
     for (int a = static_cast<int>(sizes.size()) - 1; a >= 0; --a) {

@@ -64,6 +64,12 @@ int CountSweepPoints(const v1::Sweep& sweep);
 // a swept torchscript without a model), named as "spec.sweep (run N).field".
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(const v1::JobSpec& spec);
 
+// Fills every field of `config` that was left 0 or empty with what it means
+// (common/workload_defaults.h: batch 32, the workload's image size, fp32,
+// eager, "auto", ...): ExpandSweep's configs, and so every stored run's,
+// carry them, and compare field by field.
+void FillConfigDefaults(v1::RunConfig* config);
+
 // A run config as a key: equal configs give equal keys, in every build
 // ("k1:" and the base64 of protobuf's deterministic binary form, a format
 // protobuf keeps stable). Stored: Job.max_batch_size_fits is keyed by it.

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/contention.h"
 #include "common/paths.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
@@ -57,14 +60,18 @@ JobManager::JobManager(DaemonOptions options, storage::Store* store, v1::HostInf
 
 JobManager::~JobManager() { Shutdown(); }
 
-absl::StatusOr<std::set<std::string>> JobManager::LeasesOf(const v1::JobSpec& spec) const {
-  auto configs = ExpandSweep(spec);
+absl::StatusOr<std::set<std::string>> JobManager::LeasesOf(const v1::Job& job) const {
+  auto configs = ExpandSweep(job.spec());
   if (!configs.ok()) return configs.status();
-  return LeasesOf(*configs);
+  return LeasesOf(job, *configs);
 }
 
-std::set<std::string> JobManager::LeasesOf(const std::vector<v1::RunConfig>& configs) const {
+std::set<std::string> JobManager::LeasesOf(const v1::Job& job,
+                                           const std::vector<v1::RunConfig>& configs) const {
   std::set<std::string> leases;
+  const bool exclusive =
+      job.spec().has_exclusive() ? job.spec().exclusive() : !job.schedule_id().empty();
+  if (exclusive) leases.insert(JobQueue::kWholeHost);
   for (const v1::RunConfig& c : configs) {
     std::string d = c.device();
     if (d.empty() || d == "auto") {
@@ -73,6 +80,8 @@ std::set<std::string> JobManager::LeasesOf(const std::vector<v1::RunConfig>& con
       d = "cuda:0";
     }
     leases.insert(d);
+    // A CPU figure measured beside a GPU job's host thread is a figure of both.
+    if (d == "cpu") leases.insert(JobQueue::kWholeHost);
   }
   return leases;
 }
@@ -92,7 +101,7 @@ absl::Status JobManager::Start() {
       if (auto s = Interrupt(&job); !s.ok()) return s;
     }
     if (job.state() != v1::JOB_STATE_QUEUED) continue;
-    auto leases = LeasesOf(job.spec());
+    auto leases = LeasesOf(job);
     if (!leases.ok()) {
       // A spec this build no longer accepts: fail it rather than loop.
       SetState(&job, v1::JOB_STATE_FAILED, std::string(leases.status().message()))
@@ -177,7 +186,6 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
     }
     store_full_.store(false);
   }
-  const std::set<std::string> leases = LeasesOf(*configs);
   if (spec.timeout_s() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.timeout_s: must be >= 0, got ", spec.timeout_s()));
@@ -190,6 +198,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
   job.set_submitted_by(submitted_by);
   job.set_host_id(host_.host_id());
   *job.mutable_submit_time() = NowTimestamp();
+  const std::set<std::string> leases = LeasesOf(job, *configs);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the daemon is shutting down");
@@ -305,6 +314,7 @@ void JobManager::DispatchLoop() {
     auto start = std::make_shared<Running>();
     start->job.set_job_id(next->job_id);
     start->leases = std::move(next->leases);
+    for (auto& [id, others] : beside_) others.insert(start->job.job_id());
     running_[start->job.job_id()] = start;
     ++job_threads_;
     std::thread([this, start] { RunJob(start); }).detach();
@@ -342,6 +352,7 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
   absl::MutexLock lock(&mu_);
   queue_.Release(running->leases);
   running_.erase(running->job.job_id());
+  beside_.erase(running->job.job_id());
   --job_threads_;  // the last touch of *this by this thread
   cv_.SignalAll();
 }
@@ -459,6 +470,14 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
       if (event.has_run_started()) {
         current = event.run_started().index();
         current_config = event.run_started().config();
+        {
+          absl::MutexLock lock(&mu_);
+          std::set<std::string>& others = beside_[job_id];
+          others.clear();
+          for (const auto& entry : running_) {
+            if (entry.first != job_id) others.insert(entry.first);
+          }
+        }
         Emit(job_id, [&](v1::ProgressEvent* e) {
           *e->mutable_run_started() = event.run_started();
         }, true, nullptr).IgnoreError();
@@ -472,6 +491,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
       } else if (event.has_run_finished()) {
         v1::Run run = event.run_finished().run();
         current = -1;
+        FillContention(job_id, &run);
         store_error = StoreRun(&job, &run, event.run_finished().trace_json());
         if (!store_error.ok()) {
           if (absl::IsResourceExhausted(store_error)) store_full_.store(true);
@@ -608,6 +628,18 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
                   TimeUtil::TimestampToNanoseconds(job.submit_time()), running->leases);
     }
   }
+}
+
+void JobManager::FillContention(const std::string& job_id, v1::Run* run) {
+  v1::Contention* c = run->mutable_result()->mutable_contention();
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& id : beside_[job_id]) c->add_jobs_beside(id);
+  }
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) c->set_load_average_1m(load[0]);
+  c->set_cpu_count(std::max(1u, std::thread::hardware_concurrency()));
+  c->set_contended(IsContended(*c));
 }
 
 absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string& trace) {

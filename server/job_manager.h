@@ -113,9 +113,12 @@ class JobManager {
   // naming the field. Fills request's model formats when given.
   absl::Status CheckModels(const std::vector<v1::RunConfig>& configs,
                            v1::WorkerRequest* request) const;
-  // The devices (leases) a spec's runs use: "cpu", "cuda:N", "mps".
-  absl::StatusOr<std::set<std::string>> LeasesOf(const v1::JobSpec& spec) const;
-  std::set<std::string> LeasesOf(const std::vector<v1::RunConfig>& configs) const;
+  // The devices (leases) a job's runs use: "cpu", "cuda:N", "mps", plus
+  // JobQueue::kWholeHost for a job with a CPU run or an exclusive one
+  // (spec.exclusive, by default a schedule's job).
+  absl::StatusOr<std::set<std::string>> LeasesOf(const v1::Job& job) const;
+  std::set<std::string> LeasesOf(const v1::Job& job,
+                                 const std::vector<v1::RunConfig>& configs) const;
   // What a job needs before its first worker starts.
   struct JobStart {
     v1::WorkerRequest request;
@@ -163,6 +166,10 @@ class JobManager {
   absl::Status Emit(const std::string& job_id,
             const std::function<void(v1::ProgressEvent*)>& fill, bool durable,
             const v1::Run* run_to_store, const std::string& trace_json = "");
+  // What ran beside the job's current run, from the start of that run
+  // (jobs beside, the load average), with the worker's own readings, and
+  // the contended flag.
+  void FillContention(const std::string& job_id, v1::Run* run);
   // Completes a finished run (job and host ids, trace summary, history
   // verdict), stores it with its event and books it into *job. The store's
   // error when the run could not be stored.
@@ -187,6 +194,8 @@ class JobManager {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   JobQueue queue_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
+  // For each running job, the other jobs that ran during its current run.
+  std::map<std::string, std::set<std::string>> beside_ ABSL_GUARDED_BY(mu_);
   // Jobs whose latest state the store could not take (a full disk): the
   // truth, served before the store's copy until it is written.
   std::map<std::string, v1::Job> unsaved_ ABSL_GUARDED_BY(mu_);

@@ -24,8 +24,10 @@ std::optional<JobQueue::Started> JobQueue::TakeStartable() {
   for (const auto& key : order_) {
     const std::string& id = std::get<2>(key);
     const Leases& want = queued_.at(id).second;
-    const bool free = std::none_of(want.begin(), want.end(),
-                                   [&](const std::string& d) { return claimed.count(d) > 0; });
+    const bool free =
+        claimed.count(kWholeHost) == 0 && (want.count(kWholeHost) == 0 || claimed.empty()) &&
+        std::none_of(want.begin(), want.end(),
+                     [&](const std::string& d) { return claimed.count(d) > 0; });
     if (free) {
       Started started{id, want};
       busy_.insert(want.begin(), want.end());

@@ -17,6 +17,9 @@ namespace gpubench::server {
 class JobQueue {
  public:
   using Leases = std::set<std::string>;
+  // The lease of the whole host: a job holding it runs alone, and it waits
+  // until nothing else runs.
+  static constexpr char kWholeHost[] = "host";
 
   // Queues a job that needs `leases`. A higher priority goes first; equal
   // ones in submit_ns order (then by id).
@@ -25,10 +28,11 @@ class JobQueue {
   // Takes a queued job out; false when it was not queued.
   bool Remove(const std::string& job_id);
 
-  // The first job, in queue order, whose devices are all free, with its
-  // leases now held; nullopt when none can start. A job waits while an
+  // The first job, in queue order, whose devices are all free (for one
+  // wanting kWholeHost: every device; while kWholeHost is held: none), with
+  // its leases now held; nullopt when none can start. A job waits while an
   // earlier one wants any of its devices, so a job wanting several devices
-  // is not starved by a stream of small ones.
+  // (or the whole host) is not starved by a stream of small ones.
   struct Started {
     std::string job_id;
     Leases leases;

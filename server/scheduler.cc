@@ -6,6 +6,7 @@
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/cron.h"
+#include "common/contention.h"
 #include "server/history.h"
 
 namespace gpubench::server {
@@ -102,11 +103,16 @@ void Scheduler::CompareWithHistory(const v1::Job& job, v1::Run* run) {
       if (s.regression_threshold() > 0) threshold = s.regression_threshold();
     }
   }
-  auto history =
-      store_->runs().ScheduleHistory(job.schedule_id(), run->config(), window, job.job_id());
+  // Contended and thermally throttled runs are no baseline: the last
+  // `window` of the others are (read three times as many to find them).
+  auto history = store_->runs().ScheduleHistory(job.schedule_id(), run->config(), 3 * window,
+                                                job.job_id());
   if (!history.ok()) return;
   std::vector<double> values;
-  for (const auto& r : *history) values.push_back(r.result().throughput_samples_per_s());
+  for (const auto& r : *history) {
+    if (static_cast<int>(values.size()) == window) break;
+    if (NotABaselineBecause(r).empty()) values.push_back(r.result().throughput_samples_per_s());
+  }
   HistoryRule rule;
   rule.threshold = threshold;
   *run->mutable_history() =

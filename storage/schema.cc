@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "absl/synchronization/mutex.h"
+#include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace gpubench::storage {
@@ -104,11 +105,17 @@ CREATE INDEX runs_by_precision ON runs(
 DROP INDEX jobs_by_submit;
 CREATE INDEX jobs_by_submit ON jobs(submit_ns DESC, job_id DESC);
 )sql",
+    // 4 -> 5: every run's config with its defaults filled in (no DDL; the
+    // records are rewritten by BackfillRuns), so that old runs match new
+    // ones field by field.
+    "",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
-// 1 -> 2 added columns that repeat fields of each run's record.
-absl::Status BackfillRunColumns(Connection& c) {
+// 1 -> 2 added columns that repeat fields of each run's record; 4 -> 5
+// filled each config's defaults into the record (fill_defaults) and those
+// columns.
+absl::Status BackfillRuns(Connection& c, bool fill_defaults) {
   std::vector<std::pair<std::string, v1::Run>> runs;
   {
     Statement s(c, "backfill runs", "SELECT run_id, record FROM runs");
@@ -120,13 +127,15 @@ absl::Status BackfillRunColumns(Connection& c) {
     });
     if (!scanned.ok()) return scanned;
   }
-  for (const auto& [id, run] : runs) {
+  for (auto& [id, run] : runs) {
+    if (fill_defaults) FillConfigDefaults(run.mutable_config());
     Statement s(c, "backfill runs",
-                "UPDATE runs SET config_json=?, end_ns=?, verdict=? WHERE run_id=?");
+                "UPDATE runs SET config_json=?, end_ns=?, verdict=?, record=? WHERE run_id=?");
     s.Text(1, ConfigJson(run.config()))
         .Int(2, StoredNs(run.end_time()))
         .Int(3, run.history().verdict())
-        .Text(4, id);
+        .Blob(4, run.SerializeAsString())
+        .Text(5, id);
     if (auto st = s.Run(); !st.ok()) return st;
   }
   return absl::OkStatus();
@@ -152,7 +161,7 @@ absl::Status Migrate(Connection& c) {
   }
   for (int v = *version; v < kSchemaVersion; ++v) {
     absl::Status s = c.Exec(absl::StrCat("BEGIN IMMEDIATE;", kMigrations[v]));
-    if (s.ok() && v + 1 == 2) s = BackfillRunColumns(c);
+    if (s.ok() && (v + 1 == 2 || v + 1 == 5)) s = BackfillRuns(c, /*fill_defaults=*/v + 1 == 5);
     if (s.ok()) s = c.Exec(absl::StrCat("PRAGMA user_version=", v + 1, ";COMMIT;"));
     if (!s.ok()) {
       c.Exec("ROLLBACK").IgnoreError();

@@ -123,6 +123,10 @@ void FillTelemetry(const telemetry::Series& series, double samples_processed, v1
   t->set_samples_per_joule(sum.samples_per_joule);
   t->set_throttled(sum.throttled);
   for (const auto& name : sum.throttle_reasons) t->add_throttle_reasons(name);
+  // The daemon adds what it saw (jobs beside, load average) and the flag.
+  v1::Contention* contention = run->mutable_result()->mutable_contention();
+  contention->set_gpu_processes(sum.gpu_processes);
+  if (series.other_cpu_cores > 0) contention->set_other_cpu_cores(series.other_cpu_cores);
   if (series.samples.empty()) return;
   v1::TelemetrySeries* out = run->mutable_telemetry_series();
   out->set_source(series.source);

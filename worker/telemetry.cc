@@ -32,6 +32,8 @@ constexpr int kNvmlTemperatureGpu = 0;
 constexpr int kNvmlPcieTx = 0;
 constexpr int kNvmlPcieRx = 1;
 
+constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -100,6 +102,17 @@ class NvmlSource : public Source {
     if (pcie_ && pcie_(device_, kNvmlPcieTx, &v) == kNvmlSuccess) {
       s->pcie_tx_bytes_per_s = v * 1024.0;
     }
+    // The count alone: asked with no room, NVML says how many there are.
+    // This worker holds a context on the GPU while it measures, so the
+    // others are one fewer (PIDs are not compared: in a container NVML
+    // gives the host's).
+    unsigned int count = 0;
+    if (processes_) {
+      const nvmlReturn_t rc = processes_(device_, &count, nullptr);
+      if (rc == kNvmlSuccess || rc == kNvmlInsufficientSize) {
+        s->gpu_processes = count > 0 ? static_cast<int>(count) - 1 : 0;
+      }
+    }
     return true;
   }
 
@@ -134,6 +147,11 @@ class NvmlSource : public Source {
     if (throttle_ == nullptr) {
       Symbol("nvmlDeviceGetCurrentClocksThrottleReasons", &throttle_, false, why);
     }
+    for (const char* name : {"nvmlDeviceGetComputeRunningProcesses_v3",
+                             "nvmlDeviceGetComputeRunningProcesses_v2",
+                             "nvmlDeviceGetComputeRunningProcesses"}) {
+      if (processes_ == nullptr) Symbol(name, &processes_, false, why);
+    }
     return true;
   }
 
@@ -151,7 +169,48 @@ class NvmlSource : public Source {
   nvmlReturn_t (*temperature_)(nvmlDevice_t, int, unsigned int*) = nullptr;
   nvmlReturn_t (*throttle_)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*pcie_)(nvmlDevice_t, int, unsigned int*) = nullptr;
+  // The process-info array is never passed, so its layout is not needed.
+  nvmlReturn_t (*processes_)(nvmlDevice_t, unsigned int*, void*) = nullptr;
 };
+
+// This process's CPU seconds (user + system) and RSS from /proc/self/stat.
+bool ReadSelfStat(double* cpu_s, int64_t* rss_bytes) {
+  std::ifstream in("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string skip;
+  // Fields 3..13 precede utime (14) and stime (15); rss is field 24.
+  for (int i = 3; i <= 13; ++i) fields >> skip;
+  long long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  for (int i = 16; i <= 23; ++i) fields >> skip;
+  long long rss_pages = 0;
+  if (!(fields >> rss_pages)) return false;
+  *rss_bytes = rss_pages * sysconf(_SC_PAGESIZE);
+  *cpu_s = static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
+  return true;
+}
+
+// Busy seconds of the whole host (/proc/stat's first line: user, nice,
+// system, irq, softirq, steal; not idle or iowait), and this process's CPU
+// seconds; false where either cannot be read.
+bool ReadCpuSeconds(double* host_busy_s, double* self_s) {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
+            steal = 0;
+  if (!(stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) ||
+      cpu != "cpu") {
+    return false;
+  }
+  int64_t rss = 0;
+  if (!ReadSelfStat(self_s, &rss)) return false;
+  *host_busy_s = static_cast<double>(user + nice + system + irq + softirq + steal) /
+                 sysconf(_SC_CLK_TCK);
+  return true;
+}
 
 // CPU time and RSS of this process from /proc/self/stat.
 class HostSource : public Source {
@@ -163,21 +222,8 @@ class HostSource : public Source {
   }
   std::string name() const override { return "host"; }
   bool Read(Sample* s) override {
-    std::ifstream in("/proc/self/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) return false;
-    std::istringstream fields(stat.substr(close + 2));
-    std::string skip;
-    // Fields 3..13 precede utime (14) and stime (15); rss is field 24.
-    for (int i = 3; i <= 13; ++i) fields >> skip;
-    long long utime = 0, stime = 0;
-    fields >> utime >> stime;
-    for (int i = 16; i <= 23; ++i) fields >> skip;
-    long long rss_pages = 0;
-    fields >> rss_pages;
-    s->host_rss_bytes = rss_pages * sysconf(_SC_PAGESIZE);
-    const double cpu_s = static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
+    double cpu_s = 0;
+    if (!ReadSelfStat(&cpu_s, &s->host_rss_bytes)) return false;
     const int64_t now = NowMs();
     if (last_ms_ > 0 && now > last_ms_) {
       s->host_cpu_utilization_pct =
@@ -237,6 +283,7 @@ Summary Summarize(const Series& series, double samples_processed) {
     Accumulate(&s.pcie_tx_bytes_per_s, x.pcie_tx_bytes_per_s, n);
     Accumulate(&s.host_cpu_utilization_pct, x.host_cpu_utilization_pct, n);
     seen |= x.throttle_reasons_mask;
+    s.gpu_processes = std::max(s.gpu_processes, x.gpu_processes);
   }
   for (size_t i = 1; i < series.samples.size(); ++i) {
     const Sample& a = series.samples[i - 1];
@@ -260,8 +307,22 @@ Sampler::Sampler(std::unique_ptr<Source> source, int64_t interval_ms)
 
 Sampler::~Sampler() { Stop(); }
 
+OtherCpuLoad::OtherCpuLoad() : start_ms_(NowMs()) {
+  if (!ReadCpuSeconds(&busy_s_, &self_s_)) busy_s_ = -1;
+}
+
+bool OtherCpuLoad::Read(double* cores) const {
+  double busy = 0, self = 0;
+  const int64_t now = NowMs();
+  if (busy_s_ < 0 || now <= start_ms_ || !ReadCpuSeconds(&busy, &self)) return false;
+  // Jiffies are coarse: a short window can come out a little below 0.
+  *cores = std::max(0.0, ((busy - busy_s_) - (self - self_s_)) / ((now - start_ms_) / 1e3));
+  return true;
+}
+
 void Sampler::Start() {
   samples_.reserve(4096);
+  other_load_ = std::make_unique<OtherCpuLoad>();
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -277,6 +338,8 @@ Series Sampler::Stop() {
   series.interval_ms = interval_ms_;
   series.samples = std::move(samples_);
   samples_.clear();
+  if (other_load_ && !other_load_->Read(&series.other_cpu_cores)) series.other_cpu_cores = -1;
+  other_load_.reset();
   return series;
 }
 

@@ -30,6 +30,7 @@ struct Sample {
   double pcie_tx_bytes_per_s = 0;
   float host_cpu_utilization_pct = 0;  // of this process, 100 = one core
   int64_t host_rss_bytes = 0;
+  int gpu_processes = 0;  // compute processes on the GPU besides this one
 };
 
 struct Series {
@@ -37,6 +38,9 @@ struct Series {
   std::string unavailable_reason;  // why there is no device telemetry
   int64_t interval_ms = 0;
   std::vector<Sample> samples;
+  // CPU cores busy with everything but this process over the window, on
+  // average; -1 where /proc/stat cannot be read.
+  double other_cpu_cores = -1;
 };
 
 struct Field {
@@ -55,6 +59,7 @@ struct Summary {
   double samples_per_joule = 0;  // work done / energy_j
   bool throttled = false;        // thermal or power reasons were active
   std::vector<std::string> throttle_reasons;  // every reason seen
+  int gpu_processes = 0;         // most other compute processes at one reading
 };
 
 // NVML's clocks-event (throttle) reason bits that mean thermal or power
@@ -91,7 +96,23 @@ std::unique_ptr<Source> OpenNvml(const std::string& pci_bus_id, int index, std::
 // This process's CPU utilisation and RSS from /proc/self.
 std::unique_ptr<Source> OpenHost();
 
-// Reads a source every interval on its own thread between Start and Stop.
+// The host's CPU time spent outside this process between two readings:
+// (busy jiffies of /proc/stat's "cpu" line - this process's CPU time) /
+// wall time, in cores. Linux only; Read is false elsewhere.
+class OtherCpuLoad {
+ public:
+  OtherCpuLoad();  // the first reading
+  // Cores busy elsewhere since construction; false where /proc/stat or
+  // /proc/self/stat cannot be read.
+  bool Read(double* cores) const;
+
+ private:
+  double busy_s_ = -1, self_s_ = -1;
+  int64_t start_ms_ = 0;
+};
+
+// Reads a source every interval on its own thread between Start and Stop,
+// and the CPU load of other processes between the two.
 // Start/Stop from one thread; not reusable after Stop.
 class Sampler {
  public:
@@ -110,6 +131,7 @@ class Sampler {
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
   std::vector<Sample> samples_;  // written by the thread until Stop joins it
+  std::unique_ptr<OtherCpuLoad> other_load_;  // from Start
 };
 
 }  // namespace gpubench::telemetry

@@ -16,7 +16,7 @@ TORCH_FREE_WORKER = ["worker/ipc.h", "worker/process.h", "worker/measure.h",
 # (files under this path, the include prefixes they may use), most specific
 # first. "gpubench/" is the generated protobuf code.
 RULES = [
-    ("worker/engine/", ["worker/engine/", "common/stats.h"] + TORCH_FREE_WORKER[2:]),
+    ("worker/engine/", ["worker/engine/", "common/stats.h", "common/workload_defaults.h"] + TORCH_FREE_WORKER[2:]),
     ("worker/ipc.", TORCH_FREE_WORKER + ["common/", "gpubench/"]),
     ("worker/process.", TORCH_FREE_WORKER + ["common/", "gpubench/"]),
     ("worker/measure.", TORCH_FREE_WORKER + ["common/stats.h"]),

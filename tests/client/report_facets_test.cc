@@ -67,7 +67,7 @@ TEST(DescribeConfig, IsWhatTheCliRunsTablePrints) {
   plain.mutable_params()->set_model_size("small");
   plain.set_mode(v1::MODE_INFER);
   plain.set_device("auto");  // "auto" is not a place: left out
-  add(plain, "mlp small infer b32 fp32");
+  add(plain, "mlp infer b32");  // small and fp32: the defaults go unsaid
 
   v1::RunConfig host = Model("resnet18");
   host.set_batch_size(128);
@@ -75,7 +75,7 @@ TEST(DescribeConfig, IsWhatTheCliRunsTablePrints) {
   host.set_input_source(v1::INPUT_SOURCE_HOST);
   host.mutable_pipeline()->set_loader_threads(4);
   host.mutable_pipeline()->set_pinned_memory(true);
-  add(host, "resnet18 train b128 fp32 host/4L/pinned cpu");
+  add(host, "resnet18 train b128 host/4L/pinned cpu");
 
   v1::RunConfig matmul = Model("matmul");
   matmul.set_precision(v1::PRECISION_BF16);
@@ -90,12 +90,12 @@ TEST(DescribeConfig, IsWhatTheCliRunsTablePrints) {
   copy.mutable_params()->set_copy_direction(v1::COPY_DIRECTION_DEVICE_TO_HOST);
   copy.mutable_pipeline()->set_pinned_memory(true);
   copy.set_device("cuda:1");
-  add(copy, "copy 256.0 MiB device_to_host pinned fp32 cuda:1");
+  add(copy, "copy 256.0 MiB device_to_host pinned cuda:1");
   copy.mutable_pipeline()->set_pinned_memory(false);
-  add(copy, "copy 256.0 MiB device_to_host pageable fp32 cuda:1");
+  add(copy, "copy 256.0 MiB device_to_host pageable cuda:1");
 
-  add(Model("empty"), "empty fp32");
-  add(v1::RunConfig(), "? train b32 fp32");
+  add(Model("empty"), "empty");
+  add(v1::RunConfig(), "? train b32");
 
   const std::vector<std::string> printed = ConfigColumn(configs);
   ASSERT_EQ(printed.size(), configs.size());

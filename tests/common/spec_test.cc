@@ -87,6 +87,42 @@ TEST(Sweep, CartesianProductInStableOrder) {
   for (const auto& r : *runs) EXPECT_EQ(r.device(), "cuda:0");
 }
 
+// A stored config says what ran: a field left out holds its default, so
+// that a spec naming the defaults and one leaving them out give one config.
+TEST(Sweep, EveryConfigCarriesItsDefaults) {
+  v1::JobSpec terse;
+  terse.mutable_base()->set_workload("resnet50");
+  auto left_out = ExpandSweep(terse);
+  ASSERT_TRUE(left_out.ok()) << left_out.status();
+  const v1::RunConfig& c = (*left_out)[0];
+  EXPECT_EQ(c.batch_size(), 32);
+  EXPECT_EQ(c.params().image_size(), 224);
+  EXPECT_EQ(c.params().num_classes(), 1000);
+  EXPECT_EQ(c.mode(), v1::MODE_TRAIN);
+  EXPECT_EQ(c.precision(), v1::PRECISION_FP32);
+  EXPECT_EQ(c.execution(), v1::EXECUTION_EAGER);
+  EXPECT_EQ(c.device(), "auto");
+  EXPECT_DOUBLE_EQ(c.learning_rate(), 0.01);
+  v1::JobSpec explicit_spec = terse;
+  v1::RunConfig* b = explicit_spec.mutable_base();
+  b->set_batch_size(32);
+  b->mutable_params()->set_image_size(224);
+  b->set_precision(v1::PRECISION_FP32);
+  b->set_mode(v1::MODE_TRAIN);
+  b->set_device("auto");
+  auto named = ExpandSweep(explicit_spec);
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(ConfigKey((*named)[0]), ConfigKey(c));
+  // AdamW's default learning rate is its own; a host pipeline gets its depth.
+  v1::JobSpec adamw = terse;
+  adamw.mutable_base()->set_optimizer(v1::OPTIMIZER_ADAMW);
+  adamw.mutable_base()->set_input_source(v1::INPUT_SOURCE_HOST);
+  auto other = ExpandSweep(adamw);
+  ASSERT_TRUE(other.ok());
+  EXPECT_DOUBLE_EQ((*other)[0].learning_rate(), 0.001);
+  EXPECT_EQ((*other)[0].pipeline().prefetch_depth(), 2);
+}
+
 TEST(Sweep, RefusesMoreThan512Points) {
   v1::JobSpec spec;
   spec.mutable_base()->set_workload("mlp");

@@ -25,13 +25,17 @@ struct Script {
   int crash_at = -1;         // the first worker dies (SIGSEGV) when it starts this run
   bool hang = false;         // every worker waits in its first run until stopped
   bool ignore_stop = false;  // ... and only a kill ends it
+  std::string hang_only_on;  // with hang: only workers of jobs on this device
 };
 
 // A worker that plays the event stream of a real one for its request.
 class FakeWorker : public worker::Worker {
  public:
   FakeWorker(const v1::WorkerRequest& request, const Script& script, bool first)
-      : script_(script), crash_(first && script.crash_at >= 0) {
+      : script_(script),
+        crash_(first && script.crash_at >= 0),
+        hang_(script.hang && (script.hang_only_on.empty() ||
+                              request.spec().base().device() == script.hang_only_on)) {
     auto configs = ExpandSweep(request.spec());
     std::set<int> skip(request.skip_indices().begin(), request.skip_indices().end());
     for (int i = 0; configs.ok() && i < static_cast<int>(configs->size()); ++i) {
@@ -59,7 +63,7 @@ class FakeWorker : public worker::Worker {
       End(-1, 11);
       return false;
     }
-    if (script_.hang && step_ == 1) {
+    if (hang_ && step_ == 1) {
       cv_.wait(lock, [&] { return killed_ || (stopped_ && !script_.ignore_stop); });
       if (killed_) {
         End(-1, 9);
@@ -112,6 +116,7 @@ class FakeWorker : public worker::Worker {
 
   const Script script_;
   const bool crash_;
+  const bool hang_;
   std::vector<Planned> runs_;
   size_t step_ = 0;
   std::mutex mu_;
@@ -226,6 +231,51 @@ TEST_F(JobManagerTest, CancelStopsARunningWorkerAndEndsTheJobCancelled) {
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(jobs->GetJob(queued->job_id())->state(), v1::JOB_STATE_CANCELLED);
   jobs->Cancel(running->job_id()).IgnoreError();
+}
+
+// Jobs on different GPUs run side by side and each run records the other;
+// a CPU job, or an exclusive one (a schedule's, by default), waits until
+// the host is free and then runs alone.
+TEST_F(JobManagerTest, JobsOnOtherGpusRunBesideAndSaySoWhileCpuAndExclusiveJobsWait) {
+  host_.add_gpus()->set_index(0);
+  host_.add_gpus()->set_index(1);
+  Script script;
+  script.hang = true;
+  script.hang_only_on = "cuda:0";
+  auto jobs = Manager(script);
+  auto on = [](const std::string& device) {
+    v1::JobSpec spec = Sweep(1);
+    spec.mutable_base()->set_device(device);
+    return spec;
+  };
+  auto gpu0 = jobs->Submit(on("cuda:0"), "", "tester");
+  ASSERT_TRUE(gpu0.ok()) << gpu0.status();
+  WaitFor(*jobs, gpu0->job_id(),
+          [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
+  auto gpu1 = jobs->Submit(on("cuda:1"), "", "tester");
+  auto cpu = jobs->Submit(on("cpu"), "", "tester");
+  auto scheduled = jobs->Submit(on("cuda:1"), "snightly", "scheduler");
+  ASSERT_TRUE(gpu1.ok() && cpu.ok() && scheduled.ok());
+  EXPECT_EQ(WaitFor(*jobs, gpu1->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+  auto beside = store_->runs().List(gpu1->job_id(), false);
+  ASSERT_TRUE(beside.ok() && beside->size() == 1u);
+  const v1::Contention& c = (*beside)[0].result().contention();
+  ASSERT_EQ(c.jobs_beside_size(), 1);
+  EXPECT_EQ(c.jobs_beside(0), gpu0->job_id());
+  EXPECT_TRUE(c.contended());
+  EXPECT_GT(c.cpu_count(), 0);
+  // The CPU job and the schedule's job wait while cuda:0 is busy.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(jobs->GetJob(cpu->job_id())->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(jobs->GetJob(scheduled->job_id())->state(), v1::JOB_STATE_QUEUED);
+  ASSERT_TRUE(jobs->Cancel(gpu0->job_id()).ok());
+  for (const auto* job : {&*cpu, &*scheduled}) {
+    EXPECT_EQ(WaitFor(*jobs, job->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+    auto runs = store_->runs().List(job->job_id(), false);
+    ASSERT_TRUE(runs.ok() && runs->size() == 1u);
+    EXPECT_EQ((*runs)[0].result().contention().jobs_beside_size(), 0)
+        << (*runs)[0].result().contention().ShortDebugString();
+  }
 }
 
 TEST_F(JobManagerTest, AWorkerThatIgnoresStopIsKilledAtTheTimeout) {

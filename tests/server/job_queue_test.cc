@@ -54,6 +54,29 @@ TEST(JobQueue, AJobWantingSeveralDevicesIsNotStarvedBySmallOnes) {
   EXPECT_EQ(Next(q), "small-1");
 }
 
+// A CPU job or an exclusive one holds the whole host: it waits for the
+// running GPU jobs to end, nothing starts beside it, and jobs queued after
+// it wait behind it even where their device is free.
+TEST(JobQueue, AWholeHostJobRunsAlone) {
+  const std::string host = JobQueue::kWholeHost;
+  JobQueue q;
+  q.Push("gpu-0", 0, 1, {"cuda:0"});
+  EXPECT_EQ(Next(q), "gpu-0");
+  q.Push("cpu", 0, 2, {"cpu", host});
+  q.Push("gpu-1", 0, 3, {"cuda:1"});
+  EXPECT_EQ(Next(q), "-");  // cpu waits for gpu-0; gpu-1 waits behind cpu
+  q.Release({"cuda:0"});
+  EXPECT_EQ(Next(q), "cpu");
+  EXPECT_TRUE(q.busy(host));
+  EXPECT_EQ(Next(q), "-");  // nothing beside the whole-host job
+  q.Release({"cpu", host});
+  EXPECT_EQ(Next(q), "gpu-1");
+  q.Push("exclusive", 0, 4, {"cuda:0", host});
+  EXPECT_EQ(Next(q), "-");  // cuda:0 is free, but gpu-1 runs on the host
+  q.Release({"cuda:1"});
+  EXPECT_EQ(Next(q), "exclusive");
+}
+
 TEST(JobQueue, RemoveTakesAQueuedJobOutOnce) {
   JobQueue q;
   q.Push("a", 0, 1, {"cpu"});

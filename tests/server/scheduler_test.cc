@@ -234,7 +234,8 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
   // on a 2-core machine and passed alone: both real runs are short and share
   // the cores with other tests.)
   std::set<std::string> planted = {first.job_id()};
-  for (int night = 0; night < 7; ++night) {
+  // A copy of the measured run, `night` seconds later, in a job of its own.
+  auto plant = [&](int night) {
     v1::Job job;
     job.set_state(v1::JOB_STATE_SUCCEEDED);
     job.set_schedule_id(id);
@@ -246,7 +247,24 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
     run.clear_run_id();
     run.clear_history();
     run.set_job_id(job_id);
+    run.mutable_result()->clear_contention();
+    return run;
+  };
+  for (int night = 0; night < 7; ++night) {
+    v1::Run run = plant(night);
     run.mutable_result()->set_throughput_samples_per_s(real * (night % 2 ? 10.0 : 10.5));
+    ASSERT_TRUE(store_->runs().Insert(run).ok());
+  }
+  // Three later nights at the real speed, each contended or thermally
+  // throttled: they are no baseline, so they cannot hide the regression.
+  for (int night = 7; night < 10; ++night) {
+    v1::Run run = plant(night);
+    if (night == 9) {
+      run.mutable_result()->mutable_telemetry()->add_throttle_reasons("hw_thermal");
+    } else {
+      run.mutable_result()->mutable_contention()->add_jobs_beside("jother");
+      run.mutable_result()->mutable_contention()->set_contended(true);
+    }
     ASSERT_TRUE(store_->runs().Insert(run).ok());
   }
 

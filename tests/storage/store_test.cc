@@ -253,6 +253,16 @@ CREATE TABLE telemetry (run_id TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELET
 PRAGMA user_version=3;
 )sql";
 
+constexpr char kSchemaV3ToV4[] = R"sql(
+CREATE INDEX runs_by_batch_size ON runs(
+  json_extract(config_json, '$.batch_size'), start_ns DESC, run_id DESC);
+CREATE INDEX runs_by_precision ON runs(
+  json_extract(config_json, '$.precision'), start_ns DESC, run_id DESC);
+DROP INDEX jobs_by_submit;
+CREATE INDEX jobs_by_submit ON jobs(submit_ns DESC, job_id DESC);
+PRAGMA user_version=4;
+)sql";
+
 void Exec(sqlite3* db, const std::string& sql) {
   char* error = nullptr;
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
@@ -321,6 +331,7 @@ std::string OldDatabase(int version) {
     Exec(db, "UPDATE runs SET config_json='{\"workload\":\"mlp\",\"batch_size\":32}'");
   }
   if (version >= 3) Exec(db, kSchemaV2ToV3);
+  if (version >= 4) Exec(db, kSchemaV3ToV4);
   sqlite3_close(db);
   return path;
 }
@@ -351,6 +362,10 @@ TEST_P(MigrationTest, OldFileOpensAtTheCurrentVersionWithItsDataIntact) {
     auto run = (*store)->runs().Get("rold", /*include_samples=*/true);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_EQ(run->result().throughput_samples_per_s(), 1234);
+    // Version 5 fills each config's defaults, so old runs match new ones.
+    EXPECT_EQ(run->config().params().image_size(), 32) << run->config().ShortDebugString();
+    EXPECT_EQ(run->config().precision(), v1::PRECISION_FP32);
+    EXPECT_EQ(run->config().device(), "auto");
     ASSERT_EQ(run->samples().device_ms_size(), 2);
     EXPECT_FLOAT_EQ(run->samples().device_ms(1), 0.75f);
     // Old runs answer the new config and host queries.

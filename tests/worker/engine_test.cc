@@ -206,13 +206,14 @@ TEST(Engine, CancelStopsAtAnIterationBoundaryWithPartialFigures) {
 }
 
 TEST(Engine, WaitingForInputIsNotDeviceTime) {
-  // Inline loading at 3 ms a sample dominates a tiny mlp step: the loop is
+  // Inline loading at 10 ms a sample dominates a tiny mlp step: the loop is
   // starved, and the figures must say so rather than call the device busy.
+  // (At 3 ms the step's share passed 0.2 with both cores busy elsewhere.)
   RunConfig config = Small("mlp");
   config.mode = Mode::kInfer;
   config.input_source = InputSource::kHost;
   config.pipeline.loader_threads = 0;
-  config.pipeline.extra_cost_us_per_sample = 3000;
+  config.pipeline.extra_cost_us_per_sample = 10000;
   RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
   ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
   EXPECT_GT(out.data_wait_share, 0.8);

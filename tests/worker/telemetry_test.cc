@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -45,6 +47,27 @@ TEST(Telemetry, HostSamplerRecordsCpuAndRssOfThisProcess) {
   // One busy thread: near 100% alone, less on a loaded machine, near 0 idle.
   EXPECT_GT(s.host_cpu_utilization_pct.mean, 10);
   EXPECT_LT(s.host_cpu_utilization_pct.mean, 250);
+}
+
+// Another process's CPU work over a window counts as contention; this
+// process's own does not.
+TEST(Telemetry, OtherCpuLoadCountsOtherProcessesBusyCores) {
+  OtherCpuLoad load;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
+    volatile double x = 0;
+    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  double cores = -1;
+  ASSERT_TRUE(load.Read(&cores));
+  // One core busy in the child for nearly all of the window (more where
+  // other tests share the machine).
+  EXPECT_GT(cores, 0.6);
 }
 
 Series Recorded(const std::vector<uint64_t>& masks, float power_w) {

@@ -1,0 +1,74 @@
+// What a run config's zero or empty fields mean: the one table of defaults,
+// read by the spec code (common/spec.cc fills them into every expanded
+// config, so that stored configs compare field by field: a batch left out
+// is stored as 32, and time per sample divides by it) and by the engine
+// (worker/engine/defaults.cc, for configs built in C++). Plain C++, no
+// protobuf and no torch: the engine may include it.
+#ifndef GPUBENCH_COMMON_WORKLOAD_DEFAULTS_H_
+#define GPUBENCH_COMMON_WORKLOAD_DEFAULTS_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace gpubench {
+
+inline constexpr int kDefaultBatchSize = 32;
+inline constexpr double kDefaultSgdLearningRate = 1e-2;
+inline constexpr double kDefaultAdamWLearningRate = 1e-3;
+inline constexpr int kDefaultPrefetchDepth = 2;
+
+// A workload's parameters where a spec leaves them 0 or empty; 0 or ""
+// where the workload has no such parameter.
+struct WorkloadDefaults {
+  const char* model_size = "";
+  int image_size = 0;
+  int num_classes = 0;
+  int sequence_length = 0;
+  int num_layers = 0;
+  int hidden_size = 0;
+  int num_heads = 0;
+  int vocab_size = 0;
+  int64_t matmul_size = 0;     // M, N and K each
+  int64_t copy_bytes = 0;
+  int copy_direction = 0;      // gpubench.v1.CopyDirection's number
+};
+
+inline WorkloadDefaults DefaultsOf(std::string_view workload) {
+  WorkloadDefaults d;
+  if (workload == "mlp" || workload == "simple_cnn") {
+    d.model_size = "small";
+    d.image_size = 32;
+    d.num_classes = 10;
+  } else if (workload == "resnet18" || workload == "resnet50") {
+    d.image_size = 224;
+    d.num_classes = 1000;
+  } else if (workload == "unet") {
+    d.image_size = 128;
+    d.num_classes = 3;
+  } else if (workload == "bilstm") {
+    d.sequence_length = 256;
+    d.num_classes = 3;
+    d.vocab_size = 128;
+  } else if (workload == "cnn_lstm") {
+    d.sequence_length = 16;
+    d.image_size = 64;
+    d.num_classes = 10;
+  } else if (workload == "transformer") {
+    d.sequence_length = 512;
+    d.num_layers = 6;
+    d.hidden_size = 512;
+    d.num_heads = 8;
+    d.num_classes = 10;
+    d.vocab_size = 32000;
+  } else if (workload == "matmul") {
+    d.matmul_size = 4096;
+  } else if (workload == "copy") {
+    d.copy_bytes = int64_t{256} << 20;
+    d.copy_direction = 1;  // host to device
+  }
+  return d;
+}
+
+}  // namespace gpubench
+
+#endif  // GPUBENCH_COMMON_WORKLOAD_DEFAULTS_H_
