@@ -9,7 +9,7 @@ FLAVOUR=${FLAVOUR:-debian}
 SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
 pkgs="cmake ninja-build g++ ccache pkg-config libgrpc++-dev protobuf-compiler-grpc
   libprotobuf-dev protobuf-compiler libabsl-dev libsqlite3-dev zlib1g-dev libgtest-dev
-  libgmock-dev libtorch-dev chromium"
+  libgmock-dev libtorch-dev"
 missing=$(for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   $SUDO apt-get update -qq >&2

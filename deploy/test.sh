@@ -1,7 +1,19 @@
 #!/bin/bash
-# Installs, builds (deploy/build.sh; FLAVOUR=debian or wheel) and runs the
-# test suite with CTest.
+# Installs, builds (deploy/build.sh; FLAVOUR=debian or wheel), installs the
+# tools only the tests use, and runs the test suite with CTest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(./deploy/build.sh)
+# What only the tests use, installed here rather than by the build: chromium
+# renders the HTML report (report_test); Python's grpcio with the standard
+# health and reflection packages is a client that is not ours
+# (standard_services_test).
+SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
+if ! dpkg -s chromium >/dev/null 2>&1; then
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium >&2
+fi
+python3 -c 'import grpc, grpc_health.v1, grpc_reflection.v1alpha' 2>/dev/null ||
+  python3 -m pip install -q grpcio==1.85.1 grpcio-health-checking==1.85.1 \
+    grpcio-reflection==1.85.1 >&2
 cd "$build" && ctest --output-on-failure

@@ -37,6 +37,10 @@ constexpr RpcRole kRpcRoles[] = {
 
 constexpr char kService[] = "gpubench.v1.BenchService";
 constexpr char kServicePath[] = "/gpubench.v1.BenchService/";
+// The standard health service, and server reflection (v1alpha, and v1 in
+// newer gRPC).
+constexpr char kHealthPath[] = "/grpc.health.v1.Health/";
+constexpr char kReflectionPath[] = "/grpc.reflection.";
 
 absl::string_view View(grpc::string_ref s) { return absl::string_view(s.data(), s.size()); }
 
@@ -142,18 +146,24 @@ absl::StatusOr<Caller> Authorizer::Authenticate(const InputMetadata& metadata,
 
 grpc::Status Authorizer::Process(const InputMetadata& metadata, grpc::AuthContext* context,
                                  OutputMetadata* /*consumed*/, OutputMetadata* /*response*/) {
+  // ":path" is "/gpubench.v1.BenchService/Method". The standard health
+  // service answers anyone (Kubernetes' probes carry no token, and it says
+  // only whether the daemon serves); server reflection, which describes the
+  // API and nothing stored, needs the read role; any other path needs admin.
+  auto path = metadata.find(":path");
+  const absl::string_view full = path == metadata.end() ? "" : View(path->second);
+  if (absl::StartsWith(full, kHealthPath)) return grpc::Status::OK;
   auto caller = Authenticate(metadata, context);
   if (!caller.ok()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(caller.status().message()));
   }
-  // ":path" is "/gpubench.v1.BenchService/Method"; any other path needs admin.
-  auto path = metadata.find(":path");
-  const absl::string_view full = path == metadata.end() ? "" : View(path->second);
   std::string method(full);
   v1::Role needed = v1::ROLE_ADMIN;
   if (absl::StartsWith(full, kServicePath)) {
     method = std::string(full.substr(sizeof(kServicePath) - 1));
     if (RequiredRole(method) != v1::ROLE_UNSPECIFIED) needed = RequiredRole(method);
+  } else if (absl::StartsWith(full, kReflectionPath)) {
+    needed = v1::ROLE_READ;
   }
   if (caller->role < needed) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,

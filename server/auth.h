@@ -58,7 +58,9 @@ absl::StatusOr<std::map<std::string, TokenEntry>> ParseTokenFile(const std::stri
 // authenticates the call (bearer token, else a verified client certificate,
 // else anonymous where no credentials are configured), looks up the role the
 // rpc needs in the table (kRpcRoles in auth.cc; an rpc missing from it is
-// refused by Create, a path not in it needs admin), and ends the call with
+// refused by Create, a path not in it needs admin; the standard health
+// service needs nothing, not even credentials, and server reflection the
+// read role), and ends the call with
 // UNAUTHENTICATED or PERMISSION_DENIED, or lets it through. Handlers that
 // need to know who called ask CallerOf. Thread-safe; const after Create.
 class Authorizer : public grpc::AuthMetadataProcessor {

@@ -4,7 +4,9 @@
 // (without the dashes); flags on the command line win. `gpubenchd --help`
 // lists them (from the ABSL_FLAG definitions below).
 #include <dirent.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -330,6 +332,11 @@ int main(int argc, char** argv) {
   }
   server::BenchServiceImpl service(&jobs, &scheduler, store->get(), auth->get(),
                                    service_options);
+  // The standard services fleets' tools speak: grpc.health.v1.Health (for
+  // Kubernetes' probes and load balancers; it answers without a token, see
+  // auth.cc) and server reflection (grpcurl and the like; the read role).
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, *credentials, &port);
@@ -342,11 +349,20 @@ int main(int argc, char** argv) {
     std::cerr << "gpubenchd: cannot listen on " << listen << "\n";
     return 1;
   }
+  // Not ready until the queue is recovered; not ready again once stopping.
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  auto set_serving = [health](bool serving) {
+    if (health == nullptr) return;
+    health->SetServingStatus(serving);
+    health->SetServingStatus(v1::BenchService::service_full_name(), serving);
+  };
+  set_serving(false);
   if (auto s = jobs.Start(); !s.ok()) {
     std::cerr << "gpubenchd: recovery failed: " << s.message() << "\n";
     return 1;
   }
   scheduler.Start();
+  set_serving(true);
   // Where `gpubench run` finds this daemon: the address with the port chosen.
   const std::string served =
       absl::EndsWith(listen, ":0") ? absl::StrCat(listen.substr(0, listen.size() - 1), port)
@@ -368,6 +384,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   std::cerr << "gpubenchd: shutting down\n";
+  set_serving(false);
   // Stop the queue first (running jobs get the grace period and end
   // INTERRUPTED, which watchers see), then the server: in-flight calls get a
   // moment, then are cancelled.

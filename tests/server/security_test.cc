@@ -265,7 +265,7 @@ TEST(Security, AuthorizationRunsBeforeDispatchEvenForPathsWithoutAHandler) {
     return status;
   };
   for (const std::string path : {"/gpubench.v1.BenchService/NoSuchRpc",
-                                 "/grpc.health.v1.Health/Check"}) {
+                                 "/grpc.channelz.v1.Channelz/GetTopChannels"}) {
     EXPECT_EQ(call(path, "").error_code(), grpc::StatusCode::UNAUTHENTICATED) << path;
     EXPECT_EQ(call(path, "wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED) << path;
     grpc::Status reader = call(path, kReader);
@@ -278,6 +278,9 @@ TEST(Security, AuthorizationRunsBeforeDispatchEvenForPathsWithoutAHandler) {
   // A real rpc through the same path: the reader's GetJob reaches its handler.
   EXPECT_EQ(call("/gpubench.v1.BenchService/GetJob", kReader).error_code(),
             grpc::StatusCode::NOT_FOUND);
+  // The standard health service is the one path open without a token: it
+  // answers for a service it does not know ("x") with NOT_FOUND.
+  EXPECT_EQ(call("/grpc.health.v1.Health/Check", "").error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(d.log().find(kReader), std::string::npos) << "a token reached the log";
 }
 

@@ -1,0 +1,74 @@
+// The standard gRPC services fleets' tools speak, tried from a client that
+// is not ours: Python's grpcio (tests/tools/grpc_reflection_client.py), which
+// knows no gpubench proto file, checks health, lists the services through
+// reflection and calls an rpc from the descriptors reflection returned.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "common/sha256.h"
+#include "tests/support/daemon_process.h"
+
+namespace gpubench {
+namespace {
+
+using testing_support::Daemon;
+using testing_support::FreshDir;
+
+// The client's output (stdout and stderr), one line per step.
+std::string RunClient(const std::string& address, const std::string& token) {
+  const std::string command = "python3 " GPUBENCH_SOURCE_DIR
+                              "/tests/tools/grpc_reflection_client.py " +
+                              address + " " + token + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "cannot run " + command;
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  if (status != 0) out += "\n(exit status " + std::to_string(status) + ")";
+  return out;
+}
+
+std::string HostId(Daemon& d) {
+  grpc::ClientContext ctx;
+  v1::GetHostInfoResponse resp;
+  EXPECT_TRUE(d.stub()->GetHostInfo(&ctx, v1::GetHostInfoRequest(), &resp).ok());
+  return resp.host().host_id();
+}
+
+TEST(StandardServices, HealthAndReflectionServeAClientWithoutOurProtoFiles) {
+  Daemon d(FreshDir("standard_services"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string out = RunClient(d.address(), "");
+  EXPECT_NE(out.find("health SERVING"), std::string::npos) << out;
+  for (const char* service : {"gpubench.v1.BenchService", "grpc.health.v1.Health",
+                              "grpc.reflection.v1alpha.ServerReflection"}) {
+    EXPECT_NE(out.find(service), std::string::npos) << service << " not listed:\n" << out;
+  }
+  const std::string host_id = HostId(d);
+  ASSERT_FALSE(host_id.empty());
+  EXPECT_NE(out.find("GetHostInfo host_id=" + host_id), std::string::npos) << out;
+}
+
+// Kubernetes' probes carry no token: health answers anyone. Reflection
+// describes the API, so it needs a token with the read role, as reading does.
+TEST(StandardServices, HealthNeedsNoTokenAndReflectionTheReadRole) {
+  const std::string dir = FreshDir("standard_services_tokens");
+  std::ofstream(dir + "/tokens") << Sha256Hex("r-token") << " dashboards read\n";
+  Daemon d(FreshDir("standard_services_tokens_data"), {"--token-file", dir + "/tokens"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string anonymous = RunClient(d.address(), "");
+  EXPECT_NE(anonymous.find("health SERVING"), std::string::npos) << anonymous;
+  EXPECT_NE(anonymous.find("services UNAUTHENTICATED"), std::string::npos) << anonymous;
+  const std::string wrong = RunClient(d.address(), "not-a-token");
+  EXPECT_NE(wrong.find("services UNAUTHENTICATED"), std::string::npos) << wrong;
+  const std::string reader = RunClient(d.address(), "r-token");
+  EXPECT_NE(reader.find("services gpubench.v1.BenchService"), std::string::npos) << reader;
+  EXPECT_NE(reader.find("GetHostInfo host_id="), std::string::npos) << reader;
+}
+
+}  // namespace
+}  // namespace gpubench
