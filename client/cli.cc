@@ -121,6 +121,7 @@ absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
     }
   }
   a.help = parser.help_requested();
+  if (parser.version_requested() && a.command.empty()) a.command = "version";
   a.wait = a.Has("wait") || a.Has("watch");
   a.watch = a.Has("watch");
   auto format = ParseFormat(a.Option("output", "table"));
@@ -198,9 +199,12 @@ struct Command {
 };
 
 int VersionCommand(const Args&, std::ostream& out, std::ostream&) {
-  out << "gpubench " << kGpubenchVersion << "\n";
+  out << VersionText("gpubench", nullptr,
+                     "LibTorch: none in the CLI (a daemon's, with CUDA and cuDNN: gpubench hosts)");
   return kExitOk;
 }
+
+int CompletionCommand(const Args& a, std::ostream& out, std::ostream& err);
 
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
@@ -353,10 +357,20 @@ example: gpubench run --workload mlp --model-size small,medium,large --device cp
 Validates a spec and prints it with the number of runs its sweep expands to.
 example: gpubench spec --workload resnet50 --batch 32,64 --precision fp32,bf16
 )"},
+      {"completion", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false,
+       CompletionCommand,
+       R"(  completion bash|zsh            print shell completion for gpubench)",
+       R"(usage: gpubench completion bash|zsh
+Prints a completion script generated from gpubench's own command table:
+commands, then each command's options (spec flags where it takes them).
+examples:
+  source <(gpubench completion bash)     # in ~/.bashrc
+  source <(gpubench completion zsh)      # in ~/.zshrc, after compinit
+)"},
       {"version", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false, VersionCommand,
        R"(  version                        print the version)",
        R"(usage: gpubench version
-Prints the version of this gpubench.
+Prints the version of this gpubench (also: gpubench --version).
 example: gpubench version
 )"},
   };
@@ -368,6 +382,54 @@ const Command* FindCommand(const std::string& name) {
     if (name == c.name || (c.alias != nullptr && name == c.alias)) return &c;
   }
   return nullptr;
+}
+
+// Bash completion from the command table (zsh runs it through its
+// bashcompinit): command names first, then options, with the spec flags for
+// the commands that take them, and file names otherwise.
+int CompletionCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  const std::string shell = a.positional.empty() ? "" : a.positional[0];
+  if (a.positional.size() != 1 || (shell != "bash" && shell != "zsh")) {
+    err << "usage: gpubench completion bash|zsh\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> names = {"--help", "--version"}, spec_takers;
+  for (const Command& c : Commands()) {
+    for (const char* name : {c.name, c.alias}) {
+      if (name == nullptr) continue;
+      names.push_back(name);
+      if (c.takes_spec) spec_takers.push_back(name);
+    }
+  }
+  std::vector<std::string> options = {"--help"}, spec_options;
+  for (const absl::CommandLineFlag* flag : FlagsDefinedIn("client/cli.cc")) {
+    options.push_back("--" + absl::StrReplaceAll(flag->Name(), {{"_", "-"}}));
+  }
+  for (const auto& [name, help] : SpecFlagHelp()) spec_options.push_back("--" + name);
+  std::sort(names.begin(), names.end());
+  std::sort(options.begin(), options.end());
+  if (shell == "zsh") out << "autoload -U +X bashcompinit && bashcompinit\n";
+  out << "# gpubench " << kGpubenchVersion << " completion, from `gpubench completion " << shell
+      << "`\n"
+      << "_gpubench() {\n"
+      << "  local cur=${COMP_WORDS[COMP_CWORD]} command=${COMP_WORDS[1]}\n"
+      << "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
+      << "    COMPREPLY=($(compgen -W \"" << absl::StrJoin(names, " ") << "\" -- \"$cur\"))\n"
+      << "    return\n"
+      << "  fi\n"
+      << "  if [[ $cur == --* ]]; then\n"
+      << "    local options=\"" << absl::StrJoin(options, " ") << "\"\n"
+      << "    case $command in\n"
+      << "      " << absl::StrJoin(spec_takers, "|") << ")\n"
+      << "        options=\"$options " << absl::StrJoin(spec_options, " ") << "\" ;;\n"
+      << "    esac\n"
+      << "    COMPREPLY=($(compgen -W \"$options\" -- \"$cur\"))\n"
+      << "    return\n"
+      << "  fi\n"
+      << "  COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+      << "}\n"
+      << "complete -o filenames -F _gpubench gpubench\n";
+  return kExitOk;
 }
 
 // `gpubench --help`: the commands from the table, then what they share.

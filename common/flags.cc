@@ -80,6 +80,10 @@ absl::StatusOr<std::vector<std::string>> FlagParser::Parse(int argc,
       help_requested_ = true;
       continue;
     }
+    if (arg == "--version") {
+      version_requested_ = true;
+      continue;
+    }
     if (!absl::StartsWith(arg, "--") || arg == "--") {
       positional.push_back(arg);
       continue;

@@ -34,7 +34,8 @@ class FlagParser {
 
   // Sets the flags named in argv[1..]; returns the other arguments, in order.
   // InvalidArgument naming the flag for an unknown flag, a missing value or
-  // one that does not parse. "--help" or "-h" sets help_requested().
+  // one that does not parse. "--help" or "-h" sets help_requested(),
+  // "--version" version_requested().
   absl::StatusOr<std::vector<std::string>> Parse(int argc, const char* const* argv);
 
   // Sets, from a file of "name = value" lines ('#' starts a comment), every
@@ -42,6 +43,7 @@ class FlagParser {
   absl::Status ApplyConfigFile(const std::string& path);
 
   bool help_requested() const { return help_requested_; }
+  bool version_requested() const { return version_requested_; }
   // Whether Parse set the flag (either spelling of its name).
   bool IsSetOnCommandLine(absl::string_view name) const;
 
@@ -56,6 +58,7 @@ class FlagParser {
   const std::string defined_in_;
   std::vector<std::pair<std::string, std::string>>* unknown_ = nullptr;
   bool help_requested_ = false;
+  bool version_requested_ = false;
   std::set<std::string> set_on_command_line_;  // canonical (underscore) names
   // Every value given to each list flag so far, in order.
   std::vector<std::pair<std::string, std::vector<std::string>>> lists_;

@@ -103,7 +103,7 @@ absl::Status ValidatePipeline(const std::string& path,
                     p.extra_cost_us_per_sample(), 0, 1000000);
 }
 
-absl::Status ValidateParams(const std::string& path,
+absl::Status ValidateParams(const std::string& path, const std::string& workload,
                             const v1::WorkloadParams& p) {
   absl::Status s;
   if (!(s = CheckModelSize(path + ".model_size", p.model_size())).ok()) return s;
@@ -128,10 +128,13 @@ absl::Status ValidateParams(const std::string& path,
   if (!(s = CheckOptionalRange(path + ".num_heads", p.num_heads(), 1, 1024))
            .ok())
     return s;
-  if (p.hidden_size() != 0 && p.num_heads() != 0 &&
-      p.hidden_size() % p.num_heads() != 0) {
-    return Invalid(path + ".num_heads",
-                   absl::StrCat("must divide hidden_size ", p.hidden_size()));
+  // With the workload's defaults for what is left 0: the run gets them.
+  const WorkloadDefaults defaults = DefaultsOf(workload);
+  const int hidden = p.hidden_size() != 0 ? p.hidden_size() : defaults.hidden_size;
+  const int heads = p.num_heads() != 0 ? p.num_heads() : defaults.num_heads;
+  if (hidden != 0 && heads != 0 && hidden % heads != 0) {
+    return Invalid(path + (p.num_heads() != 0 ? ".num_heads" : ".hidden_size"),
+                   absl::StrCat("num_heads ", heads, " must divide hidden_size ", hidden));
   }
   if (!(s = CheckOptionalRange(path + ".vocab_size", p.vocab_size(), 2,
                                10000000))
@@ -192,7 +195,7 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
   if (!workload_swept || !c.workload().empty()) {
     if (!(s = CheckWorkload(path + ".workload", c.workload())).ok()) return s;
   }
-  if (!(s = ValidateParams(path + ".params", c.params())).ok()) return s;
+  if (!(s = ValidateParams(path + ".params", c.workload(), c.params())).ok()) return s;
   if (c.workload() == "torchscript" && c.params().model_path().empty() &&
       c.params().model_sha256().empty()) {
     return Invalid(path + ".params.model_path",

@@ -5,13 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(./deploy/build.sh)
 # What only the tests use, installed here rather than by the build: chromium
-# renders the HTML report (report_test); Python's grpcio with the standard
-# health and reflection packages is a client that is not ours
-# (standard_services_test).
+# renders the HTML report (report_test); zsh loads the completion script
+# (cli_test); Python's grpcio with the standard health and reflection
+# packages is a client that is not ours (standard_services_test).
 SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
-if ! dpkg -s chromium >/dev/null 2>&1; then
+missing=$(for p in chromium zsh; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$missing" ]; then
   $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing >&2
 fi
 python3 -c 'import grpc, grpc_health.v1, grpc_reflection.v1alpha' 2>/dev/null ||
   python3 -m pip install -q grpcio==1.85.1 grpcio-health-checking==1.85.1 \

@@ -31,6 +31,7 @@
 #include "common/address.h"
 #include "common/flags.h"
 #include "common/paths.h"
+#include "common/version.h"
 #include "server/job_manager.h"
 #include "server/scheduler.h"
 #include "server/service.h"
@@ -130,6 +131,16 @@ int main(int argc, char** argv) {
     std::cout << "usage: gpubenchd [flags]   (--name value or --name=value)\n"
               << FlagsHelp("server/main.cc");
     return 0;
+  }
+  if (parser.version_requested()) {
+    // The LibTorch, CUDA and cuDNN of the worker this daemon would start.
+    const std::string worker = absl::GetFlag(FLAGS_worker).empty()
+                                   ? worker::DefaultWorkerPath()
+                                   : absl::GetFlag(FLAGS_worker);
+    std::string warning;
+    const v1::HostInfo probed = server::ProbeHost("", worker, &warning);
+    std::cout << VersionText("gpubenchd", warning.empty() ? &probed : nullptr, warning);
+    return warning.empty() ? 0 : 1;
   }
   if (positional.ok() && !positional->empty()) {
     positional = absl::InvalidArgumentError(absl::StrCat("unexpected argument \"",

@@ -14,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "common/flags.h"
 #include "common/spec.h"
+#include "common/version.h"
 #include "worker/worker.h"
 
 ABSL_FLAG(bool, probe, false, "print what LibTorch sees (devices, versions) as JSON, and exit");
@@ -32,9 +33,14 @@ int main(int argc, char** argv) {
   if (!positional.ok() || !positional->empty() || parser.help_requested()) {
     (parser.help_requested() ? std::cout : std::cerr)
         << (positional.ok() ? "" : std::string(positional.status().message()) + "\n")
-        << "usage: gpubench-worker [--probe]   (serves one WorkerRequest on stdin)\n"
+        << "usage: gpubench-worker [--probe | --version]   (serves one WorkerRequest on stdin)\n"
         << gpubench::FlagsHelp("worker/main.cc");
     return parser.help_requested() && positional.ok() ? 0 : 2;
+  }
+  if (parser.version_requested()) {
+    const gpubench::v1::HostInfo probed = gpubench::worker::ProbeHost();
+    std::cout << gpubench::VersionText("gpubench-worker", &probed);
+    return 0;
   }
   if (absl::GetFlag(FLAGS_probe)) {
     std::cout << gpubench::MessageToJson(gpubench::worker::ProbeHost()) << "\n";

@@ -61,6 +61,55 @@ TEST(Cli, RunSaysWhyItsDaemonDidNotStart) {
   EXPECT_NE(err.str().find("gpubench.db"), std::string::npos) << err.str();
 }
 
+// The CLI has no LibTorch of its own, and says where a daemon's is.
+TEST(Cli, VersionFlagAndCommandSayTheSame) {
+  std::ostringstream out, err, out2, err2;
+  EXPECT_EQ(RunCli({"--version"}, out, err), kExitOk) << err.str();
+  EXPECT_EQ(out.str().rfind("gpubench 0.1.0\n", 0), 0u) << out.str();
+  EXPECT_NE(out.str().find("LibTorch: none in the CLI"), std::string::npos) << out.str();
+  EXPECT_EQ(RunCli({"version"}, out2, err2), kExitOk);
+  EXPECT_EQ(out2.str(), out.str());
+}
+
+// What bash offers after `gpubench WORDS<TAB>` with the generated script.
+std::string Complete(const std::string& script, const std::string& words) {
+  const std::string path = ::testing::TempDir() + "/gpubench_completion.bash";
+  std::ofstream(path) << script;
+  const std::string command = "bash -c 'source " + path + "; COMP_WORDS=(gpubench " + words +
+                              "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _gpubench; "
+                              "echo \"${COMPREPLY[*]}\"' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  pclose(pipe);
+  return out;
+}
+
+// The script comes from the command table: commands, the options every
+// command has, and the spec flags only where a command takes them.
+TEST(Cli, CompletionOffersCommandsOptionsAndSpecFlagsWhereTheyApply) {
+  std::ostringstream bash, err;
+  ASSERT_EQ(RunCli({"completion", "bash"}, bash, err), kExitOk) << err.str();
+  EXPECT_EQ(Complete(bash.str(), "sub"), "submit\n");
+  EXPECT_EQ(Complete(bash.str(), "re"), "regressions report results\n");
+  EXPECT_EQ(Complete(bash.str(), "submit --wor"), "--worker --workload\n");
+  EXPECT_EQ(Complete(bash.str(), "hosts --wor"), "--worker\n");  // hosts takes no spec
+  EXPECT_EQ(Complete(bash.str(), "jobs --hos"), "--host --host-id --hosts\n");
+  std::ostringstream zsh, usage, usage_err;
+  ASSERT_EQ(RunCli({"completion", "zsh"}, zsh, err), kExitOk);
+  EXPECT_EQ(zsh.str().rfind("autoload -U +X bashcompinit && bashcompinit\n", 0), 0u);
+  EXPECT_EQ(RunCli({"completion", "fish"}, usage, usage_err), kExitUsage);
+  // zsh takes the script (through its bashcompinit) and registers it.
+  const std::string path = ::testing::TempDir() + "/gpubench_completion.zsh";
+  std::ofstream(path) << zsh.str();
+  EXPECT_EQ(std::system(("zsh -c 'autoload -U +X compinit && compinit -u && source " + path +
+                         " && (( $+functions[_gpubench] ))'")
+                            .c_str()),
+            0)
+      << "zsh (Debian's zsh package) did not load the script";
+}
+
 TEST(Cli, BadFlagIsAUsageErrorNamingIt) {
   std::ostringstream out, err;
   EXPECT_EQ(RunCli({"run", "--precision", "fp17"}, out, err), kExitUsage);
@@ -75,7 +124,7 @@ TEST(Cli, EveryCommandHasHelpWithItsUsage) {
   ASSERT_EQ(RunCli({"--help"}, top, top_err), kExitOk);
   for (const char* command : {"submit", "watch", "show", "cancel", "jobs", "runs", "hosts",
                               "compare", "regressions", "trace", "schedule", "model",
-                              "report", "run", "spec", "version"}) {
+                              "report", "run", "spec", "completion", "version"}) {
     // Listed in gpubench --help, and its own help starts with its usage.
     EXPECT_NE(top.str().find(std::string("\n  ") + command + " "), std::string::npos)
         << command;

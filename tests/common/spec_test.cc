@@ -123,6 +123,24 @@ TEST(Sweep, EveryConfigCarriesItsDefaults) {
   EXPECT_EQ((*other)[0].pipeline().prefetch_depth(), 2);
 }
 
+// A relation between two fields holds with the defaults the run will get:
+// 1024 heads cannot split the transformer's default width of 512 (found by
+// the spec fuzzer once configs carried their defaults).
+TEST(Sweep, FieldRelationsHoldWithTheDefaultsFilledIn) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("transformer");
+  spec.mutable_base()->mutable_params()->set_num_heads(1024);
+  auto runs = ExpandSweep(spec);
+  ASSERT_FALSE(runs.ok());
+  EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(runs.status().message().find("params.num_heads"), std::string::npos)
+      << runs.status();
+  EXPECT_NE(runs.status().message().find("hidden_size 512"), std::string::npos)
+      << runs.status();
+  spec.mutable_base()->mutable_params()->set_num_heads(16);  // divides 512
+  EXPECT_TRUE(ExpandSweep(spec).ok());
+}
+
 TEST(Sweep, RefusesMoreThan512Points) {
   v1::JobSpec spec;
   spec.mutable_base()->set_workload("mlp");

@@ -204,6 +204,46 @@ TEST(Daemon, SubmitWatchSucceedsAndStoresRunsWithSamples) {
   EXPECT_EQ(resp.run().config().batch_size(), 8);
 }
 
+// stdout and stderr of a command, and its exit code.
+std::pair<std::string, int> Output(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+// --version: the program's version, then the LibTorch, CUDA and cuDNN its
+// worker has (the daemon asks the worker it would start).
+TEST(Daemon, DaemonAndWorkerPrintTheirVersionsAndTheWorkersLibTorch) {
+  const auto [probe, probe_code] = Output(std::string(GPUBENCH_WORKER_PATH) + " --probe");
+  ASSERT_EQ(probe_code, 0) << probe;
+  v1::HostInfo probed;
+  const size_t brace = probe.find('{');  // after whatever LibTorch logged
+  ASSERT_NE(brace, std::string::npos) << probe;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(probe.substr(brace), &probed).ok())
+      << probe;
+  ASSERT_FALSE(probed.torch_version().empty());
+  const std::string torch_line = "\nLibTorch " + probed.torch_version() + "\n";
+  const auto [worker, worker_code] = Output(std::string(GPUBENCH_WORKER_PATH) + " --version");
+  EXPECT_EQ(worker_code, 0);
+  EXPECT_EQ(worker.rfind("gpubench-worker 0.1.0\n", 0), 0u) << worker;
+  EXPECT_NE(worker.find(torch_line), std::string::npos) << worker;
+  EXPECT_NE(worker.find("\nCUDA "), std::string::npos) << worker;
+  EXPECT_NE(worker.find("\ncuDNN "), std::string::npos) << worker;
+  const auto [daemon, daemon_code] = Output(std::string(GPUBENCH_DAEMON_PATH) +
+                                            " --version --worker " + GPUBENCH_WORKER_PATH);
+  EXPECT_EQ(daemon_code, 0);
+  EXPECT_EQ(daemon.rfind("gpubenchd 0.1.0\n", 0), 0u) << daemon;
+  EXPECT_NE(daemon.find(torch_line), std::string::npos) << daemon;
+  // Without a worker it says so, naming the path, and fails.
+  const auto [lost, lost_code] =
+      Output(std::string(GPUBENCH_DAEMON_PATH) + " --version --worker /nonexistent/worker");
+  EXPECT_EQ(lost_code, 1);
+  EXPECT_NE(lost.find("/nonexistent/worker"), std::string::npos) << lost;
+}
+
 TEST(Daemon, BadInputIsInvalidArgumentNamingTheFieldAndUnknownIdsNotFound) {
   Daemon d(FreshDir("errors"));
   ASSERT_TRUE(d.serving()) << d.log();
