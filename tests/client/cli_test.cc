@@ -19,6 +19,7 @@
 #include "gpubench/v1/service.pb.h"
 #include "common/sha256.h"
 #include "storage/store.h"
+#include "tests/support/command.h"
 #include "tests/support/daemon_process.h"
 
 namespace gpubench::client {
@@ -75,15 +76,11 @@ TEST(Cli, VersionFlagAndCommandSayTheSame) {
 std::string Complete(const std::string& script, const std::string& words) {
   const std::string path = ::testing::TempDir() + "/gpubench_completion.bash";
   std::ofstream(path) << script;
-  const std::string command = "bash -c 'source " + path + "; COMP_WORDS=(gpubench " + words +
-                              "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _gpubench; "
-                              "echo \"${COMPREPLY[*]}\"' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
-  pclose(pipe);
-  return out;
+  return testing_support::RunCommand("bash -c 'source " + path + "; COMP_WORDS=(gpubench " +
+                                      words +
+                                      "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _gpubench; "
+                                      "echo \"${COMPREPLY[*]}\"'")
+      .output;
 }
 
 // The script comes from the command table: commands, the options every

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpubench/v1/service.grpc.pb.h"
+#include "tests/support/command.h"
 #include "tests/support/daemon_process.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -26,6 +27,7 @@ namespace gpubench {
 namespace {
 
 using testing_support::Daemon;
+using testing_support::RunCommand;
 using testing_support::FreshDir;
 
 using std::chrono::milliseconds;
@@ -204,20 +206,10 @@ TEST(Daemon, SubmitWatchSucceedsAndStoresRunsWithSamples) {
   EXPECT_EQ(resp.run().config().batch_size(), 8);
 }
 
-// stdout and stderr of a command, and its exit code.
-std::pair<std::string, int> Output(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
 // --version: the program's version, then the LibTorch, CUDA and cuDNN its
 // worker has (the daemon asks the worker it would start).
 TEST(Daemon, DaemonAndWorkerPrintTheirVersionsAndTheWorkersLibTorch) {
-  const auto [probe, probe_code] = Output(std::string(GPUBENCH_WORKER_PATH) + " --probe");
+  const auto [probe, probe_code] = RunCommand(std::string(GPUBENCH_WORKER_PATH) + " --probe");
   ASSERT_EQ(probe_code, 0) << probe;
   v1::HostInfo probed;
   const size_t brace = probe.find('{');  // after whatever LibTorch logged
@@ -226,20 +218,20 @@ TEST(Daemon, DaemonAndWorkerPrintTheirVersionsAndTheWorkersLibTorch) {
       << probe;
   ASSERT_FALSE(probed.torch_version().empty());
   const std::string torch_line = "\nLibTorch " + probed.torch_version() + "\n";
-  const auto [worker, worker_code] = Output(std::string(GPUBENCH_WORKER_PATH) + " --version");
+  const auto [worker, worker_code] = RunCommand(std::string(GPUBENCH_WORKER_PATH) + " --version");
   EXPECT_EQ(worker_code, 0);
   EXPECT_EQ(worker.rfind("gpubench-worker 0.1.0\n", 0), 0u) << worker;
   EXPECT_NE(worker.find(torch_line), std::string::npos) << worker;
   EXPECT_NE(worker.find("\nCUDA "), std::string::npos) << worker;
   EXPECT_NE(worker.find("\ncuDNN "), std::string::npos) << worker;
-  const auto [daemon, daemon_code] = Output(std::string(GPUBENCH_DAEMON_PATH) +
-                                            " --version --worker " + GPUBENCH_WORKER_PATH);
+  const auto [daemon, daemon_code] = RunCommand(std::string(GPUBENCH_DAEMON_PATH) +
+                                                " --version --worker " + GPUBENCH_WORKER_PATH);
   EXPECT_EQ(daemon_code, 0);
   EXPECT_EQ(daemon.rfind("gpubenchd 0.1.0\n", 0), 0u) << daemon;
   EXPECT_NE(daemon.find(torch_line), std::string::npos) << daemon;
   // Without a worker it says so, naming the path, and fails.
   const auto [lost, lost_code] =
-      Output(std::string(GPUBENCH_DAEMON_PATH) + " --version --worker /nonexistent/worker");
+      RunCommand(std::string(GPUBENCH_DAEMON_PATH) + " --version --worker /nonexistent/worker");
   EXPECT_EQ(lost_code, 1);
   EXPECT_NE(lost.find("/nonexistent/worker"), std::string::npos) << lost;
 }

@@ -4,11 +4,11 @@
 // reflection and calls an rpc from the descriptors reflection returned.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "common/sha256.h"
+#include "tests/support/command.h"
 #include "tests/support/daemon_process.h"
 
 namespace gpubench {
@@ -19,17 +19,11 @@ using testing_support::FreshDir;
 
 // The client's output (stdout and stderr), one line per step.
 std::string RunClient(const std::string& address, const std::string& token) {
-  const std::string command = "python3 " GPUBENCH_SOURCE_DIR
-                              "/tests/tools/grpc_reflection_client.py " +
-                              address + " " + token + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return "cannot run " + command;
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  if (status != 0) out += "\n(exit status " + std::to_string(status) + ")";
-  return out;
+  const testing_support::CommandResult r = testing_support::RunCommand(
+      "python3 " GPUBENCH_SOURCE_DIR "/tests/tools/grpc_reflection_client.py " + address + " " +
+      token);
+  return r.exit_code == 0 ? r.output
+                          : r.output + "\n(exit status " + std::to_string(r.exit_code) + ")";
 }
 
 std::string HostId(Daemon& d) {
