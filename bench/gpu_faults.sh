@@ -3,10 +3,11 @@
 # inside any run of batch size 64 (GPUBENCH_INJECT_CRASH_AT_BATCH, the
 # operator's test hook), and a CUDA sweep over 32, 64 and 128. The 64 point
 # must fail with signal 11 and the others succeed in fresh workers that
-# initialise CUDA again. Usage, after .gpu/build.sh:
+# initialise CUDA again. Usage, after deploy/build.sh --bundle DIR -DCMAKE_BUILD_TYPE=Release
+#   (the build the committed figures used; BUILD=build-wheel after FLAVOUR=wheel deploy/build.sh):
 #   OUT=/tmp/faults bash bench/gpu_faults.sh
 set -uo pipefail
-B=${BUILD:-build-gpu}/bin
+B=${BUILD:-build-bundle}/bin
 OUT=${OUT:-/tmp/gpubench-faults}
 mkdir -p "$OUT"
 source "$(dirname "$0")/lib.sh"

@@ -3,10 +3,11 @@
 # starts a gpubenchd for the job on a private unix socket in the data
 # directory, follows it and stops it. Then the same with a daemon already
 # serving the directory (the job goes to it), and a second daemon on that
-# directory (refused). Usage, in the checkout root after .gpu/build.sh:
+# directory (refused). Usage, in the checkout root after deploy/build.sh --bundle DIR -DCMAKE_BUILD_TYPE=Release
+#   (the build the committed figures used; BUILD=build-wheel after FLAVOUR=wheel deploy/build.sh):
 #   OUT=/tmp/run-smoke bash bench/gpu_run_smoke.sh
 set -uo pipefail
-B=${BUILD:-build-gpu}/bin
+B=${BUILD:-build-bundle}/bin
 OUT=${OUT:-/tmp/gpubench-run-smoke}
 mkdir -p "$OUT"
 data="$OUT/data"

@@ -6,12 +6,13 @@
 # pinned and pageable copies; the host pipeline at 0 and 8 loader threads; an
 # out-of-memory sweep; AdamW in eager and CUDA graph; and every workload in train and infer in each
 # precision with channels_last and cudnn benchmark.
-# Usage, in the checkout root of a GPU host, after .gpu/build.sh:
+# Usage, in the checkout root of a GPU host, after deploy/build.sh --bundle DIR -DCMAKE_BUILD_TYPE=Release
+#   (the build the committed figures used; BUILD=build-wheel after FLAVOUR=wheel deploy/build.sh):
 #   OUT=/tmp/smoke bash bench/gpu_smoke.sh
 # ONLY=regex runs only the cases whose names match (e.g. ONLY=every_workload).
 # Prints one result table per case; logs and the daemon's data go under $OUT.
 set -uo pipefail
-B=${BUILD:-build-gpu}/bin
+B=${BUILD:-build-bundle}/bin
 OUT=${OUT:-/tmp/gpubench-smoke}
 mkdir -p "$OUT"
 source "$(dirname "$0")/lib.sh"

@@ -4,7 +4,8 @@
 # through the Python PyTorch reference (bench/reference/reference.py), with the
 # same shapes, precision and measurement rule. Prints one table: case,
 # gpubench figure and its CV over repeats, Python figure and its CV, ratio, goal.
-# Usage, in the checkout root of a GPU host after .gpu/build.sh:
+# Usage, in the checkout root of a GPU host after deploy/build.sh --bundle DIR -DCMAKE_BUILD_TYPE=Release
+#   (the build the committed figures used; BUILD=build-wheel after FLAVOUR=wheel deploy/build.sh):
 #   OUT=/tmp/sbs bash bench/side_by_side.sh
 # ONLY=regex picks cases. REPEAT=N (default 1) measures each case N times in
 # one worker (gpubench --trials N) and in one Python process (--repeat N).
@@ -13,7 +14,7 @@
 # after the measured one) and prints where a step's time goes
 # (bench/trace_summary.py).
 set -uo pipefail
-B=${BUILD:-build-gpu}/bin
+B=${BUILD:-build-bundle}/bin
 OUT=${OUT:-/tmp/gpubench-sbs}
 REPEAT=${REPEAT:-1}
 mkdir -p "$OUT"

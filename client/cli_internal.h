@@ -13,12 +13,17 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/fleet.h"
-#include "client/format.h"
 #include "client/output.h"
-#include "client/report_facets.h"
+#include "report/facets.h"
+#include "report/format.h"
 #include "gpubench/v1/service.grpc.pb.h"
 
 namespace gpubench::client {
+
+// The report's formatting, shared by the CLI's tables.
+using report::Bytes;
+using report::DescribeConfig;
+using report::Short;
 
 struct Args {
   std::string command;

@@ -14,7 +14,7 @@
 #include "client/cli.h"
 #include "client/cli_internal.h"
 #include "client/compare.h"
-#include "client/report.h"
+#include "report/report.h"
 #include "client/spec_flags.h"
 #include "common/contention.h"
 #include "common/spec.h"
@@ -494,9 +494,9 @@ int ReportCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.positional.empty() || !a.Has("out")) return Usage(err, "report JOB... -o FILE");
   auto d = ConnectOne(a);
   if (!d.ok()) return Usage(err, std::string(d.status().message()));
-  std::vector<ReportJob> jobs;
+  std::vector<report::ReportJob> jobs;
   for (const std::string& id : a.positional) {
-    ReportJob rj;
+    report::ReportJob rj;
     rj.host = d->host.name;
     {
       v1::GetJobRequest req;
@@ -513,7 +513,7 @@ int ReportCommand(const Args& a, std::ostream& out, std::ostream& err) {
   const std::string path = a.Option("out");
   std::ofstream file(path, std::ios::trunc);
   if (!file) return Usage(err, "cannot write " + path);
-  file << RenderReport(jobs, a.Option("title", "gpubench report"));
+  file << report::RenderReport(jobs, a.Option("title", "gpubench report"));
   file.close();
   if (!file) {
     err << "gpubench: writing " << path << " failed\n";

@@ -7,9 +7,12 @@ build=$(./deploy/build.sh)
 # What only the tests use, installed here rather than by the build: chromium
 # renders the HTML report (report_test); zsh loads the completion script
 # (cli_test); Python's grpcio with the standard health and reflection
-# packages is a client that is not ours (standard_services_test).
+# packages is a client that is not ours (standard_services_test); prometheus
+# (with promtool) scrapes the daemon and lints its metrics (http_front_test,
+# metrics_test); kubernetes-validate checks deploy/k8s against Kubernetes'
+# schemas.
 SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
-missing=$(for p in chromium zsh; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+missing=$(for p in chromium zsh prometheus; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing >&2
@@ -17,4 +20,7 @@ fi
 python3 -c 'import grpc, grpc_health.v1, grpc_reflection.v1alpha' 2>/dev/null ||
   python3 -m pip install -q grpcio==1.85.1 grpcio-health-checking==1.85.1 \
     grpcio-reflection==1.85.1 >&2
+# Kubernetes' schemas for the DaemonSet (k8s_test.py).
+command -v kubernetes-validate >/dev/null ||
+  python3 -m pip install -q kubernetes-validate==1.37.0 >&2
 cd "$build" && ctest --output-on-failure

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -127,9 +128,7 @@ absl::StatusOr<Caller> Authorizer::Authenticate(const InputMetadata& metadata,
       return absl::UnauthenticatedError(
           "the authorization header must be \"Bearer <token>\"");
     }
-    auto entry = options_.tokens.find(Sha256Hex(value.substr(7)));
-    if (entry == options_.tokens.end()) return absl::UnauthenticatedError("unknown token");
-    return Caller{entry->second.name, entry->second.role};
+    return TokenCaller(value.substr(7));
   }
   if (options_.client_cert_role != v1::ROLE_UNSPECIFIED && context != nullptr &&
       context->IsPeerAuthenticated()) {
@@ -142,6 +141,30 @@ absl::StatusOr<Caller> Authorizer::Authenticate(const InputMetadata& metadata,
         "or token_file) or a client certificate it trusts");
   }
   return Caller{"anonymous", options_.anonymous_role};
+}
+
+absl::StatusOr<Caller> Authorizer::TokenCaller(absl::string_view token) const {
+  auto entry = options_.tokens.find(Sha256Hex(token));
+  if (entry == options_.tokens.end()) return absl::UnauthenticatedError("unknown token");
+  return Caller{entry->second.name, entry->second.role};
+}
+
+absl::StatusOr<Caller> Authorizer::AuthenticateHttp(absl::string_view authorization) const {
+  if (options_.tokens.empty()) {
+    if (!needs_credentials()) return Caller{"anonymous", options_.anonymous_role};
+    return absl::UnauthenticatedError(
+        "this daemon knows its callers by client certificate; its HTTP port takes tokens only");
+  }
+  if (absl::StartsWith(authorization, "Bearer ")) return TokenCaller(authorization.substr(7));
+  std::string decoded;
+  if (absl::StartsWith(authorization, "Basic ") &&
+      absl::Base64Unescape(authorization.substr(6), &decoded)) {
+    // A browser's login prompt: any user name, the token as the password.
+    const size_t colon = decoded.find(':');
+    if (colon != std::string::npos) return TokenCaller(absl::string_view(decoded).substr(colon + 1));
+  }
+  return absl::UnauthenticatedError(
+      "send \"Authorization: Bearer <token>\" (or the token as a Basic password)");
 }
 
 grpc::Status Authorizer::Process(const InputMetadata& metadata, grpc::AuthContext* context,

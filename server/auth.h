@@ -89,11 +89,21 @@ class Authorizer : public grpc::AuthMetadataProcessor {
   // every caller is anonymous.
   Caller CallerOf(const grpc::ServerContextBase& context) const;
 
+  // The caller of an HTTP request (the metrics port) from its Authorization
+  // header: "Bearer <token>", or Basic with the token as the password (what a
+  // browser's login prompt sends). Anonymous where no credentials are
+  // configured; client certificates are not checked there, so a daemon that
+  // knows its callers only by certificate is UNAUTHENTICATED on HTTP.
+  absl::StatusOr<Caller> AuthenticateHttp(absl::string_view authorization) const;
+
  private:
   explicit Authorizer(AuthOptions options) : options_(std::move(options)) {}
   // `context` may be null (no transport security).
   absl::StatusOr<Caller> Authenticate(const InputMetadata& metadata,
                                       const grpc::AuthContext* context) const;
+
+  // The caller a bearer token names; Unauthenticated for an unknown one.
+  absl::StatusOr<Caller> TokenCaller(absl::string_view token) const;
 
   const AuthOptions options_;
 };

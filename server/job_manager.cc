@@ -230,6 +230,11 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
   return job;
 }
 
+JobManager::Load JobManager::CurrentLoad() {
+  absl::MutexLock lock(&mu_);
+  return Load{static_cast<int>(queue_.size()), static_cast<int>(running_.size())};
+}
+
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
   std::shared_ptr<Running> running;
   bool was_queued = false;

@@ -104,6 +104,13 @@ class JobManager {
 
   const v1::HostInfo& host() const { return host_; }
 
+  // Jobs waiting in the queue and jobs running now.
+  struct Load {
+    int queued = 0;
+    int running = 0;
+  };
+  Load CurrentLoad();
+
  private:
   struct Running;
 

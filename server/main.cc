@@ -32,6 +32,7 @@
 #include "common/flags.h"
 #include "common/paths.h"
 #include "common/version.h"
+#include "server/http_front.h"
 #include "server/job_manager.h"
 #include "server/scheduler.h"
 #include "server/service.h"
@@ -58,7 +59,8 @@ ABSL_FLAG(int64_t, stop_grace_ms, 10000, "SIGTERM to SIGKILL delay for cancel an
 ABSL_FLAG(int64_t, max_requeues, 1, "times an interrupted job is requeued");
 ABSL_FLAG(int64_t, keep_samples_runs, 0, "keep the samples of the newest N runs (0: all)");
 ABSL_FLAG(int64_t, keep_trace_bytes, 0, "keep the newest traces within N bytes (0: all)");
-ABSL_FLAG(std::string, port_file, "", "write the bound port here once serving");
+ABSL_FLAG(std::string, port_file, "",
+          "write the bound port here once serving (and on a second line the metrics port)");
 ABSL_FLAG(int64_t, max_db_bytes, 16 * kGiB,
           "the database grows no larger; beyond, submits are refused with "
           "RESOURCE_EXHAUSTED (0: the disk)");
@@ -86,6 +88,16 @@ ABSL_FLAG(std::vector<std::string>, model_root, {},
 ABSL_FLAG(bool, allow_uploaded_aoti, false,
           "run uploaded AOTInductor packages (native code) even when the uploader did not "
           "hold the admin role");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "serve Prometheus metrics (/metrics) and a read-only HTML view of recent jobs (/) "
+          "on this HOST:PORT (HTTPS with --tls-cert; the read role when tokens are on; "
+          "default: off)");
+ABSL_FLAG(std::string, health_listen, "",
+          "also serve gRPC's health service alone, in plaintext and without a token, on this "
+          "HOST:PORT (Kubernetes' gRPC probes speak no TLS; default: off)");
+ABSL_FLAG(bool, metrics_without_token, false,
+          "serve /metrics without a token even when tokens are on (for scrapers that cannot "
+          "send one); the HTML view still needs one");
 ABSL_FLAG(bool, insecure, false,
           "allow a non-loopback --listen without TLS and tokens (anyone who reaches the port "
           "may submit jobs)");
@@ -322,6 +334,15 @@ int main(int argc, char** argv) {
                    "port may submit jobs as admin\n";
     }
   }
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!metrics_listen.empty() && !IsLoopbackAddress(metrics_listen) && cert.empty() &&
+      !absl::GetFlag(FLAGS_insecure)) {
+    std::cerr << "gpubenchd: refusing --metrics-listen " << metrics_listen
+              << " without TLS: tokens and job data would cross the network in the clear. "
+                 "Give --tls-cert and --tls-key (HTTPS), listen on 127.0.0.1, or pass "
+                 "--insecure on a network you trust\n";
+    return 2;
+  }
   auto auth = server::Authorizer::Create(std::move(auth_options));
   if (!auth.ok()) {
     std::cerr << "gpubenchd: " << auth.status().message() << "\n";
@@ -360,12 +381,32 @@ int main(int argc, char** argv) {
     std::cerr << "gpubenchd: cannot listen on " << listen << "\n";
     return 1;
   }
+  // The health service alone on a port of its own, for probes that speak no
+  // TLS: it says whether the daemon serves and nothing else (no BenchService
+  // there; reflection lists only health).
+  std::unique_ptr<grpc::Server> health_server;
+  const std::string health_listen = absl::GetFlag(FLAGS_health_listen);
+  if (!health_listen.empty()) {
+    grpc::ServerBuilder health_builder;
+    int health_port = 0;
+    health_builder.AddListeningPort(health_listen, grpc::InsecureServerCredentials(),
+                                    &health_port);
+    health_builder.SetMaxReceiveMessageSize(4 << 10);
+    health_server = health_builder.BuildAndStart();
+    if (!health_server || health_port == 0) {
+      std::cerr << "gpubenchd: --health-listen: cannot listen on " << health_listen << "\n";
+      return 1;
+    }
+  }
   // Not ready until the queue is recovered; not ready again once stopping.
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  auto set_serving = [health](bool serving) {
-    if (health == nullptr) return;
-    health->SetServingStatus(serving);
-    health->SetServingStatus(v1::BenchService::service_full_name(), serving);
+  std::vector<grpc::HealthCheckServiceInterface*> healths = {server->GetHealthCheckService()};
+  if (health_server) healths.push_back(health_server->GetHealthCheckService());
+  auto set_serving = [&healths](bool serving) {
+    for (grpc::HealthCheckServiceInterface* health : healths) {
+      if (health == nullptr) continue;
+      health->SetServingStatus(serving);
+      health->SetServingStatus(v1::BenchService::service_full_name(), serving);
+    }
   };
   set_serving(false);
   if (auto s = jobs.Start(); !s.ok()) {
@@ -373,6 +414,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   scheduler.Start();
+  std::unique_ptr<server::HttpFront> http;
+  if (!metrics_listen.empty()) {
+    server::HttpOptions http_options;
+    http_options.listen = metrics_listen;
+    http_options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+    http_options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+    http_options.metrics_without_token = absl::GetFlag(FLAGS_metrics_without_token);
+    auto started = server::HttpFront::Start(http_options, &jobs, store->get(), auth->get());
+    if (!started.ok()) {
+      std::cerr << "gpubenchd: " << started.status().message() << "\n";
+      scheduler.Stop();
+      jobs.Shutdown();
+      return 2;
+    }
+    http = *std::move(started);
+  }
   set_serving(true);
   // Where `gpubench run` finds this daemon: the address with the port chosen.
   const std::string served =
@@ -383,13 +440,21 @@ int main(int argc, char** argv) {
   }
   if (const std::string port_file = absl::GetFlag(FLAGS_port_file); !port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
-    std::ofstream(tmp) << port << "\n";
+    std::ofstream out(tmp);
+    out << port << "\n";
+    if (http) out << http->port() << "\n";  // the metrics port, when serving one
+    out.close();
     std::rename(tmp.c_str(), port_file.c_str());
   }
   std::cerr << "gpubenchd: serving on " << listen << " (port " << port << ""
             << (cert.empty() ? "" : ", TLS") << (tokens_required ? ", token required" : "")
             << "), data in "
-            << data_dir << ", " << host.gpus_size() << " GPU(s)\n";
+            << data_dir << ", " << host.gpus_size() << " GPU(s)";
+  if (http) {
+    std::cerr << "; metrics and HTML view on " << metrics_listen << " (port " << http->port()
+              << (cert.empty() ? "" : ", HTTPS") << ")";
+  }
+  std::cerr << "\n";
 
   while (!g_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -399,9 +464,11 @@ int main(int argc, char** argv) {
   // Stop the queue first (running jobs get the grace period and end
   // INTERRUPTED, which watchers see), then the server: in-flight calls get a
   // moment, then are cancelled.
+  if (http) http->Stop();
   scheduler.Stop();
   jobs.Shutdown();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (health_server) health_server->Shutdown(std::chrono::system_clock::now());
   std::cerr << "gpubenchd: stopped\n";
   return 0;
 }

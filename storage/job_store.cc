@@ -68,6 +68,19 @@ absl::StatusOr<v1::Job> JobStore::Get(const std::string& job_id) {
   return job;
 }
 
+absl::StatusOr<std::map<v1::JobState, int64_t>> JobStore::CountByState() {
+  std::map<v1::JobState, int64_t> counts;
+  auto status = db_->Read([&](Connection& c) {
+    Statement s(c, "count jobs", "SELECT state, COUNT(*) FROM jobs GROUP BY state");
+    return s.ForEach([&] {
+      counts[static_cast<v1::JobState>(s.ColumnInt(0))] = s.ColumnInt(1);
+      return absl::OkStatus();
+    });
+  });
+  if (!status.ok()) return status;
+  return counts;
+}
+
 absl::StatusOr<Page<v1::Job>> JobStore::List(const JobFilter& filter, int page_size,
                                              const std::string& page_token) {
   auto limit = PageSize(page_size, 50);

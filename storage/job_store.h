@@ -3,6 +3,7 @@
 #define GPUBENCH_STORAGE_JOB_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ class JobStore {
   // The same, with the event that goes with it, in one transaction.
   absl::Status Update(const v1::Job& job, const v1::ProgressEvent& event);
   absl::StatusOr<v1::Job> Get(const std::string& job_id);  // NotFound
+  // How many jobs are stored in each state.
+  absl::StatusOr<std::map<v1::JobState, int64_t>> CountByState();
 
   // Jobs newest first (submit time, then id). page_size 0 means 50; at most
   // 1000. A page_token from a previous page; a garbled one is

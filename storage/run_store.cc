@@ -192,6 +192,29 @@ absl::StatusOr<std::vector<v1::Run>> RunStore::List(const std::string& job_id,
                   [&](Statement& s) { s.Text(1, job_id); }, include_samples);
 }
 
+absl::StatusOr<std::vector<RunStore::Count>> RunStore::CountByWorkload() {
+  std::vector<Count> counts;
+  auto status = db_->Read([&](Connection& c) {
+    Statement s(c, "count runs",
+                "SELECT workload, state, COUNT(*) FROM runs GROUP BY workload, state"
+                " ORDER BY workload, state");
+    return s.ForEach([&] {
+      counts.push_back(Count{s.ColumnText(0), static_cast<v1::RunState>(s.ColumnInt(1)),
+                             s.ColumnInt(2)});
+      return absl::OkStatus();
+    });
+  });
+  if (!status.ok()) return status;
+  return counts;
+}
+
+absl::StatusOr<std::vector<v1::Run>> RunStore::Newest(v1::RunState state, int limit) {
+  return ReadRuns("newest runs",
+                  absl::StrCat(kRunColumns,
+                               " WHERE r.state=? ORDER BY r.start_ns DESC, r.run_id DESC LIMIT ?"),
+                  [&](Statement& s) { s.Int(1, state).Int(2, limit); }, false);
+}
+
 absl::StatusOr<v1::Run> RunStore::Get(const std::string& run_id, bool include_samples) {
   v1::Run run;
   auto status = db_->Read([&](Connection& c) -> absl::Status {

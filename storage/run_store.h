@@ -84,6 +84,16 @@ class RunStore {
   // The info and uncompressed data; NotFound when the run has none.
   absl::StatusOr<std::pair<v1::TraceInfo, std::string>> GetTrace(const std::string& run_id);
 
+  // How many runs each workload has stored in each state.
+  struct Count {
+    std::string workload;
+    v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
+    int64_t runs = 0;
+  };
+  absl::StatusOr<std::vector<Count>> CountByWorkload();
+  // The newest `limit` runs in `state`, newest first, without samples.
+  absl::StatusOr<std::vector<v1::Run>> Newest(v1::RunState state, int limit);
+
   // Drops samples (with telemetry) and traces beyond the caps, oldest
   // first. Run results are always kept. Returns rows removed.
   absl::StatusOr<int64_t> Prune(const RetentionLimits& limits);

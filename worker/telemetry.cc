@@ -42,7 +42,7 @@ int64_t NowMs() {
 
 class NvmlSource : public Source {
  public:
-  static std::unique_ptr<Source> Open(const std::string& pci_bus_id, int index,
+  static std::unique_ptr<Source> Open(const std::string& device_id, int index,
                                       std::string* why) {
     const char* env = std::getenv("GPUBENCH_NVML_LIBRARY");
     const std::string library = env && *env ? env : "libnvidia-ml.so.1";
@@ -61,8 +61,10 @@ class NvmlSource : public Source {
     }
     source->initialised_ = true;
     nvmlReturn_t rc = 1;
-    if (!pci_bus_id.empty() && source->by_pci_) {
-      rc = source->by_pci_(pci_bus_id.c_str(), &source->device_);
+    if (device_id.rfind("GPU-", 0) == 0 && source->by_uuid_) {
+      rc = source->by_uuid_(device_id.c_str(), &source->device_);
+    } else if (!device_id.empty() && source->by_pci_) {
+      rc = source->by_pci_(device_id.c_str(), &source->device_);
     }
     if (rc != kNvmlSuccess) rc = source->by_index_(index, &source->device_);
     if (rc != kNvmlSuccess) {
@@ -141,6 +143,7 @@ class NvmlSource : public Source {
       return false;
     }
     Symbol("nvmlDeviceGetHandleByPciBusId_v2", &by_pci_, false, why);
+    Symbol("nvmlDeviceGetHandleByUUID", &by_uuid_, false, why);
     Symbol("nvmlDeviceGetPcieThroughput", &pcie_, false, why);
     // Renamed "ClocksEventReasons" in newer drivers; the old name stays.
     Symbol("nvmlDeviceGetCurrentClocksEventReasons", &throttle_, false, why);
@@ -162,6 +165,7 @@ class NvmlSource : public Source {
   nvmlReturn_t (*shutdown_)() = nullptr;
   nvmlReturn_t (*by_index_)(unsigned int, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*by_pci_)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*by_uuid_)(const char*, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*utilization_)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*memory_)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*clock_)(nvmlDevice_t, int, unsigned int*) = nullptr;
@@ -296,8 +300,8 @@ Summary Summarize(const Series& series, double samples_processed) {
   return s;
 }
 
-std::unique_ptr<Source> OpenNvml(const std::string& pci_bus_id, int index, std::string* why) {
-  return NvmlSource::Open(pci_bus_id, index, why);
+std::unique_ptr<Source> OpenNvml(const std::string& device_id, int index, std::string* why) {
+  return NvmlSource::Open(device_id, index, why);
 }
 
 std::unique_ptr<Source> OpenHost() { return std::make_unique<HostSource>(); }

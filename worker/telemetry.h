@@ -88,10 +88,11 @@ class Source {
   virtual bool Read(Sample* sample) = 0;
 };
 
-// NVML for the GPU with this PCI bus id ("0000:1b:00.0"), else by index.
-// nullptr with *why set when NVML or the GPU cannot be opened. The library
-// is $GPUBENCH_NVML_LIBRARY when set, else libnvidia-ml.so.1.
-std::unique_ptr<Source> OpenNvml(const std::string& pci_bus_id, int index, std::string* why);
+// NVML for the GPU with this UUID ("GPU-8c1f...") or PCI bus id
+// ("0000:1b:00.0"), else by NVML's index. nullptr with *why set when NVML or
+// the GPU cannot be opened. The library is $GPUBENCH_NVML_LIBRARY when set,
+// else libnvidia-ml.so.1. Each source initialises NVML once (NVML counts).
+std::unique_ptr<Source> OpenNvml(const std::string& device_id, int index, std::string* why);
 
 // This process's CPU utilisation and RSS from /proc/self.
 std::unique_ptr<Source> OpenHost();

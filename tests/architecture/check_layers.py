@@ -25,11 +25,12 @@ RULES = [
     ("worker/", ["worker/", "common/", "gpubench/"]),
     ("common/", ["common/", "gpubench/"]),
     ("storage/", ["storage/", "common/", "gpubench/"]),
-    ("server/", ["server/", "storage/", "common/", "gpubench/", "worker/ipc.h",
-                 "worker/process.h"]),
-    ("client/", ["client/", "common/", "gpubench/"]),
+    ("server/", ["server/", "storage/", "report/", "common/", "gpubench/", "worker/ipc.h",
+                 "worker/process.h", "worker/telemetry.h"]),
+    ("report/", ["report/", "common/", "gpubench/"]),
+    ("client/", ["client/", "report/", "common/", "gpubench/"]),
 ]
-PROJECT_DIRS = ("client/", "common/", "server/", "storage/", "worker/", "gpubench/",
+PROJECT_DIRS = ("client/", "report/", "common/", "server/", "storage/", "worker/", "gpubench/",
                 "tests/", "bench/")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -38,7 +39,7 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../..")
     violations = []
     checked = 0
-    for top in ("client", "common", "server", "storage", "worker"):
+    for top in ("client", "report", "common", "server", "storage", "worker"):
         for dirpath, _, names in os.walk(os.path.join(root, top)):
             for name in sorted(names):
                 if not name.endswith((".h", ".cc")):

@@ -29,23 +29,9 @@ namespace {
 using testing_support::Daemon;
 using testing_support::RunCommand;
 using testing_support::FreshDir;
+using testing_support::TinySpec;
 
 using std::chrono::milliseconds;
-
-v1::JobSpec TinySpec(const std::string& workload = "mlp") {
-  v1::JobSpec spec;
-  spec.set_name("tiny");
-  spec.mutable_base()->set_workload(workload);
-  spec.mutable_base()->set_device("cpu");
-  spec.mutable_base()->set_mode(v1::MODE_INFER);
-  spec.mutable_base()->set_batch_size(8);
-  auto* m = spec.mutable_measurement();
-  m->set_warmup_iterations(2);
-  m->set_min_iterations(10);
-  m->set_min_time_ms(50);
-  m->set_max_time_ms(2000);
-  return spec;
-}
 
 // A job that measures for a minute unless stopped.
 v1::JobSpec LongSpec() {

@@ -64,5 +64,26 @@ TEST(StandardServices, HealthNeedsNoTokenAndReflectionTheReadRole) {
   EXPECT_NE(reader.find("GetHostInfo host_id="), std::string::npos) << reader;
 }
 
+// Kubernetes' gRPC probes speak no TLS and send no token: --health-listen
+// serves the health service alone in plaintext, and no rpc of the API.
+TEST(StandardServices, AHealthPortServesHealthAndNothingElse) {
+  const std::string dir = FreshDir("standard_services_health_port");
+  std::ofstream(dir + "/tokens") << Sha256Hex("r-token") << " dashboards read\n";
+  const std::string health = "127.0.0.1:" + std::to_string(testing_support::FreePort());
+  Daemon d(FreshDir("standard_services_health_port_data"),
+           {"--token-file", dir + "/tokens", "--health-listen", health});
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string out = RunClient(health, "");
+  EXPECT_NE(out.find("health SERVING"), std::string::npos) << out;
+  const size_t services = out.find("services ");
+  ASSERT_NE(services, std::string::npos) << out;
+  EXPECT_EQ(out.substr(services, out.find('\n', services) - services).find("BenchService"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("GetHostInfo UNIMPLEMENTED"), std::string::npos) << out;
+  // The daemon's own port still asks for a token.
+  EXPECT_NE(RunClient(d.address(), "").find("services UNAUTHENTICATED"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpubench

@@ -4,9 +4,12 @@
 #ifndef GPUBENCH_TESTS_SUPPORT_DAEMON_PROCESS_H_
 #define GPUBENCH_TESTS_SUPPORT_DAEMON_PROCESS_H_
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +36,37 @@ inline std::string FreshDir(const std::string& name) {
 }
 
 // One gpubenchd child process.
+// A loopback TCP port that was free a moment ago (for a second port the
+// daemon takes, e.g. --health-listen).
+inline int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A job of one tiny CPU run (batch 8, 10 iterations or 50 ms) that finishes
+// in a second or two.
+inline v1::JobSpec TinySpec(const std::string& workload = "mlp") {
+  v1::JobSpec spec;
+  spec.set_name("tiny");
+  spec.mutable_base()->set_workload(workload);
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  spec.mutable_base()->set_batch_size(8);
+  auto* m = spec.mutable_measurement();
+  m->set_warmup_iterations(2);
+  m->set_min_iterations(10);
+  m->set_min_time_ms(50);
+  m->set_max_time_ms(2000);
+  return spec;
+}
+
 class Daemon {
  public:
   explicit Daemon(std::string data_dir, std::vector<std::string> extra = {})
@@ -55,7 +89,9 @@ class Daemon {
     }
     for (int i = 0; i < 300 && port_ == 0; ++i) {
       std::ifstream in(port_file);
-      if (!(in >> port_)) {
+      if (in >> port_) {
+        in >> metrics_port_;  // a second line when --metrics-listen is given
+      } else {
         port_ = 0;
         int status;
         if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -83,6 +119,8 @@ class Daemon {
 
   bool serving() const { return port_ != 0; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The HTTP port of --metrics-listen (0 without one).
+  int metrics_port() const { return metrics_port_; }
   const std::string& data_dir() const { return data_dir_; }
   v1::BenchService::Stub* stub() { return stub_.get(); }
   pid_t pid() const { return pid_; }
@@ -95,6 +133,7 @@ class Daemon {
   std::string data_dir_;
   pid_t pid_ = -1;
   int port_ = 0;
+  int metrics_port_ = 0;
   bool exited_ = false;
   int exit_status_ = 0;
   std::shared_ptr<grpc::Channel> channel_;

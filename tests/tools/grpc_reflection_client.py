@@ -30,7 +30,8 @@ def message_class(descriptor):
 
 def reflect(stub, metadata, **request):
     return next(iter(stub.ServerReflectionInfo(
-        iter([reflection_pb2.ServerReflectionRequest(**request)]), metadata=metadata)))
+        iter([reflection_pb2.ServerReflectionRequest(**request)]), metadata=metadata,
+        timeout=10)))
 
 
 def main(address, token):

@@ -1,13 +1,13 @@
 // The plots of one job in the HTML report: which charts its runs support and
 // the points, bars and labels of each.
-#ifndef GPUBENCH_CLIENT_REPORT_PLOTS_H_
-#define GPUBENCH_CLIENT_REPORT_PLOTS_H_
+#ifndef GPUBENCH_REPORT_PLOTS_H_
+#define GPUBENCH_REPORT_PLOTS_H_
 
 #include <string>
 
-#include "client/report_facets.h"
+#include "report/facets.h"
 
-namespace gpubench::client::report_internal {
+namespace gpubench::report::internal {
 
 // The <figure>s of every plot view's runs support, empty when none:
 // throughput, latency (p50, p95) and peak memory against batch size per group
@@ -18,6 +18,6 @@ namespace gpubench::client::report_internal {
 // different x, a bar chart one bar. Thread-safe (no state).
 std::string JobPlots(const JobView& view);
 
-}  // namespace gpubench::client::report_internal
+}  // namespace gpubench::report::internal
 
-#endif  // GPUBENCH_CLIENT_REPORT_PLOTS_H_
+#endif  // GPUBENCH_REPORT_PLOTS_H_

@@ -1,4 +1,4 @@
-#include "client/report_facets.h"
+#include "report/facets.h"
 
 #include <algorithm>
 #include <utility>
@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "client/format.h"
+#include "report/format.h"
 #include "common/workload_defaults.h"
 
-namespace gpubench::client {
-namespace report_internal {
+namespace gpubench::report {
+namespace internal {
 namespace {
 
 std::string OnOff(bool b) { return b ? "on" : "off"; }
@@ -228,15 +228,15 @@ JobView MakeView(const ReportJob& job) {
   return view;
 }
 
-}  // namespace report_internal
+}  // namespace internal
 
 std::string DescribeConfig(const v1::RunConfig& config) {
   std::vector<std::string> words;
-  for (report_internal::FacetId f : report_internal::kLabelOrder) {
-    std::string word = report_internal::Facets()[f].word(config);
+  for (internal::FacetId f : internal::kLabelOrder) {
+    std::string word = internal::Facets()[f].word(config);
     if (!word.empty()) words.push_back(std::move(word));
   }
   return absl::StrJoin(words, " ");
 }
 
-}  // namespace gpubench::client
+}  // namespace gpubench::report

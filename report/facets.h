@@ -1,8 +1,8 @@
 // How a run config is described: one table of its facets (workload, device,
 // batch, precision, ...) that both the CLI's one-line labels and the HTML
 // report's columns, legends and groupings read from.
-#ifndef GPUBENCH_CLIENT_REPORT_FACETS_H_
-#define GPUBENCH_CLIENT_REPORT_FACETS_H_
+#ifndef GPUBENCH_REPORT_FACETS_H_
+#define GPUBENCH_REPORT_FACETS_H_
 
 #include <array>
 #include <cstddef>
@@ -11,19 +11,19 @@
 #include <string>
 #include <vector>
 
-#include "client/report.h"
+#include "report/report.h"
 #include "gpubench/v1/result.pb.h"
 #include "gpubench/v1/spec.pb.h"
 
-namespace gpubench::client {
+namespace gpubench::report {
 
 // A config in a few words, for the CLI's tables and progress lines: what runs,
 // how, then where: "resnet50 train b32 fp16 cl graph cuda:0",
 // "matmul 4096x4096x4096 bf16", "copy 256.0 MiB host_to_device pinned fp32".
-// The words are the facets' (report_internal::Facet::word). Thread-safe.
+// The words are the facets' (internal::Facet::word). Thread-safe.
 std::string DescribeConfig(const v1::RunConfig& config);
 
-namespace report_internal {
+namespace internal {
 
 // One facet of a run's config. The report's run table shows the facets that
 // vary within a job; its plots group runs by all facets but the one on their
@@ -119,7 +119,7 @@ std::vector<std::vector<size_t>> Groups(const JobView& view, FacetMask excluded,
   return groups;
 }
 
-}  // namespace report_internal
-}  // namespace gpubench::client
+}  // namespace internal
+}  // namespace gpubench::report
 
-#endif  // GPUBENCH_CLIENT_REPORT_FACETS_H_
+#endif  // GPUBENCH_REPORT_FACETS_H_

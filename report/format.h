@@ -1,13 +1,13 @@
 // Formatting shared by the CLI's tables and the HTML report.
-#ifndef GPUBENCH_CLIENT_FORMAT_H_
-#define GPUBENCH_CLIENT_FORMAT_H_
+#ifndef GPUBENCH_REPORT_FORMAT_H_
+#define GPUBENCH_REPORT_FORMAT_H_
 
 #include <cstdint>
 #include <string>
 
 #include "google/protobuf/descriptor.h"
 
-namespace gpubench::client {
+namespace gpubench::report {
 
 // "512.0 MiB", "2.00 GiB"; "-" for 0 or less.
 std::string Bytes(int64_t bytes);
@@ -16,6 +16,6 @@ std::string Bytes(int64_t bytes);
 // unset field) reads as the first value.
 std::string Short(const google::protobuf::EnumDescriptor* type, int value);
 
-}  // namespace gpubench::client
+}  // namespace gpubench::report
 
-#endif  // GPUBENCH_CLIENT_FORMAT_H_
+#endif  // GPUBENCH_REPORT_FORMAT_H_

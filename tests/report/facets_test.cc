@@ -1,4 +1,4 @@
-#include "client/report_facets.h"
+#include "report/facets.h"
 
 #include <gtest/gtest.h>
 
@@ -8,19 +8,19 @@
 
 #include "client/cli_internal.h"
 
-namespace gpubench::client {
+namespace gpubench::report {
 namespace {
 
-using report_internal::Bit;
-using report_internal::FacetValues;
-using report_internal::GroupLabel;
-using report_internal::kBatch;
-using report_internal::kDevice;
-using report_internal::kFacetCount;
-using report_internal::kLoaders;
-using report_internal::kPrecision;
-using report_internal::kWorkload;
-using report_internal::ValuesOf;
+using internal::Bit;
+using internal::FacetValues;
+using internal::GroupLabel;
+using internal::kBatch;
+using internal::kDevice;
+using internal::kFacetCount;
+using internal::kLoaders;
+using internal::kPrecision;
+using internal::kWorkload;
+using internal::ValuesOf;
 
 v1::RunConfig Model(const std::string& workload) {
   v1::RunConfig c;
@@ -36,7 +36,7 @@ std::vector<std::string> ConfigColumn(
   std::vector<v1::Run> runs;
   for (const v1::RunConfig& c : configs)
     *runs.emplace_back().mutable_config() = c;
-  const Table table = RunsTable(runs, /*with_job_column=*/false);
+  const client::Table table = client::RunsTable(runs, /*with_job_column=*/false);
   const auto column =
       std::find(table.header.begin(), table.header.end(), "config");
   EXPECT_NE(column, table.header.end());
@@ -140,4 +140,4 @@ TEST(Facets, GroupLabelNamesTheVaryingFacetsThatApply) {
 }
 
 }  // namespace
-}  // namespace gpubench::client
+}  // namespace gpubench::report

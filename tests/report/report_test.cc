@@ -1,4 +1,4 @@
-#include "client/report.h"
+#include "report/report.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 
 #include "common/spec.h"
 
-namespace gpubench::client {
+namespace gpubench::report {
 namespace {
 
 // ---------------------------------------------------------------- fixtures
@@ -526,4 +526,4 @@ TEST(ReportRender, BlankPageIsNotDrawn) {
 }
 
 }  // namespace
-}  // namespace gpubench::client
+}  // namespace gpubench::report

@@ -1,4 +1,4 @@
-#include "client/report_html.h"
+#include "report/html.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,13 +10,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "client/format.h"
-#include "client/report_chart.h"
-#include "client/report_facets.h"
-#include "client/report_plots.h"
+#include "report/format.h"
+#include "report/chart.h"
+#include "report/facets.h"
+#include "report/plots.h"
 #include "common/spec.h"
 
-namespace gpubench::client::report_internal {
+namespace gpubench::report::internal {
 namespace {
 
 std::string When(const google::protobuf::Timestamp& t) {
@@ -312,4 +312,15 @@ std::string JobSection(const ReportJob& job) {
 
 const char* ReportCss() { return kCss; }
 
-}  // namespace gpubench::client::report_internal
+std::string JobIndexRow(const v1::Job& job, const std::string& link) {
+  std::vector<std::string> workloads;
+  for (const std::string& w : job.spec().sweep().workload()) workloads.push_back(EscapeHtml(w));
+  if (workloads.empty()) workloads.push_back(EscapeHtml(job.spec().base().workload()));
+  return absl::StrCat("<tr><td><a href=\"", EscapeHtml(link), "\">", EscapeHtml(JobId(job)),
+                      "</a></td><td>", EscapeHtml(job.spec().name()), "</td><td>",
+                      StatePill(v1::JobState_descriptor(), job.state()), "</td><td>",
+                      absl::StrJoin(workloads, ", "), "</td><td class=\"num\">", job.runs_done(),
+                      "/", job.run_count(), "</td><td>", When(job.submit_time()), "</td></tr>\n");
+}
+
+}  // namespace gpubench::report::internal

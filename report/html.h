@@ -1,14 +1,14 @@
 // The HTML of the report's job sections: a summary of the job, the config its
 // runs share, a table of its runs and its plots, and the page's stylesheet.
-#ifndef GPUBENCH_CLIENT_REPORT_HTML_H_
-#define GPUBENCH_CLIENT_REPORT_HTML_H_
+#ifndef GPUBENCH_REPORT_HTML_H_
+#define GPUBENCH_REPORT_HTML_H_
 
 #include <string>
 
-#include "client/report.h"
+#include "report/report.h"
 #include "gpubench/v1/job.pb.h"
 
-namespace gpubench::client::report_internal {
+namespace gpubench::report::internal {
 
 // The job's id, or "job" when it has none; its section's anchor is "job-" and
 // this id.
@@ -21,9 +21,14 @@ std::string JobId(const v1::Job& job);
 // HTML-escaped. Thread-safe (no state).
 std::string JobSection(const ReportJob& job);
 
+// One <tr> of a job index: the job's id linking to `link`, its name, state
+// (coloured as in its section), workloads, runs done of its sweep and
+// submission time. Every text from the job is HTML-escaped.
+std::string JobIndexRow(const v1::Job& job, const std::string& link);
+
 // The stylesheet the sections' classes need, for the page's <style>.
 const char* ReportCss();
 
-}  // namespace gpubench::client::report_internal
+}  // namespace gpubench::report::internal
 
-#endif  // GPUBENCH_CLIENT_REPORT_HTML_H_
+#endif  // GPUBENCH_REPORT_HTML_H_

@@ -2,8 +2,8 @@
 // horizontal bar charts with round-numbered axes and a legend, plus the text
 // helpers they need (HTML escaping, width estimates, number formats). Knows
 // nothing of runs or jobs: callers hand it points and bars.
-#ifndef GPUBENCH_CLIENT_REPORT_CHART_H_
-#define GPUBENCH_CLIENT_REPORT_CHART_H_
+#ifndef GPUBENCH_REPORT_CHART_H_
+#define GPUBENCH_REPORT_CHART_H_
 
 #include <optional>
 #include <string>
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace gpubench::client::report_internal {
+namespace gpubench::report::internal {
 
 // ---------------------------------------------------------------- text
 
@@ -113,6 +113,6 @@ struct BarChart {
 // batch 256" read better along rows than under columns). Empty without bars.
 std::string RenderBarChart(const BarChart& chart);
 
-}  // namespace gpubench::client::report_internal
+}  // namespace gpubench::report::internal
 
-#endif  // GPUBENCH_CLIENT_REPORT_CHART_H_
+#endif  // GPUBENCH_REPORT_CHART_H_

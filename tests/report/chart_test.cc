@@ -1,4 +1,4 @@
-#include "client/report_chart.h"
+#include "report/chart.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace gpubench::client::report_internal {
+namespace gpubench::report::internal {
 namespace {
 
 // needle occurs in svg exactly once.
@@ -187,4 +187,4 @@ TEST(ChartText, FiguresKeepFourSignificantDigitsOrTheWholeNumber) {
 }
 
 }  // namespace
-}  // namespace gpubench::client::report_internal
+}  // namespace gpubench::report::internal

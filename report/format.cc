@@ -1,9 +1,9 @@
-#include "client/format.h"
+#include "report/format.h"
 
 #include "absl/strings/str_format.h"
 #include "common/spec.h"
 
-namespace gpubench::client {
+namespace gpubench::report {
 
 std::string Bytes(int64_t bytes) {
   if (bytes <= 0) return "-";
@@ -15,4 +15,4 @@ std::string Short(const google::protobuf::EnumDescriptor* type, int value) {
   return EnumShortName(type, value == 0 ? 1 : value);
 }
 
-}  // namespace gpubench::client
+}  // namespace gpubench::report

@@ -1,7 +1,7 @@
 // The HTML report of `gpubench report`: jobs, their runs and plots of them as
 // one self-contained page.
-#ifndef GPUBENCH_CLIENT_REPORT_H_
-#define GPUBENCH_CLIENT_REPORT_H_
+#ifndef GPUBENCH_REPORT_REPORT_H_
+#define GPUBENCH_REPORT_REPORT_H_
 
 #include <string>
 #include <vector>
@@ -9,7 +9,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
 
-namespace gpubench::client {
+namespace gpubench::report {
 
 // One job as the report shows it.
 struct ReportJob {
@@ -36,6 +36,13 @@ struct ReportJob {
 std::string RenderReport(const std::vector<ReportJob>& jobs,
                          const std::string& title);
 
-}  // namespace gpubench::client
+// A page listing jobs in the order given (the HTML view's index: the newest
+// first), each job's id linking to link_prefix + the id, under `title`, for
+// the daemon on `host`. Self-contained like the report; every text from the
+// jobs is HTML-escaped. Thread-safe (no state).
+std::string RenderJobIndex(const std::vector<v1::Job>& jobs, const std::string& title,
+                           const std::string& host, const std::string& link_prefix);
 
-#endif  // GPUBENCH_CLIENT_REPORT_H_
+}  // namespace gpubench::report
+
+#endif  // GPUBENCH_REPORT_REPORT_H_

@@ -1,4 +1,4 @@
-#include "client/report_chart.h"
+#include "report/chart.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
-namespace gpubench::client::report_internal {
+namespace gpubench::report::internal {
 namespace {
 
 constexpr double kChartWidth = 580;
@@ -403,4 +403,4 @@ std::string RenderBarChart(const BarChart& chart) {
   return svg;
 }
 
-}  // namespace gpubench::client::report_internal
+}  // namespace gpubench::report::internal

@@ -1,4 +1,4 @@
-#include "client/report_plots.h"
+#include "report/plots.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "client/report_chart.h"
+#include "report/chart.h"
 
-namespace gpubench::client::report_internal {
+namespace gpubench::report::internal {
 namespace {
 
 // Figures of these states are whole measurements; plots use only them.
@@ -293,4 +293,4 @@ std::string JobPlots(const JobView& view) {
          DataWaitPlot(view) + OperatorPlots(view);
 }
 
-}  // namespace gpubench::client::report_internal
+}  // namespace gpubench::report::internal
