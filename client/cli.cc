@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/algorithm/container.h"
 #include "absl/base/const_init.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/commandlineflag.h"
@@ -21,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "client/cli_internal.h"
+#include "client/gbench.h"
 #include "client/local_daemon.h"
 #include "client/spec_flags.h"
 #include "common/flags.h"
@@ -35,7 +37,8 @@ ABSL_FLAG(std::vector<std::string>, host, {},
           "a daemon: ADDRESS, NAME=ADDRESS or a fleet file name (repeatable)");
 ABSL_FLAG(std::vector<std::string>, hosts, {}, "compare, report: hosts side by side (comma list)");
 ABSL_FLAG(std::string, output, "table",
-          "table, json (protobuf JSON mapping), csv or markdown");
+          "table, json (protobuf JSON mapping), csv, markdown, or gbench (Google "
+          "Benchmark's JSON: show, runs)");
 ABSL_FLAG(std::string, data_dir, "",
           "run: where the SQLite file lives (default: ~/.local/share/gpubench)");
 ABSL_FLAG(std::string, worker, "", "run: the gpubench-worker binary (default: beside gpubench)");
@@ -237,9 +240,14 @@ example: gpubench jobs --state failed --since 7d
 )"},
       {"show", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, JobCommand,
        R"(  show JOB               a job and its runs)",
-       R"(usage: gpubench show JOB [--output table|json|csv|markdown] [--host H]
+       R"(usage: gpubench show JOB [--output table|json|csv|markdown|gbench] [--host H]
 A job and its runs. JSON is {"job": Job, "runs": [Run]} in the API's JSON mapping.
-example: gpubench show j3f2c0d1e2a3b4c5d --output json | jq '.runs[].result.throughput_samples_per_s'
+gbench is Google Benchmark's JSON: a benchmark per run (real_time per iteration,
+items_per_second, p50_ms/p95_ms/p99_ms), runs of one config as its repetitions.
+examples:
+  gpubench show j3f2c0d1e2a3b4c5d --output json | jq '.runs[].result.throughput_samples_per_s'
+  gpubench show JOB_A --output gbench > a.json; gpubench show JOB_B --output gbench > b.json
+  compare.py benchmarks a.json b.json      # Google Benchmark's tools/compare.py
 )"},
       {"cancel", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, JobCommand,
        R"(  cancel JOB             cancel a queued or running job)",
@@ -636,6 +644,10 @@ std::string ShortOperatorName(std::string name) {
 
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
               std::ostream& out) {
+  if (format == Format::kGbench) {
+    PrintGbench(runs, "gpubench show " + job.job_id(), out);
+    return;
+  }
   if (format == Format::kJson) {
     std::vector<std::string> run_json;
     for (v1::Run r : runs) {
@@ -741,6 +753,14 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   }
   if (command == nullptr) {
     err << "gpubench: unknown command \"" << args->command << "\"; see gpubench --help\n";
+    return kExitUsage;
+  }
+  // Google Benchmark's format holds runs: only the commands that print runs.
+  if (args->format == Format::kGbench &&
+      !absl::c_linear_search(std::vector<std::string>{"show", "watch", "submit", "run", "runs"},
+                             std::string(command->name))) {
+    err << "gpubench: --output gbench: " << args->command
+        << " prints no runs (show, watch, submit --wait, run and runs do)\n";
     return kExitUsage;
   }
   // Commands that talk to a daemon take no spec flags unless they submit.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli.h"
 #include "client/cli_internal.h"
+#include "client/gbench.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
@@ -289,6 +290,10 @@ int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   } while (!token.empty() && all.runs_size() < *limit);
   if (a.format == Format::kJson) {
     out << MessageToJson(all) << "\n";
+    return kExitOk;
+  }
+  if (a.format == Format::kGbench) {
+    PrintGbench({all.runs().begin(), all.runs().end()}, "gpubench runs", out);
     return kExitOk;
   }
   PrintTable(RunsTable({all.runs().begin(), all.runs().end()}, true), a.format, out);

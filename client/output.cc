@@ -23,6 +23,8 @@ std::string CsvCell(const std::string& cell) {
   return absl::StrCat("\"", absl::StrReplaceAll(cell, {{"\"", "\"\""}}), "\"");
 }
 
+}  // namespace
+
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -44,8 +46,6 @@ std::string JsonString(const std::string& s) {
   }
   return out + "\"";
 }
-
-}  // namespace
 
 std::string Printable(std::string_view s, bool keep_newlines) {
   static const char kHex[] = "0123456789abcdef";
@@ -81,8 +81,9 @@ absl::StatusOr<Format> ParseFormat(const std::string& name) {
   if (name == "json") return Format::kJson;
   if (name == "csv") return Format::kCsv;
   if (name == "markdown" || name == "md") return Format::kMarkdown;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--output: \"", name, "\" is not one of table, json, csv, markdown"));
+  if (name == "gbench") return Format::kGbench;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--output: \"", name, "\" is not one of table, json, csv, markdown, gbench"));
 }
 
 void PrintTable(const Table& raw, Format format, std::ostream& out) {
@@ -140,6 +141,7 @@ void PrintTable(const Table& raw, Format format, std::ostream& out) {
       }
       return;
     }
+    case Format::kGbench:  // not a table: the commands that take it print runs
     case Format::kTable: {
       std::vector<size_t> width(columns, 0);
       std::vector<bool> numeric(columns, true);

@@ -13,9 +13,11 @@
 
 namespace gpubench::client {
 
-enum class Format { kTable, kJson, kCsv, kMarkdown };
+// kGbench is Google Benchmark's JSON (client/gbench.h), for commands that
+// print runs.
+enum class Format { kTable, kJson, kCsv, kMarkdown, kGbench };
 
-// "table", "json", "csv" or "markdown"; InvalidArgument naming --output.
+// "table", "json", "csv", "markdown" or "gbench"; InvalidArgument naming --output.
 absl::StatusOr<Format> ParseFormat(const std::string& name);
 
 // Rows of cells under a header. Cells that look numeric are right-aligned in
@@ -30,6 +32,9 @@ struct Table {
 // labels, errors) cannot move the cursor, recolour or rewrite a terminal.
 // keep_newlines leaves '\n' as it is, for multi-line text such as stderr.
 std::string Printable(std::string_view s, bool keep_newlines = false);
+
+// s as a JSON string literal, quotes included.
+std::string JsonString(const std::string& s);
 
 // Prints table in format; table and Markdown cells are Printable (kJson is not a table format: it prints CSV's
 // cells as an array of objects keyed by the header).

@@ -80,6 +80,11 @@ absl::StatusOr<std::vector<std::string>> FlagParser::Parse(int argc,
       help_requested_ = true;
       continue;
     }
+    if (arg == "-v" && Find("verbose") != nullptr) {  // the usual short spelling
+      if (auto s = Set("verbose", "true", ""); !s.ok()) return s;
+      set_on_command_line_.insert("verbose");
+      continue;
+    }
     if (arg == "--version") {
       version_requested_ = true;
       continue;

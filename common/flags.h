@@ -35,7 +35,8 @@ class FlagParser {
   // Sets the flags named in argv[1..]; returns the other arguments, in order.
   // InvalidArgument naming the flag for an unknown flag, a missing value or
   // one that does not parse. "--help" or "-h" sets help_requested(),
-  // "--version" version_requested().
+  // "--version" version_requested(); "-v" is "--verbose" where a bool flag
+  // verbose is defined.
   absl::StatusOr<std::vector<std::string>> Parse(int argc, const char* const* argv);
 
   // Sets, from a file of "name = value" lines ('#' starts a comment), every

@@ -9,10 +9,11 @@ build=$(./deploy/build.sh)
 # (cli_test); Python's grpcio with the standard health and reflection
 # packages is a client that is not ours (standard_services_test); prometheus
 # (with promtool) scrapes the daemon and lints its metrics (http_front_test,
-# metrics_test); kubernetes-validate checks deploy/k8s against Kubernetes'
-# schemas.
+# metrics_test); Google Benchmark's compare.py (libbenchmark-tools, run by
+# Debian's python3 with python3-scipy) reads the gbench export (cli_test);
+# kubernetes-validate checks deploy/k8s against Kubernetes' schemas.
 SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
-missing=$(for p in chromium zsh prometheus; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+missing=$(for p in chromium zsh prometheus libbenchmark-tools python3-scipy; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing >&2

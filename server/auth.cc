@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/address.h"
+#include "common/log.h"
 #include "common/spec.h"
 #include "google/protobuf/descriptor.h"
 #include "common/sha256.h"
@@ -178,6 +179,7 @@ grpc::Status Authorizer::Process(const InputMetadata& metadata, grpc::AuthContex
   if (absl::StartsWith(full, kHealthPath)) return grpc::Status::OK;
   auto caller = Authenticate(metadata, context);
   if (!caller.ok()) {
+    Log(LogLevel::kDebug, "refused ", full.substr(0, 200), ": unauthenticated");
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(caller.status().message()));
   }
   std::string method(full);
@@ -189,6 +191,8 @@ grpc::Status Authorizer::Process(const InputMetadata& metadata, grpc::AuthContex
     needed = v1::ROLE_READ;
   }
   if (caller->role < needed) {
+    Log(LogLevel::kDebug, "refused ", full.substr(0, 200), " to ", caller->name, ": needs ",
+        RoleName(needed));
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         absl::StrCat(method, " needs the ", RoleName(needed), " role; ",
                                      caller->name, " has ", RoleName(caller->role)));

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/contention.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
@@ -227,6 +228,9 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
                 TimeUtil::TimestampToNanoseconds(job.submit_time()), leases);
   }
   cv_.SignalAll();
+  Log(LogLevel::kInfo, "job ", job.job_id(), " queued: ", job.run_count(), " run(s) of ",
+      spec.base().workload(), submitted_by.empty() ? "" : " by ", submitted_by,
+      schedule_id.empty() ? "" : " for schedule ", schedule_id);
   return job;
 }
 
@@ -285,8 +289,8 @@ void JobManager::OverlayUnsaved(std::vector<v1::Job>* jobs) {
 void JobManager::RememberUnsavedLocked(const v1::Job& job, const absl::Status& why) {
   // The store cannot write: this daemon still knows the truth, serves it
   // (GetJob, ListJobs) and writes it when the store takes writes again.
-  std::cerr << "gpubenchd: job " << job.job_id() << ": storing it ("
-            << v1::JobState_Name(job.state()) << ") failed: " << why.message() << "\n";
+  Log(LogLevel::kError, "job ", job.job_id(), ": storing it (",
+      EnumShortName(v1::JobState_descriptor(), job.state()), ") failed: ", why.message());
   unsaved_[job.job_id()] = job;
 }
 
@@ -454,6 +458,8 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
           absl::StrCat("cannot start the worker: ", process.status().message()));
       break;
     }
+    Log(LogLevel::kDebug, "job ", job_id, ": worker started (pass ", pass + 1, ", ",
+        stored.size(), " run(s) already stored)");
     {
       absl::MutexLock lock(&running->mu);
       // A stop that came while no worker ran must not be missed.
@@ -720,13 +726,15 @@ absl::Status JobManager::Emit(const std::string& job_id,
     persist = [&](v1::ProgressEvent* e) -> absl::Status {
       auto id = store_->runs().Insert(*run_to_store, *e, trace_json);
       if (id.ok()) {
+        Log(LogLevel::kDebug, "job ", job_id, ": run ", run_to_store->index(), " stored as ", *id,
+            " (", EnumShortName(v1::RunState_descriptor(), run_to_store->state()), ", ",
+            run_to_store->result().throughput_samples_per_s(), " samples/s)");
         if (e->has_run_finished()) e->mutable_run_finished()->mutable_run()->set_run_id(*id);
         return absl::OkStatus();
       }
       // The run is lost to the store; say so where watchers and the log see
       // it, and let the caller fail the job.
-      std::cerr << "gpubenchd: job " << job_id << ": storing a run failed: "
-                << id.status().message() << "\n";
+      Log(LogLevel::kError, "job ", job_id, ": storing a run failed: ", id.status().message());
       e->clear_run_finished();
       e->mutable_log()->set_text(absl::StrCat("storing run ", run_to_store->index(),
                                               " failed: ", id.status().message()));
@@ -745,6 +753,9 @@ absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
                                   const std::string& error) {
   job->set_state(state);
   job->set_error(error);
+  Log(state == v1::JOB_STATE_FAILED ? LogLevel::kWarning : LogLevel::kInfo, "job ",
+      job->job_id(), " ", EnumShortName(v1::JobState_descriptor(), state),
+      error.empty() ? "" : ": ", error);
   if (IsTerminal(state) && job->end_time().seconds() == 0) {
     *job->mutable_end_time() = NowTimestamp();
   }

@@ -30,6 +30,7 @@
 #include "absl/strings/strip.h"
 #include "common/address.h"
 #include "common/flags.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "common/version.h"
 #include "server/http_front.h"
@@ -98,6 +99,9 @@ ABSL_FLAG(std::string, health_listen, "",
 ABSL_FLAG(bool, metrics_without_token, false,
           "serve /metrics without a token even when tokens are on (for scrapers that cannot "
           "send one); the HTML view still needs one");
+ABSL_FLAG(bool, verbose, false,
+          "log debug lines too (-v): each worker started, each run stored, each call the "
+          "authorizer refused");
 ABSL_FLAG(bool, insecure, false,
           "allow a non-loopback --listen without TLS and tokens (anyone who reaches the port "
           "may submit jobs)");
@@ -127,8 +131,7 @@ void RemoveLeftoverUploads(const std::string& model_dir) {
   }
   closedir(dir);
   if (removed > 0) {
-    std::cerr << "gpubenchd: removed " << removed << " unfinished upload(s) from " << model_dir
-              << "\n";
+    gpubench::Log(gpubench::LogLevel::kInfo, "removed ", removed, " unfinished upload(s) from ", model_dir);
   }
 }
 
@@ -163,15 +166,17 @@ int main(int argc, char** argv) {
     parsed = parser.ApplyConfigFile(absl::GetFlag(FLAGS_config));
   }
   if (!parsed.ok()) {
-    std::cerr << "gpubenchd: " << parsed.message() << " (gpubenchd --help lists the flags)\n";
+    Log(LogLevel::kError, parsed.message(), " (gpubenchd --help lists the flags)");
     return 2;
   }
+  SetLogVerbose(absl::GetFlag(FLAGS_verbose));
   std::string error;
   // Before any thread or child exists: a worker dying mid-write must not
   // SIGPIPE the daemon, and SIGTERM always means a clean shutdown.
   if (geteuid() == 0) {
-    std::cerr << "gpubenchd: WARNING: running as root; workers load user models as root too. "
-                 "Run it as an unprivileged user (deploy/gpubenchd.service)\n";
+    Log(LogLevel::kWarning,
+        "running as root; workers load user models as root too. "
+        "Run it as an unprivileged user (deploy/gpubenchd.service)");
   }
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGTERM, OnSignal);
@@ -201,11 +206,11 @@ int main(int argc, char** argv) {
       !NonNegative("worker-max-open-files", options.worker_limits.max_open_files, &error) ||
       !NonNegative("max-model-bytes", service_options.max_model_bytes, &error) ||
       !NonNegative("models-quota-bytes", service_options.models_quota_bytes, &error)) {
-    std::cerr << "gpubenchd: " << error << "\n";
+    Log(LogLevel::kError, error);
     return 2;
   }
   if (options.max_job_seconds < 1) {
-    std::cerr << "gpubenchd: --max-job-seconds: must be at least 1\n";
+    Log(LogLevel::kError, "--max-job-seconds: must be at least 1");
     return 2;
   }
   if (options.worker_max_rss_bytes < 0) {
@@ -223,7 +228,7 @@ int main(int argc, char** argv) {
   for (const std::string& root : absl::GetFlag(FLAGS_model_root)) {
     auto canonical = CanonicalDir(root);
     if (!canonical.ok()) {
-      std::cerr << "gpubenchd: --model-root: " << canonical.status().message() << "\n";
+      Log(LogLevel::kError, "--model-root: ", canonical.status().message());
       return 2;
     }
     options.model_roots.push_back(*canonical);
@@ -235,14 +240,14 @@ int main(int argc, char** argv) {
       static_cast<int>(std::min<int64_t>(max_priority, 1000));
   for (const std::string& dir : {data_dir, options.model_dir}) {
     if (auto s = MakeDirs(dir); !s.ok()) {
-      std::cerr << "gpubenchd: " << s.message() << "\n";
+      Log(LogLevel::kError, s.message());
       return 1;
     }
   }
   // One daemon per data directory: two would both recover and run its queue.
   auto lock = DataDirLock::Acquire(data_dir);
   if (!lock.ok()) {
-    std::cerr << "gpubenchd: " << lock.status().message() << "\n";
+    Log(LogLevel::kError, lock.status().message());
     return 1;
   }
   // An upload cut off by a crash leaves its temporary file; nothing else
@@ -256,18 +261,18 @@ int main(int argc, char** argv) {
   store_options.max_bytes = max_db_bytes;
   auto store = storage::Store::Open(store_options);
   if (!store.ok()) {
-    std::cerr << "gpubenchd: " << store.status().message() << "\n";
+    Log(LogLevel::kError, store.status().message());
     return 1;
   }
   std::string warning;
   v1::HostInfo host = server::ProbeHost(listen, options.worker_path, &warning);
-  if (!warning.empty()) std::cerr << "gpubenchd: warning: " << warning << "\n";
+  if (!warning.empty()) Log(LogLevel::kWarning, warning);
   if (auto s = (*store)->hosts().Put(host); !s.ok()) {
-    std::cerr << "gpubenchd: " << s.message() << "\n";
+    Log(LogLevel::kError, s.message());
     return 1;
   }
   if (auto pruned = (*store)->runs().Prune(retention); !pruned.ok()) {
-    std::cerr << "gpubenchd: retention: " << pruned.status().message() << "\n";
+    Log(LogLevel::kError, "retention: ", pruned.status().message());
   }
 
   server::JobManager jobs(options, store->get(), host);
@@ -285,7 +290,7 @@ int main(int argc, char** argv) {
     if (path.empty()) continue;
     std::ifstream in(path);
     if (!in) {
-      std::cerr << "gpubenchd: --" << flag << ": cannot read " << path << "\n";
+      Log(LogLevel::kError, "--", flag, ": cannot read ", path);
       return 2;
     }
     out->assign(std::istreambuf_iterator<char>(in), {});
@@ -295,20 +300,19 @@ int main(int argc, char** argv) {
     auto tokens = server::ParseTokenFile(token);
     token.clear();  // only hashes are kept
     if (!tokens.ok()) {
-      std::cerr << "gpubenchd: --token-file " << token_file << ": "
-                << tokens.status().message() << "\n";
+      Log(LogLevel::kError, "--token-file ", token_file, ": ", tokens.status().message());
       return 2;
     }
     auth_options.tokens = std::move(*tokens);
   }
   if (!client_ca.empty()) {
     if (cert.empty()) {
-      std::cerr << "gpubenchd: --tls-client-ca needs --tls-cert and --tls-key\n";
+      Log(LogLevel::kError, "--tls-client-ca needs --tls-cert and --tls-key");
       return 2;
     }
     auto role = server::ParseRole(absl::GetFlag(FLAGS_client_cert_role));
     if (!role.ok()) {
-      std::cerr << "gpubenchd: --client-cert-role: " << role.status().message() << "\n";
+      Log(LogLevel::kError, "--client-cert-role: ", role.status().message());
       return 2;
     }
     auth_options.client_cert_role = *role;
@@ -316,36 +320,36 @@ int main(int argc, char** argv) {
   // Callers must prove who they are: a token, or a verified client certificate.
   const bool tokens_required = !auth_options.tokens.empty() || !client_ca.empty();
   if (cert.empty() != key.empty()) {
-    std::cerr << "gpubenchd: --tls-cert and --tls-key go together\n";
+    Log(LogLevel::kError, "--tls-cert and --tls-key go together");
     return 2;
   }
   if (!IsLoopbackAddress(listen)) {
     if (!absl::GetFlag(FLAGS_insecure) && (cert.empty() || !tokens_required)) {
-      std::cerr << "gpubenchd: refusing to listen on " << listen
-                << " without TLS and tokens: anyone who reaches it could run jobs on this "
-                   "host. Give --tls-cert, --tls-key and --token-file (README, Security), "
-                   "listen on 127.0.0.1, or pass --insecure on a network you trust\n";
+      Log(LogLevel::kError, "refusing to listen on ", listen,
+          " without TLS and tokens: anyone who reaches it could run jobs on this "
+          "host. Give --tls-cert, --tls-key and --token-file (README, Security), "
+          "listen on 127.0.0.1, or pass --insecure on a network you trust");
       return 2;
     }
     if (!tokens_required) {
       // (With tokens, plaintext is refused below: they could not be checked.)
-      std::cerr << "gpubenchd: WARNING: --insecure: serving " << listen << " without "
-                << (cert.empty() ? "TLS and " : "") << "tokens; any client that reaches this "
-                   "port may submit jobs as admin\n";
+      Log(LogLevel::kWarning, "--insecure: serving ", listen, " without ",
+          cert.empty() ? "TLS and " : "",
+          "tokens; any client that reaches this port may submit jobs as admin");
     }
   }
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   if (!metrics_listen.empty() && !IsLoopbackAddress(metrics_listen) && cert.empty() &&
       !absl::GetFlag(FLAGS_insecure)) {
-    std::cerr << "gpubenchd: refusing --metrics-listen " << metrics_listen
-              << " without TLS: tokens and job data would cross the network in the clear. "
-                 "Give --tls-cert and --tls-key (HTTPS), listen on 127.0.0.1, or pass "
-                 "--insecure on a network you trust\n";
+    Log(LogLevel::kError, "refusing --metrics-listen ", metrics_listen,
+        " without TLS: tokens and job data would cross the network in the clear. "
+        "Give --tls-cert and --tls-key (HTTPS), listen on 127.0.0.1, or pass "
+        "--insecure on a network you trust");
     return 2;
   }
   auto auth = server::Authorizer::Create(std::move(auth_options));
   if (!auth.ok()) {
-    std::cerr << "gpubenchd: " << auth.status().message() << "\n";
+    Log(LogLevel::kError, auth.status().message());
     return 1;
   }
   grpc::SslServerCredentialsOptions ssl;
@@ -359,7 +363,7 @@ int main(int argc, char** argv) {
   }
   auto credentials = server::ServerCredentialsFor(listen, cert.empty() ? nullptr : &ssl, *auth);
   if (!credentials.ok()) {
-    std::cerr << "gpubenchd: " << credentials.status().message() << "\n";
+    Log(LogLevel::kError, credentials.status().message());
     return 2;
   }
   server::BenchServiceImpl service(&jobs, &scheduler, store->get(), auth->get(),
@@ -378,7 +382,7 @@ int main(int argc, char** argv) {
   builder.SetMaxSendMessageSize(64 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
-    std::cerr << "gpubenchd: cannot listen on " << listen << "\n";
+    Log(LogLevel::kError, "cannot listen on ", listen);
     return 1;
   }
   // The health service alone on a port of its own, for probes that speak no
@@ -394,7 +398,7 @@ int main(int argc, char** argv) {
     health_builder.SetMaxReceiveMessageSize(4 << 10);
     health_server = health_builder.BuildAndStart();
     if (!health_server || health_port == 0) {
-      std::cerr << "gpubenchd: --health-listen: cannot listen on " << health_listen << "\n";
+      Log(LogLevel::kError, "--health-listen: cannot listen on ", health_listen);
       return 1;
     }
   }
@@ -410,7 +414,7 @@ int main(int argc, char** argv) {
   };
   set_serving(false);
   if (auto s = jobs.Start(); !s.ok()) {
-    std::cerr << "gpubenchd: recovery failed: " << s.message() << "\n";
+    Log(LogLevel::kError, "recovery failed: ", s.message());
     return 1;
   }
   scheduler.Start();
@@ -423,7 +427,7 @@ int main(int argc, char** argv) {
     http_options.metrics_without_token = absl::GetFlag(FLAGS_metrics_without_token);
     auto started = server::HttpFront::Start(http_options, &jobs, store->get(), auth->get());
     if (!started.ok()) {
-      std::cerr << "gpubenchd: " << started.status().message() << "\n";
+      Log(LogLevel::kError, started.status().message());
       scheduler.Stop();
       jobs.Shutdown();
       return 2;
@@ -436,7 +440,7 @@ int main(int argc, char** argv) {
       absl::EndsWith(listen, ":0") ? absl::StrCat(listen.substr(0, listen.size() - 1), port)
                                    : listen;
   if (auto s = (*lock)->SetAddress(served); !s.ok()) {
-    std::cerr << "gpubenchd: warning: " << s.message() << "\n";
+    Log(LogLevel::kWarning, "", s.message());
   }
   if (const std::string port_file = absl::GetFlag(FLAGS_port_file); !port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
@@ -446,20 +450,17 @@ int main(int argc, char** argv) {
     out.close();
     std::rename(tmp.c_str(), port_file.c_str());
   }
-  std::cerr << "gpubenchd: serving on " << listen << " (port " << port << ""
-            << (cert.empty() ? "" : ", TLS") << (tokens_required ? ", token required" : "")
-            << "), data in "
-            << data_dir << ", " << host.gpus_size() << " GPU(s)";
-  if (http) {
-    std::cerr << "; metrics and HTML view on " << metrics_listen << " (port " << http->port()
-              << (cert.empty() ? "" : ", HTTPS") << ")";
-  }
-  std::cerr << "\n";
+  Log(LogLevel::kInfo, "gpubenchd ", kGpubenchVersion, " serving on ", listen, " (port ", port,
+      cert.empty() ? "" : ", TLS", tokens_required ? ", token required" : "", "), data in ",
+      data_dir, ", ", host.gpus_size(), " GPU(s)",
+      http ? absl::StrCat("; metrics and HTML view on ", metrics_listen, " (port ",
+                          http->port(), cert.empty() ? "" : ", HTTPS", ")")
+           : "");
 
   while (!g_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  std::cerr << "gpubenchd: shutting down\n";
+  Log(LogLevel::kInfo, "shutting down");
   set_serving(false);
   // Stop the queue first (running jobs get the grace period and end
   // INTERRUPTED, which watchers see), then the server: in-flight calls get a
@@ -469,6 +470,6 @@ int main(int argc, char** argv) {
   jobs.Shutdown();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (health_server) health_server->Shutdown(std::chrono::system_clock::now());
-  std::cerr << "gpubenchd: stopped\n";
+  Log(LogLevel::kInfo, "stopped");
   return 0;
 }

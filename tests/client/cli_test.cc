@@ -5,13 +5,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/compare.h"
 #include "common/paths.h"
+#include "report/facets.h"
 #include "common/stats.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -288,6 +292,96 @@ TEST(CliDaemon, CsvAndJsonOutputsParseBack) {
 
   Result markdown = Cli({"runs", "--host", d.address(), "--output", "markdown"});
   EXPECT_EQ(markdown.out.rfind("| job | # | config", 0), 0u) << markdown.out;
+}
+
+// --output gbench is read by Google Benchmark's own compare.py (Debian's
+// libbenchmark-tools): it pairs the two jobs' runs by config and reads our
+// time per iteration; runs of one config across jobs are repetitions.
+TEST(CliDaemon, GoogleBenchmarksCompareReadsTheGbenchExport) {
+  const std::string compare_py = "/usr/share/benchmark/compare.py";
+  ASSERT_TRUE(std::ifstream(compare_py).good())
+      << compare_py << " is missing: deploy/test.sh installs libbenchmark-tools (and "
+         "python3-scipy, which Debian's /usr/bin/python3 runs it with)";
+  Daemon d(FreshDir("cli_gbench"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    Result r = Cli(Tiny({"submit", "--host", d.address(), "--batch", "4,8"}));
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    ids.push_back(SplitLines(r.out).at(0));
+    ASSERT_EQ(Cli({"watch", ids.back(), "--host", d.address()}).code, kExitOk);
+  }
+  const std::string dir = ::testing::TempDir() + "/cli_gbench_files";
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  std::vector<v1::Run> runs_of[2];
+  for (int i = 0; i < 2; ++i) {
+    Result g = Cli({"show", ids[i], "--host", d.address(), "--output", "gbench"});
+    ASSERT_EQ(g.code, kExitOk) << g.err;
+    std::ofstream(dir + "/" + std::to_string(i) + ".json") << g.out;
+    Result j = Cli({"runs", "--job", ids[i], "--host", d.address(), "--output", "json"});
+    v1::QueryRunsResponse runs;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(j.out, &runs).ok()) << j.out;
+    runs_of[i].assign(runs.runs().begin(), runs.runs().end());
+    ASSERT_EQ(runs_of[i].size(), 2u);
+  }
+  auto r = testing_support::RunCommand("/usr/bin/python3 " + compare_py + " -d " + dir +
+                                       "/diff.json benchmarks " + dir + "/0.json " + dir +
+                                       "/1.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(dir + "/diff.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::ListValue diff;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &diff).ok()) << text.str();
+  // One entry per config (b4, b8), plus compare.py's OVERALL_GEOMEAN.
+  int matched = 0;
+  for (const auto& entry : diff.values()) {
+    const auto& f = entry.struct_value().fields();
+    const std::string name = f.at("name").string_value();
+    if (name == "OVERALL_GEOMEAN") continue;
+    for (const v1::Run& a : runs_of[0]) {
+      if (absl::StrReplaceAll(report::DescribeConfig(a.config()), {{" ", "/"}}) != name) continue;
+      const v1::Run* b = nullptr;
+      for (const v1::Run& other : runs_of[1]) {
+        if (other.config().batch_size() == a.config().batch_size()) b = &other;
+      }
+      ASSERT_NE(b, nullptr);
+      const auto& m = f.at("measurements").list_value().values(0).struct_value().fields();
+      const double a_us = 1e6 * a.config().batch_size() / a.result().throughput_samples_per_s();
+      const double b_us = 1e6 * b->config().batch_size() / b->result().throughput_samples_per_s();
+      EXPECT_NEAR(m.at("real_time").number_value(), a_us, 1e-9 * a_us) << name;
+      EXPECT_NEAR(m.at("real_time_other").number_value(), b_us, 1e-9 * b_us) << name;
+      EXPECT_NEAR(m.at("time").number_value(), (b_us - a_us) / a_us, 1e-9) << name;
+      EXPECT_EQ(f.at("time_unit").string_value(), "us");
+      ++matched;
+    }
+  }
+  EXPECT_EQ(matched, 2) << text.str();
+  EXPECT_NE(r.output.find("mlp/infer/b8"), std::string::npos) << r.output;
+
+  // Across both jobs, each config has two repetitions; the counters are there.
+  Result all = Cli({"runs", "--host", d.address(), "--output", "gbench"});
+  ASSERT_EQ(all.code, kExitOk) << all.err;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(all.out, &doc).ok()) << all.out;
+  const auto& benchmarks = doc.fields().at("benchmarks").list_value().values();
+  ASSERT_EQ(benchmarks.size(), 4);
+  std::map<std::string, std::set<int>> reps;
+  for (const auto& b : benchmarks) {
+    const auto& f = b.struct_value().fields();
+    EXPECT_EQ(f.at("repetitions").number_value(), 2);
+    reps[f.at("name").string_value()].insert(f.at("repetition_index").number_value());
+    EXPECT_GT(f.at("items_per_second").number_value(), 0);
+    EXPECT_GT(f.at("p99_ms").number_value(), 0);
+    EXPECT_GE(f.at("p99_ms").number_value(), f.at("p50_ms").number_value());
+  }
+  EXPECT_EQ(reps.size(), 2u);
+  for (const auto& [name, indices] : reps) EXPECT_EQ(indices, (std::set<int>{0, 1})) << name;
+
+  // Not a format for commands that print no runs.
+  Result jobs = Cli({"jobs", "--host", d.address(), "--output", "gbench"});
+  EXPECT_EQ(jobs.code, kExitUsage);
+  EXPECT_NE(jobs.err.find("--output gbench"), std::string::npos) << jobs.err;
 }
 
 TEST(CliDaemon, CompareHostsRunsOneSpecOnEveryHostAndGivesAVerdict) {

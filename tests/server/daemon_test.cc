@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -194,6 +196,52 @@ TEST(Daemon, SubmitWatchSucceedsAndStoresRunsWithSamples) {
 
 // --version: the program's version, then the LibTorch, CUDA and cuDNN its
 // worker has (the daemon asks the worker it would start).
+// The log journald and `kubectl logs` read: one line per event, with its
+// time and level; each job's life at info; -v adds each worker and each run
+// stored, and without it there are no debug lines.
+TEST(Daemon, LogsOneLinePerEventWithItsLevelAndMoreWithVerbose) {
+  const std::regex line_format(
+      R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z [DIWE] gpubenchd: .+$)");
+  for (const bool verbose : {false, true}) {
+    SCOPED_TRACE(verbose ? "-v" : "default");
+    std::vector<std::string> extra;
+    if (verbose) extra.push_back("-v");
+    Daemon d(FreshDir(verbose ? "log_verbose" : "log_default"), extra);
+    ASSERT_TRUE(d.serving()) << d.log();
+    const std::string id = Submit(d, TinySpec());
+    ASSERT_FALSE(id.empty());
+    grpc::Status status;
+    Watch(d, id, 0, nullptr, &status);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    d.Stop(SIGTERM);
+    const std::string log = d.log();
+    int ours = 0, debug = 0;
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("gpubenchd: ") == std::string::npos) continue;
+      ++ours;
+      EXPECT_TRUE(std::regex_match(line, line_format)) << line;
+      debug += line.find("Z D gpubenchd: ") != std::string::npos;
+    }
+    EXPECT_GE(ours, 5) << log;
+    for (const std::string& event :
+         {std::string("I gpubenchd: gpubenchd 0.1.0 serving on 127.0.0.1:0"),
+          "I gpubenchd: job " + id + " queued: 1 run(s) of mlp",
+          "I gpubenchd: job " + id + " running", "I gpubenchd: job " + id + " succeeded",
+          std::string("I gpubenchd: stopped")}) {
+      EXPECT_NE(log.find(event), std::string::npos) << event << " not in:\n" << log;
+    }
+    const std::string stored = "D gpubenchd: job " + id + ": run 0 stored as r";
+    if (verbose) {
+      EXPECT_NE(log.find(stored), std::string::npos) << log;
+      EXPECT_NE(log.find("D gpubenchd: job " + id + ": worker started"), std::string::npos)
+          << log;
+    } else {
+      EXPECT_EQ(debug, 0) << log;
+    }
+  }
+}
+
 TEST(Daemon, DaemonAndWorkerPrintTheirVersionsAndTheWorkersLibTorch) {
   const auto [probe, probe_code] = RunCommand(std::string(GPUBENCH_WORKER_PATH) + " --probe");
   ASSERT_EQ(probe_code, 0) << probe;

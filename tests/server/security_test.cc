@@ -230,7 +230,7 @@ TEST(Security, NetworkListenNeedsTlsAndTokensOrInsecure) {
 
   Daemon insecure(FreshDir("sec_listen_insecure"), {"--listen", "0.0.0.0:0", "--insecure"});
   ASSERT_TRUE(insecure.serving()) << insecure.log();
-  EXPECT_NE(insecure.log().find("WARNING: --insecure"), std::string::npos) << insecure.log();
+  EXPECT_NE(insecure.log().find("Z W gpubenchd: --insecure: serving"), std::string::npos) << insecure.log();
 }
 
 // Authorization runs before gRPC dispatches a call (the credentials'
