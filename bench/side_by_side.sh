@@ -112,6 +112,24 @@ case_ r50_infer_bs32_fp16_cl_graph "ratio>=1.0 (torch.compile)" tput \
 case_ r50_infer_bs256_fp16_cl "ratio>=1.0 (eager)" tput \
   "$R50 --mode infer --batch 256 --precision fp16 --channels-last true" \
   "--workload resnet50 --mode infer --batch 256 --precision fp16 --channels-last"
+# Compiled execution (issue 18): AOTInductor packages of the Python twins
+# against torch.compile in Python, same precision and memory format. The
+# first job of a config compiles (compile time is reported, not measured).
+case_ r50_infer_bs256_fp16_cl_aot "ratio>=1.0 (torch.compile default)" tput \
+  "$R50 --mode infer --batch 256 --precision fp16 --channels-last true --execution aot" \
+  "--workload resnet50 --mode infer --batch 256 --precision fp16 --channels-last --compile"
+case_ r50_infer_bs32_fp16_cl_aot_graph "ratio>=1.0 (torch.compile reduce-overhead)" tput \
+  "$R50 --mode infer --batch 32 --precision fp16 --channels-last true --execution aot_cuda_graph" \
+  "--workload resnet50 --mode infer --batch 32 --precision fp16 --channels-last --compile --compile-mode reduce-overhead"
+case_ r18_infer_bs256_fp16_cl_aot "ratio>=1.0 (torch.compile default)" tput \
+  "--workload resnet18 --device cuda --mode infer --batch 256 --precision fp16 --channels-last true --execution aot" \
+  "--workload resnet18 --mode infer --batch 256 --precision fp16 --channels-last --compile"
+case_ mlp_small_infer_bs16_aot "ratio>=1.0 (torch.compile default)" tput \
+  "--workload mlp --model-size small --device cuda --mode infer --batch 16 --execution aot" \
+  "--workload mlp --mode infer --batch 16 --compile"
+case_ transformer_infer_bs16_fp16_aot "ratio>=1.0 (torch.compile default)" tput \
+  "--workload transformer --device cuda --mode infer --batch 16 --precision fp16 --execution aot" \
+  "--workload transformer --mode infer --batch 16 --precision fp16 --compile"
 case_ r50_train_bs32_fp16_cl "ratio>=1.5 (eager+GradScaler)" tput \
   "$R50 --mode train --batch 32 --precision fp16 --channels-last true" \
   "--workload resnet50 --mode train --batch 32 --precision fp16 --channels-last"
@@ -121,6 +139,11 @@ case_ r50_train_bs32_fp16_cl_graph "ratio>=1.5 (vs Python eager)" tput \
 case_ r50_train_bs256_fp16_cl "ratio>=1.0 (eager)" tput \
   "$R50 --mode train --batch 256 --precision fp16 --channels-last true" \
   "--workload resnet50 --mode train --batch 256 --precision fp16 --channels-last"
+# Training is not compiled (AOTInductor compiles inference): Python's
+# torch.compile training is the reference gpubench does not reach.
+case_ r50_train_bs256_fp16_cl_vs_compile "none: torch.compile train (not reached)" tput \
+  "$R50 --mode train --batch 256 --precision fp16 --channels-last true" \
+  "--workload resnet50 --mode train --batch 256 --precision fp16 --channels-last --compile"
 case_ mlp_small_train_bs16 "ratio>=2.0 (step <=0.5x)" tput \
   "--workload mlp --model-size small --device cuda --mode train --batch 16" \
   "--workload mlp --mode train --batch 16"

@@ -604,6 +604,11 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
                                             res.achieved_tflops() > 0)) {
         notes.push_back(absl::StrFormat("%.1f TFLOP/s", res.achieved_tflops()));
       }
+      if (res.compile_cached()) {
+        notes.push_back("compiled package cached");
+      } else if (res.compile_ms() > 0) {
+        notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
+      }
       if (!res.stable()) notes.push_back("unstable");
       if (res.telemetry().throttled()) notes.push_back("throttled");
       if (res.contention().contended()) notes.push_back("contended");

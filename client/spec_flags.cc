@@ -129,7 +129,7 @@ const std::map<std::string, Flag>& Flags() {
                                [](bool v, C* c) { c->set_cudnn_benchmark(v); },
                                [](bool v, S* s) { s->add_cudnn_benchmark(v); })},
       {"execution",
-       Axis("eager, cuda_graph", EnumParser(v1::Execution_descriptor()),
+       Axis("eager, cuda_graph, aot, aot_cuda_graph", EnumParser(v1::Execution_descriptor()),
             [](int v, C* c) { c->set_execution(static_cast<v1::Execution>(v)); },
             [](int v, S* s) { s->add_execution(static_cast<v1::Execution>(v)); })},
       {"input", Axis("device, host", EnumParser(v1::InputSource_descriptor()),

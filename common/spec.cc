@@ -219,7 +219,8 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
                       c.execution()))
            .ok())
     return s;
-  if (c.execution() == v1::EXECUTION_CUDA_GRAPH &&
+  if ((c.execution() == v1::EXECUTION_CUDA_GRAPH ||
+       c.execution() == v1::EXECUTION_AOT_CUDA_GRAPH) &&
       (c.device() == "cpu" || c.device() == "mps")) {
     return Invalid(path + ".execution",
                    absl::StrCat("CUDA graphs need a CUDA device, not \"",
@@ -659,6 +660,37 @@ void FillConfigDefaults(v1::RunConfig* c) {
   }
 }
 
+namespace {
+
+// What compiled execution needs of a whole point, defaults filled in (the
+// mode may come from the sweep, and unset means train).
+absl::Status CheckCompiled(const std::string& path, const v1::RunConfig& c) {
+  if (c.execution() != v1::EXECUTION_AOT && c.execution() != v1::EXECUTION_AOT_CUDA_GRAPH) {
+    return absl::OkStatus();
+  }
+  const std::string& w = c.workload();
+  if (w == "matmul" || w == "copy" || w == "empty" || w == "torchscript") {
+    return Invalid(path + ".execution",
+                   absl::StrCat("aot compiles the built-in models (mlp, simple_cnn, resnet18, "
+                                "resnet50, unet, bilstm, cnn_lstm, transformer), not ", w,
+                                w == "torchscript"
+                                    ? "; upload your model's AOTInductor package (.pt2) "
+                                      "and run it as torchscript"
+                                    : ""));
+  }
+  if (c.mode() != v1::MODE_INFER) {
+    return Invalid(path + ".execution",
+                   "aot compiles inference only (AOTInductor); use mode infer, or "
+                   "execution eager or cuda_graph to train");
+  }
+  if (c.device() == "mps") {
+    return Invalid(path + ".execution", "aot compiles for cpu or cuda, not mps");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
     const v1::JobSpec& spec) {
   if (auto s = ValidateJobSpec(spec); !s.ok()) return s;
@@ -729,6 +761,9 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
       return s;
     }
     FillConfigDefaults(&config);
+    if (auto s = CheckCompiled(absl::StrCat("spec.sweep (run ", n, ")"), config); !s.ok()) {
+      return s;
+    }
     runs.push_back(std::move(config));
     // Odometer increment, last axis fastest.
     for (int a = static_cast<int>(sizes.size()) - 1; a >= 0; --a) {

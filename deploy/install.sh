@@ -2,6 +2,7 @@
 # Installs a built gpubench as a systemd service (run as root):
 #   deploy/install.sh [BUILD_DIR]     (default: the first of build-bundle, build-wheel, build)
 # puts gpubenchd, gpubench-worker and gpubench in $PREFIX/bin (/usr/local), the
+# models' Python twins (execution aot) in $PREFIX/share/gpubench/python, the
 # hardened unit in /etc/systemd/system, a starting config in
 # /etc/gpubench/gpubenchd.conf (kept if present), creates the system user
 # gpubench (groups video and render where they exist: /dev/nvidia* on sites
@@ -22,6 +23,10 @@ install -d "$DESTDIR$PREFIX/bin" "$DESTDIR/etc/systemd/system" "$DESTDIR/etc/gpu
 for bin in gpubenchd gpubench-worker gpubench; do
   install -m 0755 "$build/bin/$bin" "$DESTDIR$PREFIX/bin/$bin"
 done
+# The models' Python twins, which --execution aot compiles; the worker looks
+# for them in share/gpubench/python beside its bin/.
+install -d "$DESTDIR$PREFIX/share/gpubench/python/gpubench_models"
+install -m 0644 worker/python/gpubench_models/*.py "$DESTDIR$PREFIX/share/gpubench/python/gpubench_models/"
 sed "s|^ExecStart=/usr/local/bin/gpubenchd|ExecStart=$PREFIX/bin/gpubenchd|" deploy/gpubenchd.service \
   > "$DESTDIR/etc/systemd/system/gpubenchd.service"
 chmod 0644 "$DESTDIR/etc/systemd/system/gpubenchd.service"

@@ -128,8 +128,12 @@ const std::array<Facet, kFacetCount>& Facets() {
          return Short(v1::Execution_descriptor(), c.execution());
        },
        [](const C& c) {
-         return c.execution() == v1::EXECUTION_CUDA_GRAPH ? std::string("graph")
-                                                          : std::string();
+         switch (c.execution()) {
+           case v1::EXECUTION_CUDA_GRAPH: return std::string("graph");
+           case v1::EXECUTION_AOT: return std::string("aot");
+           case v1::EXECUTION_AOT_CUDA_GRAPH: return std::string("aot+graph");
+           default: return std::string();
+         }
        }},
       {"input", "input ", "",
        [](const C& c, const R&) {

@@ -395,6 +395,7 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   *request.mutable_spec() = job.spec();
   request.set_model_dir(options_.model_dir);
   for (const std::string& root : options_.model_roots) request.add_model_roots(root);
+  *request.mutable_aot() = options_.aot;
   // Checked again at start: an operator may have narrowed the roots since.
   auto configs = ExpandSweep(job.spec());
   absl::Status models = configs.ok() ? CheckModels(*configs, &request) : configs.status();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "gpubench/v1/worker.pb.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -33,6 +34,7 @@ struct DaemonOptions {
   std::string model_dir;              // uploaded models, by sha256
   std::vector<std::string> model_roots;  // canonical dirs params.model_path may name
   bool allow_uploaded_aoti = false;   // run AOTI uploads from non-admin uploaders
+  v1::AotSettings aot;                // how execution aot compiles (python, cache)
   int64_t worker_max_rss_bytes = 0;   // a worker above is killed, its run failed (0: none)
   worker::WorkerLimits worker_limits;  // rlimits set in each worker
   int max_queue = 1000;               // queued jobs; beyond: RESOURCE_EXHAUSTED

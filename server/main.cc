@@ -99,6 +99,12 @@ ABSL_FLAG(std::string, health_listen, "",
 ABSL_FLAG(bool, metrics_without_token, false,
           "serve /metrics without a token even when tokens are on (for scrapers that cannot "
           "send one); the HTML view still needs one");
+ABSL_FLAG(std::string, python, "python3",
+          "the Python with PyTorch (the wheel whose LibTorch the worker links) that compiles "
+          "execution aot's packages");
+ABSL_FLAG(int64_t, aot_cache_bytes, 20 * kGiB,
+          "compiled AOTInductor packages kept in DATA_DIR/aot-cache; the least recently used "
+          "go first (0: no limit)");
 ABSL_FLAG(bool, verbose, false,
           "log debug lines too (-v): each worker started, each run stored, each call the "
           "authorizer refused");
@@ -205,7 +211,8 @@ int main(int argc, char** argv) {
       !NonNegative("keep-trace-bytes", retention.max_trace_bytes, &error) ||
       !NonNegative("worker-max-open-files", options.worker_limits.max_open_files, &error) ||
       !NonNegative("max-model-bytes", service_options.max_model_bytes, &error) ||
-      !NonNegative("models-quota-bytes", service_options.models_quota_bytes, &error)) {
+      !NonNegative("models-quota-bytes", service_options.models_quota_bytes, &error) ||
+      !NonNegative("aot-cache-bytes", absl::GetFlag(FLAGS_aot_cache_bytes), &error)) {
     Log(LogLevel::kError, error);
     return 2;
   }
@@ -234,6 +241,9 @@ int main(int argc, char** argv) {
     options.model_roots.push_back(*canonical);
   }
   options.allow_uploaded_aoti = absl::GetFlag(FLAGS_allow_uploaded_aoti);
+  options.aot.set_python(absl::GetFlag(FLAGS_python));
+  options.aot.set_cache_dir(data_dir + "/aot-cache");
+  options.aot.set_cache_bytes(absl::GetFlag(FLAGS_aot_cache_bytes));
   service_options.model_dir = options.model_dir;
   service_options.allow_uploaded_aoti = options.allow_uploaded_aoti;
   service_options.max_priority_without_admin =

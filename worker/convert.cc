@@ -168,6 +168,8 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   r->set_device_busy_share(o.device_busy_share);
   r->set_cold_start_ms(o.cold_start_ms);
   r->set_graph_capture_ms(o.graph_capture_ms);
+  r->set_compile_ms(o.compile_ms);
+  r->set_compile_cached(o.compile_cached);
   r->mutable_memory()->set_peak_device_allocated_bytes(o.peak_device_allocated_bytes);
   r->mutable_memory()->set_peak_device_reserved_bytes(o.peak_device_reserved_bytes);
   r->mutable_memory()->set_peak_host_rss_bytes(o.peak_host_rss_bytes);

@@ -5,7 +5,9 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -15,6 +17,7 @@
 #include "common/spec.h"
 #include "common/version.h"
 #include "google/protobuf/util/time_util.h"
+#include "worker/aot.h"
 #include "worker/convert.h"
 #include "worker/engine/engine.h"
 #include "worker/ipc.h"
@@ -160,8 +163,36 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
         // Written between windows, outside the timed region.
         if (write_status.ok()) write_status = writer.Write(event);
       };
-      const engine::RunOutcome outcome =
-          engine::RunOne(engine_config, measure, progress, cancel);
+      // Compiled execution: the package first (compiled now, or cached).
+      std::optional<AotPackage> package;
+      absl::Status compiled;
+      if (engine::IsCompiled(engine_config.execution)) {
+        auto target = engine::CompileTarget(engine_config.device);
+        auto made = target.ok() ? EnsureAotPackage(engine_config, *target, request.aot(), cancel)
+                                : absl::StatusOr<AotPackage>(target.status());
+        if (made.ok()) {
+          package = *made;
+          engine_config.aot_package = made->path;
+        } else {
+          compiled = made.status();
+        }
+      }
+      engine::RunOutcome outcome;
+      if (compiled.ok()) {
+        outcome = engine::RunOne(engine_config, measure, progress, cancel);
+      } else {
+        outcome.status = absl::IsCancelled(compiled) ? engine::RunStatus::kCancelled
+                                                     : engine::RunStatus::kFailed;
+        outcome.error = std::string(compiled.message());
+      }
+      if (package) {
+        outcome.compile_ms = package->cached ? 0 : package->compile_ms;
+        outcome.compile_cached = package->cached;
+        if (package->temporary) {
+          std::remove(package->path.c_str());
+          rmdir(package->path.substr(0, package->path.rfind('/')).c_str());
+        }
+      }
       if (!write_status.ok()) return write_status;
       FillRun(outcome, &run);
       trace_json = outcome.trace_json;

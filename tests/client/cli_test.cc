@@ -384,6 +384,61 @@ TEST(CliDaemon, GoogleBenchmarksCompareReadsTheGbenchExport) {
   EXPECT_NE(jobs.err.find("--output gbench"), std::string::npos) << jobs.err;
 }
 
+// Compiled execution needs the host's Python with torch: without it the run
+// fails saying what to install, and the daemon goes on.
+TEST(CliDaemon, CompiledExecutionWithoutPythonSaysWhatToInstall) {
+  Daemon d(FreshDir("cli_aot_no_python"), {"--python", "/nonexistent/python3"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result r = Cli(Tiny({"submit", "--host", d.address(), "--execution", "aot", "--wait",
+                       "--output", "json"}));
+  EXPECT_EQ(r.code, kExitJobFailed) << r.err << r.out;
+  EXPECT_NE(r.out.find("cannot run /nonexistent/python3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pip install torch"), std::string::npos) << r.out;
+  // Training is not compiled: refused at submit, naming the field.
+  Result train = Cli({"submit", "--host", d.address(), "--workload", "mlp", "--device", "cpu",
+                      "--mode", "train", "--execution", "aot"});
+  EXPECT_EQ(train.code, kExitUsage) << train.err;
+  EXPECT_NE(train.err.find(".execution: aot compiles inference only"), std::string::npos)
+      << train.err;
+}
+
+#ifdef GPUBENCH_TEST_AOT
+// --execution aot on CPU (AOTInductor compiles for CPU too): the first job
+// compiles the mlp's Python twin and measures the package; a second job with
+// the same config finds it in the cache and compiles nothing.
+TEST(CliDaemon, CompiledExecutionCompilesOnceAndTheSecondJobUsesTheCache) {
+  Daemon d(FreshDir("cli_aot"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  std::vector<v1::Run> runs;
+  for (int job = 0; job < 2; ++job) {
+    Result r = Cli(Tiny({"submit", "--host", d.address(), "--execution", "aot", "--batch", "8",
+                         "--wait", "--output", "json"}));
+    ASSERT_EQ(r.code, kExitOk) << r.err << r.out;
+    google::protobuf::Struct doc;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &doc).ok()) << r.out;
+    std::string run_json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(
+                    doc.fields().at("runs").list_value().values(0), &run_json)
+                    .ok());
+    v1::Run run;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run_json, &run).ok()) << run_json;
+    runs.push_back(run);
+  }
+  for (const v1::Run& run : runs) {
+    EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+    EXPECT_GT(run.result().throughput_samples_per_s(), 0);
+    EXPECT_EQ(run.result().parameter_count(), 30840);  // the C++ twin's count
+  }
+  EXPECT_FALSE(runs[0].result().compile_cached());
+  EXPECT_GT(runs[0].result().compile_ms(), 100);
+  EXPECT_TRUE(runs[1].result().compile_cached());
+  EXPECT_EQ(runs[1].result().compile_ms(), 0);
+  Result shown = Cli({"show", runs[1].job_id(), "--host", d.address()});
+  EXPECT_NE(shown.out.find("mlp infer b8 aot cpu"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("compiled package cached"), std::string::npos) << shown.out;
+}
+#endif
+
 TEST(CliDaemon, CompareHostsRunsOneSpecOnEveryHostAndGivesAVerdict) {
   Daemon a(FreshDir("cli_fleet_a")), b(FreshDir("cli_fleet_b"));
   ASSERT_TRUE(a.serving() && b.serving());

@@ -60,6 +60,33 @@ TEST(SpecValidation, UnknownWorkloadAndDevice) {
   EXPECT_NE(ValidateJobSpec(spec).message().find("spec.base.device"), std::string::npos);
 }
 
+// Compiled execution: inference of the built-in models, the mode from the
+// sweep counting (and unset meaning train), a CUDA device for its graph form.
+TEST(SpecValidation, CompiledExecutionIsInferenceOfTheBuiltInModels) {
+  auto expand = [](const std::string& json) -> absl::Status {
+    auto spec = ParseJobSpecJson(json);
+    if (!spec.ok()) return spec.status();
+    return ExpandSweep(*spec).status();
+  };
+  EXPECT_TRUE(expand(R"({"base": {"workload": "resnet50", "mode": "MODE_INFER",
+                                  "execution": "EXECUTION_AOT"}})").ok());
+  EXPECT_TRUE(expand(R"({"base": {"workload": "mlp", "execution": "EXECUTION_AOT"},
+                         "sweep": {"mode": ["MODE_INFER"]}})").ok());
+  EXPECT_EQ(expand(R"({"base": {"workload": "mlp", "execution": "EXECUTION_AOT"}})").message(),
+            "spec.sweep (run 0).execution: aot compiles inference only (AOTInductor); use mode "
+            "infer, or execution eager or cuda_graph to train");
+  EXPECT_NE(expand(R"({"base": {"workload": "matmul", "mode": "MODE_INFER",
+                                "execution": "EXECUTION_AOT"}})")
+                .message()
+                .find(".execution: aot compiles the built-in models"),
+            std::string::npos);
+  EXPECT_NE(expand(R"({"base": {"workload": "mlp", "mode": "MODE_INFER", "device": "cpu",
+                                "execution": "EXECUTION_AOT_CUDA_GRAPH"}})")
+                .message()
+                .find("spec.base.execution: CUDA graphs need a CUDA device"),
+            std::string::npos);
+}
+
 TEST(SpecValidation, NanIsInNoRange) {
   auto spec = ParseJobSpecJson(R"({"base": {"workload": "mlp", "learningRate": "NaN"}})");
   ASSERT_TRUE(spec.ok()) << spec.status();

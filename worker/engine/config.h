@@ -14,7 +14,14 @@ namespace gpubench::engine {
 
 enum class Mode { kUnspecified = 0, kTrain = 1, kInfer = 2 };
 enum class Precision { kUnspecified = 0, kFp32 = 1, kTf32 = 2, kFp16 = 3, kBf16 = 4 };
-enum class Execution { kUnspecified = 0, kEager = 1, kCudaGraph = 2 };
+enum class Execution { kUnspecified = 0, kEager = 1, kCudaGraph = 2, kAot = 3, kAotCudaGraph = 4 };
+
+// Whether a step is replayed from a captured CUDA graph.
+inline bool UsesCudaGraph(Execution e) {
+  return e == Execution::kCudaGraph || e == Execution::kAotCudaGraph;
+}
+// Whether the forward pass runs an AOTInductor package of the built-in model.
+inline bool IsCompiled(Execution e) { return e == Execution::kAot || e == Execution::kAotCudaGraph; }
 enum class InputSource { kUnspecified = 0, kDevice = 1, kHost = 2 };
 enum class Optimizer { kUnspecified = 0, kSgd = 1, kAdamW = 2 };
 // The file format of a user model, which decides its loader.
@@ -72,6 +79,9 @@ struct RunConfig {
   std::string model_path;              // torchscript / .pt2 file, canonical
   ModelFormat model_format = ModelFormat::kTorchScript;  // which loader reads it
   std::vector<TensorSpec> inputs;      // torchscript inputs
+  // Execution kAot*: the AOTInductor package compiled from the built-in
+  // model's Python twin for this config (worker/aot.h).
+  std::string aot_package;
 
   Mode mode = Mode::kTrain;
   std::string device = "auto";  // auto, cpu, cuda, cuda:N, mps

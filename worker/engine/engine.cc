@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "worker/engine/compat.h"
 #include "worker/engine/cuda_support.h"
 #include "worker/engine/inject.h"
@@ -89,6 +90,13 @@ absl::StatusOr<torch::Device> ResolveDevice(const std::string& name) {
     return torch::Device(torch::kMPS);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown device \"", name, "\""));
+}
+
+// An exception's message; c10 errors carry a C++ backtrace after it.
+std::string MessageOf(const std::exception& e) {
+  std::string what = e.what();
+  if (auto nl = what.find("\nException raised from"); nl != std::string::npos) what.resize(nl);
+  return what;
 }
 
 torch::ScalarType ToScalarType(DType t) {
@@ -339,7 +347,7 @@ class NetworkWorkload : public Workload {
         pool_y_.push_back(model_->Labels(x));
       }
     }
-    if (c.execution == Execution::kCudaGraph) {
+    if (UsesCudaGraph(c.execution)) {
       torch::Tensor x = pool_x_.empty() ? NextInput(nullptr) : pool_x_[0];
       static_x_ = x.clone();
       static_y_ = LabelsFor(static_x_).clone();
@@ -349,7 +357,7 @@ class NetworkWorkload : public Workload {
   int64_t samples_per_iteration() const override { return c_.batch_size; }
 
   void Report(RunOutcome* out) override {
-    out->parameter_count = CountParameters(*model_);
+    out->parameter_count = model_->ParameterCount();
     const double fwd = model_->ForwardFlopsPerSample() * c_.batch_size;
     out->flops_per_iteration = c_.mode == Mode::kTrain ? 3 * fwd : fwd;
     if (first_loss_) out->first_loss = *first_loss_;
@@ -372,7 +380,7 @@ class NetworkWorkload : public Workload {
   }
 
   void Compute() override {
-    if (c_.execution == Execution::kCudaGraph) {
+    if (UsesCudaGraph(c_.execution)) {
       GraphStep();
     } else {
       RunStep(x_, y_);
@@ -701,6 +709,42 @@ class AotiModel : public BenchModel {
 };
 #endif
 
+#if GPUBENCH_HAS_AOTI
+// A built-in model whose forward pass runs the AOTInductor package compiled
+// from its Python twin (execution aot). The C++ twin, kept on the CPU and
+// out of the module tree (so that moving this model moves no weights),
+// answers for the shapes, labels, FLOPs and parameter count; the package
+// holds its own weights on the device.
+class CompiledModel : public BenchModel {
+ public:
+  CompiledModel(std::shared_ptr<BenchModel> twin, const std::string& package,
+                const torch::Device& device)
+      : twin_(std::move(twin)),
+        loader_(package, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
+                device.is_cuda() && device.has_index() ? device.index() : -1) {}
+
+  torch::Tensor Forward(const torch::Tensor& input) override {
+    return loader_.run({input})[0];
+  }
+  torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor& labels) override {
+    return twin_->Loss(output, labels);
+  }
+  torch::Tensor Labels(const torch::Tensor& input) override { return twin_->Labels(input); }
+  std::vector<int64_t> sample_shape() const override { return twin_->sample_shape(); }
+  InputKind input_kind() const override { return twin_->input_kind(); }
+  int64_t vocab_size() const override { return twin_->vocab_size(); }
+  double ForwardFlopsPerSample() const override { return twin_->ForwardFlopsPerSample(); }
+  double Metric(const torch::Tensor& output, const torch::Tensor& labels) override {
+    return twin_->Metric(output, labels);
+  }
+  int64_t ParameterCount() const override { return CountParameters(*twin_); }
+
+ private:
+  std::shared_ptr<BenchModel> twin_;
+  torch::inductor::AOTIModelPackageLoader loader_;
+};
+#endif
+
 absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
                                                        torch::Device device,
                                                        const MeasureConfig& m) {
@@ -722,10 +766,8 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
       try {
         model = std::make_shared<AotiModel>(c.model_path, c.inputs, c.batch_size);
       } catch (const std::exception& e) {
-        std::string what = e.what();
-        what.resize(std::min(what.find("\nException raised from"), what.size()));
         return absl::InvalidArgumentError(
-            absl::StrCat("torchscript: cannot load the AOTInductor package: ", what));
+            absl::StrCat("torchscript: cannot load the AOTInductor package: ", MessageOf(e)));
       }
       return std::make_unique<NetworkWorkload>(c, device, model, m);
 #else
@@ -745,6 +787,25 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
   }
   auto model = CreateModel(c);
   if (!model.ok()) return model.status();
+  if (IsCompiled(c.execution)) {
+#if GPUBENCH_HAS_AOTI
+    if (c.aot_package.empty()) {
+      return absl::FailedPreconditionError("execution aot: no package was compiled for this run");
+    }
+    std::shared_ptr<CompiledModel> compiled;
+    try {
+      compiled = std::make_shared<CompiledModel>(*model, c.aot_package, device);
+    } catch (const std::exception& e) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("execution aot: cannot load the compiled package: ", MessageOf(e)));
+    }
+    return std::make_unique<NetworkWorkload>(c, device, compiled, m);
+#else
+    return absl::FailedPreconditionError(absl::StrCat(
+        "execution aot: this LibTorch (", TORCH_VERSION,
+        ") has no AOTInductor package loader (2.6 or newer has)"));
+#endif
+  }
   return std::make_unique<NetworkWorkload>(c, device, *model, m);
 }
 
@@ -805,9 +866,7 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, bool cuda, RunOut
       } catch (const std::exception&) {
       }
     }
-    std::string what = e.what();
-    if (auto nl = what.find("\nException raised from"); nl != std::string::npos) what.resize(nl);
-    out->profile_error = "profiling failed: " + what;
+    out->profile_error = "profiling failed: " + MessageOf(e);
   }
 }
 
@@ -851,9 +910,10 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     return out;
   }
   out.resolved_device = device->str();
-  if (c.execution == Execution::kCudaGraph && !device->is_cuda()) {
-    out.error = absl::StrCat("execution cuda_graph needs a CUDA device, not ",
-                             device->str());
+  if (UsesCudaGraph(c.execution) && !device->is_cuda()) {
+    out.error = absl::StrCat("execution ",
+                             c.execution == Execution::kCudaGraph ? "cuda_graph" : "aot_cuda_graph",
+                             " needs a CUDA device, not ", device->str());
     return out;
   }
   if (c.precision == Precision::kFp16 && device->is_cpu() &&
@@ -928,11 +988,7 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     }
   } catch (const std::exception& e) {
     // c10::Error derives from std::exception.
-    std::string what = e.what();
-    // c10 errors carry a C++ backtrace after the first line; keep the message.
-    if (auto nl = what.find("\nException raised from"); nl != std::string::npos) {
-      what.resize(nl);
-    }
+    const std::string what = MessageOf(e);
     out.error = what;
     out.status = IsOutOfMemory(what) ? RunStatus::kOutOfMemory : RunStatus::kFailed;
   }
@@ -950,6 +1006,33 @@ DeviceProbe ProbeDevices() {
   probe.mps_available = at::hasMPS();
   cuda::Probe(&probe);
   return probe;
+}
+
+absl::StatusOr<int64_t> ModelParameterCount(const RunConfig& config) {
+  try {
+    auto model = CreateModel(config);
+    if (!model.ok()) return model.status();
+    return (*model)->ParameterCount();
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+}
+
+absl::StatusOr<std::string> CompileTarget(const std::string& device_name) {
+  auto device = ResolveDevice(device_name);
+  if (!device.ok()) return device.status();
+  std::string target = device->str();
+  if (device->is_cuda()) {
+    DeviceProbe probe;
+    cuda::Probe(&probe);
+    const int index = device->has_index() ? device->index() : 0;
+    for (const DeviceProbe::Gpu& gpu : probe.gpus) {
+      if (gpu.index == index) {
+        target = absl::StrCat("cuda sm_", absl::StrReplaceAll(gpu.compute_capability, {{".", ""}}));
+      }
+    }
+  }
+  return absl::StrCat(target, " torch ", TORCH_VERSION);
 }
 
 }  // namespace gpubench::engine

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "common/stats.h"
 #include "worker/engine/config.h"
 #include "worker/profile_table.h"
@@ -37,6 +38,8 @@ struct RunOutcome {
   double device_busy_share = 0;
   double cold_start_ms = 0;
   double graph_capture_ms = 0;
+  double compile_ms = 0;        // execution aot: compiling the package, 0 when cached
+  bool compile_cached = false;  // execution aot: the package came from the cache
   int64_t peak_device_allocated_bytes = 0;
   int64_t peak_device_reserved_bytes = 0;
   int64_t peak_host_rss_bytes = 0;
@@ -95,6 +98,16 @@ struct DeviceProbe {
   std::vector<Gpu> gpus;
 };
 DeviceProbe ProbeDevices();
+
+// Trainable parameters of the built-in model config names (defaults
+// applied), built on the CPU; InvalidArgument as CreateModel.
+absl::StatusOr<int64_t> ModelParameterCount(const RunConfig& config);
+
+// What an AOTInductor package for device_name must be compiled for:
+// "cpu", or "cuda sm_90" (the architecture of the GPU that device_name
+// resolves to); with this LibTorch's version, e.g. "cuda sm_90 torch 2.11.0".
+// InvalidArgument for a device that is not there.
+absl::StatusOr<std::string> CompileTarget(const std::string& device_name);
 
 }  // namespace gpubench::engine
 

@@ -838,6 +838,8 @@ torch::Tensor BenchModel::Loss(const torch::Tensor& output,
   return torch::nn::functional::cross_entropy(output, labels);
 }
 
+int64_t BenchModel::ParameterCount() const { return CountParameters(*this); }
+
 int64_t CountParameters(const torch::nn::Module& module) {
   int64_t count = 0;
   for (const torch::Tensor& parameter : module.parameters()) {

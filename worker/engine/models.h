@@ -55,6 +55,10 @@ class BenchModel : public torch::nn::Module {
   // convolutions, linear layers, LSTM gates and attention matmuls.
   virtual double ForwardFlopsPerSample() const = 0;
 
+  // Trainable parameters (CountParameters of this module, unless the
+  // weights live elsewhere).
+  virtual int64_t ParameterCount() const;
+
   // Extra figure reported for the last batch, e.g. Dice for unet; negative
   // when the model has none.
   virtual double Metric(const torch::Tensor& /*output*/,

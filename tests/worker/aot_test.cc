@@ -1,0 +1,126 @@
+// Compiled execution (execution aot): the Python twins of the built-in models
+// against the C++ engine's, and the package cache's key. The compiled run
+// itself is tested end to end in cli_test (CliDaemon.Compiled...).
+#include "worker/aot.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "absl/strings/str_join.h"
+#include "tests/support/command.h"
+#include "worker/engine/engine.h"
+
+namespace gpubench::worker {
+namespace {
+
+engine::RunConfig Config(const std::string& workload) {
+  engine::RunConfig c;
+  c.workload = workload;
+  c.mode = engine::Mode::kInfer;
+  c.execution = engine::Execution::kAot;
+  c.batch_size = 8;
+  engine::ApplyWorkloadDefaults(&c);
+  return c;
+}
+
+TEST(Aot, CacheKeyChangesWithWhatChangesTheCompiledCode) {
+  const engine::RunConfig base = Config("resnet50");
+  const std::string key = AotCacheKey(base, "cuda sm_90 torch 2.11.0", "twin");
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_EQ(AotCacheKey(base, "cuda sm_90 torch 2.11.0", "twin"), key);
+  std::set<std::string> keys = {key};
+  auto differs = [&](const engine::RunConfig& c, const std::string& target,
+                     const std::string& digest) {
+    return keys.insert(AotCacheKey(c, target, digest)).second;
+  };
+  engine::RunConfig c = base;
+  c.batch_size = 16;
+  EXPECT_TRUE(differs(c, "cuda sm_90 torch 2.11.0", "twin")) << "batch";
+  c = base;
+  c.precision = engine::Precision::kFp16;
+  EXPECT_TRUE(differs(c, "cuda sm_90 torch 2.11.0", "twin")) << "precision";
+  c = base;
+  c.channels_last = true;
+  EXPECT_TRUE(differs(c, "cuda sm_90 torch 2.11.0", "twin")) << "channels_last";
+  c = base;
+  c.image_size = 228;
+  EXPECT_TRUE(differs(c, "cuda sm_90 torch 2.11.0", "twin")) << "image_size";
+  c = base;
+  c.num_classes = 10;
+  EXPECT_TRUE(differs(c, "cuda sm_90 torch 2.11.0", "twin")) << "num_classes";
+  EXPECT_TRUE(differs(base, "cuda sm_80 torch 2.11.0", "twin")) << "architecture";
+  EXPECT_TRUE(differs(base, "cuda sm_90 torch 2.12.0", "twin")) << "torch";
+  EXPECT_TRUE(differs(base, "cpu torch 2.11.0", "twin")) << "device";
+  EXPECT_TRUE(differs(base, "cuda sm_90 torch 2.11.0", "twin2")) << "the twin's sources";
+  // What the package does not depend on shares it: the device index, the
+  // measurement, the input pipeline.
+  c = base;
+  c.device = "cuda:1";
+  c.input_source = engine::InputSource::kHost;
+  EXPECT_EQ(AotCacheKey(c, "cuda sm_90 torch 2.11.0", "twin"), key);
+}
+
+// The Python twins' defaults (for the Python reference) are the engine's.
+TEST(Aot, PythonDefaultsAreTheEngines) {
+  for (const char* w : {"mlp", "simple_cnn", "resnet18", "resnet50", "unet", "bilstm",
+                        "cnn_lstm", "transformer"}) {
+    SCOPED_TRACE(w);
+    const engine::RunConfig c = Config(w);
+    const auto py = testing_support::RunCommand(
+        "cd '" + PythonDir() + "' && python3 -c 'import sys; "
+        "from gpubench_models.defaults import params; p = params(sys.argv[1]); "
+        "print(\" \".join(str(p[k]) for k in (\"model_size\", \"image_size\", "
+        "\"num_classes\", \"sequence_length\", \"num_layers\", \"hidden_size\", "
+        "\"num_heads\", \"vocab_size\")))' " + w);
+    ASSERT_EQ(py.exit_code, 0) << py.output;
+    const std::string cpp = absl::StrJoin(
+        {c.model_size, std::to_string(c.image_size), std::to_string(c.num_classes),
+         std::to_string(c.sequence_length), std::to_string(c.num_layers),
+         std::to_string(c.hidden_size), std::to_string(c.num_heads),
+         std::to_string(c.vocab_size)},
+        " ");
+    EXPECT_EQ(py.output, cpp + "\n");
+  }
+}
+
+#ifdef GPUBENCH_TEST_AOT
+// One Python twin per model, with the C++ model's parameter count at the
+// defaults and at the other sizes users pick (python3 has the wheel's torch
+// in this flavour).
+TEST(Aot, PythonTwinsHaveTheParameterCountsOfTheCppModels) {
+  std::vector<engine::RunConfig> configs;
+  for (const char* w : {"mlp", "simple_cnn", "resnet18", "resnet50", "unet", "bilstm",
+                        "cnn_lstm", "transformer"}) {
+    configs.push_back(Config(w));
+  }
+  for (const char* size : {"medium", "large"}) {
+    configs.push_back(Config("mlp"));
+    configs.back().model_size = size;
+  }
+  configs.push_back(Config("transformer"));
+  configs.back().decoder = true;
+  configs.back().num_layers = 2;
+  configs.push_back(Config("resnet50"));
+  configs.back().num_classes = 1000;
+  configs.push_back(Config("simple_cnn"));
+  configs.back().image_size = 64;
+  for (const engine::RunConfig& c : configs) {
+    const std::vector<std::string> args = AotModelArgs(c);
+    SCOPED_TRACE(absl::StrJoin(args, " "));
+    auto cpp = engine::ModelParameterCount(c);
+    ASSERT_TRUE(cpp.ok()) << cpp.status();
+    const auto py = testing_support::RunCommand(
+        "cd '" + PythonDir() + "' && python3 -m gpubench_models.aot --count-only '" +
+        absl::StrJoin(args, "' '") + "'");
+    ASSERT_EQ(py.exit_code, 0) << py.output;
+    const size_t at = py.output.rfind("{\"parameters\": ");
+    ASSERT_NE(at, std::string::npos) << py.output;
+    EXPECT_EQ(std::stoll(py.output.substr(at + 15)), *cpp) << py.output;
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace gpubench::worker

@@ -1,0 +1,12 @@
+"""gpubench's built-in models in Python: the twins of worker/engine/models.cc.
+
+The same layers, shapes and parameter counts as the C++ models, so that a
+workload compiled here (AOTInductor, `--execution aot`: aot.py) or run by the
+Python reference (bench/reference/reference.py) is the network gpubench
+measures in eager mode. tests/worker/aot_test.cc checks the parameter counts
+and the defaults against the C++ engine's.
+
+  gpubench_models.defaults  the workloads' default parameters (no torch)
+  gpubench_models.models    the models (torch)
+  gpubench_models.aot       the AOTInductor compiler gpubench-worker runs
+"""
