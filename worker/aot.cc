@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -106,7 +108,7 @@ struct Child {
 // Runs argv with PYTHONPATH=python_dir, collecting its output; kills it when
 // *cancel turns true. The child dies with this thread.
 absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::string& python_dir,
-                          const std::atomic<bool>* cancel) {
+                          const std::string& work_dir, const std::atomic<bool>* cancel) {
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
   const pid_t pid = fork();
@@ -121,6 +123,10 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
     const char* old = std::getenv("PYTHONPATH");
     const std::string path = old && *old ? python_dir + ":" + old : python_dir;
     setenv("PYTHONPATH", path.c_str(), 1);
+    // Inductor's and Triton's own caches in the compile's work folder, which
+    // goes when the compile ends: nothing a client asks for piles up in /tmp.
+    setenv("TORCHINDUCTOR_CACHE_DIR", (work_dir + "/inductor").c_str(), 1);
+    setenv("TRITON_CACHE_DIR", (work_dir + "/triton").c_str(), 1);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -150,6 +156,36 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
   if (killed) return absl::CancelledError("cancelled while compiling");
   child.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return child;
+}
+
+// Removes path and everything under it. (Not std::filesystem: the PyTorch
+// wheel's libtorch_cpu.so exports its own copy of those symbols, built
+// against another libstdc++, and the worker's calls bind to it and crash.)
+void RemoveTree(const std::string& path) {
+  nftw(path.c_str(),
+       [](const char* p, const struct stat*, int, struct FTW*) {
+         std::remove(p);  // files, then (FTW_DEPTH) their emptied folders
+         return 0;
+       },
+       16, FTW_DEPTH | FTW_PHYS);
+}
+
+// Leftovers of compiles that were killed (a temporary package, a work
+// folder) older than any job may run: never one still in use.
+void RemoveLeftovers(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> old;
+  const time_t cutoff = time(nullptr) - 48 * 3600;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (!absl::StartsWith(name, ".compile-") && !absl::StartsWith(name, ".work-")) continue;
+    struct stat st;
+    const std::string path = dir + "/" + name;
+    if (lstat(path.c_str(), &st) == 0 && st.st_mtime < cutoff) old.push_back(path);
+  }
+  closedir(d);
+  for (const std::string& path : old) RemoveTree(path);
 }
 
 // Removes the least recently used packages until the cache holds at most
@@ -236,8 +272,14 @@ absl::StatusOr<AotPackage> EnsureAotPackage(const engine::RunConfig& config,
   for (std::string& a : AotModelArgs(config)) argv.push_back(std::move(a));
   argv.insert(argv.end(), {"--device", absl::StartsWith(target, "cuda") ? "cuda" : "cpu",
                            "--out", package.path});
+  RemoveLeftovers(dir);
+  std::string work = dir + "/.work-XXXXXX";
+  if (mkdtemp(work.data()) == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("execution aot: cannot write in ", dir));
+  }
   const auto start = std::chrono::steady_clock::now();
-  auto child = Run(argv, python_dir, cancel);
+  auto child = Run(argv, python_dir, work, cancel);
+  RemoveTree(work);
   if (!child.ok()) return child.status();
   package.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

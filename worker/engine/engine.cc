@@ -720,7 +720,9 @@ class CompiledModel : public BenchModel {
   CompiledModel(std::shared_ptr<BenchModel> twin, const std::string& package,
                 const torch::Device& device)
       : twin_(std::move(twin)),
-        loader_(package, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
+        // Single-threaded: one run at a time, without the container's
+        // event waits, which a CUDA graph capture does not allow.
+        loader_(package, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
                 device.is_cuda() && device.has_index() ? device.index() : -1) {}
 
   torch::Tensor Forward(const torch::Tensor& input) override {
