@@ -84,9 +84,14 @@ std::vector<std::string> AotModelArgs(const engine::RunConfig& c) {
 
 namespace {
 
-// The last lines of a compiler's output, for an error message.
+// Why a compile failed: the compiler's own reason (its line that starts
+// "gpubench_models.aot: "), else the last lines of its output.
 std::string Tail(const std::string& output) {
   std::vector<std::string> lines = absl::StrSplit(output, '\n', absl::SkipWhitespace());
+  constexpr absl::string_view kReason = "gpubench_models.aot: ";
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (absl::StartsWith(*it, kReason)) return it->substr(kReason.size(), 1500);
+  }
   // Python's own warnings say nothing about why it failed.
   lines.erase(std::remove_if(lines.begin(), lines.end(),
                              [](const std::string& l) {

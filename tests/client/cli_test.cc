@@ -436,6 +436,17 @@ TEST(CliDaemon, CompiledExecutionCompilesOnceAndTheSecondJobUsesTheCache) {
   Result shown = Cli({"show", runs[1].job_id(), "--host", d.address()});
   EXPECT_NE(shown.out.find("mlp infer b8 aot cpu"), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find("compiled package cached"), std::string::npos) << shown.out;
+
+  // A model that torch.export cannot trace (bilstm's bidirectional LSTM in
+  // torch 2.11) fails its run with that reason, and nothing is cached.
+  Result lstm = Cli({"submit", "--host", d.address(), "--workload", "bilstm", "--device", "cpu",
+                     "--mode", "infer", "--batch", "2", "--seq-len", "8", "--execution", "aot",
+                     "--wait", "--output", "json"});
+  EXPECT_EQ(lstm.code, kExitJobFailed) << lstm.err << lstm.out;
+  EXPECT_NE(lstm.out.find("execution aot: compiling bilstm failed (exit 2): bilstm does not "
+                          "export (torch.export, torch 2.11"),
+            std::string::npos)
+      << lstm.out;
 }
 #endif
 

@@ -14,8 +14,9 @@ half-precision model does; tf32 allows TF32 in matmuls and convolutions.
 Writes the package to a temporary file beside --out and renames it, so a
 reader never sees half a package. Prints one JSON line:
 {"package": PATH, "compile_s": S, "parameters": N, "torch": VERSION}.
-Exit 2 for a workload or setting that cannot be compiled, with the reason on
-stderr.
+Exit 2 for a workload or setting that cannot be compiled, 3 for a Python
+without a usable torch, with the reason on stderr in a line that starts with
+"gpubench_models.aot: " (the worker reports that line).
 """
 import argparse
 import json
@@ -48,6 +49,11 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def fail(message):
+    """The reason a compile cannot be done, in the line the worker reports."""
+    sys.stderr.write("gpubench_models.aot: %s\n" % message)
+
+
 def params_of(a):
     return {"model_size": a.model_size, "image_size": a.image_size,
             "num_classes": a.num_classes, "sequence_length": a.sequence_length,
@@ -60,8 +66,8 @@ def main(argv=None):
     try:
         import torch
     except ImportError:
-        sys.stderr.write("python3 has no torch: install the PyTorch wheel whose LibTorch "
-                         "gpubench-worker links (pip install torch==2.11.0)\n")
+        fail("%s has no torch: install the PyTorch wheel whose LibTorch gpubench-worker "
+             "links (pip install torch==2.11.0)" % sys.executable)
         return 3
     from . import models
 
@@ -70,18 +76,18 @@ def main(argv=None):
     try:
         model = models.create(a.workload, params)
     except ValueError as e:
-        sys.stderr.write("%s\n" % e)
+        fail(str(e))
         return 2
     count = models.parameter_count(model)
     if a.count_only:
         print(json.dumps({"parameters": count, "torch": torch.__version__}))
         return 0
     if not a.out:
-        sys.stderr.write("--out: the package's path is required\n")
+        fail("--out: the package's path is required")
         return 2
     if not hasattr(torch._inductor, "aoti_compile_and_package"):
-        sys.stderr.write("torch %s has no torch._inductor.aoti_compile_and_package "
-                         "(PyTorch 2.6 or newer has)\n" % torch.__version__)
+        fail("torch %s has no torch._inductor.aoti_compile_and_package (PyTorch 2.6 or "
+             "newer has)" % torch.__version__)
         return 3
     device = torch.device(a.device)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.precision, torch.float32)
@@ -124,8 +130,8 @@ def main(argv=None):
             try:
                 exported = torch.export.export(Deployed(model), (example,))
             except Exception as e:  # the reason torch gives, on one line
-                sys.stderr.write("%s does not export: %s\n" %
-                                 (a.workload, str(e).strip().splitlines()[0]))
+                fail("%s does not export (torch.export, torch %s): %s" %
+                     (a.workload, torch.__version__, str(e).strip().splitlines()[0]))
                 return 2
             torch._inductor.aoti_compile_and_package(exported, package_path=tmp)
         os.replace(tmp, a.out)
