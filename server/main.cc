@@ -79,8 +79,9 @@ ABSL_FLAG(std::string, client_cert_role, "submit",
 ABSL_FLAG(int64_t, max_model_bytes, 2 * kGiB, "largest model upload");
 ABSL_FLAG(int64_t, models_quota_bytes, 20 * kGiB, "all uploaded models together");
 ABSL_FLAG(int64_t, worker_max_rss_bytes, -1,
-          "a worker whose resident memory passes this is killed and its run failed, saying "
-          "so (-1: 3/4 of this host's memory; 0: no limit)");
+          "a worker whose resident memory (with its children: execution aot's compiler) "
+          "passes this is killed and its run failed, saying so (-1: 3/4 of this host's "
+          "memory; 0: no limit)");
 ABSL_FLAG(int64_t, worker_max_open_files, 4096, "RLIMIT_NOFILE of each worker");
 ABSL_FLAG(int64_t, max_priority, 10, "highest spec.priority without the admin role");
 ABSL_FLAG(std::vector<std::string>, model_root, {},

@@ -89,14 +89,26 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, out[0], err[0]));
 }
 
-int64_t WorkerProcess::RssBytes() const {
-  std::ifstream status(absl::StrCat("/proc/", pid_, "/status"));
+namespace {
+
+// VmRSS of pid and of every process below it (a worker's compiler, execution
+// aot), in bytes; 0 for a process that is gone.
+int64_t TreeRssBytes(pid_t pid, int depth) {
+  int64_t bytes = 0;
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;  // kB
+    if (line.rfind("VmRSS:", 0) == 0) bytes = std::atoll(line.c_str() + 6) * 1024;  // kB
   }
-  return 0;
+  if (depth >= 4) return bytes;
+  std::ifstream children(absl::StrCat("/proc/", pid, "/task/", pid, "/children"));
+  for (pid_t child; children >> child;) bytes += TreeRssBytes(child, depth + 1);
+  return bytes;
 }
+
+}  // namespace
+
+int64_t WorkerProcess::RssBytes() const { return TreeRssBytes(pid_, 0); }
 
 WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd)
     : pid_(pid), events_fd_(events_fd), stderr_fd_(stderr_fd), reader_(events_fd) {

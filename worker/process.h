@@ -74,7 +74,8 @@ class WorkerProcess : public Worker {
   void Stop() override;  // SIGTERM
   void Kill() override;  // SIGKILL
   ExitInfo Wait() override;  // reaps the child
-  int64_t RssBytes() const override;  // the child's VmRSS
+  // The child's VmRSS and its own children's (the compiler of execution aot).
+  int64_t RssBytes() const override;
 
   pid_t pid() const { return pid_; }
 

@@ -1,6 +1,7 @@
 // Real gpubench-worker processes running real LibTorch models on the CPU.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -153,6 +154,29 @@ TEST(WorkerProcess, ModelPathOutsideTheRootsFailsTheRunUnread) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
   EXPECT_EQ(runs[0].error().find("model root"), std::string::npos) << runs[0].error();
+}
+
+// The memory a worker is held to includes what its children hold (the
+// compiler that execution aot runs): a stand-in worker whose child holds
+// 256 MiB is seen at that size.
+TEST(WorkerProcess, ResidentMemoryCountsTheWorkersChildren) {
+  const std::string script = ::testing::TempDir() + "/worker_with_child.sh";
+  // The child lets go of the worker's pipes and ends on its own soon after.
+  std::ofstream(script) << "#!/bin/sh\n"
+                           "python3 -c 'import time; b = b\"x\" * (256 << 20); "
+                           "time.sleep(8)' </dev/null >/dev/null 2>&1 &\n"
+                           "wait\n";
+  ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+  auto process = WorkerProcess::Start(script, v1::WorkerRequest());
+  ASSERT_TRUE(process.ok()) << process.status();
+  int64_t rss = 0;
+  for (int i = 0; i < 100 && rss < (int64_t{256} << 20); ++i) {
+    usleep(100 * 1000);
+    rss = (*process)->RssBytes();
+  }
+  EXPECT_GE(rss, int64_t{256} << 20);
+  (*process)->Kill();
+  (*process)->Wait();
 }
 
 }  // namespace
