@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -114,6 +115,27 @@ struct Child {
 // *cancel turns true. The child dies with this thread.
 absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::string& python_dir,
                           const std::string& work_dir, const std::atomic<bool>* cancel) {
+  // Everything the child needs is built here: between fork and exec it only
+  // calls async-signal-safe functions (the worker may have other threads,
+  // and one could hold malloc's lock at the fork).
+  const char* old = std::getenv("PYTHONPATH");
+  const std::map<std::string, std::string> set = {
+      {"PYTHONPATH", old && *old ? python_dir + ":" + old : python_dir},
+      // Inductor's and Triton's own caches in the compile's work folder,
+      // which goes when the compile ends: nothing piles up in /tmp.
+      {"TORCHINDUCTOR_CACHE_DIR", work_dir + "/inductor"},
+      {"TRITON_CACHE_DIR", work_dir + "/triton"}};
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (set.count(entry.substr(0, entry.find('='))) == 0) env.push_back(entry);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  std::vector<char*> args, envp;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
   const pid_t pid = fork();
@@ -125,17 +147,7 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
     dup2(out[1], STDOUT_FILENO);
     dup2(out[1], STDERR_FILENO);
     closefrom(3);
-    const char* old = std::getenv("PYTHONPATH");
-    const std::string path = old && *old ? python_dir + ":" + old : python_dir;
-    setenv("PYTHONPATH", path.c_str(), 1);
-    // Inductor's and Triton's own caches in the compile's work folder, which
-    // goes when the compile ends: nothing a client asks for piles up in /tmp.
-    setenv("TORCHINDUCTOR_CACHE_DIR", (work_dir + "/inductor").c_str(), 1);
-    setenv("TRITON_CACHE_DIR", (work_dir + "/triton").c_str(), 1);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
   close(out[1]);
