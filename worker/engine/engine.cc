@@ -1016,7 +1016,7 @@ absl::StatusOr<int64_t> ModelParameterCount(const RunConfig& config) {
     if (!model.ok()) return model.status();
     return (*model)->ParameterCount();
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(e.what());
+    return absl::InvalidArgumentError(MessageOf(e));
   }
 }
 
