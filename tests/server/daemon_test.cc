@@ -42,6 +42,9 @@ v1::JobSpec LongSpec() {
   spec.mutable_measurement()->set_min_time_ms(60000);
   spec.mutable_measurement()->set_max_time_ms(60000);
   spec.mutable_measurement()->set_cv_threshold(0.0001);
+  // The default cap of 100,000 iterations ends a tiny CPU model in about 2 s
+  // on a quiet machine: no cap within the minute.
+  spec.mutable_measurement()->set_max_iterations(100000000);
   return spec;
 }
 
