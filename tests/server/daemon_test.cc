@@ -527,6 +527,9 @@ TEST(Daemon, SigtermStopsCleanlyAndTheJobResumesOnRestart) {
     v1::JobSpec spec = LongSpec();
     spec.mutable_measurement()->set_min_time_ms(3000);
     spec.mutable_measurement()->set_max_time_ms(3000);
+    // 3 s a point, under the default iteration cap: the resumed runs' samples
+    // must fit the reply that lists them below.
+    spec.mutable_measurement()->clear_max_iterations();
     spec.mutable_sweep()->add_batch_size(4);
     spec.mutable_sweep()->add_batch_size(8);
     id = Submit(d, spec);
