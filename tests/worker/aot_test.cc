@@ -120,6 +120,45 @@ TEST(Aot, PythonTwinsHaveTheParameterCountsOfTheCppModels) {
     EXPECT_EQ(std::stoll(py.output.substr(at + 15)), *cpp) << py.output;
   }
 }
+
+// Where the weights can be shared, the outputs agree: each C++ model's
+// parameters and buffers, saved by module name, load strictly into its Python
+// twin (every name and shape matches), which then gives the C++ output on
+// the same input.
+TEST(Aot, PythonTwinsGiveTheCppModelsOutputsOnTheirWeights) {
+  std::vector<engine::RunConfig> configs;
+  for (const char* w : {"mlp", "simple_cnn", "resnet18", "resnet50", "unet", "bilstm",
+                        "cnn_lstm", "transformer"}) {
+    configs.push_back(Config(w));
+    engine::RunConfig& c = configs.back();
+    c.batch_size = 2;  // small shapes: the check is of the layers, not of speed
+    if (c.workload == "resnet18" || c.workload == "resnet50") c.image_size = 64;
+    if (c.workload == "unet") c.image_size = 32;
+    if (c.workload == "bilstm") c.sequence_length = 16;
+    if (c.workload == "cnn_lstm") c.sequence_length = 4;
+    if (c.workload == "transformer") {
+      c.sequence_length = 16;
+      c.num_layers = 2;
+    }
+  }
+  configs.push_back(Config("mlp"));
+  configs.back().model_size = "medium";
+  configs.push_back(Config("transformer"));
+  configs.back().decoder = true;
+  configs.back().sequence_length = 16;
+  configs.back().num_layers = 1;
+  for (const engine::RunConfig& c : configs) {
+    const std::vector<std::string> args = AotModelArgs(c);
+    SCOPED_TRACE(absl::StrJoin(args, " "));
+    const std::string path = ::testing::TempDir() + "/twin_" + c.workload + ".pt";
+    ASSERT_TRUE(engine::SaveModelCheckpoint(c, path).ok());
+    const auto py = testing_support::RunCommand(
+        "cd '" + PythonDir() + "' && python3 -m gpubench_models.check '" + path + "' '" +
+        absl::StrJoin(args, "' '") + "'");
+    EXPECT_EQ(py.exit_code, 0) << py.output;
+    EXPECT_NE(py.output.find("\"ok\": true"), std::string::npos) << py.output;
+  }
+}
 #endif
 
 }  // namespace

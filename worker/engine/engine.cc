@@ -1020,6 +1020,37 @@ absl::StatusOr<int64_t> ModelParameterCount(const RunConfig& config) {
   }
 }
 
+absl::Status SaveModelCheckpoint(const RunConfig& config, const std::string& path) {
+  try {
+    RunConfig c = config;
+    ApplyWorkloadDefaults(&c);
+    torch::manual_seed(0);
+    auto model = CreateModel(c);
+    if (!model.ok()) return model.status();
+    (*model)->eval();
+    std::vector<int64_t> shape = {c.batch_size};
+    const std::vector<int64_t> sample = (*model)->sample_shape();
+    shape.insert(shape.end(), sample.begin(), sample.end());
+    const torch::Tensor x = (*model)->input_kind() == InputKind::kTokens
+                                ? torch::randint((*model)->vocab_size(), shape, torch::kInt64)
+                                : torch::randn(shape);
+    torch::NoGradGuard no_grad;
+    const torch::Tensor y = (*model)->Forward(x);
+    c10::Dict<std::string, at::Tensor> tensors;
+    for (const auto& p : (*model)->named_parameters()) tensors.insert(p.key(), p.value());
+    for (const auto& b : (*model)->named_buffers()) tensors.insert(b.key(), b.value());
+    tensors.insert("__input__", x);
+    tensors.insert("__output__", y);
+    const std::vector<char> bytes = torch::pickle_save(tensors);
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::InternalError(MessageOf(e));
+  }
+}
+
 absl::StatusOr<std::string> CompileTarget(const std::string& device_name) {
   auto device = ResolveDevice(device_name);
   if (!device.ok()) return device.status();

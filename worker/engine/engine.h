@@ -103,6 +103,13 @@ DeviceProbe ProbeDevices();
 // applied), built on the CPU; InvalidArgument as CreateModel.
 absl::StatusOr<int64_t> ModelParameterCount(const RunConfig& config);
 
+// Writes to path, in the format Python's torch.load reads, every parameter
+// and buffer of the built-in model config names (defaults applied, weights
+// from seed 0) by its module name, with "__input__" (one batch) and
+// "__output__" (the model's output on it, eval mode, fp32 on the CPU): what
+// the model's Python twin must reproduce from the same weights.
+absl::Status SaveModelCheckpoint(const RunConfig& config, const std::string& path);
+
 // What an AOTInductor package for device_name must be compiled for:
 // "cpu", or "cuda sm_90" (the architecture of the GPU that device_name
 // resolves to); with this LibTorch's version, e.g. "cuda sm_90 torch 2.11.0".

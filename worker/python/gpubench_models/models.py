@@ -1,4 +1,6 @@
-"""The C++ engine's models (worker/engine/models.cc), layer for layer.
+"""The C++ engine's models (worker/engine/models.cc), layer for layer, with the
+C++ modules' names, so that a C++ model's weights load here as they are
+(tests/worker/aot_test.cc compares the two models' outputs on those weights).
 
 Every constructor takes the workload's parameters with their defaults already
 applied (the C++ side's ApplyWorkloadDefaults; the worker passes them all).
@@ -23,16 +25,16 @@ class Mlp(nn.Module):
     def __init__(self, image_size, hidden, num_classes):
         super().__init__()
         width = 3 * image_size * image_size
-        self.layers = nn.ModuleList()
-        for h in hidden:
-            self.layers.append(nn.Linear(width, h))
+        self.depth = len(hidden)
+        for i, h in enumerate(hidden):
+            setattr(self, "fc%d" % i, nn.Linear(width, h))
             width = h
         self.out = nn.Linear(width, num_classes)
 
     def forward(self, x):
         x = x.flatten(1)
-        for layer in self.layers:
-            x = F.relu(layer(x))
+        for i in range(self.depth):
+            x = F.relu(getattr(self, "fc%d" % i)(x))
         return self.out(x)
 
 
@@ -148,18 +150,20 @@ class UNet(nn.Module):
         super().__init__()
         widths = (64, 128, 256, 512, 1024)
         self.inc = DoubleConv(3, widths[0])
-        self.downs = nn.ModuleList(DoubleConv(widths[i - 1], widths[i]) for i in range(1, 5))
-        self.ups = nn.ModuleList(UpBlock(widths[i], widths[i - 1]) for i in range(4, 0, -1))
+        for i in range(1, 5):
+            setattr(self, "down%d" % i, DoubleConv(widths[i - 1], widths[i]))
+        for i in range(4, 0, -1):
+            setattr(self, "up%d" % (5 - i), UpBlock(widths[i], widths[i - 1]))
         self.outc = _conv(widths[0], num_classes, 1, 1, 0, True)
 
     def forward(self, x):
         skips = []
         x = self.inc(x)
-        for down in self.downs:
+        for i in range(1, 5):
             skips.append(x)
-            x = down(F.max_pool2d(x, 2))
-        for i, up in enumerate(self.ups):
-            x = up(x, skips[len(skips) - 1 - i])
+            x = getattr(self, "down%d" % i)(F.max_pool2d(x, 2))
+        for i in range(1, 5):
+            x = getattr(self, "up%d" % i)(x, skips[len(skips) - i])
         return self.outc(x)
 
 
@@ -184,16 +188,17 @@ class CnnLstm(nn.Module):
     def __init__(self, num_classes):
         super().__init__()
         w = self.WIDTHS
-        self.convs = nn.ModuleList(_conv(w[i], w[i + 1], 3, 2, 1, False) for i in range(3))
-        self.bns = nn.ModuleList(nn.BatchNorm2d(w[i + 1]) for i in range(3))
+        for i in range(3):
+            setattr(self, "conv%d" % (i + 1), _conv(w[i], w[i + 1], 3, 2, 1, False))
+            setattr(self, "bn%d" % (i + 1), nn.BatchNorm2d(w[i + 1]))
         self.lstm = nn.LSTM(w[3], self.HIDDEN, batch_first=True)
         self.fc = nn.Linear(self.HIDDEN, num_classes)
 
     def forward(self, x):
         batch, time = x.shape[0], x.shape[1]
         x = x.flatten(0, 1)
-        for conv, bn in zip(self.convs, self.bns):
-            x = F.relu(bn(conv(x)))
+        for i in range(1, 4):
+            x = F.relu(getattr(self, "bn%d" % i)(getattr(self, "conv%d" % i)(x)))
         x = x.mean((2, 3)).view(batch, time, self.WIDTHS[3])
         out, _ = self.lstm(x)
         return self.fc(out[:, time - 1])
@@ -228,15 +233,16 @@ class Transformer(nn.Module):
         self.decoder = decoder
         self.embedding = nn.Embedding(vocab_size, hidden)
         self.positions = nn.Parameter(torch.randn(sequence_length, hidden) * 0.02)
-        self.blocks = nn.ModuleList(TransformerBlock(hidden, heads, decoder)
-                                    for _ in range(num_layers))
+        self.num_layers = num_layers
+        for i in range(num_layers):
+            setattr(self, "block%d" % i, TransformerBlock(hidden, heads, decoder))
         self.final_norm = nn.LayerNorm(hidden)
         self.head = nn.Linear(hidden, vocab_size if decoder else num_classes)
 
     def forward(self, x):
         x = self.embedding(x) + self.positions[: x.shape[1]]
-        for block in self.blocks:
-            x = block(x)
+        for i in range(self.num_layers):
+            x = getattr(self, "block%d" % i)(x)
         x = self.final_norm(x)
         return self.head(x) if self.decoder else self.head(x.mean(1))
 
