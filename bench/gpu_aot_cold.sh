@@ -7,10 +7,7 @@
 # Usage, in the checkout root of a GPU host after deploy/build.sh --bundle DIR:
 #   OUT=/tmp/aot-cold bash bench/gpu_aot_cold.sh ["gpubench flags"]
 set -uo pipefail
-B=${BUILD:-build-bundle}/bin
-OUT=${OUT:-/tmp/gpubench-aot-cold}
-mkdir -p "$OUT"
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
 start_daemon "${PORT:-50083}" || exit 1
 flags=${1:-"--workload resnet50 --device cuda --mode infer --batch 256 --precision fp16 --channels-last true"}
 rule="--warmup 10 --min-time-ms 1000 --max-time-ms 4000 --cudnn-benchmark true"

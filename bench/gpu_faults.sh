@@ -7,10 +7,7 @@
 #   (the build the committed figures used; BUILD=build-wheel after FLAVOUR=wheel deploy/build.sh):
 #   OUT=/tmp/faults bash bench/gpu_faults.sh
 set -uo pipefail
-B=${BUILD:-build-bundle}/bin
-OUT=${OUT:-/tmp/gpubench-faults}
-mkdir -p "$OUT"
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
 export GPUBENCH_INJECT_CRASH_AT_BATCH=64
 start_daemon "${PORT:-50078}" || exit 1
 unset GPUBENCH_INJECT_CRASH_AT_BATCH

@@ -7,10 +7,7 @@
 # Usage, in the checkout root of a GPU host after deploy/build.sh --bundle DIR:
 #   OUT=/tmp/pt2 bash bench/gpu_pt2_upload.sh
 set -uo pipefail
-B=${BUILD:-build-bundle}/bin
-OUT=${OUT:-/tmp/gpubench-pt2}
-mkdir -p "$OUT"
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
 start_daemon "${PORT:-50084}" || exit 1
 python3 - "$OUT/user_model.pt2" <<'PY' 2> "$OUT/compile.err"
 import sys, torch, torch.nn as nn

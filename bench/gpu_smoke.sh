@@ -12,10 +12,7 @@
 # ONLY=regex runs only the cases whose names match (e.g. ONLY=every_workload).
 # Prints one result table per case; logs and the daemon's data go under $OUT.
 set -uo pipefail
-B=${BUILD:-build-bundle}/bin
-OUT=${OUT:-/tmp/gpubench-smoke}
-mkdir -p "$OUT"
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
 start_daemon "${PORT:-50077}" || exit 1
 short="--warmup 5 --min-iterations 50 --min-time-ms 1000 --max-time-ms 8000"
 

@@ -14,11 +14,8 @@
 # after the measured one) and prints where a step's time goes
 # (bench/trace_summary.py).
 set -uo pipefail
-B=${BUILD:-build-bundle}/bin
-OUT=${OUT:-/tmp/gpubench-sbs}
 REPEAT=${REPEAT:-1}
-mkdir -p "$OUT"
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
 start_daemon "${PORT:-50081}" || exit 1
 MIN_MS=${MIN_MS:-2000}
 MAX_MS=${MAX_MS:-20000}
@@ -127,6 +124,15 @@ case_ r18_infer_bs256_fp16_cl_aot "ratio>=1.0 (torch.compile default)" tput \
 case_ mlp_small_infer_bs16_aot "ratio>=1.0 (torch.compile default)" tput \
   "--workload mlp --model-size small --device cuda --mode infer --batch 16 --execution aot" \
   "--workload mlp --mode infer --batch 16 --compile"
+case_ simple_cnn_infer_bs256_aot "ratio>=1.0 (torch.compile default)" tput \
+  "--workload simple_cnn --model-size small --device cuda --mode infer --batch 256 --execution aot" \
+  "--workload simple_cnn --mode infer --batch 256 --compile"
+case_ unet_infer_bs16_aot "ratio>=1.0 (torch.compile default)" tput \
+  "--workload unet --device cuda --mode infer --batch 16 --execution aot" \
+  "--workload unet --mode infer --batch 16 --compile"
+case_ cnn_lstm_infer_bs32_aot "ratio>=1.0 (torch.compile default)" tput \
+  "--workload cnn_lstm --device cuda --mode infer --batch 32 --execution aot" \
+  "--workload cnn_lstm --mode infer --batch 32 --compile"
 case_ transformer_infer_bs16_fp16_aot "ratio>=1.0 (torch.compile default)" tput \
   "--workload transformer --device cuda --mode infer --batch 16 --precision fp16 --execution aot" \
   "--workload transformer --mode infer --batch 16 --precision fp16 --compile"

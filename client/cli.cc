@@ -21,6 +21,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "client/analyses.h"
 #include "client/cli_internal.h"
 #include "client/gbench.h"
 #include "client/local_daemon.h"
@@ -610,6 +611,7 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
         notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
       }
       if (!res.stable()) notes.push_back("unstable");
+      if (std::string n = NumericsNote(res.numerics()); !n.empty()) notes.push_back(n);
       if (res.telemetry().throttled()) notes.push_back("throttled");
       if (res.contention().contended()) notes.push_back("contended");
     } else {
@@ -653,6 +655,8 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     PrintGbench(runs, "gpubench show " + job.job_id(), out);
     return;
   }
+  std::vector<const v1::Run*> pointers;
+  for (const v1::Run& r : runs) pointers.push_back(&r);
   if (format == Format::kJson) {
     std::vector<std::string> run_json;
     for (v1::Run r : runs) {
@@ -661,7 +665,9 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
       run_json.push_back(MessageToJson(r));
     }
     out << "{\"job\": " << MessageToJson(job) << ",\n\"runs\": ["
-        << absl::StrJoin(run_json, ",\n") << "]}\n";
+        << absl::StrJoin(run_json, ",\n") << "],\n\"device_speedups\": "
+        << DeviceSpeedupsJson(report::DeviceSpeedups(pointers, job.spec().profiling().iterations()))
+        << "}\n";
     return;
   }
   if (format == Format::kTable) {
@@ -669,6 +675,10 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
         << Short(v1::JobState_descriptor(), job.state()) << "\n";
   }
   PrintTable(RunsTable(runs, false), format, out);
+  if (format == Format::kTable || format == Format::kMarkdown) {
+    PrintDeviceSpeedups(report::DeviceSpeedups(pointers, job.spec().profiling().iterations()),
+                        format, out);
+  }
   if (format == Format::kTable) {
     for (const v1::Run& r : runs) {
       const v1::ProfileSummary& p = r.result().profile();

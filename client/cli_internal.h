@@ -23,6 +23,7 @@ namespace gpubench::client {
 // The report's formatting, shared by the CLI's tables.
 using report::Bytes;
 using report::DescribeConfig;
+using report::NumericsNote;
 using report::Short;
 
 struct Args {

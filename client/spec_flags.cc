@@ -196,6 +196,10 @@ const std::map<std::string, Flag>& Flags() {
                         })},
       {"name", Single("job name", AsString,
                       [](const std::string& v, J* j) { j->set_name(v); })},
+      {"check-numerics",
+       Single("true: check each model run's output (and loss, gradient) against fp64 on "
+              "the CPU",
+              ToBool, [](bool v, J* j) { j->set_check_numerics(v); })},
       {"exclusive", Single("true: no other job runs beside this one (default: true for "
                            "schedules, false otherwise; a CPU job always runs alone)",
                            ToBool, [](bool v, J* j) { j->set_exclusive(v); })},

@@ -103,6 +103,23 @@ absl::Status ValidatePipeline(const std::string& path,
                     p.extra_cost_us_per_sample(), 0, 1000000);
 }
 
+// An integer input's [low, high): inside its dtype, not empty.
+absl::Status CheckValueRange(const std::string& in, const v1::TensorSpec& t) {
+  if (t.low() == 0 && t.high() == 0) return absl::OkStatus();
+  int64_t min = 0, max = 0;  // the range [low, high) must lie in [min, max]
+  switch (t.dtype()) {
+    case v1::DTYPE_UINT8: max = 256; break;
+    case v1::DTYPE_INT32: min = -(int64_t{1} << 31), max = int64_t{1} << 31; break;
+    case v1::DTYPE_INT64: min = -(int64_t{1} << 62), max = int64_t{1} << 62; break;
+    default:
+      return Invalid(in + ".low", "a value range applies to integer inputs (int64, int32, uint8)");
+  }
+  if (auto st = CheckRange(in + ".low", t.low(), min, max - 1); !st.ok()) return st;
+  if (auto st = CheckRange(in + ".high", t.high(), min + 1, max); !st.ok()) return st;
+  if (t.high() <= t.low()) return Invalid(in + ".high", "must be greater than low");
+  return absl::OkStatus();
+}
+
 absl::Status ValidateParams(const std::string& path, const std::string& workload,
                             const v1::WorkloadParams& p) {
   absl::Status s;
@@ -185,6 +202,7 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
     if (auto st = CheckEnum(in + ".dtype", v1::DType_descriptor(), p.inputs(i).dtype());
         !st.ok())
       return st;
+    if (auto st = CheckValueRange(in, p.inputs(i)); !st.ok()) return st;
   }
   return absl::OkStatus();
 }

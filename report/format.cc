@@ -1,6 +1,9 @@
 #include "report/format.h"
 
+#include <vector>
+
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/spec.h"
 
 namespace gpubench::report {
@@ -13,6 +16,25 @@ std::string Bytes(int64_t bytes) {
 
 std::string Short(const google::protobuf::EnumDescriptor* type, int value) {
   return EnumShortName(type, value == 0 ? 1 : value);
+}
+
+std::string NumericsNote(const v1::NumericsCheck& n) {
+  if (!n.checked()) {
+    return n.error().empty() ? "" : "numerics not checked: " + n.error();
+  }
+  if (n.non_finite()) return "numerics FAILED: inf or NaN in the output or loss";
+  std::vector<std::string> parts = {absl::StrFormat("output %.1e", n.output_rel_error())};
+  if (!n.gradient_parameter().empty() || n.loss_rel_error() > 0) {
+    parts.push_back(absl::StrFormat("loss %.1e", n.loss_rel_error()));
+  }
+  if (!n.gradient_parameter().empty()) {
+    parts.push_back(absl::StrFormat("gradient of %s %.1e", n.gradient_parameter(),
+                                    n.gradient_rel_error()));
+  }
+  const bool train = !n.gradient_parameter().empty() || n.loss_rel_error() > 0;
+  return absl::StrFormat("numerics %s: %s (tolerance %.0e on the %s)",
+                         n.passed() ? "ok" : "FAILED", absl::StrJoin(parts, ", "), n.tolerance(),
+                         train ? "loss" : "output");
 }
 
 }  // namespace gpubench::report

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "google/protobuf/descriptor.h"
+#include "gpubench/v1/result.pb.h"
 
 namespace gpubench::report {
 
@@ -15,6 +16,12 @@ std::string Bytes(int64_t bytes);
 // The enum value's short name ("succeeded" for JOB_STATE_SUCCEEDED); 0 (an
 // unset field) reads as the first value.
 std::string Short(const google::protobuf::EnumDescriptor* type, int value);
+
+// A numerics check (JobSpec.check_numerics) in a few words: "numerics ok:
+// output 3.1e-06 (tolerance 1e-04 on the output)", "numerics FAILED: inf or
+// NaN in the output", "numerics not checked: <why>"; "" where none ran.
+// Training runs list the loss and the first parameter's gradient too.
+std::string NumericsNote(const v1::NumericsCheck& check);
 
 }  // namespace gpubench::report
 

@@ -72,6 +72,10 @@ std::string Flags(const v1::Run& r) {
           Pill(absl::StrFormat("%.1f TFLOP/s", res.achieved_tflops()), "info"));
     }
   }
+  if (const std::string n = NumericsNote(res.numerics()); !n.empty()) {
+    const bool ok = res.numerics().passed();
+    flags.push_back(Pill(n, ok ? "ok" : res.numerics().checked() ? "bad" : "muted"));
+  }
   if (res.telemetry().throttled()) {
     std::string text = "throttled";
     if (!res.telemetry().throttle_reasons().empty()) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "report/chart.h"
+#include "report/speedup.h"
 
 namespace gpubench::report::internal {
 namespace {
@@ -36,7 +37,9 @@ std::string BatchPlots(const JobView& view) {
   const auto groups = Groups(view, Bit(kBatch), [](const v1::Run& r) {
     return Succeeded(r) && r.config().batch_size() > 0;
   });
-  LineChart tput{"Throughput vs batch size", "batch size", "samples/s", {}};
+  // Workloads 30x apart share the chart on a log axis, where the slow one
+  // does not read as zero.
+  LineChart tput{"Throughput vs batch size", "batch size", "samples/s", {}, true};
   LineChart latency{"Latency (p50, p95) vs batch size",
                     "batch size",
                     "ms per step",
@@ -118,34 +121,53 @@ void CapBars(BarChart* chart) {
   chart->title += absl::StrFormat(" (first %d of %d)", kMaxBars, all);
 }
 
+// The device sweep's speedup (report/speedup.h, as `show` prints it): a bar
+// per device against the baseline, its interval on hover, and a table of the
+// operator categories per device where the runs were profiled.
 std::string DeviceSpeedupPlot(const JobView& view) {
+  const auto views = DeviceSpeedups(view.runs, view.src->job.spec().profiling().iterations());
   BarChart chart{"Speedup by device",
                  "throughput ratio (\u00d7)",
                  {},
                  1.0,
                  SpeedupLegend("the baseline device")};
-  for (const auto& g : Groups(view, Bit(kDevice), Succeeded)) {
-    // CPU is the natural baseline; without one, the first device listed.
-    size_t base = g[0];
-    for (size_t i : g) {
-      if (view.values[i][kDevice] == "cpu") {
-        base = i;
-        break;
+  std::string tables;
+  for (const DeviceSpeedup& v : views) {
+    const DeviceSide& base = v.sides[0];
+    for (size_t i = 1; i < v.sides.size(); ++i) {
+      const DeviceSide& s = v.sides[i];
+      Bar bar = SpeedupBar(absl::StrCat(s.device, " vs ", base.device, " \u00b7 ", v.config),
+                           *s.run, *base.run);
+      absl::StrAppend(&bar.tooltip, absl::StrFormat("; 95%% interval %.2f-%.2f\u00d7",
+                                                    s.speedup_low, s.speedup_high));
+      chart.bars.push_back(std::move(bar));
+    }
+    if (v.categories.empty()) continue;
+    absl::StrAppend(&tables, "<table class=\"runs\"><caption>",
+                    EscapeHtml(v.config), ": self time per sample by operator category (\u00b5s)"
+                    "</caption><tr><th>category</th>");
+    for (const DeviceSide& s : v.sides) absl::StrAppend(&tables, "<th>", EscapeHtml(s.device), "</th>");
+    for (size_t i = 1; i < v.sides.size(); ++i) {
+      absl::StrAppend(&tables, "<th>speedup ", EscapeHtml(v.sides[i].device), "</th>");
+    }
+    absl::StrAppend(&tables, "</tr>");
+    for (const CategoryTimes& row : v.categories) {
+      absl::StrAppend(&tables, "<tr><td>", EscapeHtml(row.category), "</td>");
+      for (double us : row.us_per_sample) {
+        absl::StrAppend(&tables, "<td class=\"num\">",
+                        us < 0 ? "-" : absl::StrFormat("%.2f", us), "</td>");
       }
+      for (size_t i = 1; i < row.us_per_sample.size(); ++i) {
+        const double a = row.us_per_sample[0], b = row.us_per_sample[i];
+        absl::StrAppend(&tables, "<td class=\"num\">",
+                        a > 0 && b > 0 ? absl::StrFormat("%.2f\u00d7", a / b) : "-", "</td>");
+      }
+      absl::StrAppend(&tables, "</tr>");
     }
-    const std::string context =
-        GroupLabel(view.values[base], view.varying, Bit(kDevice));
-    for (size_t i : g) {
-      if (view.values[i][kDevice] == view.values[base][kDevice]) continue;
-      std::string label = absl::StrCat(view.values[i][kDevice], " vs ",
-                                       view.values[base][kDevice]);
-      if (!context.empty()) absl::StrAppend(&label, " \u00b7 ", context);
-      chart.bars.push_back(
-          SpeedupBar(std::move(label), *view.runs[i], *view.runs[base]));
-    }
+    absl::StrAppend(&tables, "</table>\n");
   }
   CapBars(&chart);
-  return Figure(RenderBarChart(chart));
+  return Figure(RenderBarChart(chart)) + tables;
 }
 
 bool Fp32(const v1::RunConfig& c) {

@@ -421,7 +421,12 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
         .IgnoreError();
     return false;
   }
-  for (const v1::Run& r : *done_runs) start->stored.insert(r.index());
+  for (const v1::Run& r : *done_runs) {
+    start->stored.insert(r.index());
+    if (r.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
+      start->request.add_out_of_memory_indices(r.index());
+    }
+  }
   job.set_runs_done(start->stored.size());
   start->any_ok = !start->stored.empty();
   return true;
@@ -512,6 +517,9 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
           break;
         }
         stored.insert(run.index());
+        if (run.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
+          request.add_out_of_memory_indices(run.index());
+        }
         any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED ||
                   run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
                   run.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
@@ -545,7 +553,10 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     crashed.set_job_id(job_id);
     crashed.set_index(current);
     *crashed.mutable_config() = current_config;
-    crashed.set_state(v1::RUN_STATE_FAILED);
+    // Killed at the memory limit, the run ran out of (host) memory: the
+    // larger batch sizes of its config are skipped, as after the engine's
+    // own out-of-memory error. CPU runs reach this: Linux overcommits.
+    crashed.set_state(limit_hit.empty() ? v1::RUN_STATE_FAILED : v1::RUN_STATE_OUT_OF_MEMORY);
     crashed.set_error(absl::StrCat(limit_hit.empty() ? "the worker died in this run ("
                                                      : "the daemon killed the worker in this run: " +
                                                            limit_hit + " (",
@@ -561,6 +572,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     store_error = StoreRun(&job, &crashed, "");
     if (!store_error.ok()) break;
     stored.insert(current);
+    if (!limit_hit.empty()) request.add_out_of_memory_indices(current);
     crash = exit;
     ++crashes;
   }

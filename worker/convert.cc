@@ -59,6 +59,10 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
     t.dtype = in.dtype() == v1::DTYPE_UNSPECIFIED
                   ? engine::DType::kFloat32
                   : static_cast<engine::DType>(in.dtype());
+    if (in.low() != 0 || in.high() != 0) {
+      t.low = in.low();
+      t.high = in.high();
+    }
     c.inputs.push_back(t);
   }
   c.mode = static_cast<engine::Mode>(v.mode());
@@ -96,8 +100,9 @@ measure::MeasureConfig ToMeasureConfig(const v1::Measurement& m) {
   return c;
 }
 
-void FillTelemetry(const telemetry::Series& series, double samples_processed, v1::Run* run) {
-  const telemetry::Summary sum = telemetry::Summarize(series, samples_processed);
+void FillTelemetry(const telemetry::Series& series, double samples_per_s, double window_ms,
+                   v1::Run* run) {
+  const telemetry::Summary sum = telemetry::Summarize(series, samples_per_s, window_ms);
   v1::TelemetrySummary* t = run->mutable_result()->mutable_telemetry();
   t->set_available(sum.available);
   t->set_unavailable_reason(sum.unavailable_reason);
@@ -210,8 +215,24 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
       c->set_share(row.share);
     }
   }
+  if (o.numerics) {
+    const engine::NumericsOutcome& n = *o.numerics;
+    v1::NumericsCheck* c = r->mutable_numerics();
+    c->set_checked(n.checked);
+    c->set_error(n.error);
+    c->set_batch_size(n.batch_size);
+    c->set_output_max_abs_error(n.output_max_abs_error);
+    c->set_output_rel_error(n.output_rel_error);
+    c->set_loss_abs_error(n.loss_abs_error);
+    c->set_loss_rel_error(n.loss_rel_error);
+    c->set_gradient_parameter(n.gradient_parameter);
+    c->set_gradient_rel_error(n.gradient_rel_error);
+    c->set_non_finite(n.non_finite);
+    c->set_tolerance(n.tolerance);
+    c->set_passed(n.passed);
+  }
   if (!o.telemetry.samples.empty() || !o.telemetry.unavailable_reason.empty()) {
-    FillTelemetry(o.telemetry, o.throughput_samples_per_s * o.measured_ms / 1e3, run);
+    FillTelemetry(o.telemetry, o.throughput_samples_per_s, o.measured_ms, run);
   }
   // A long run of a tiny step can take hundreds of millions of iterations;
   // an even stride keeps their distribution in bounded space.

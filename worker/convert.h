@@ -16,9 +16,10 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& config);
 // Measurement rules with every unset (zero) field at its default.
 measure::MeasureConfig ToMeasureConfig(const v1::Measurement& m);
 
-// Fills run->result.telemetry (the summary of series over a window that
-// processed samples_processed samples) and run->telemetry_series.
-void FillTelemetry(const telemetry::Series& series, double samples_processed, v1::Run* run);
+// Fills run->result.telemetry (the summary of series over a measured window
+// of window_ms at samples_per_s) and run->telemetry_series.
+void FillTelemetry(const telemetry::Series& series, double samples_per_s, double window_ms,
+                   v1::Run* run);
 
 // Fills run->state, error, result and samples from an engine outcome.
 void FillRun(const engine::RunOutcome& outcome, v1::Run* run);

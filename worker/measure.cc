@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "common/stats.h"
 
@@ -24,6 +25,20 @@ constexpr double kNsPerMs = 1e6;
 bool Cancelled(const std::atomic<bool>* cancel) {
   return cancel != nullptr && cancel->load(std::memory_order_relaxed);
 }
+
+// A stepper's timeline range for the life of a scope, closed on every path.
+class Range {
+ public:
+  Range(Stepper* stepper, const char* kind, int index) : stepper_(stepper) {
+    stepper_->BeginRange(kind, index);
+  }
+  ~Range() { stepper_->EndRange(); }
+  Range(const Range&) = delete;
+  Range& operator=(const Range&) = delete;
+
+ private:
+  Stepper* const stepper_;
+};
 
 }  // namespace
 
@@ -48,6 +63,7 @@ absl::StatusOr<Outcome> Measure(const measure::MeasureConfig& config,
   for (auto* v : {&out.device_ms, &out.host_ms, &out.data_wait_ms}) v->reserve(expected);
   device_ms.reserve(window);
 
+  std::optional<Range> warmup(std::in_place, stepper, "warm-up", 0);
   // Cold start: the first iteration alone, issued and finished.
   {
     const int64_t start = clock->NowNs();
@@ -74,8 +90,10 @@ absl::StatusOr<Outcome> Measure(const measure::MeasureConfig& config,
     device_ms.clear();
     if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
   }
+  warmup.reset();
 
   stepper->OnMeasureBegin();
+  int window_index = 0;
   const int trials = std::max(1, config.trials);
   // Time per sample of each window and of each trial, for the interval.
   std::vector<double> window_ms_per_sample, trial_ms_per_sample;
@@ -88,13 +106,17 @@ absl::StatusOr<Outcome> Measure(const measure::MeasureConfig& config,
     bool stable = false;
     const int64_t trial_start = clock->NowNs();
     while (true) {
+      Range window_range(stepper, "window", window_index++);
       const int64_t window_start = clock->NowNs();
       int n = 0;
       const size_t first = out.host_ms.size();
       for (; n < window && !Cancelled(cancel); ++n) {
         const int64_t step_start = clock->NowNs();
         double wait = 0;
-        if (auto s = stepper->Step(&wait); !s.ok()) return s;
+        {
+          Range iteration(stepper, "iteration", n);
+          if (auto s = stepper->Step(&wait); !s.ok()) return s;
+        }
         out.host_ms.push_back((clock->NowNs() - step_start) / kNsPerMs);
         out.data_wait_ms.push_back(wait);
       }

@@ -32,6 +32,7 @@ struct MeasureConfig {
   int profile_top_operators = 20;
   bool telemetry = true;           // sample NVML (CUDA) or /proc (CPU, MPS)
   int telemetry_interval_ms = 100;
+  bool check_numerics = false;     // a model run's numbers against fp64 on the CPU
 };
 
 // Monotonic time source. Implementations must be thread-safe.
@@ -61,6 +62,13 @@ class Stepper {
   virtual void Reserve(int /*window_iterations*/) {}
   // Called once after warm-up, right before the first measured window.
   virtual void OnMeasureBegin() {}
+  // Named ranges on a timeline (NVTX for Nsight Systems on CUDA): the loop
+  // opens one around the warm-up ("warm-up"), each measured window
+  // ("window", numbered from 0 over all trials) and each iteration
+  // ("iteration", numbered from 0 within its window). Ranges nest; every
+  // Begin has its End, on the thread that runs the loop.
+  virtual void BeginRange(const char* /*kind*/, int /*index*/) {}
+  virtual void EndRange() {}
 };
 
 // Progress inside a run, reported once per window.

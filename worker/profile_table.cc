@@ -40,13 +40,17 @@ std::string Categorize(const std::string& name) {
   if (Has(n, {"memcpy dtoh", "memcpy d2h", "memcpydtoh"})) return "memcpy_d2h";
   if (Has(n, {"memcpy dtod", "memcpy d2d", "memcpydtod"})) return "memcpy_d2d";
   if (Has(n, {"attention", "sdpa", "flash", "fmha", "scaled_dot_product"})) return "attention";
-  if (Has(n, {"lstm", "_rnn", "rnn_", "::rnn", "aten::gru", "gru_cell"})) return "rnn";
+  // cuDNN's RNN kernels ("elemWiseRNNcell", "LSTM_elementWise_bp1") and
+  // its BatchNorm kernels ("cudnn::bn_bw_1C11_kernel_new") before the rule
+  // that takes any other cuDNN kernel for a convolution.
+  if (Has(n, {"lstm", "rnn", "aten::gru", "gru_cell"})) return "rnn";
+  if (Has(n, {"bn_fw", "bn_bw", "batch_norm", "batchnorm"})) return "normalization";
   if (Has(n, {"conv", "cudnn", "implicit_gemm", "wgrad", "dgrad"})) return "convolution";
   if (Has(n, {"gemm", "matmul", "aten::mm", "aten::bmm", "addmm", "linear", "cublas",
               "cutlass", "xmma", "sm90_", "sm80_", "aten::dot"})) {
     return "matmul";
   }
-  if (Has(n, {"norm", "bn_fw", "bn_bw"})) return "normalization";
+  if (Has(n, {"norm"})) return "normalization";
   if (Has(n, {"pool"})) return "pooling";
   if (Has(n, {"optimizer", "sgd", "adam", "foreach", "zero_grad", "amp_update_scale",
               "non_finite_check"})) {

@@ -267,7 +267,7 @@ bool IsThermalOrPowerThrottle(uint64_t mask) {
                   kThrottleHwThermal | kThrottleHwPowerBrake)) != 0;
 }
 
-Summary Summarize(const Series& series, double samples_processed) {
+Summary Summarize(const Series& series, double samples_per_s, double window_ms) {
   Summary s;
   s.unavailable_reason = series.unavailable_reason;
   s.available = !series.samples.empty();
@@ -289,12 +289,22 @@ Summary Summarize(const Series& series, double samples_processed) {
     seen |= x.throttle_reasons_mask;
     s.gpu_processes = std::max(s.gpu_processes, x.gpu_processes);
   }
+  double joules = 0;
   for (size_t i = 1; i < series.samples.size(); ++i) {
     const Sample& a = series.samples[i - 1];
     const Sample& b = series.samples[i];
-    s.energy_j += (a.power_w + b.power_w) / 2 * (b.offset_ms - a.offset_ms) / 1e3;
+    joules += (a.power_w + b.power_w) / 2 * (b.offset_ms - a.offset_ms) / 1e3;
   }
-  if (s.energy_j > 0) s.samples_per_joule = samples_processed / s.energy_j;
+  double mean_power_w = s.power_w.mean;  // one reading, or readings at one instant
+  if (series.samples.size() > 1) {
+    const double span_s =
+        (series.samples.back().offset_ms - series.samples.front().offset_ms) / 1e3;
+    if (span_s > 0) mean_power_w = joules / span_s;
+  }
+  if (mean_power_w > 0) {
+    s.energy_j = mean_power_w * window_ms / 1e3;
+    s.samples_per_joule = samples_per_s / mean_power_w;
+  }
   s.throttled = IsThermalOrPowerThrottle(seen);
   s.throttle_reasons = ThrottleReasonNames(seen);
   return s;

@@ -55,8 +55,8 @@ struct Summary {
   Field gpu_utilization_pct, memory_utilization_pct, memory_used_bytes, sm_clock_mhz,
       memory_clock_mhz, power_w, temperature_c, pcie_rx_bytes_per_s, pcie_tx_bytes_per_s,
       host_cpu_utilization_pct;
-  double energy_j = 0;           // integral of power over the window
-  double samples_per_joule = 0;  // work done / energy_j
+  double energy_j = 0;           // mean power x the measured window
+  double samples_per_joule = 0;  // throughput / mean power: both over one interval
   bool throttled = false;        // thermal or power reasons were active
   std::vector<std::string> throttle_reasons;  // every reason seen
   int gpu_processes = 0;         // most other compute processes at one reading
@@ -75,9 +75,13 @@ std::vector<std::string> ThrottleReasonNames(uint64_t mask);
 // clocks do not count).
 bool IsThermalOrPowerThrottle(uint64_t mask);
 
-// Mean and max of each field, energy by the trapezoid rule over power, and
-// the throttle flag, for a window that processed `samples_processed` samples.
-Summary Summarize(const Series& series, double samples_processed);
+// Mean and max of each field, and the throttle flag, for a measured window
+// of window_ms that ran at samples_per_s. Power is averaged over the time its
+// readings span (trapezoid rule); samples per joule is samples_per_s over that
+// mean power, so that work and energy are counted over the same interval, and
+// energy_j is that mean power over the whole window (the readings start and
+// end up to one interval inside it).
+Summary Summarize(const Series& series, double samples_per_s, double window_ms);
 
 // A telemetry source. Read may be called from the sampler thread only.
 class Source {

@@ -111,11 +111,19 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
   measure.profile_memory = profiling.profile_memory();
   if (profiling.top_operators() > 0) measure.profile_top_operators = profiling.top_operators();
   measure.telemetry = !request.spec().telemetry().disabled();
+  measure.check_numerics = request.spec().check_numerics();
   if (request.spec().telemetry().interval_ms() > 0) {
     measure.telemetry_interval_ms = request.spec().telemetry().interval_ms();
   }
   // Smallest batch size that ran out of memory, per batch-size axis.
   std::map<std::string, int> oom_batch;
+  auto ran_out = [&](const v1::RunConfig& config) {
+    auto [at, added] = oom_batch.emplace(BatchAxisKey(config), config.batch_size());
+    if (!added) at->second = std::min(at->second, config.batch_size());
+  };
+  for (int index : request.out_of_memory_indices()) {
+    if (index >= 0 && index < static_cast<int>(runs->size())) ran_out((*runs)[index]);
+  }
   int executed = 0;
   bool cancelled = false;
   for (int i = 0; i < static_cast<int>(runs->size()); ++i) {
@@ -202,9 +210,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
         if (auto s = writer.Write(log); !s.ok()) return s;
       }
       ++executed;
-      if (outcome.status == engine::RunStatus::kOutOfMemory) {
-        oom_batch[axis] = engine_config.batch_size;
-      }
+      if (outcome.status == engine::RunStatus::kOutOfMemory) ran_out(config);
       if (outcome.status == engine::RunStatus::kCancelled) cancelled = true;
     }
     *run.mutable_end_time() = Now();

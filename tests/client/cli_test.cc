@@ -238,6 +238,36 @@ TEST(CliDaemon, SubmitWatchShowRoundTrip) {
   EXPECT_EQ(SplitLines(jobs.out).size(), 3u) << jobs.out;  // header + 2 jobs
 }
 
+// --check-numerics: each run's output (in training also its loss and first
+// gradient) against fp64 on the CPU, in the table's notes and in JSON.
+TEST(CliDaemon, CheckNumericsShowsAgreementWithFp64) {
+  Daemon d(FreshDir("cli_numerics"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result done = Cli({"submit", "--host", d.address(), "--workload", "mlp", "--device", "cpu",
+                     "--mode", "train,infer", "--batch", "4", "--warmup", "2",
+                     "--min-iterations", "10", "--min-time-ms", "50", "--max-time-ms", "1500",
+                     "--check-numerics", "true", "--wait"});
+  ASSERT_EQ(done.code, kExitOk) << done.err;
+  const size_t first = done.out.find("numerics ok: output ");  // one in each run's notes
+  ASSERT_NE(first, std::string::npos) << done.out;
+  EXPECT_NE(done.out.find("numerics ok: output ", first + 1), std::string::npos) << done.out;
+  EXPECT_NE(done.out.find(", gradient of "), std::string::npos) << done.out;
+  EXPECT_NE(done.out.find("(tolerance 1e-04 on the output)"), std::string::npos) << done.out;
+  EXPECT_NE(done.out.find("(tolerance 1e-04 on the loss)"), std::string::npos) << done.out;
+  Result json = Cli({"runs", "--host", d.address(), "--output", "json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  v1::QueryRunsResponse runs;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &runs).ok()) << json.out;
+  ASSERT_EQ(runs.runs_size(), 2);
+  for (const auto& r : runs.runs()) {
+    const v1::NumericsCheck& n = r.result().numerics();
+    EXPECT_TRUE(n.checked()) << n.error();
+    EXPECT_TRUE(n.passed());
+    EXPECT_LT(n.output_rel_error(), 1e-4);
+    EXPECT_EQ(n.batch_size(), 4);
+  }
+}
+
 // `gpubench run` hands its job to the daemon that serves the data directory
 // (it never starts a second one there), and a second gpubenchd on that
 // directory refuses to start, naming the first.

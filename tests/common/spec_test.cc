@@ -351,6 +351,34 @@ TEST(SpecBounds, NamesLabelsAndInputsAreBounded) {
       << ExpandSweep(spec).status();
 }
 
+TEST(SpecBounds, IntegerInputsTakeAValueRangeInsideTheirDtype) {
+  const auto spec_with = [](const std::string& input) {
+    return R"({"base": {"workload": "torchscript", "params": {"modelSha256": ")" +
+           std::string(64, 'a') + R"(", "inputs": [{"shape": [1, 8], "dtype": "DTYPE_INT64"}, )" +
+           input + "]}}}";
+  };
+  EXPECT_EQ(ErrorOf(spec_with(R"({"shape": [1, 4], "dtype": "DTYPE_INT64", "low": "-5",
+                                  "high": "7"})")),
+            "");
+  EXPECT_EQ(ErrorOf(spec_with(R"({"shape": [1], "dtype": "DTYPE_UINT8", "high": 256})")), "");
+  const std::string empty =
+      ErrorOf(spec_with(R"({"shape": [1], "dtype": "DTYPE_INT32", "low": 5, "high": 5})"));
+  EXPECT_NE(empty.find("spec.base.params.inputs[1].high: must be greater than low"),
+            std::string::npos)
+      << empty;
+  const std::string wide =
+      ErrorOf(spec_with(R"({"shape": [1], "dtype": "DTYPE_UINT8", "low": 0, "high": 300})"));
+  EXPECT_NE(wide.find("spec.base.params.inputs[1].high"), std::string::npos) << wide;
+  const std::string negative =
+      ErrorOf(spec_with(R"({"shape": [1], "dtype": "DTYPE_UINT8", "low": -1, "high": 3})"));
+  EXPECT_NE(negative.find("spec.base.params.inputs[1].low"), std::string::npos) << negative;
+  const std::string floats =
+      ErrorOf(spec_with(R"({"shape": [1], "dtype": "DTYPE_FLOAT16", "high": 3})"));
+  EXPECT_NE(floats.find("spec.base.params.inputs[1].low: a value range applies to integer"),
+            std::string::npos)
+      << floats;
+}
+
 TEST(SpecBounds, BatchTimesImageAndSequenceAreBoundedInSweepsToo) {
   // Each factor is within its own range; the product is terabytes.
   const std::string big = ErrorOf(R"({"base": {"workload": "resnet50", "batchSize": 65536},

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/spec.h"
+#include "report/speedup.h"
 
 namespace gpubench::report {
 namespace {
@@ -200,6 +201,103 @@ TEST(Report, HoldsEveryPlotTheDataSupports) {
   EXPECT_NE(html.find("fp16 \u00b7 cuda:0, batch 256"), std::string::npos);
   // fp16 runs 1.9x as fast as fp32 at every batch size.
   EXPECT_NE(html.find("1.90\u00d7"), std::string::npos);
+}
+
+// A sweep over workloads whose throughputs are 30x and more apart: on a
+// linear axis the slow one reads as zero, so the chart goes logarithmic.
+TEST(Report, ThroughputOfWorkloadsFarApartIsOnALogAxis) {
+  ReportJob job = SweepJob();
+  job.runs.clear();
+  int index = 0;
+  for (const char* workload : {"mlp", "resnet50"}) {
+    v1::RunConfig c;
+    c.set_workload(workload);
+    c.set_mode(v1::MODE_TRAIN);
+    c.set_device("cuda:0");
+    for (int batch = 16; batch <= 256; batch *= 2) {
+      c.set_batch_size(batch);
+      const double rate = std::string(workload) == "mlp" ? 120000.0 : 900.0;
+      job.runs.push_back(SucceededRun(index++, c, rate * batch / (batch + 20.0)));
+    }
+  }
+  const std::string html = RenderReport({job}, "workloads");
+  const size_t chart = html.find("Throughput vs batch size");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string svg = html.substr(chart, html.find("</svg>", chart) - chart);
+  EXPECT_NE(svg.find("samples/s (log scale)"), std::string::npos) << svg;
+  // The same chart of one workload keeps its linear axis.
+  ReportJob one = job;
+  one.runs.resize(5);
+  const std::string linear = RenderReport({one}, "one workload");
+  EXPECT_EQ(linear.find("samples/s (log scale)"), std::string::npos);
+  EXPECT_NE(linear.find("Throughput vs batch size"), std::string::npos);
+}
+
+// A unet training job swept over --device cuda:0,cpu with profiles: the CPU
+// is the baseline whatever the order, the speedup's interval holds both
+// runs' intervals, and each operator category's time per sample shows which
+// gained most.
+ReportJob DeviceSweepJob() {
+  ReportJob job = SweepJob();
+  job.runs.clear();
+  job.job.mutable_spec()->mutable_profiling()->set_iterations(4);
+  v1::RunConfig c;
+  c.set_workload("unet");
+  c.set_mode(v1::MODE_TRAIN);
+  c.set_batch_size(16);
+  int index = 0;
+  struct Side {
+    const char* device;
+    double rate, conv_us, elementwise_us;  // self time in the 4 profiled steps
+  };
+  for (const Side& side : {Side{"cuda:0", 2000, 8000, 4000}, Side{"cpu", 100, 400000, 40000}}) {
+    c.set_device(side.device);
+    v1::Run run = SucceededRun(index++, c, side.rate);
+    v1::ProfileSummary& p = *run.mutable_result()->mutable_profile();
+    for (auto [name, us] : {std::pair<const char*, double>{"convolution", side.conv_us},
+                            {"elementwise", side.elementwise_us}}) {
+      v1::CategoryShare* share = p.add_categories();
+      share->set_category(name);
+      share->set_self_time_us(us);
+    }
+    job.runs.push_back(run);
+  }
+  return job;
+}
+
+TEST(Report, DeviceSweepGivesTheSpeedupWithItsIntervalAndCategories) {
+  const ReportJob job = DeviceSweepJob();
+  std::vector<const v1::Run*> runs;
+  for (const v1::Run& r : job.runs) runs.push_back(&r);
+  const auto views = DeviceSpeedups(runs, job.job.spec().profiling().iterations());
+  ASSERT_EQ(views.size(), 1u);
+  const DeviceSpeedup& v = views[0];
+  EXPECT_EQ(v.config, "unet train b16");
+  ASSERT_EQ(v.sides.size(), 2u);
+  EXPECT_EQ(v.sides[0].device, "cpu");
+  EXPECT_EQ(v.sides[1].device, "cuda:0");
+  EXPECT_DOUBLE_EQ(v.sides[1].speedup, 20);
+  // Each side's interval is +-2%: 1960/102 .. 2040/98.
+  EXPECT_NEAR(v.sides[1].speedup_low, 1960.0 / 102, 1e-9);
+  EXPECT_NEAR(v.sides[1].speedup_high, 2040.0 / 98, 1e-9);
+  // 4 profiled steps of 16 samples: convolution 6250 us a sample on the
+  // CPU against 125 on the GPU (50x), elementwise 625 against 62.5 (10x).
+  ASSERT_EQ(v.categories.size(), 2u);
+  EXPECT_EQ(v.categories[0].category, "convolution");
+  EXPECT_DOUBLE_EQ(v.categories[0].us_per_sample[0], 6250);
+  EXPECT_DOUBLE_EQ(v.categories[0].us_per_sample[1], 125);
+  EXPECT_DOUBLE_EQ(v.categories[1].us_per_sample[1], 62.5);
+
+  const std::string html = RenderReport({job}, "device sweep");
+  EXPECT_NE(html.find("cuda:0 vs cpu \u00b7 unet train b16"), std::string::npos);
+  EXPECT_NE(html.find("20.00\u00d7"), std::string::npos);
+  EXPECT_NE(html.find("95% interval 19.22-20.82\u00d7"), std::string::npos) << html;
+  EXPECT_NE(html.find("self time per sample by operator category"), std::string::npos);
+  EXPECT_NE(html.find("50.00\u00d7"), std::string::npos);
+  EXPECT_NE(html.find("10.00\u00d7"), std::string::npos);
+  // One device alone is no comparison.
+  std::vector<const v1::Run*> one = {runs[0]};
+  EXPECT_TRUE(DeviceSpeedups(one, 4).empty());
 }
 
 TEST(Report, TableShowsVaryingColumnsFiguresAndFlags) {

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -247,8 +248,8 @@ TEST(Faults, AHungWorkerIsKilledAtTheTimeoutAndTheNextJobRuns) {
   ExpectIntact(d.data_dir());
 }
 
-// A worker above the daemon's memory limit is killed and its run fails
-// saying which limit; the daemon serves on.
+// A worker above the daemon's memory limit is killed and its run ran out of
+// memory, saying which limit; the daemon serves on.
 TEST(Faults, AWorkerOverTheMemoryLimitFailsItsRunSayingWhichLimit) {
   // Any worker with LibTorch loaded is far above 20 MB.
   Daemon d(FreshDir("fault_rss"), {"--worker-max-rss-bytes", "20000000"});
@@ -261,12 +262,52 @@ TEST(Faults, AWorkerOverTheMemoryLimitFailsItsRunSayingWhichLimit) {
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
   auto runs = Runs(d, id);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_OUT_OF_MEMORY);
   EXPECT_NE(runs[0].error().find("passed the host memory limit of 20000000 bytes"),
             std::string::npos)
       << runs[0].error();
   EXPECT_EQ(d.Stop(SIGTERM), 0);
   ExpectIntact(d.data_dir());
+}
+
+// A CPU batch sweep that outgrows the host's memory: Linux overcommits, so
+// the allocation succeeds and the worker grows until the daemon's memory
+// limit kills it. That batch ran out of memory, the larger one is skipped
+// in the fresh worker (as after a GPU's out-of-memory error), the smaller
+// ones stand, and the job reports the largest batch that fit.
+TEST(Faults, ACpuBatchSweepSkipsTheBatchesAfterTheOneThatOutgrewMemory) {
+  Daemon d(FreshDir("fault_cpu_oom"), {"--worker-max-rss-bytes", "1500000000"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("mlp");
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  // mlp's input is 3x32x32 floats, 12 KiB a sample, and four batches are
+  // kept on the device: 16 samples are under 1 MiB, 40,000 are 2 GB.
+  for (int batch : {16, 40000, 60000, 32}) spec.mutable_sweep()->add_batch_size(batch);
+  spec.mutable_measurement()->set_warmup_iterations(1);
+  spec.mutable_measurement()->set_min_iterations(3);
+  spec.mutable_measurement()->set_max_time_ms(2000);
+  std::string id;
+  ASSERT_TRUE(Submit(d, spec, &id).ok());
+  const v1::Job job = WaitForEnd(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  auto runs = Runs(d, id);
+  ASSERT_EQ(runs.size(), 4u);
+  std::map<int, v1::Run> by_batch;
+  for (const v1::Run& r : runs) by_batch[r.config().batch_size()] = r;
+  EXPECT_EQ(by_batch[16].state(), v1::RUN_STATE_SUCCEEDED) << by_batch[16].error();
+  EXPECT_EQ(by_batch[32].state(), v1::RUN_STATE_SUCCEEDED) << by_batch[32].error();
+  EXPECT_EQ(by_batch[40000].state(), v1::RUN_STATE_OUT_OF_MEMORY) << by_batch[40000].error();
+  EXPECT_NE(by_batch[40000].error().find("host memory limit"), std::string::npos)
+      << by_batch[40000].error();
+  EXPECT_EQ(by_batch[60000].state(), v1::RUN_STATE_SKIPPED_AFTER_OOM)
+      << by_batch[60000].error();
+  EXPECT_NE(by_batch[60000].error().find("batch size 40000"), std::string::npos)
+      << by_batch[60000].error();
+  ASSERT_EQ(job.max_batch_size_fits().size(), 1u);
+  EXPECT_EQ(job.max_batch_size_fits().begin()->second, 32);
+  EXPECT_EQ(d.Stop(SIGTERM), 0);
 }
 
 // Clients that vanish mid-watch and mid-upload leave no reactor behind, no

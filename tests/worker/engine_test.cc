@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "worker/engine/config.h"
@@ -74,6 +76,18 @@ RunConfig Small(const std::string& workload) {
     c.copy_bytes = 1 << 20;
   }
   return c;
+}
+
+// A torchscript run of m, saved as gpubench_engine_<name>.pt in the test's
+// temporary folder.
+RunConfig Scripted(const torch::jit::Module& m, const std::string& name,
+                   std::vector<TensorSpec> inputs) {
+  const std::string path = ::testing::TempDir() + "gpubench_engine_" + name + ".pt";
+  m.save(path);
+  RunConfig config = Small("torchscript");
+  config.model_path = path;
+  config.inputs = std::move(inputs);
+  return config;
 }
 
 class EveryWorkload : public ::testing::TestWithParam<std::string> {};
@@ -245,12 +259,10 @@ def forward(self, x, ids, scale):
     assert scale.element_size() == 2 and scale.is_floating_point(), "scale must be float16"
     return (x @ self.w) * scale.float() + ids.float().mean(dim=1, keepdim=True)
 )");
-  const std::string path = ::testing::TempDir() + "gpubench_engine_multi.pt";
-  m.save(path);
-  RunConfig config = Small("torchscript");
-  config.model_path = path;
-  config.inputs = {{{4, 16}, DType::kFloat32}, {{4, 7}, DType::kInt64},
-                   {{4, 4}, DType::kFloat16}};
+  RunConfig config = Scripted(m, "multi",
+                              {{{4, 16}, DType::kFloat32},
+                               {{4, 7}, DType::kInt64},
+                               {{4, 4}, DType::kFloat16}});
   for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
     config.mode = mode;
     RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
@@ -262,6 +274,120 @@ def forward(self, x, ids, scale):
   RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
   EXPECT_EQ(out.status, RunStatus::kFailed);
   EXPECT_NE(out.error.find("int64"), std::string::npos) << out.error;
+}
+
+// A user's model as users write them: token ids for an embedding of 10 rows
+// (the default range [0, 100) fails in the lookup), and a dict of two heads.
+TEST(Engine, TorchScriptTakesIntegerRangesAndGivesDictsOfOutputs) {
+  torch::jit::Module m("heads");
+  m.register_parameter("table", torch::randn({10, 8}).requires_grad_(), false);
+  m.register_parameter("w", torch::randn({8, 3}).requires_grad_(), false);
+  m.define(R"(
+def forward(self, ids, offsets):
+    assert int(ids.min()) >= 0 and int(ids.max()) < 10, "token id out of range"
+    assert int(offsets.min()) >= -3 and int(offsets.max()) < -1, "offset out of range"
+    h = torch.embedding(self.table, ids).mean(dim=1)
+    return {"logits": h @ self.w, "norm": (h * h).sum(dim=1) + offsets.float().mean(dim=1),
+            "ids": ids}
+)");
+  RunConfig config = Scripted(
+      m, "heads", {{{4, 12}, DType::kInt64, 0, 10}, {{4, 5}, DType::kInt32, -3, -1}});
+  for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
+    config.mode = mode;
+    for (InputSource source : {InputSource::kDevice, InputSource::kHost}) {
+      config.input_source = source;
+      RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+      EXPECT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+      EXPECT_GT(out.throughput_samples_per_s, 0);
+    }
+  }
+  // The default range reaches past the table's 10 rows.
+  config.inputs = {{{4, 12}, DType::kInt64}, {{4, 5}, DType::kInt32, -3, -1}};
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_NE(out.error.find("token id out of range"), std::string::npos) << out.error;
+}
+
+// --check-numerics: the run's model against fp64 on the CPU. fp32 agrees to
+// about 1e-7; bf16 autocast is visibly coarser and still within its
+// tolerance; a training run names its first parameter's gradient.
+TEST(Engine, NumericsCheckComparesTheRunWithFp64) {
+  MeasureConfig m = Short();
+  m.check_numerics = true;
+  RunConfig config = Small("simple_cnn");
+  config.batch_size = 16;
+  std::map<std::pair<Mode, Precision>, NumericsOutcome> seen;
+  for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
+    for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      config.mode = mode;
+      config.precision = precision;
+      RunOutcome out = RunOne(config, m, nullptr, nullptr);
+      ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+      ASSERT_TRUE(out.numerics.has_value());
+      const NumericsOutcome& n = *out.numerics;
+      EXPECT_TRUE(n.checked) << n.error;
+      EXPECT_TRUE(n.passed) << n.output_rel_error << " " << n.loss_rel_error << " "
+                            << n.gradient_rel_error;
+      EXPECT_EQ(n.batch_size, 8);
+      EXPECT_EQ(n.tolerance, NumericsTolerance(precision));
+      EXPECT_FALSE(n.non_finite);
+      if (mode == Mode::kTrain) {
+        EXPECT_FALSE(n.gradient_parameter.empty());
+        EXPECT_GT(n.gradient_rel_error, 0);
+      } else {
+        EXPECT_TRUE(n.gradient_parameter.empty());
+      }
+      seen[std::make_pair(mode, precision)] = n;
+    }
+  }
+  for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
+    const double fp32 = seen[std::make_pair(mode, Precision::kFp32)].output_rel_error;
+    const double bf16 = seen[std::make_pair(mode, Precision::kBf16)].output_rel_error;
+    EXPECT_LT(fp32, 1e-5);
+    EXPECT_GT(bf16, 10 * fp32);
+  }
+  // Without the option, no check runs.
+  EXPECT_FALSE(RunOne(config, Short(), nullptr, nullptr).numerics.has_value());
+}
+
+// A user model that overflows in fp32 (e^100) but not in fp64: the
+// check fails it, and the run's own figures stand.
+TEST(Engine, NumericsCheckFailsAnOverflowingModel) {
+  torch::jit::Module m("overflow");
+  m.register_parameter("w", torch::ones({16, 4}).requires_grad_(), false);
+  m.define(R"(
+def forward(self, x):
+    return torch.exp(x @ self.w * 0.001 + 100.0)
+)");
+  RunConfig config = Scripted(m, "overflow", {{{4, 16}, DType::kFloat32}});
+  MeasureConfig measure = Short();
+  measure.check_numerics = true;
+  for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
+    config.mode = mode;
+    RunOutcome out = RunOne(config, measure, nullptr, nullptr);
+    EXPECT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+    ASSERT_TRUE(out.numerics.has_value());
+    EXPECT_TRUE(out.numerics->checked) << out.numerics->error;
+    EXPECT_TRUE(out.numerics->non_finite);
+    EXPECT_FALSE(out.numerics->passed);
+  }
+}
+
+// LibTorch's CPU allocator does not say "out of memory": it says "can't
+// allocate memory". A model whose allocation the host refuses (here 4 PiB)
+// ran out of memory, so that a batch sweep skips the larger batches.
+TEST(Engine, TheCpuAllocatorsRefusalIsOutOfMemory) {
+  torch::jit::Module m("greedy");
+  m.define(R"(
+def forward(self, x):
+    big = torch.empty([1125899906842624])
+    return x + big[0]
+)");
+  RunConfig config = Scripted(m, "greedy", {{{4, 16}, DType::kFloat32}});
+  config.mode = Mode::kInfer;
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kOutOfMemory) << out.error;
+  EXPECT_NE(out.error.find("allocate"), std::string::npos) << out.error;
 }
 
 TEST(Engine, CorruptTorchScriptFileFailsTheRunWithItsError) {

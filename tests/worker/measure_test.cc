@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 namespace gpubench::measure {
 namespace {
@@ -44,6 +48,52 @@ measure::MeasureConfig Config() {
   c.window_iterations = 10;
   c.cv_threshold = 0.02;
   return c;
+}
+
+// Records the timeline ranges the loop opens, and the steps inside them.
+class RangeRecorder : public FakeStepper {
+ public:
+  using FakeStepper::FakeStepper;
+  absl::Status Step(double* wait) override {
+    ++steps_in[open.empty() ? "" : open.back()];
+    if (fail_at > 0 && steps + 1 == fail_at) return absl::InternalError("step failed");
+    return FakeStepper::Step(wait);
+  }
+  void BeginRange(const char* kind, int index) override {
+    open.push_back(kind);
+    begun.push_back(std::string(kind) + " " + std::to_string(index));
+  }
+  void EndRange() override {
+    ASSERT_FALSE(open.empty());
+    open.pop_back();
+  }
+  std::vector<std::string> open, begun;
+  std::map<std::string, int> steps_in;  // by the innermost open range
+  int fail_at = 0;                      // the step that fails, from 1
+};
+
+TEST(Measure, EachPhaseWindowAndIterationIsARange) {
+  FakeClock clock;
+  RangeRecorder stepper(&clock, [] { return int64_t{2'000'000}; });
+  auto out = Measure(Config(), 16, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(stepper.open.empty());
+  // Warm-up's 5 steps run in its range; each measured step in its own.
+  EXPECT_EQ(stepper.steps_in["warm-up"], 5);
+  EXPECT_EQ(stepper.steps_in["iteration"], out->iterations);
+  EXPECT_EQ(stepper.steps_in[""], 0);
+  ASSERT_GE(stepper.begun.size(), 3u);
+  EXPECT_EQ(stepper.begun[0], "warm-up 0");
+  EXPECT_EQ(stepper.begun[1], "window 0");
+  EXPECT_EQ(stepper.begun[2], "iteration 0");
+  EXPECT_EQ(std::count(stepper.begun.begin(), stepper.begun.end(), "window 4"), 1);
+  EXPECT_EQ(std::count(stepper.begun.begin(), stepper.begun.end(), "window 5"), 0);
+  EXPECT_EQ(std::count(stepper.begun.begin(), stepper.begun.end(), "iteration 9"), 5);
+  // A step that fails still closes every range it was in.
+  RangeRecorder failing(&clock, [] { return int64_t{2'000'000}; });
+  failing.fail_at = 12;
+  EXPECT_FALSE(Measure(Config(), 16, &clock, &failing, nullptr, nullptr).ok());
+  EXPECT_TRUE(failing.open.empty());
 }
 
 TEST(Measure, SteadyClockStopsEarlyAndStable) {

@@ -67,6 +67,16 @@ TEST(ProfileTable, CategoriesOfCommonNames) {
   EXPECT_EQ(Categorize("aten::max_pool2d_with_indices"), "pooling");
   EXPECT_EQ(Categorize("aten::_cudnn_rnn"), "rnn");
   EXPECT_EQ(Categorize("aten::lstm"), "rnn");
+  // Kernel names seen on the H100 (bench/results/2026-11-25-h100-analyses.txt).
+  EXPECT_EQ(Categorize("void elemWiseRNNcell<float, float, float, (cudnnRNNMode_t)2>(...)"),
+            "rnn");
+  EXPECT_EQ(Categorize("void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>"
+                       "(...)"),
+            "normalization");
+  EXPECT_EQ(Categorize("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(...)"),
+            "normalization");
+  EXPECT_EQ(Categorize("sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw"),
+            "convolution");
   EXPECT_EQ(Categorize("Memcpy DtoH (Device -> Pageable)"), "memcpy_d2h");
   EXPECT_EQ(Categorize("Memcpy DtoD (Device -> Device)"), "memcpy_d2d");
   EXPECT_EQ(Categorize("Optimizer.step#SGD.step"), "optimizer");

@@ -24,7 +24,7 @@ TEST(Telemetry, MissingNvmlIsARecordedReasonNotAnError) {
   EXPECT_NE(why.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << why;
   Series series;
   series.unavailable_reason = why;
-  const Summary s = Summarize(series, 1000);
+  const Summary s = Summarize(series, 1000, 1000);
   EXPECT_FALSE(s.available);
   EXPECT_EQ(s.unavailable_reason, why);
   EXPECT_EQ(s.sample_count, 0);
@@ -42,7 +42,7 @@ TEST(Telemetry, HostSamplerRecordsCpuAndRssOfThisProcess) {
   ASSERT_GE(series.samples.size(), 5u);
   EXPECT_GT(series.samples.back().host_rss_bytes, 1 << 20);
   EXPECT_GT(series.samples.back().offset_ms, series.samples.front().offset_ms);
-  const Summary s = Summarize(series, 0);
+  const Summary s = Summarize(series, 0, 1000);
   EXPECT_TRUE(s.available);
   // One busy thread: near 100% alone, less on a loaded machine, near 0 idle.
   EXPECT_GT(s.host_cpu_utilization_pct.mean, 10);
@@ -86,11 +86,11 @@ Series Recorded(const std::vector<uint64_t>& masks, float power_w) {
 
 TEST(Telemetry, ThrottledOnlyForThermalOrPowerReasons) {
   // Idle and application-clock reasons are not throttling.
-  EXPECT_FALSE(Summarize(Recorded({0x1, 0x2, 0x0, 0x1}, 300), 1).throttled);
-  const Summary thermal = Summarize(Recorded({0x0, 0x20, 0x0}, 300), 1);
+  EXPECT_FALSE(Summarize(Recorded({0x1, 0x2, 0x0, 0x1}, 300), 1, 1000).throttled);
+  const Summary thermal = Summarize(Recorded({0x0, 0x20, 0x0}, 300), 1, 1000);
   EXPECT_TRUE(thermal.throttled);
   EXPECT_EQ(thermal.throttle_reasons, std::vector<std::string>{"sw_thermal"});
-  const Summary power = Summarize(Recorded({0x4 | 0x1, 0x0}, 300), 1);
+  const Summary power = Summarize(Recorded({0x4 | 0x1, 0x0}, 300), 1, 1000);
   EXPECT_TRUE(power.throttled);
   EXPECT_EQ(power.throttle_reasons, (std::vector<std::string>{"gpu_idle", "sw_power_cap"}));
   for (uint64_t bit : {0x8, 0x40, 0x80}) {
@@ -99,14 +99,40 @@ TEST(Telemetry, ThrottledOnlyForThermalOrPowerReasons) {
 }
 
 TEST(Telemetry, EnergyIsTheIntegralOfPower) {
-  // 11 readings 100 ms apart at 250 W: 1 s, 250 J; 5000 samples: 20 per joule.
-  const Summary s = Summarize(Recorded(std::vector<uint64_t>(11, 0), 250), 5000);
+  // 11 readings 100 ms apart at 250 W span 1 s: 250 W on average. A 1 s
+  // window at 5000 samples/s: 250 J, 20 samples per joule.
+  const Summary s = Summarize(Recorded(std::vector<uint64_t>(11, 0), 250), 5000, 1000);
   EXPECT_NEAR(s.energy_j, 250, 1e-6);
   EXPECT_NEAR(s.samples_per_joule, 20, 1e-9);
   EXPECT_NEAR(s.power_w.mean, 250, 1e-6);
   EXPECT_NEAR(s.sm_clock_mhz.max, 1980, 1e-6);
   EXPECT_NEAR(s.sm_clock_mhz.mean, 1930, 1e-6);
   EXPECT_EQ(s.sample_count, 11);
+}
+
+TEST(Telemetry, SamplesPerJouleCountsWorkAndEnergyOverOneInterval) {
+  // The readings span 1 s of a 1.5 s window (they start and stop inside it).
+  // Dividing the window's 7500 samples by the 250 J between the first and
+  // last reading would claim 30 samples per joule; at 250 W the GPU does 20.
+  const Summary s = Summarize(Recorded(std::vector<uint64_t>(11, 0), 250), 5000, 1500);
+  EXPECT_NEAR(s.samples_per_joule, 20, 1e-9);
+  EXPECT_NEAR(s.energy_j, 375, 1e-6);
+}
+
+TEST(Telemetry, PowerIsAveragedOverTimeNotOverReadings) {
+  // Readings at 0, 100 and 1000 ms: 100 W, 100 W, then 400 W. By time the
+  // mean is (100*0.1 + 250*0.9) / 1 = 235 W, not the readings' 200 W.
+  Series series;
+  series.source = "nvml";
+  for (auto [at, watts] : {std::pair<int64_t, double>{0, 100}, {100, 100}, {1000, 400}}) {
+    Sample x;
+    x.offset_ms = at;
+    x.power_w = watts;
+    series.samples.push_back(x);
+  }
+  const Summary s = Summarize(series, 470, 1000);
+  EXPECT_NEAR(s.samples_per_joule, 2, 1e-9);
+  EXPECT_NEAR(s.energy_j, 235, 1e-6);
 }
 
 }  // namespace

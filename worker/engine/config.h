@@ -45,6 +45,7 @@ enum class DType {
 struct TensorSpec {
   std::vector<int64_t> shape;  // batch dimension first
   DType dtype = DType::kFloat32;
+  int64_t low = 0, high = 100;  // integer inputs' values lie in [low, high)
 };
 
 // Host input pipeline settings (InputSource::kHost).

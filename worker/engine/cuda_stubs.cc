@@ -20,5 +20,9 @@ absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
 std::unique_ptr<CopyStream> NewCopyStream() { return nullptr; }
 std::string PciBusId(int) { return ""; }
 void Probe(DeviceProbe*) {}
+bool NvtxBuilt() { return false; }
+void RangePush(const std::string&) {}
+void RangePushIndexed(const char*, int64_t) {}
+void RangePop() {}
 
 }  // namespace gpubench::engine::cuda

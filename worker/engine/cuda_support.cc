@@ -10,6 +10,10 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>  // header-only: loads the tool's library when one is attached
+#define GPUBENCH_NVTX 1
+#endif
 
 #include "absl/strings/str_cat.h"
 
@@ -162,5 +166,26 @@ void Probe(DeviceProbe* probe) {
     probe->gpus.push_back(gpu);
   }
 }
+
+#ifdef GPUBENCH_NVTX
+bool NvtxBuilt() { return true; }
+void RangePush(const std::string& message) { nvtxRangePushA(message.c_str()); }
+void RangePushIndexed(const char* message, int64_t index) {
+  nvtxEventAttributes_t a = {};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = message;
+  a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+  a.payload.llValue = index;
+  nvtxRangePushEx(&a);
+}
+void RangePop() { nvtxRangePop(); }
+#else
+bool NvtxBuilt() { return false; }
+void RangePush(const std::string&) {}
+void RangePushIndexed(const char*, int64_t) {}
+void RangePop() {}
+#endif
 
 }  // namespace gpubench::engine::cuda

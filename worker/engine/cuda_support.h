@@ -67,6 +67,15 @@ std::string PciBusId(int device);
 // Adds GPUs, the CUDA runtime and cuDNN versions to *probe.
 void Probe(DeviceProbe* probe);
 
+// NVTX ranges on the calling thread, for Nsight Systems' timeline: no-ops
+// unless a tool is attached (NVTX's own rule), and where this build has no
+// NVTX headers. Thread-safe. Each push is matched by a pop.
+bool NvtxBuilt();
+void RangePush(const std::string& message);
+// "message", with index as the range's payload (no string built).
+void RangePushIndexed(const char* message, int64_t index);
+void RangePop();
+
 }  // namespace gpubench::engine::cuda
 
 #endif  // GPUBENCH_WORKER_ENGINE_CUDA_SUPPORT_H_

@@ -6,13 +6,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -38,11 +42,14 @@ namespace {
 
 constexpr int kPoolBatches = 4;  // device-input batches cycled through
 
-// The error LibTorch raises when an allocation fails; also raised on purpose
-// by GPUBENCH_INJECT_OOM_ABOVE_BYTES so tests can exercise the OOM path.
+// The errors LibTorch raises when an allocation fails: CUDA's and MPS's "out
+// of memory", the CPU allocator's "can't allocate memory", and std::bad_alloc.
+// Also raised on purpose by GPUBENCH_INJECT_OOM_ABOVE_BYTES so tests can
+// exercise the OOM path.
 bool IsOutOfMemory(const std::string& what) {
-  return absl::StrContains(what, "out of memory") ||
-         absl::StrContains(what, "OutOfMemory");
+  return absl::StrContains(what, "out of memory") || absl::StrContains(what, "OutOfMemory") ||
+         absl::StrContains(what, "can't allocate memory") ||
+         absl::StrContains(what, "bad_alloc");
 }
 
 // Starts a new peak-RSS window: Linux resets VmHWM to the current RSS when
@@ -107,6 +114,14 @@ torch::ScalarType ToScalarType(DType t) {
     case DType::kInt32: return torch::kInt32;
     case DType::kUInt8: return torch::kUInt8;
     default: return torch::kFloat32;
+  }
+}
+
+// Modules have no memory-format to(): the 4-D parameters one by one.
+void ToChannelsLast(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.parameters()) {
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
   }
 }
 
@@ -252,7 +267,8 @@ class TrainOptimizer {
 // Fetch (wait for input: outside the device timer) then Compute (timed).
 class Workload : public measure::Stepper {
  public:
-  explicit Workload(torch::Device device) : device_(device) {
+  explicit Workload(torch::Device device)
+      : device_(device), ranges_(device.is_cuda() && cuda::NvtxBuilt()) {
     if (device_.is_cuda()) timer_ = cuda::NewEventTimer();
   }
 
@@ -284,6 +300,23 @@ class Workload : public measure::Stepper {
   }
   std::function<void()> on_measure_begin;  // set by RunOne
 
+  // NVTX ranges on CUDA: "<label>: warm-up", "<label>: window N", and an
+  // "iteration" range with its index as payload (no string per step).
+  void BeginRange(const char* kind, int index) override {
+    if (!ranges_) return;
+    if (std::strcmp(kind, "iteration") == 0) {
+      cuda::RangePushIndexed("iteration", index);
+    } else if (std::strcmp(kind, "window") == 0) {
+      cuda::RangePush(absl::StrCat(range_label, ": ", kind, " ", index));
+    } else {
+      cuda::RangePush(absl::StrCat(range_label, ": ", kind));
+    }
+  }
+  void EndRange() override {
+    if (ranges_) cuda::RangePop();
+  }
+  std::string range_label = "gpubench";  // set by RunOne
+
   virtual int64_t samples_per_iteration() const = 0;
   virtual void Report(RunOutcome* /*out*/) {}
 
@@ -295,6 +328,7 @@ class Workload : public measure::Stepper {
   const torch::Device device_;
 
  private:
+  const bool ranges_;
   std::unique_ptr<cuda::EventTimer> timer_;
 };
 
@@ -329,8 +363,8 @@ class NetworkWorkload : public Workload {
     if (c.input_source == InputSource::kHost) {
       const bool pinned = c.pipeline.pinned_memory && device_.is_cuda();
       pipeline_ = std::make_unique<HostPipeline>(
-          c.pipeline, model_->input_kind(), sample, model_->vocab_size(),
-          c.batch_size, pinned, m.seed);
+          c.pipeline, model_->input_kind(), sample, model_->token_low(),
+          model_->vocab_size(), c.batch_size, pinned, m.seed);
       if (device_.is_cuda() && c.pipeline.non_blocking) {
         copy_stream_ = cuda::NewCopyStream();
       }
@@ -340,7 +374,7 @@ class NetworkWorkload : public Workload {
       auto options = torch::TensorOptions().device(device_);
       for (int i = 0; i < kPoolBatches; ++i) {
         torch::Tensor x =
-            tokens ? torch::randint(model_->vocab_size(), shape,
+            tokens ? torch::randint(model_->token_low(), model_->vocab_size(), shape,
                                     options.dtype(torch::kInt64))
                    : torch::randn(shape, options);
         pool_x_.push_back(Prepare(x));
@@ -390,13 +424,6 @@ class NetworkWorkload : public Workload {
   }
 
  private:
-  static void ToChannelsLast(torch::nn::Module& module) {
-    torch::NoGradGuard no_grad;
-    for (auto& p : module.parameters()) {
-      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
-    }
-  }
-
   torch::Tensor Prepare(const torch::Tensor& x) const {
     return channels_last_ ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
   }
@@ -599,14 +626,56 @@ class CopyWorkload : public Workload {
   torch::Tensor src_, dst_;
 };
 
-// A user's TorchScript module, run in inference (or trained on the mean of
-// its first output). Every input's first dimension is the batch. The first
-// input is the one the loop varies (device pool or host pipeline); the
-// others are random tensors of their shape and dtype, made once.
+bool IsIntegral(DType t) {
+  return t == DType::kInt64 || t == DType::kInt32 || t == DType::kUInt8;
+}
+
+// A user model's inputs after the first: random tensors of their shapes (the
+// batch dimension set to batch_size) and dtypes, integers in their [low,
+// high), made once. Drawn on the CPU, so that one seed gives the same values
+// on every device; floating-point ones in float_type where it is defined.
+std::vector<torch::Tensor> ExtraInputs(const std::vector<TensorSpec>& inputs,
+                                       int64_t batch_size, const torch::Device& device,
+                                       std::optional<torch::ScalarType> float_type) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> extra;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    std::vector<int64_t> shape = inputs[i].shape;
+    if (!shape.empty()) shape[0] = batch_size;
+    const torch::ScalarType dtype = IsIntegral(inputs[i].dtype) || !float_type
+                                        ? ToScalarType(inputs[i].dtype)
+                                        : *float_type;
+    const auto options = torch::TensorOptions().dtype(dtype);
+    torch::Tensor t = IsIntegral(inputs[i].dtype)
+                          ? torch::randint(inputs[i].low, inputs[i].high, shape, options)
+                          : torch::randn(shape, options.dtype(torch::kFloat32)).to(dtype);
+    extra.push_back(t.to(device));
+  }
+  return extra;
+}
+
+// Every tensor in a TorchScript output: a tensor, or tuples, lists and dicts
+// of them (dicts in insertion order), depth first.
+void CollectTensors(const c10::IValue& v, std::vector<torch::Tensor>* out) {
+  if (v.isTensor()) {
+    out->push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTuple()->elements()) CollectTensors(e, out);
+  } else if (v.isList()) {
+    const c10::List<c10::IValue> list = v.toList();
+    for (size_t i = 0; i < list.size(); ++i) CollectTensors(list.get(i), out);
+  } else if (v.isGenericDict()) {
+    for (const auto& entry : v.toGenericDict()) CollectTensors(entry.value(), out);
+  }
+}
+
+// A user's TorchScript module, run in inference or trained on the sum of
+// the means of its floating-point outputs. Its output may be a tensor, or a
+// tuple, list or dict of them. Every input's first dimension is the batch.
+// The first input is the one the loop varies (device pool or host pipeline);
+// the others are random tensors of their shape and dtype, made once.
 class TorchScriptModel : public BenchModel {
  public:
-  static constexpr int64_t kVocab = 100;  // integer inputs are in [0, 100)
-
   TorchScriptModel(torch::jit::Module module, std::vector<TensorSpec> inputs,
                    int64_t batch_size)
       : module_(std::move(module)), inputs_(std::move(inputs)), batch_size_(batch_size) {
@@ -617,13 +686,33 @@ class TorchScriptModel : public BenchModel {
     }
   }
   torch::Tensor Forward(const torch::Tensor& input) override {
-    const torch::ScalarType first = ToScalarType(inputs_[0].dtype);
+    torch::ScalarType first = ToScalarType(inputs_[0].dtype);
+    if (float_type_ && !IsIntegral(inputs_[0].dtype)) first = *float_type_;
     std::vector<torch::jit::IValue> args = {
         input.scalar_type() == first ? input : input.to(first)};
-    if (extra_.empty() && inputs_.size() > 1) MakeExtraInputs(input.device());
+    if (extra_.empty() && inputs_.size() > 1) {
+      extra_ = ExtraInputs(inputs_, batch_size_, input.device(), float_type_);
+    }
     for (const auto& t : extra_) args.emplace_back(t);
-    auto out = module_.forward(args);
-    return out.isTensor() ? out.toTensor() : out.toTuple()->elements()[0].toTensor();
+    const c10::IValue out = module_.forward(args);
+    if (out.isTensor()) return out.toTensor();
+    std::vector<torch::Tensor> tensors;
+    CollectTensors(out, &tensors);
+    if (!module_.is_training()) {
+      if (tensors.empty()) throw std::runtime_error("the model's output holds no tensor");
+      return tensors[0];
+    }
+    // One loss over every head, so that each gets its gradient.
+    torch::Tensor sum;
+    for (const auto& t : tensors) {
+      if (!t.is_floating_point()) continue;
+      torch::Tensor mean = t.to(torch::kFloat32).mean();
+      sum = sum.defined() ? sum + mean : mean;
+    }
+    if (!sum.defined()) {
+      throw std::runtime_error("the model's output holds no floating-point tensor to train on");
+    }
+    return sum;
   }
   torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor&) override {
     return output.to(torch::kFloat32).mean();
@@ -637,28 +726,20 @@ class TorchScriptModel : public BenchModel {
   InputKind input_kind() const override {
     return IsIntegral(inputs_[0].dtype) ? InputKind::kTokens : InputKind::kImage;
   }
-  int64_t vocab_size() const override { return kVocab; }
+  int64_t vocab_size() const override { return inputs_[0].high; }
+  int64_t token_low() const override { return inputs_[0].low; }
   double ForwardFlopsPerSample() const override { return 0; }
   void train(bool on) override { module_.train(on); }
+  // The scripted module's own parameters and buffers (the registered
+  // parameters are the same tensors), and its floating-point inputs.
+  void ToFp64Reference() override {
+    module_.to(torch::kFloat64);
+    float_type_ = torch::kFloat64;
+  }
 
  private:
-  static bool IsIntegral(DType t) {
-    return t == DType::kInt64 || t == DType::kInt32 || t == DType::kUInt8;
-  }
-
-  void MakeExtraInputs(const torch::Device& device) {
-    torch::NoGradGuard no_grad;
-    for (size_t i = 1; i < inputs_.size(); ++i) {
-      std::vector<int64_t> shape = inputs_[i].shape;
-      if (!shape.empty()) shape[0] = batch_size_;
-      const auto options =
-          torch::TensorOptions().device(device).dtype(ToScalarType(inputs_[i].dtype));
-      extra_.push_back(IsIntegral(inputs_[i].dtype) ? torch::randint(kVocab, shape, options)
-                                                    : torch::randn(shape, options));
-    }
-  }
-
   torch::jit::Module module_;
+  std::optional<torch::ScalarType> float_type_;  // the inputs' dtype overridden
   const std::vector<TensorSpec> inputs_;
   const int64_t batch_size_;
   std::vector<torch::Tensor> extra_;
@@ -674,13 +755,8 @@ class AotiModel : public BenchModel {
   torch::Tensor Forward(const torch::Tensor& input) override {
     const torch::ScalarType first = ToScalarType(script_inputs_[0].dtype);
     std::vector<torch::Tensor> args = {input.scalar_type() == first ? input : input.to(first)};
-    if (extra_.empty()) {
-      for (size_t i = 1; i < script_inputs_.size(); ++i) {
-        std::vector<int64_t> shape = script_inputs_[i].shape;
-        if (!shape.empty()) shape[0] = batch_size_;
-        extra_.push_back(torch::randn(shape, input.options().dtype(
-                                                 ToScalarType(script_inputs_[i].dtype))));
-      }
+    if (extra_.empty() && script_inputs_.size() > 1) {
+      extra_ = ExtraInputs(script_inputs_, batch_size_, input.device(), std::nullopt);
     }
     args.insert(args.end(), extra_.begin(), extra_.end());
     return loader_.run(args)[0];
@@ -696,9 +772,10 @@ class AotiModel : public BenchModel {
                                 script_inputs_[0].shape.end());
   }
   InputKind input_kind() const override {
-    return script_inputs_[0].dtype == DType::kInt64 ? InputKind::kTokens : InputKind::kImage;
+    return IsIntegral(script_inputs_[0].dtype) ? InputKind::kTokens : InputKind::kImage;
   }
-  int64_t vocab_size() const override { return 100; }
+  int64_t vocab_size() const override { return script_inputs_[0].high; }
+  int64_t token_low() const override { return script_inputs_[0].low; }
   double ForwardFlopsPerSample() const override { return 0; }
 
  private:
@@ -778,9 +855,8 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
           TORCH_VERSION, ") has no package loader (2.6 or newer has)"));
 #endif
     }
-    auto module = torch::jit::load(c.model_path, device);
-    auto model =
-        std::make_shared<TorchScriptModel>(std::move(module), c.inputs, c.batch_size);
+    auto model = std::make_shared<TorchScriptModel>(torch::jit::load(c.model_path, device),
+                                                    c.inputs, c.batch_size);
     if (c.mode == Mode::kTrain && model->parameters().empty()) {
       return absl::InvalidArgumentError(
           "torchscript: the model has no trainable parameters; use mode infer");
@@ -814,9 +890,30 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
 // A separate profiled window after the timed one, so profiling never
 // distorts the reported figures. Kineto writes the Chrome trace where the
 // build has it; elsewhere (Debian's 1.13) the CPU operators make one.
+// The run as NVTX ranges name it: "gpubench resnet50 train b32 fp16 cuda_graph".
+std::string RangeLabel(const RunConfig& c) {
+  static const char* const kPrecision[] = {"", "fp32", "tf32", "fp16", "bf16"};
+  static const char* const kExecution[] = {"", "", "cuda_graph", "aot", "aot_cuda_graph"};
+  std::string label = absl::StrCat("gpubench ", c.workload);
+  if (c.mode != Mode::kUnspecified) {
+    absl::StrAppend(&label, c.mode == Mode::kTrain ? " train" : " infer");
+  }
+  absl::StrAppend(&label, " b", c.batch_size);
+  const auto p = static_cast<size_t>(c.precision);
+  if (p > 0 && p < 5) absl::StrAppend(&label, " ", kPrecision[p]);
+  const auto e = static_cast<size_t>(c.execution);
+  if (e > 1 && e < 5) absl::StrAppend(&label, " ", kExecution[e]);
+  return label;
+}
+
 void ProfileWindow(Workload* workload, const MeasureConfig& m, bool cuda, RunOutcome* out) {
   namespace prof = torch::profiler::impl;
   namespace autograd_prof = torch::autograd::profiler;
+  workload->BeginRange("profiled window", 0);
+  struct EndRange {
+    Workload* w;
+    ~EndRange() { w->EndRange(); }
+  } end_range{workload};
   bool enabled = false;
   try {
     prof::ProfilerConfig config(prof::ProfilerState::KINETO, m.profile_shapes, m.profile_memory);
@@ -900,6 +997,130 @@ void Summarize(const measure::Outcome& m, int64_t samples_per_iteration,
 
 }  // namespace
 
+// max |got - ref| and that over max |ref|, both in fp64 on the CPU.
+std::pair<double, double> Errors(const torch::Tensor& got, const torch::Tensor& ref) {
+  const torch::Tensor g = got.detach().to(torch::kCPU).to(torch::kFloat64);
+  const torch::Tensor r = ref.detach().to(torch::kCPU).to(torch::kFloat64);
+  const double abs = (g - r).abs().max().item<double>();
+  const double scale = r.abs().max().item<double>();
+  return {abs, scale > 0 ? abs / scale : abs};
+}
+
+// The model of run c (a fresh copy, seeded as every run is) on device in
+// the run's precision and memory format, against a second copy in fp64 on
+// the CPU: one forward pass on the same input, and in training the loss and
+// the first parameter's gradient. At most 8 samples: the reference runs on
+// the CPU in fp64.
+NumericsOutcome CheckNumerics(const RunConfig& c, const torch::Device& device) {
+  NumericsOutcome n;
+  n.tolerance = NumericsTolerance(c.precision);
+  if (IsCompiled(c.execution) || c.model_format == ModelFormat::kAotiPackage) {
+    n.error = "a compiled package holds weights of its own in its own dtype; check the "
+              "eager run of the same config";
+    return n;
+  }
+  if (c.workload != "torchscript" && !IsModelWorkload(c.workload)) {
+    n.error = absl::StrCat(c.workload, " is not a model");
+    return n;
+  }
+  RunConfig small = c;
+  small.batch_size = std::min<int64_t>(c.batch_size, 8);
+  n.batch_size = small.batch_size;
+  auto load = [&]() -> absl::StatusOr<std::shared_ptr<BenchModel>> {
+    torch::manual_seed(0);
+    if (c.workload != "torchscript") return CreateModel(small);
+    return std::shared_ptr<BenchModel>(std::make_shared<TorchScriptModel>(
+        torch::jit::load(c.model_path, torch::kCPU), c.inputs, small.batch_size));
+  };
+  try {
+    auto run_model = load();
+    auto ref_model = load();
+    if (!run_model.ok() || !ref_model.ok()) {
+      n.error = std::string((run_model.ok() ? ref_model : run_model).status().message());
+      return n;
+    }
+    BenchModel& a = **run_model;
+    BenchModel& r = **ref_model;
+    const bool train = c.mode == Mode::kTrain;
+    const bool channels_last = c.channels_last && a.input_kind() == InputKind::kImage;
+    a.to(device);
+    if (channels_last) ToChannelsLast(a);
+    r.ToFp64Reference();
+    a.train(train);
+    r.train(train);
+    std::vector<int64_t> shape = {small.batch_size};
+    const auto sample = a.sample_shape();
+    shape.insert(shape.end(), sample.begin(), sample.end());
+    torch::manual_seed(1);
+    const bool tokens = a.input_kind() == InputKind::kTokens;
+    const torch::Tensor x = tokens ? torch::randint(a.token_low(), a.vocab_size(), shape,
+                                                    torch::kInt64)
+                                   : torch::randn(shape);
+    torch::Tensor xa = x.to(device);
+    if (channels_last) xa = xa.contiguous(at::MemoryFormat::ChannelsLast);
+    const torch::Tensor xr = tokens ? x : x.to(torch::kFloat64);
+    torch::Tensor y;
+    {
+      torch::NoGradGuard no_grad;
+      y = a.Labels(xa).to(torch::kCPU);
+    }
+    const torch::Tensor ya_labels = y.to(device);
+    const torch::Tensor yr_labels = y.is_floating_point() ? y.to(torch::kFloat64) : y;
+    torch::Tensor out_a, out_r, loss_a, loss_r;
+    {
+      std::optional<torch::NoGradGuard> no_grad;
+      if (!train) no_grad.emplace();
+      torch::manual_seed(2);  // the same extra inputs for a user model
+      {
+        AutocastScope autocast(device, c.precision);
+        out_a = a.Forward(xa);
+        if (train) loss_a = a.Loss(out_a, ya_labels);
+      }
+      torch::manual_seed(2);
+      out_r = r.Forward(xr);
+      if (train) loss_r = r.Loss(out_r, yr_labels);
+    }
+    n.checked = true;
+    n.non_finite = !torch::isfinite(out_a.detach()).all().item<bool>() ||
+                   (train && !torch::isfinite(loss_a.detach()).all().item<bool>());
+    if (n.non_finite) return n;  // not passed; no error figure means much
+    std::tie(n.output_max_abs_error, n.output_rel_error) = Errors(out_a, out_r);
+    // The verdict: the output in inference, the loss in training. A
+    // training step's output (BatchNorm on the batch's statistics) and its
+    // first gradient (through every layer) amplify rounding: on the H100,
+    // resnet50's first gradient differed 2e-2 from fp64 even in fp32.
+    double verdict = n.output_rel_error;
+    if (train) {
+      std::tie(n.loss_abs_error, n.loss_rel_error) = Errors(loss_a, loss_r);
+      loss_a.backward();
+      loss_r.backward();
+      const auto pa = a.named_parameters();
+      const auto pr = r.named_parameters();
+      for (size_t i = 0; i < pa.size() && i < pr.size(); ++i) {
+        if (!pa[i].value().grad().defined() || !pr[i].value().grad().defined()) continue;
+        n.gradient_parameter = pa[i].key();
+        n.gradient_rel_error = Errors(pa[i].value().grad(), pr[i].value().grad()).second;
+        break;
+      }
+      verdict = n.loss_rel_error;
+    }
+    n.passed = std::isfinite(verdict) && verdict <= n.tolerance;
+  } catch (const std::exception& e) {
+    n.checked = false;
+    n.error = MessageOf(e);
+  }
+  return n;
+}
+
+double NumericsTolerance(Precision precision) {
+  switch (precision) {
+    case Precision::kTf32: return 5e-3;
+    case Precision::kFp16: return 1e-2;
+    case Precision::kBf16: return 5e-2;
+    default: return 1e-4;
+  }
+}
+
 RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
                   const measure::ProgressFn& progress,
                   const std::atomic<bool>* cancel) {
@@ -938,6 +1159,7 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
       out.error = std::string(workload.status().message());
       return out;
     }
+    (*workload)->range_label = RangeLabel(c);
     // Telemetry covers the measured windows only: the sampler starts after
     // warm-up and stops when measuring ends.
     std::unique_ptr<telemetry::Sampler> sampler;
@@ -987,6 +1209,9 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     out.status = measured->cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
     if (measure_config.profile && !measured->cancelled) {
       ProfileWindow(workload->get(), measure_config, device->is_cuda(), &out);
+    }
+    if (measure_config.check_numerics && !measured->cancelled) {
+      out.numerics = CheckNumerics(c, *device);
     }
   } catch (const std::exception& e) {
     // c10::Error derives from std::exception.

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,29 @@ namespace gpubench::engine {
 using measure::MeasureConfig;
 
 enum class RunStatus { kSucceeded, kFailed, kOutOfMemory, kCancelled };
+
+// A model run's numbers against the same model in fp64 on the CPU, same
+// weights and inputs (MeasureConfig::check_numerics). A relative error is
+// max |run - reference| over max |reference|.
+struct NumericsOutcome {
+  bool checked = false;
+  std::string error;  // why it could not be checked
+  int batch_size = 0;
+  double output_max_abs_error = 0;
+  double output_rel_error = 0;
+  double loss_abs_error = 0;  // training runs
+  double loss_rel_error = 0;
+  std::string gradient_parameter;  // the model's first parameter
+  double gradient_rel_error = 0;
+  bool non_finite = false;  // inf or NaN in the run's output
+  double tolerance = 0;
+  bool passed = false;
+};
+
+// The relative error a numerics check allows at a precision (README):
+// fp32 1e-4, tf32 5e-3, fp16 1e-2, bf16 5e-2; of the output in inference, of
+// the loss in training.
+double NumericsTolerance(Precision precision);
 
 // Everything one run measured. Figures that do not apply stay 0.
 struct RunOutcome {
@@ -65,6 +89,9 @@ struct RunOutcome {
 
   // Telemetry over the measured window (empty when disabled).
   telemetry::Series telemetry;
+
+  // MeasureConfig::check_numerics: set after a successful run.
+  std::optional<NumericsOutcome> numerics;
 
   // Per-iteration samples, in order.
   std::vector<double> device_ms;

@@ -48,8 +48,9 @@ class BenchModel : public torch::nn::Module {
 
   virtual InputKind input_kind() const = 0;
 
-  // Vocabulary size for kTokens models (token ids lie in [0, vocab)).
+  // kTokens models: token ids lie in [token_low(), vocab_size()).
   virtual int64_t vocab_size() const { return 0; }
+  virtual int64_t token_low() const { return 0; }
 
   // Forward FLOPs for one sample, counting 2 per multiply-accumulate of
   // convolutions, linear layers, LSTM gates and attention matmuls.
@@ -58,6 +59,10 @@ class BenchModel : public torch::nn::Module {
   // Trainable parameters (CountParameters of this module, unless the
   // weights live elsewhere).
   virtual int64_t ParameterCount() const;
+
+  // Makes this copy the fp64 reference of a numerics check: weights,
+  // buffers and floating-point inputs in fp64.
+  virtual void ToFp64Reference() { to(torch::kFloat64); }
 
   // Extra figure reported for the last batch, e.g. Dice for unet; negative
   // when the model has none.

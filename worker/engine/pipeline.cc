@@ -57,12 +57,14 @@ void MakeImage(std::mt19937_64& rng, int64_t h, int64_t w, float* dst) {
 
 HostPipeline::HostPipeline(const PipelineConfig& config, InputKind kind,
                            std::vector<int64_t> sample_shape,
-                           int64_t vocab_size, int64_t batch_size, bool pinned,
+                           int64_t token_low, int64_t token_high, int64_t batch_size,
+                           bool pinned,
                            uint64_t seed)
     : config_(config),
       kind_(kind),
       sample_shape_(std::move(sample_shape)),
-      vocab_size_(vocab_size),
+      token_low_(token_low),
+      token_high_(token_high),
       batch_size_(batch_size),
       pinned_(pinned),
       seed_(seed),
@@ -96,7 +98,10 @@ torch::Tensor HostPipeline::BuildBatch(int64_t batch_index) const {
     int64_t* data = batch.data_ptr<int64_t>();
     for (int64_t s = 0; s < batch_size_; ++s) {
       std::mt19937_64 rng(seed_ ^ (batch_index * batch_size_ + s) * 0x9E3779B97F4A7C15ull);
-      for (int64_t i = 0; i < per_sample; ++i) data[s * per_sample + i] = rng() % vocab_size_;
+      const uint64_t span = token_high_ - token_low_;
+      for (int64_t i = 0; i < per_sample; ++i) {
+        data[s * per_sample + i] = token_low_ + static_cast<int64_t>(rng() % span);
+      }
       Spin(config_.extra_cost_us_per_sample);
     }
     return batch;

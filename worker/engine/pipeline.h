@@ -28,7 +28,7 @@ class HostPipeline {
   // sample_shape: one sample without the batch dimension. With
   // config.loader_threads == 0, Next() builds each batch inline.
   HostPipeline(const PipelineConfig& config, InputKind kind,
-               std::vector<int64_t> sample_shape, int64_t vocab_size,
+               std::vector<int64_t> sample_shape, int64_t token_low, int64_t token_high,
                int64_t batch_size, bool pinned, uint64_t seed);
   ~HostPipeline();
 
@@ -49,7 +49,7 @@ class HostPipeline {
   const PipelineConfig config_;
   const InputKind kind_;
   const std::vector<int64_t> sample_shape_;
-  const int64_t vocab_size_;
+  const int64_t token_low_, token_high_;  // kTokens: ids in [low, high)
   const int64_t batch_size_;
   const bool pinned_;
   const uint64_t seed_;

@@ -1,0 +1,100 @@
+// The analyses `show` prints after a job's runs: the speedup of a device
+// sweep (report/speedup.h), as tables and as JSON.
+#include "client/analyses.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/spec.h"
+#include "google/protobuf/struct.pb.h"
+
+namespace gpubench::client {
+namespace {
+
+std::string Times(double x) { return absl::StrFormat("%.2f\u00d7", x); }
+
+std::string Interval(double low, double high, const char* format) {
+  return absl::StrCat(absl::StrFormat(format, low), "-", absl::StrFormat(format, high));
+}
+
+}  // namespace
+
+void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format format,
+                         std::ostream& out) {
+  if (views.empty()) return;
+  Table t;
+  t.header = {"config", "device", "samples/s", "95% CI", "speedup", "speedup 95% CI"};
+  for (const report::DeviceSpeedup& v : views) {
+    for (size_t i = 0; i < v.sides.size(); ++i) {
+      const report::DeviceSide& s = v.sides[i];
+      const v1::RunResult& r = s.run->result();
+      t.rows.push_back({i == 0 ? v.config : "", s.device,
+                        absl::StrFormat("%.1f", r.throughput_samples_per_s()),
+                        Interval(r.throughput_ci_low(), r.throughput_ci_high(), "%.1f"),
+                        i == 0 ? "1 (baseline)" : Times(s.speedup),
+                        i == 0 ? "-" : Interval(s.speedup_low, s.speedup_high, "%.2f")});
+    }
+  }
+  out << "\nspeedup by device, against the first device of each config (the interval "
+         "holds both runs' 95% intervals)\n";
+  PrintTable(t, format, out);
+  for (const report::DeviceSpeedup& v : views) {
+    if (v.categories.empty()) continue;
+    Table c;
+    c.header = {"category"};
+    for (const auto& s : v.sides) c.header.push_back(s.device + " us/sample");
+    for (size_t i = 1; i < v.sides.size(); ++i) {
+      c.header.push_back("speedup " + v.sides[i].device);
+    }
+    for (const report::CategoryTimes& row : v.categories) {
+      std::vector<std::string> cells = {row.category};
+      for (double us : row.us_per_sample) {
+        cells.push_back(us < 0 ? "-" : absl::StrFormat("%.2f", us));
+      }
+      for (size_t i = 1; i < row.us_per_sample.size(); ++i) {
+        const double base = row.us_per_sample[0], here = row.us_per_sample[i];
+        cells.push_back(base > 0 && here > 0 ? Times(base / here) : "-");
+      }
+      c.rows.push_back(std::move(cells));
+    }
+    out << "\n" << Printable(v.config) << ": self time per sample by operator category\n";
+    PrintTable(c, format, out);
+  }
+}
+
+std::string DeviceSpeedupsJson(const std::vector<report::DeviceSpeedup>& views) {
+  google::protobuf::ListValue list;
+  for (const report::DeviceSpeedup& v : views) {
+    google::protobuf::Struct view;
+    auto& f = *view.mutable_fields();
+    f["config"].set_string_value(v.config);
+    for (const report::DeviceSide& s : v.sides) {
+      auto& side = *f["devices"].mutable_list_value()->add_values()->mutable_struct_value()
+                        ->mutable_fields();
+      const v1::RunResult& r = s.run->result();
+      side["device"].set_string_value(s.device);
+      side["run_id"].set_string_value(s.run->run_id());
+      side["run_index"].set_number_value(s.run->index());
+      side["throughput_samples_per_s"].set_number_value(r.throughput_samples_per_s());
+      side["throughput_ci_low"].set_number_value(r.throughput_ci_low());
+      side["throughput_ci_high"].set_number_value(r.throughput_ci_high());
+      side["speedup"].set_number_value(s.speedup);
+      side["speedup_ci_low"].set_number_value(s.speedup_low);
+      side["speedup_ci_high"].set_number_value(s.speedup_high);
+    }
+    for (const report::CategoryTimes& row : v.categories) {
+      auto& c = *f["categories"].mutable_list_value()->add_values()->mutable_struct_value()
+                     ->mutable_fields();
+      c["category"].set_string_value(row.category);
+      auto& times = *c["us_per_sample"].mutable_struct_value()->mutable_fields();
+      for (size_t i = 0; i < row.us_per_sample.size(); ++i) {
+        if (row.us_per_sample[i] >= 0) {
+          times[v.sides[i].device].set_number_value(row.us_per_sample[i]);
+        }
+      }
+    }
+    *list.add_values()->mutable_struct_value() = std::move(view);
+  }
+  return MessageToJson(list);
+}
+
+}  // namespace gpubench::client

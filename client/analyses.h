@@ -1,0 +1,28 @@
+// The analyses `show` prints after a job's runs. Internal to the CLI.
+#ifndef GPUBENCH_CLIENT_ANALYSES_H_
+#define GPUBENCH_CLIENT_ANALYSES_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "client/output.h"
+#include "report/speedup.h"
+
+namespace gpubench::client {
+
+// The speedup of each config over its devices, then, per profiled config,
+// the self time per sample of each operator category on each device and its
+// speedup. Prints nothing for no views.
+void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format format,
+                         std::ostream& out);
+
+// The same as a JSON array: [{"config", "devices": [{"device", "run_id",
+// "run_index", "throughput_samples_per_s", "throughput_ci_low",
+// "throughput_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high"}],
+// "categories": [{"category", "us_per_sample": {device: us}}]}].
+std::string DeviceSpeedupsJson(const std::vector<report::DeviceSpeedup>& views);
+
+}  // namespace gpubench::client
+
+#endif  // GPUBENCH_CLIENT_ANALYSES_H_
