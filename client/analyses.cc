@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/spec.h"
+#include "report/facets.h"
+#include "report/format.h"
 #include "google/protobuf/struct.pb.h"
 
 namespace gpubench::client {
@@ -93,6 +95,51 @@ std::string DeviceSpeedupsJson(const std::vector<report::DeviceSpeedup>& views) 
       }
     }
     *list.add_values()->mutable_struct_value() = std::move(view);
+  }
+  return MessageToJson(list);
+}
+
+void PrintRoofline(const std::vector<report::RooflinePoint>& points, Format format,
+                   std::ostream& out) {
+  if (points.empty()) return;
+  Table t;
+  t.header = {"#",    "config",    "device",     "achieved", "traffic GB/s",
+              "FLOP/B", "peak",     "peak GB/s", "of roof",  "verdict"};
+  for (const report::RooflinePoint& p : points) {
+    const bool peaks = p.peak_flops_per_s > 0 && p.peak_bytes_per_s > 0;
+    t.rows.push_back({absl::StrCat(p.run->index()), report::DescribeConfig(p.run->config()),
+                      p.device, report::FlopRate(p.flops_per_s),
+                      absl::StrFormat("%.1f", p.bytes_per_s / 1e9),
+                      absl::StrFormat("%.1f", p.intensity),
+                      p.peak_flops_per_s > 0 ? report::FlopRate(p.peak_flops_per_s) : "-",
+                      p.peak_bytes_per_s > 0 ? absl::StrFormat("%.1f", p.peak_bytes_per_s / 1e9)
+                                             : "-",
+                      peaks && p.roof_share <= report::kBeyondPeak
+                          ? absl::StrFormat("%.0f%%", 100 * p.roof_share)
+                          : "-",
+                      absl::StrCat(p.verdict.empty() ? "-" : p.verdict, ": ", p.why)});
+  }
+  out << "\nroofline (traffic estimated from the profiled window's allocations; peaks from this "
+         "host's matmul and device-to-device copy runs)\n";
+  PrintTable(t, format, out);
+}
+
+std::string RooflineJson(const std::vector<report::RooflinePoint>& points) {
+  google::protobuf::ListValue list;
+  for (const report::RooflinePoint& p : points) {
+    auto& f = *list.add_values()->mutable_struct_value()->mutable_fields();
+    f["run_id"].set_string_value(p.run->run_id());
+    f["run_index"].set_number_value(p.run->index());
+    f["config"].set_string_value(report::DescribeConfig(p.run->config()));
+    f["device"].set_string_value(p.device);
+    f["flops_per_s"].set_number_value(p.flops_per_s);
+    f["bytes_per_s"].set_number_value(p.bytes_per_s);
+    f["intensity_flop_per_byte"].set_number_value(p.intensity);
+    f["peak_flops_per_s"].set_number_value(p.peak_flops_per_s);
+    f["peak_bytes_per_s"].set_number_value(p.peak_bytes_per_s);
+    f["roof_share"].set_number_value(p.roof_share);
+    f["verdict"].set_string_value(p.verdict);
+    f["why"].set_string_value(p.why);
   }
   return MessageToJson(list);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "client/output.h"
+#include "report/roofline.h"
 #include "report/speedup.h"
 
 namespace gpubench::client {
@@ -22,6 +23,16 @@ void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format
 // "throughput_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high"}],
 // "categories": [{"category", "us_per_sample": {device: us}}]}].
 std::string DeviceSpeedupsJson(const std::vector<report::DeviceSpeedup>& views);
+
+// Each roofline point: achieved TFLOP/s, estimated traffic, intensity, the
+// device's peaks, the share of the roof and the verdict with its why.
+void PrintRoofline(const std::vector<report::RooflinePoint>& points, Format format,
+                   std::ostream& out);
+
+// The same as a JSON array: [{"run_id", "run_index", "config", "device",
+// "flops_per_s", "bytes_per_s", "intensity_flop_per_byte",
+// "peak_flops_per_s", "peak_bytes_per_s", "roof_share", "verdict", "why"}].
+std::string RooflineJson(const std::vector<report::RooflinePoint>& points);
 
 }  // namespace gpubench::client
 

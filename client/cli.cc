@@ -503,6 +503,25 @@ absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool includ
   return absl::OkStatus();
 }
 
+absl::Status ListPeakRuns(const Daemon& d, const std::string& host_id,
+                          std::vector<v1::Run>* runs) {
+  runs->clear();
+  for (const char* workload : {"matmul", "copy"}) {
+    v1::QueryRunsRequest req;
+    req.set_workload(workload);
+    req.set_host_id(host_id);
+    req.add_states(v1::RUN_STATE_SUCCEEDED);
+    for (int page = 0; page < 10; ++page) {
+      auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req);
+      if (!resp.ok()) return resp.status();
+      runs->insert(runs->end(), resp->runs().begin(), resp->runs().end());
+      if (resp->next_page_token().empty()) break;
+      req.set_page_token(resp->next_page_token());
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Daemon> ConnectOne(const Args& a) {
   auto all = ConnectAll(a, /*all_fleet=*/false);
   if (!all.ok()) return all.status();
@@ -601,9 +620,8 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
       if (res.bandwidth_gb_per_s() > 0) {
         notes.push_back(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()));
       }
-      if (res.achieved_tflops() >= 0.1 || (r.config().workload() == "matmul" &&
-                                            res.achieved_tflops() > 0)) {
-        notes.push_back(absl::StrFormat("%.1f TFLOP/s", res.achieved_tflops()));
+      if (std::string rate = FlopRate(res.achieved_tflops() * 1e12); !rate.empty()) {
+        notes.push_back(rate);
       }
       if (res.compile_cached()) {
         notes.push_back("compiled package cached");
@@ -650,13 +668,16 @@ std::string ShortOperatorName(std::string name) {
 }
 
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
-              std::ostream& out) {
+              std::ostream& out, const std::vector<v1::Run>& peak_runs) {
   if (format == Format::kGbench) {
     PrintGbench(runs, "gpubench show " + job.job_id(), out);
     return;
   }
-  std::vector<const v1::Run*> pointers;
+  std::vector<const v1::Run*> pointers, with_peaks;
   for (const v1::Run& r : runs) pointers.push_back(&r);
+  with_peaks = pointers;
+  for (const v1::Run& r : peak_runs) with_peaks.push_back(&r);
+  const auto roofline = report::Roofline(pointers, report::PeaksOf(with_peaks));
   if (format == Format::kJson) {
     std::vector<std::string> run_json;
     for (v1::Run r : runs) {
@@ -667,7 +688,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     out << "{\"job\": " << MessageToJson(job) << ",\n\"runs\": ["
         << absl::StrJoin(run_json, ",\n") << "],\n\"device_speedups\": "
         << DeviceSpeedupsJson(report::DeviceSpeedups(pointers, job.spec().profiling().iterations()))
-        << "}\n";
+        << ",\n\"roofline\": " << RooflineJson(roofline) << "}\n";
     return;
   }
   if (format == Format::kTable) {
@@ -678,6 +699,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   if (format == Format::kTable || format == Format::kMarkdown) {
     PrintDeviceSpeedups(report::DeviceSpeedups(pointers, job.spec().profiling().iterations()),
                         format, out);
+    PrintRoofline(roofline, format, out);
   }
   if (format == Format::kTable) {
     for (const v1::Run& r : runs) {

@@ -23,6 +23,7 @@ namespace gpubench::client {
 // The report's formatting, shared by the CLI's tables.
 using report::Bytes;
 using report::DescribeConfig;
+using report::FlopRate;
 using report::NumericsNote;
 using report::Short;
 
@@ -102,10 +103,17 @@ absl::StatusOr<absl::Time> ParseWhen(const std::string& flag, const std::string&
 // loss, notes.
 Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column);
 
-// Prints a job and its runs in the chosen format; JSON is
-// {"job": Job, "runs": [Run...]} in the protobuf JSON mapping.
+// Prints a job and its runs in the chosen format, with the analyses its runs
+// support (device-sweep speedup; the roofline against peak_runs, the host's
+// matmul and copy runs); JSON is {"job": Job, "runs": [Run...],
+// "device_speedups": [...], "roofline": [...]}.
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
-              std::ostream& out);
+              std::ostream& out, const std::vector<v1::Run>& peak_runs = {});
+
+// The host's succeeded matmul and copy runs (the roofline's peaks), at most
+// 1000 of each.
+absl::Status ListPeakRuns(const Daemon& d, const std::string& host_id,
+                          std::vector<v1::Run>* runs);
 
 // Prints "gpubench: message; see gpubench --help" and returns 2.
 int Usage(std::ostream& err, const std::string& message);

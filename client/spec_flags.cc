@@ -164,6 +164,13 @@ const std::map<std::string, Flag>& Flags() {
       {"copy-bytes", Axis("copy size in bytes", ToInt,
                           [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); },
                           [](int64_t v, S* s) { s->add_copy_bytes(v); })},
+      {"copy-direction",
+       Single("host_to_device, device_to_host, device_to_device",
+              EnumParser(v1::CopyDirection_descriptor()),
+              [](int v, J* j) {
+                j->mutable_base()->mutable_params()->set_copy_direction(
+                    static_cast<v1::CopyDirection>(v));
+              })},
       {"optimizer", Single("sgd, adamw", EnumParser(v1::Optimizer_descriptor()),
                            [](int v, J* j) {
                              j->mutable_base()->set_optimizer(

@@ -403,4 +403,79 @@ std::string RenderBarChart(const BarChart& chart) {
   return svg;
 }
 
+std::string RenderRooflineChart(const RooflineChart& chart) {
+  if (chart.marks.empty()) return "";
+  constexpr double kLeft = 66, kRight = 18, kTop = 40, kPlotHeight = 240;
+  const double plot_width = kChartWidth - kLeft - kRight;
+  // Decades that hold every mark, every ridge and every peak.
+  double x_lo = std::numeric_limits<double>::infinity(), x_hi = 0;
+  double y_lo = std::numeric_limits<double>::infinity(), y_hi = 0;
+  auto take = [&](double x, double y) {
+    if (x > 0) x_lo = std::min(x_lo, x), x_hi = std::max(x_hi, x);
+    if (y > 0) y_lo = std::min(y_lo, y), y_hi = std::max(y_hi, y);
+  };
+  for (const RooflineMark& m : chart.marks) take(m.intensity, m.flops_per_s);
+  for (const Roof& r : chart.roofs) take(r.peak_flops_per_s / r.peak_bytes_per_s, r.peak_flops_per_s);
+  if (!(x_hi > 0) || !(y_hi > 0)) return "";
+  x_lo = std::pow(10.0, std::floor(std::log10(x_lo)));
+  x_hi = std::pow(10.0, std::ceil(std::log10(x_hi) + 1e-9));
+  y_lo = std::pow(10.0, std::floor(std::log10(y_lo)));
+  y_hi = std::pow(10.0, std::ceil(std::log10(y_hi) + 1e-9));
+  auto px = [&](double x) {
+    return kLeft + (std::log10(x) - std::log10(x_lo)) / (std::log10(x_hi) - std::log10(x_lo)) *
+                       plot_width;
+  };
+  auto py = [&](double y) {
+    return kTop + kPlotHeight -
+           (std::log10(y) - std::log10(y_lo)) / (std::log10(y_hi) - std::log10(y_lo)) *
+               kPlotHeight;
+  };
+  std::vector<LegendEntry> legend;
+  for (const Roof& r : chart.roofs) legend.push_back({r.label, r.color, Mark::kLine});
+  for (const RooflineMark& m : chart.marks) legend.push_back({m.label, m.color, Mark::kBox});
+  int rows = 0;
+  const double legend_top = kTop + kPlotHeight + 62;
+  const std::string legend_svg = Legend(legend, legend_top, &rows);
+  std::string svg = SvgOpen(legend_top + (rows - 1) * kLegendRow + 10, chart.title);
+  for (double x = x_lo; x <= x_hi * 1.001; x *= 10) {
+    absl::StrAppend(&svg, "<line x1=\"", Px(px(x)), "\" y1=\"", Px(kTop), "\" x2=\"", Px(px(x)),
+                    "\" y2=\"", Px(kTop + kPlotHeight), "\" stroke=\"", kGrid, "\"/>",
+                    "<text x=\"", Px(px(x)), "\" y=\"", Px(kTop + kPlotHeight + 18),
+                    "\" text-anchor=\"middle\" fill=\"", kMutedInk, "\">", TickLabel(x), "</text>");
+  }
+  for (double y = y_lo; y <= y_hi * 1.001; y *= 10) {
+    absl::StrAppend(&svg, "<line x1=\"", Px(kLeft), "\" y1=\"", Px(py(y)), "\" x2=\"",
+                    Px(kLeft + plot_width), "\" y2=\"", Px(py(y)), "\" stroke=\"", kGrid, "\"/>",
+                    "<text x=\"", Px(kLeft - 6), "\" y=\"", Px(py(y) + 4),
+                    "\" text-anchor=\"end\" fill=\"", kMutedInk, "\">", TickLabel(y / 1e12),
+                    "</text>");
+  }
+  absl::StrAppend(&svg, "<path d=\"M", Px(kLeft), " ", Px(kTop), " V", Px(kTop + kPlotHeight),
+                  " H", Px(kLeft + plot_width), "\" fill=\"none\" stroke=\"", kAxis, "\"/>");
+  absl::StrAppend(&svg, "<text x=\"", Px(kLeft + plot_width / 2), "\" y=\"",
+                  Px(kTop + kPlotHeight + 38),
+                  "\" text-anchor=\"middle\">arithmetic intensity, FLOP per byte (log scale)"
+                  "</text>");
+  absl::StrAppend(&svg, "<text transform=\"translate(16 ", Px(kTop + kPlotHeight / 2),
+                  ") rotate(-90)\" text-anchor=\"middle\">TFLOP/s (log scale)</text>");
+  for (const Roof& r : chart.roofs) {
+    // The slanted part starts where it enters the plot (at x_lo, or at y_lo).
+    const double ridge = r.peak_flops_per_s / r.peak_bytes_per_s;
+    const double x0 = std::max(x_lo, y_lo / r.peak_bytes_per_s);
+    absl::StrAppend(&svg, "<polyline points=\"", Px(px(x0)), ",", Px(py(x0 * r.peak_bytes_per_s)),
+                    " ", Px(px(ridge)), ",", Px(py(r.peak_flops_per_s)), " ", Px(px(x_hi)), ",",
+                    Px(py(r.peak_flops_per_s)), "\" fill=\"none\" stroke=\"", r.color,
+                    "\" stroke-width=\"2\"><title>", EscapeHtml(r.label), ": ridge at ",
+                    FormatFigure(ridge), " FLOP/B</title></polyline>");
+  }
+  for (const RooflineMark& m : chart.marks) {
+    if (m.intensity <= 0 || m.flops_per_s <= 0) continue;
+    absl::StrAppend(&svg, "<circle cx=\"", Px(px(m.intensity)), "\" cy=\"", Px(py(m.flops_per_s)),
+                    "\" r=\"5\" fill=\"", m.color, "\" stroke=\"#fff\" stroke-width=\"1\"><title>",
+                    EscapeHtml(m.tooltip.empty() ? m.label : m.tooltip), "</title></circle>");
+  }
+  absl::StrAppend(&svg, legend_svg, "</svg>");
+  return svg;
+}
+
 }  // namespace gpubench::report::internal

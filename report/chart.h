@@ -113,6 +113,34 @@ struct BarChart {
 // batch 256" read better along rows than under columns). Empty without bars.
 std::string RenderBarChart(const BarChart& chart);
 
+// One device's roof: memory bandwidth up to the ridge, then its compute peak.
+struct Roof {
+  std::string label;
+  std::string color;
+  double peak_flops_per_s = 0;
+  double peak_bytes_per_s = 0;
+};
+
+// One run on a roofline: x FLOPs per byte, y FLOP/s.
+struct RooflineMark {
+  std::string label;
+  std::string color;
+  double intensity = 0;
+  double flops_per_s = 0;
+  std::string tooltip;
+};
+
+struct RooflineChart {
+  std::string title;
+  std::vector<Roof> roofs;
+  std::vector<RooflineMark> marks;
+};
+
+// An <svg> element: log-log axes (FLOP/byte, TFLOP/s), each roof a slanted
+// bandwidth line meeting its flat compute peak at the ridge, each run a
+// point. Empty without marks.
+std::string RenderRooflineChart(const RooflineChart& chart);
+
 }  // namespace gpubench::report::internal
 
 #endif  // GPUBENCH_REPORT_CHART_H_

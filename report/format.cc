@@ -18,6 +18,17 @@ std::string Short(const google::protobuf::EnumDescriptor* type, int value) {
   return EnumShortName(type, value == 0 ? 1 : value);
 }
 
+std::string RunDevice(const v1::Run& run) {
+  return run.result().resolved_device().empty() ? run.config().device()
+                                                : run.result().resolved_device();
+}
+
+std::string FlopRate(double flops_per_s) {
+  if (flops_per_s >= 1e12) return absl::StrFormat("%.1f TFLOP/s", flops_per_s / 1e12);
+  if (flops_per_s >= 1e8) return absl::StrFormat("%.1f GFLOP/s", flops_per_s / 1e9);
+  return "";
+}
+
 std::string NumericsNote(const v1::NumericsCheck& n) {
   if (!n.checked()) {
     return n.error().empty() ? "" : "numerics not checked: " + n.error();

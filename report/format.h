@@ -17,6 +17,13 @@ std::string Bytes(int64_t bytes);
 // unset field) reads as the first value.
 std::string Short(const google::protobuf::EnumDescriptor* type, int value);
 
+// The device a run ran on as it resolved it ("cuda:0"), else as asked.
+std::string RunDevice(const v1::Run& run);
+
+// A FLOP rate in TFLOP/s at 1 TFLOP/s and above ("203.0 TFLOP/s"), else in
+// GFLOP/s ("41.9 GFLOP/s"); "" under 0.1 GFLOP/s.
+std::string FlopRate(double flops_per_s);
+
 // A numerics check (JobSpec.check_numerics) in a few words: "numerics ok:
 // output 3.1e-06 (tolerance 1e-04 on the output)", "numerics FAILED: inf or
 // NaN in the output", "numerics not checked: <why>"; "" where none ran.

@@ -67,9 +67,9 @@ std::string Flags(const v1::Run& r) {
     if (res.bandwidth_gb_per_s() > 0) {
       flags.push_back(
           Pill(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()), "info"));
-    } else if (res.achieved_tflops() > 0) {
-      flags.push_back(
-          Pill(absl::StrFormat("%.1f TFLOP/s", res.achieved_tflops()), "info"));
+    } else if (const std::string rate = FlopRate(res.achieved_tflops() * 1e12);
+               !rate.empty()) {
+      flags.push_back(Pill(rate, "info"));
     }
   }
   if (const std::string n = NumericsNote(res.numerics()); !n.empty()) {

@@ -12,6 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "report/chart.h"
+#include "report/format.h"
+#include "report/roofline.h"
 #include "report/speedup.h"
 
 namespace gpubench::report::internal {
@@ -308,11 +310,44 @@ std::string OperatorPlots(const JobView& view) {
   return out;
 }
 
+// The profiled runs against their devices' roofs (report/roofline.h), with a
+// line per run saying which bound it met and why.
+std::string RooflinePlot(const JobView& view) {
+  if (!AnyRooflineFigures(view.runs)) return "";
+  std::vector<const v1::Run*> with_peaks = view.runs;
+  for (const v1::Run& r : view.src->peak_runs) with_peaks.push_back(&r);
+  const auto peaks = PeaksOf(with_peaks);
+  const auto points = Roofline(view.runs, peaks);
+  RooflineChart chart{"Roofline (traffic estimated from the profiled window)", {}, {}};
+  std::map<std::pair<std::string, double>, bool> drawn;
+  std::string notes = "<ul class=\"note\">";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const RooflinePoint& p = points[i];
+    if (p.peak_flops_per_s > 0 && p.peak_bytes_per_s > 0 &&
+        !drawn[{p.device, p.peak_flops_per_s}]) {
+      drawn[{p.device, p.peak_flops_per_s}] = true;
+      chart.roofs.push_back({absl::StrFormat("%s peak %s, %.2f TB/s", p.device,
+                                             FlopRate(p.peak_flops_per_s),
+                                             p.peak_bytes_per_s / 1e12),
+                             kInk, p.peak_flops_per_s, p.peak_bytes_per_s});
+    }
+    const std::string label = absl::StrCat("#", p.run->index(), " ", DescribeConfig(p.run->config()));
+    chart.marks.push_back({label, SeriesColor(static_cast<int>(i)), p.intensity, p.flops_per_s,
+                           absl::StrCat(label, ": ", FlopRate(p.flops_per_s), ", ",
+                                        FormatFigure(p.intensity), " FLOP/B")});
+    absl::StrAppend(&notes, "<li>", EscapeHtml(label), ": <b>",
+                    EscapeHtml(p.verdict.empty() ? "no verdict" : p.verdict), "</b>, ",
+                    EscapeHtml(p.why), "</li>");
+  }
+  absl::StrAppend(&notes, "</ul>\n");
+  return Figure(RenderRooflineChart(chart)) + notes;
+}
+
 }  // namespace
 
 std::string JobPlots(const JobView& view) {
   return BatchPlots(view) + DeviceSpeedupPlot(view) + OptimisedPlot(view) +
-         DataWaitPlot(view) + OperatorPlots(view);
+         DataWaitPlot(view) + OperatorPlots(view) + RooflinePlot(view);
 }
 
 }  // namespace gpubench::report::internal

@@ -19,6 +19,9 @@ struct ReportJob {
   std::vector<v1::Run> runs;
   // The daemon the job was read from: its name or address.
   std::string host;
+  // The host's matmul and device-to-device copy runs, whose best figures are
+  // the roofline's peaks (the job's own such runs count too); may be empty.
+  std::vector<v1::Run> peak_runs;
 };
 
 // Renders jobs as one HTML page titled `title`. The page is self-contained:

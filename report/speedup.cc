@@ -6,6 +6,7 @@
 
 #include "common/spec.h"
 #include "report/facets.h"
+#include "report/format.h"
 
 namespace gpubench::report {
 namespace {
@@ -14,11 +15,6 @@ constexpr int kDefaultProfileIterations = 5;  // worker/measure.h's default
 
 bool Measured(const v1::Run& r) {
   return r.state() == v1::RUN_STATE_SUCCEEDED && r.result().throughput_samples_per_s() > 0;
-}
-
-std::string DeviceOf(const v1::Run& r) {
-  return r.result().resolved_device().empty() ? r.config().device()
-                                              : r.result().resolved_device();
 }
 
 // Self time per sample of each category of a run's profile, microseconds.
@@ -47,7 +43,7 @@ std::vector<DeviceSpeedup> DeviceSpeedups(const std::vector<const v1::Run*>& run
     auto [at, added] = by_config.emplace(key, views.size());
     if (added) views.push_back({DescribeConfig(rest), {}, {}});
     DeviceSpeedup& view = views[at->second];
-    const std::string device = DeviceOf(r);
+    const std::string device = RunDevice(r);
     const bool seen = std::any_of(view.sides.begin(), view.sides.end(),
                                   [&](const DeviceSide& s) { return s.device == device; });
     if (!seen) view.sides.push_back({device, &r});

@@ -182,6 +182,8 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   r->set_flops_per_iteration(o.flops_per_iteration);
   r->set_achieved_tflops(o.achieved_tflops);
   r->set_bandwidth_gb_per_s(o.bandwidth_gb_per_s);
+  r->set_memory_bytes_per_iteration(o.memory_bytes_per_iteration);
+  r->set_device_kernel_share(o.profiled_device_share);
   r->set_first_loss(o.first_loss);
   r->set_last_loss(o.last_loss);
   if (o.dice >= 0) r->set_dice(o.dice);

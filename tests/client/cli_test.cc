@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -265,6 +266,80 @@ TEST(CliDaemon, CheckNumericsShowsAgreementWithFp64) {
     EXPECT_TRUE(n.passed());
     EXPECT_LT(n.output_rel_error(), 1e-4);
     EXPECT_EQ(n.batch_size(), 4);
+  }
+}
+
+// The roofline of profiled runs on this CPU, against the peaks that this
+// host's own matmul and device-to-device copy runs measured: before there
+// are any, a run has its figures and no verdict; after, each figure follows
+// from the stored runs, and the verdict from the intensity against the ridge.
+TEST(CliDaemon, ShowPlacesProfiledRunsOnTheHostsRoofline) {
+  Daemon d(FreshDir("cli_roofline"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string spec = ::testing::TempDir() + "/cli_roofline_profiled.json";
+  std::ofstream(spec) << R"({"profiling": {"enabled": true, "iterations": 3}})";
+  const std::vector<std::string> model = {
+      "submit", spec, "--host", d.address(), "--workload", "mlp", "--device", "cpu",
+      "--mode", "infer", "--batch", "32", "--warmup", "2", "--min-iterations", "10",
+      "--min-time-ms", "100", "--max-time-ms", "1500", "--wait"};
+  Result before = Cli(model);
+  ASSERT_EQ(before.code, kExitOk) << before.err;
+  EXPECT_NE(before.out.find("roofline"), std::string::npos) << before.out;
+  EXPECT_NE(before.out.find("no peaks measured"), std::string::npos) << before.out;
+
+  for (std::vector<std::string> peak :
+       {std::vector<std::string>{"--workload", "matmul", "--matmul-size", "1024"},
+        std::vector<std::string>{"--workload", "copy", "--copy-direction", "device_to_device",
+                                 "--copy-bytes", "67108864"}}) {
+    std::vector<std::string> args = {"submit", "--host", d.address(), "--device", "cpu",
+                                     "--warmup", "2", "--min-iterations", "10",
+                                     "--min-time-ms", "100", "--max-time-ms", "1500", "--wait"};
+    args.insert(args.end(), peak.begin(), peak.end());
+    Result r = Cli(args);
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+  }
+  Result after = Cli(model);
+  ASSERT_EQ(after.code, kExitOk) << after.err;
+  const std::string queued = SplitLines(after.err).at(0);  // "job ID queued on HOST (1 runs)"
+  const std::string id = queued.substr(4, queued.find(" queued") - 4);
+  Result json = Cli({"show", id, "--host", d.address(), "--output", "json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &doc).ok()) << json.out;
+  const auto& points = doc.fields().at("roofline").list_value().values();
+  ASSERT_EQ(points.size(), 1) << json.out;
+  const auto& p = points[0].struct_value().fields();
+
+  Result runs = Cli({"runs", "--host", d.address(), "--output", "json"});
+  v1::QueryRunsResponse all;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(runs.out, &all).ok()) << runs.out;
+  double matmul_flops = 0, copy_bytes = 0;
+  const v1::Run* run = nullptr;
+  for (const v1::Run& r : all.runs()) {
+    if (r.config().workload() == "matmul") matmul_flops = r.result().achieved_tflops() * 1e12;
+    if (r.config().workload() == "copy") copy_bytes = 2 * r.result().bandwidth_gb_per_s() * 1e9;
+    if (r.job_id() == id) run = &r;
+  }
+  ASSERT_NE(run, nullptr);
+  ASSERT_GT(run->result().memory_bytes_per_iteration(), 0);
+  EXPECT_DOUBLE_EQ(p.at("peak_flops_per_s").number_value(), matmul_flops);
+  EXPECT_DOUBLE_EQ(p.at("peak_bytes_per_s").number_value(), copy_bytes);
+  const double intensity =
+      run->result().flops_per_iteration() / run->result().memory_bytes_per_iteration();
+  EXPECT_NEAR(p.at("intensity_flop_per_byte").number_value(), intensity, 1e-9 * intensity);
+  EXPECT_NEAR(p.at("flops_per_s").number_value(), run->result().achieved_tflops() * 1e12,
+              1e-6 * p.at("flops_per_s").number_value());
+  const double roof = std::min(matmul_flops, intensity * copy_bytes);
+  EXPECT_NEAR(p.at("roof_share").number_value(), p.at("flops_per_s").number_value() / roof,
+              1e-9);
+  if (p.at("roof_share").number_value() > 1.05) {
+    // This CPU's matmul and copy did not reach what the model did: no verdict.
+    EXPECT_EQ(p.at("verdict").string_value(), "");
+    EXPECT_NE(p.at("why").string_value().find("beat this host's measured peaks"),
+              std::string::npos);
+  } else {
+    const bool below_ridge = intensity < matmul_flops / copy_bytes;
+    EXPECT_EQ(p.at("verdict").string_value(), below_ridge ? "memory-bound" : "compute-bound");
   }
 }
 

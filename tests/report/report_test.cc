@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/spec.h"
+#include "report/roofline.h"
 #include "report/speedup.h"
 
 namespace gpubench::report {
@@ -298,6 +299,73 @@ TEST(Report, DeviceSweepGivesTheSpeedupWithItsIntervalAndCategories) {
   // One device alone is no comparison.
   std::vector<const v1::Run*> one = {runs[0]};
   EXPECT_TRUE(DeviceSpeedups(one, 4).empty());
+}
+
+// Profiled runs on a roofline whose peaks come from the host's matmul and
+// copy runs (given beside the job): resnet50 at 60 FLOP/B lies below the
+// ridge of 2000 TFLOP/s over 3 TB/s (667 FLOP/B), so memory-bound; mlp's
+// kernels kept the GPU busy 20% of each step, so launch/host-bound.
+ReportJob RooflineJob() {
+  ReportJob job = SweepJob();
+  job.runs.clear();
+  v1::RunConfig c;
+  c.set_device("cuda:0");
+  c.set_mode(v1::MODE_INFER);
+  c.set_precision(v1::PRECISION_FP16);
+  c.set_batch_size(100);
+  c.set_workload("resnet50");
+  v1::Run r50 = SucceededRun(0, c, 10000);  // 100 iterations a second
+  r50.mutable_result()->set_flops_per_iteration(6e13 / 100);   // 60 TFLOP/s achieved
+  r50.mutable_result()->set_memory_bytes_per_iteration(1e10);  // 1 TB/s, 60 FLOP/B
+  r50.mutable_result()->set_device_kernel_share(0.97);
+  c.set_workload("mlp");
+  v1::Run mlp = SucceededRun(1, c, 100000);
+  mlp.mutable_result()->set_flops_per_iteration(1e8);
+  mlp.mutable_result()->set_memory_bytes_per_iteration(1e7);
+  mlp.mutable_result()->set_device_kernel_share(0.2);
+  job.runs = {r50, mlp};
+  v1::RunConfig m;
+  m.set_workload("matmul");
+  m.set_device("cuda:0");
+  m.set_precision(v1::PRECISION_FP16);
+  v1::Run matmul = SucceededRun(7, m, 10);
+  matmul.mutable_result()->set_achieved_tflops(2000);
+  m.set_workload("copy");
+  m.mutable_params()->set_copy_direction(v1::COPY_DIRECTION_DEVICE_TO_DEVICE);
+  v1::Run copy = SucceededRun(8, m, 10);
+  copy.mutable_result()->set_bandwidth_gb_per_s(1500);  // 3 TB/s of traffic
+  job.peak_runs = {matmul, copy};
+  return job;
+}
+
+TEST(Report, RooflinePlacesProfiledRunsAgainstTheHostsPeaks) {
+  const ReportJob job = RooflineJob();
+  const v1::Run& matmul = job.peak_runs[0];
+  const v1::Run& copy = job.peak_runs[1];
+
+  std::vector<const v1::Run*> runs = {&job.runs[0], &job.runs[1]};
+  std::vector<const v1::Run*> with_peaks = {&job.runs[0], &job.runs[1], &matmul, &copy};
+  const auto points = Roofline(runs, PeaksOf(with_peaks));
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_DOUBLE_EQ(points[0].flops_per_s, 6e13);
+  EXPECT_DOUBLE_EQ(points[0].bytes_per_s, 1e12);
+  EXPECT_DOUBLE_EQ(points[0].intensity, 60);
+  EXPECT_DOUBLE_EQ(points[0].peak_flops_per_s, 2e15);
+  EXPECT_DOUBLE_EQ(points[0].peak_bytes_per_s, 3e12);
+  EXPECT_EQ(points[0].verdict, "memory-bound");
+  EXPECT_DOUBLE_EQ(points[0].roof_share, 6e13 / (60 * 3e12));
+  EXPECT_EQ(points[1].verdict, "launch/host-bound");
+  // Without the host's peaks: figures, and no verdict from a ridge.
+  EXPECT_EQ(Roofline(runs, PeaksOf(runs))[0].verdict, "");
+
+  const std::string html = RenderReport({job}, "roofline");
+  EXPECT_NE(html.find("Roofline"), std::string::npos);
+  EXPECT_NE(html.find("cuda:0 peak 2000.0 TFLOP/s, 3.00 TB/s"), std::string::npos) << html;
+  EXPECT_NE(html.find("<b>memory-bound</b>, 60.0 FLOP/B below the ridge at 666.7"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<b>launch/host-bound</b>, the GPU ran kernels 20% of each iteration"),
+            std::string::npos);
 }
 
 TEST(Report, TableShowsVaryingColumnsFiguresAndFlags) {
@@ -610,6 +678,13 @@ TEST(ReportRender, ChromiumDrawsTheReport) {
   EXPECT_TRUE(LooksDrawn(ink))
       << ink.non_background_share << " of pixels inked, "
       << ink.distinct_colours << " colours";
+}
+
+TEST(ReportRender, ChromiumDrawsTheRoofline) {
+  Image image;
+  ASSERT_NO_FATAL_FAILURE(
+      Render("report_render_roofline", RenderReport({RooflineJob()}, "roofline"), &image));
+  EXPECT_TRUE(LooksDrawn(MeasureInk(image)));
 }
 
 // The check above must be able to fail: an empty page does.

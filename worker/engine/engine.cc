@@ -906,7 +906,13 @@ std::string RangeLabel(const RunConfig& c) {
   return label;
 }
 
-void ProfileWindow(Workload* workload, const MeasureConfig& m, bool cuda, RunOutcome* out) {
+// Profiles a few more steps: the operator table, the trace, and for the
+// roofline the bytes allocated on the run's device and the kernel time, per
+// iteration. Memory events are always recorded (they are this window's only
+// cost); the table leaves them out.
+void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Device& device,
+                   RunOutcome* out) {
+  const bool cuda = device.is_cuda();
   namespace prof = torch::profiler::impl;
   namespace autograd_prof = torch::autograd::profiler;
   workload->BeginRange("profiled window", 0);
@@ -916,7 +922,8 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, bool cuda, RunOut
   } end_range{workload};
   bool enabled = false;
   try {
-    prof::ProfilerConfig config(prof::ProfilerState::KINETO, m.profile_shapes, m.profile_memory);
+    prof::ProfilerConfig config(prof::ProfilerState::KINETO, m.profile_shapes,
+                                /*profile_memory=*/true);
     std::set<prof::ActivityType> activities = {prof::ActivityType::CPU};
     if (cuda) activities.insert(prof::ActivityType::CUDA);
     autograd_prof::prepareProfiler(config, activities);
@@ -931,7 +938,12 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, bool cuda, RunOut
     enabled = false;
     std::unique_ptr<autograd_prof::ProfilerResult> result = autograd_prof::disableProfiler();
     std::vector<profile::Event> events;
+    double allocated = 0, device_us = 0;
     for (const auto& e : result->events()) {
+      if (e.name() == "[memory]") {
+        if (e.nBytes() > 0 && e.deviceType() == device.type()) allocated += e.nBytes();
+        continue;
+      }
       profile::Event ev;
       ev.name = e.name();
       ev.device = e.deviceType() != c10::DeviceType::CPU;
@@ -943,8 +955,12 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, bool cuda, RunOut
       ev.start_us = e.startUs();
       ev.duration_us = e.durationUs();
 #endif
+      if (ev.device) device_us += ev.duration_us;
       events.push_back(std::move(ev));
     }
+    const int n = std::max(1, m.profile_iterations);
+    out->profiled_allocated_bytes = allocated / n;
+    out->profiled_device_ms = device_us / 1e3 / n;
     out->profile = profile::BuildTable(events, m.profile_top_operators);
     // Kineto's own trace (with device activities and flows) where it can
     // write one; else the events above.
@@ -1112,6 +1128,25 @@ NumericsOutcome CheckNumerics(const RunConfig& c, const torch::Device& device) {
   return n;
 }
 
+// The profiled window's figures per iteration for the roofline. Memory
+// traffic: every byte the step allocated on the device written once and read
+// once, plus the fp32 weights read (training: read, their gradients written,
+// both read and the weights written by the optimizer: 4 times). A lower
+// bound: re-reads and the input are not counted. None under a CUDA graph
+// (replays allocate nothing) or a compiled package (its own allocations).
+void RooflineFigures(const RunConfig& c, RunOutcome* out) {
+  if (out->profiled_allocated_bytes > 0 && !UsesCudaGraph(c.execution) &&
+      !IsCompiled(c.execution)) {
+    const double weight_passes = c.mode == Mode::kTrain ? 4 : 1;
+    out->memory_bytes_per_iteration = 2 * out->profiled_allocated_bytes +
+                                      4.0 * out->parameter_count * weight_passes;
+  }
+  if (out->profiled_device_ms > 0 && out->iterations > 0 && out->measured_ms > 0) {
+    out->profiled_device_share =
+        std::min(1.0, out->profiled_device_ms / (out->measured_ms / out->iterations));
+  }
+}
+
 double NumericsTolerance(Precision precision) {
   switch (precision) {
     case Precision::kTf32: return 5e-3;
@@ -1208,7 +1243,8 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     }
     out.status = measured->cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
     if (measure_config.profile && !measured->cancelled) {
-      ProfileWindow(workload->get(), measure_config, device->is_cuda(), &out);
+      ProfileWindow(workload->get(), measure_config, *device, &out);
+      RooflineFigures(c, &out);
     }
     if (measure_config.check_numerics && !measured->cancelled) {
       out.numerics = CheckNumerics(c, *device);

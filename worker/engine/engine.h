@@ -71,6 +71,13 @@ struct RunOutcome {
   double flops_per_iteration = 0;
   double achieved_tflops = 0;
   double bandwidth_gb_per_s = 0;
+  // The profiled window, per iteration: bytes allocated on the run's device
+  // and device (kernel and copy) time; then the roofline's estimated memory
+  // traffic, and the device time over the measured time per iteration.
+  double profiled_allocated_bytes = 0;
+  double profiled_device_ms = 0;
+  double memory_bytes_per_iteration = 0;
+  double profiled_device_share = 0;
   double first_loss = 0;
   double last_loss = 0;
   double dice = -1;  // negative: not applicable

@@ -1,0 +1,103 @@
+#include "report/roofline.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "report/format.h"
+
+namespace gpubench::report {
+namespace {
+
+bool Measured(const v1::Run& r) {
+  return r.state() == v1::RUN_STATE_SUCCEEDED && r.result().throughput_samples_per_s() > 0;
+}
+
+int PrecisionOf(const v1::RunConfig& c) {
+  return c.precision() == v1::PRECISION_UNSPECIFIED ? v1::PRECISION_FP32 : c.precision();
+}
+
+// "3.35 TB/s", "41.0 GB/s".
+std::string Rate(double bytes_per_s) {
+  return bytes_per_s >= 1e12 ? absl::StrFormat("%.2f TB/s", bytes_per_s / 1e12)
+                             : absl::StrFormat("%.1f GB/s", bytes_per_s / 1e9);
+}
+
+}  // namespace
+
+std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& runs) {
+  std::map<std::string, DevicePeaks> peaks;
+  for (const v1::Run* run : runs) {
+    const v1::Run& r = *run;
+    if (!Measured(r)) continue;
+    const v1::RunResult& res = r.result();
+    if (r.config().workload() == "matmul" && res.achieved_tflops() > 0) {
+      double& best = peaks[RunDevice(r)].flops_per_s[PrecisionOf(r.config())];
+      best = std::max(best, res.achieved_tflops() * 1e12);
+    } else if (r.config().workload() == "copy" &&
+               r.config().params().copy_direction() == v1::COPY_DIRECTION_DEVICE_TO_DEVICE &&
+               res.bandwidth_gb_per_s() > 0) {
+      double& best = peaks[RunDevice(r)].bytes_per_s;
+      best = std::max(best, 2 * res.bandwidth_gb_per_s() * 1e9);
+    }
+  }
+  return peaks;
+}
+
+bool AnyRooflineFigures(const std::vector<const v1::Run*>& runs) {
+  return std::any_of(runs.begin(), runs.end(), [](const v1::Run* r) {
+    return r->result().memory_bytes_per_iteration() > 0;
+  });
+}
+
+std::vector<RooflinePoint> Roofline(const std::vector<const v1::Run*>& runs,
+                                    const std::map<std::string, DevicePeaks>& peaks) {
+  std::vector<RooflinePoint> points;
+  for (const v1::Run* run : runs) {
+    const v1::RunResult& res = run->result();
+    if (!Measured(*run) || res.flops_per_iteration() <= 0 ||
+        res.memory_bytes_per_iteration() <= 0 || run->config().batch_size() <= 0) {
+      continue;
+    }
+    RooflinePoint p;
+    p.run = run;
+    p.device = RunDevice(*run);
+    const double iterations_per_s = res.throughput_samples_per_s() / run->config().batch_size();
+    p.flops_per_s = res.flops_per_iteration() * iterations_per_s;
+    p.bytes_per_s = res.memory_bytes_per_iteration() * iterations_per_s;
+    p.intensity = res.flops_per_iteration() / res.memory_bytes_per_iteration();
+    if (auto d = peaks.find(p.device); d != peaks.end()) {
+      auto f = d->second.flops_per_s.find(PrecisionOf(run->config()));
+      if (f != d->second.flops_per_s.end()) p.peak_flops_per_s = f->second;
+      p.peak_bytes_per_s = d->second.bytes_per_s;
+    }
+    const double share = res.device_kernel_share();
+    if (share > 0 && share < kHostBoundDeviceShare) {
+      p.verdict = "launch/host-bound";
+      p.why = absl::StrFormat("the GPU ran kernels %.0f%% of each iteration", 100 * share);
+    }
+    if (p.peak_flops_per_s > 0 && p.peak_bytes_per_s > 0) {
+      const double ridge = p.peak_flops_per_s / p.peak_bytes_per_s;
+      const double roof = std::min(p.peak_flops_per_s, p.intensity * p.peak_bytes_per_s);
+      p.roof_share = p.flops_per_s / roof;
+      if (p.verdict.empty() && p.roof_share > kBeyondPeak) {
+        // The peaks are too low to place the run: no verdict from them.
+        p.why = absl::StrFormat(
+            "the run beat this host's measured peaks (%s, %s): measure them again with a "
+            "larger matmul and copy",
+            FlopRate(p.peak_flops_per_s), Rate(p.peak_bytes_per_s));
+      } else if (p.verdict.empty()) {
+        p.verdict = p.intensity < ridge ? "memory-bound" : "compute-bound";
+        p.why = absl::StrFormat("%.1f FLOP/B %s the ridge at %.1f (%s, %s)", p.intensity,
+                                p.intensity < ridge ? "below" : "above", ridge,
+                                FlopRate(p.peak_flops_per_s), Rate(p.peak_bytes_per_s));
+      }
+    } else if (p.verdict.empty()) {
+      p.why = "no peaks measured for this device and precision: run matmul and a "
+              "device-to-device copy on this host";
+    }
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+}  // namespace gpubench::report
