@@ -74,8 +74,11 @@ absl::StatusOr<Outcome> Measure(const measure::MeasureConfig& config,
   {
     const int64_t start = clock->NowNs();
     int done = 1;
+    // A slow step (a long model on a CPU) does not spend more than half of
+    // max_time_ms warming up by count; warmup_ms, when set, is kept.
     while (!Cancelled(cancel) &&
-           (done < config.warmup_iterations ||
+           ((done < config.warmup_iterations &&
+             clock->NowNs() - start < config.max_time_ms * kNsPerMs / 2) ||
             clock->NowNs() - start < config.warmup_ms * kNsPerMs)) {
       if (auto s = stepper->Step(&wait_ms); !s.ok()) return s;
       ++done;

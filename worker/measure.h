@@ -110,7 +110,8 @@ struct Outcome {
   bool cancelled = false;
 };
 
-// Warms up, then measures config.trials windows of iterations. A trial ends
+// Warms up (warmup_iterations, for at most half of max_time_ms, and at least
+// warmup_ms), then measures config.trials windows of iterations. A trial ends
 // when it has min_iterations and min_time_ms and the CV of its last 3
 // windows' throughput is under cv_threshold (stable), at max_time_ms
 // (unstable), or at max_iterations (stable if the CV rule holds then).

@@ -64,28 +64,81 @@ std::string Categorize(const std::string& name) {
   return "other";
 }
 
+namespace {
+
+bool IsRuntimeCall(const Event& e) {
+  return !e.device && e.correlation != 0 && e.name.rfind("cu", 0) == 0;
+}
+
+// Sorts events per thread by start, longer first on ties, so that a parent
+// comes before what it encloses.
+std::vector<const Event*> ByThreadAndStart(const std::vector<Event>& events) {
+  std::vector<const Event*> sorted;
+  for (const Event& e : events) {
+    if (!e.device) sorted.push_back(&e);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const Event* a, const Event* b) {
+    if (a->thread != b->thread) return a->thread < b->thread;
+    if (a->start_us != b->start_us) return a->start_us < b->start_us;
+    return a->duration_us > b->duration_us;
+  });
+  return sorted;
+}
+
+// Correlation id -> the innermost aten:: operator open on the thread when the
+// runtime call with that id was made.
+std::map<uint64_t, std::string> LaunchingOperators(const std::vector<Event>& events) {
+  std::map<uint64_t, std::string> launched_by;
+  std::vector<const Event*> open;
+  uint64_t thread = 0;
+  for (const Event* e : ByThreadAndStart(events)) {
+    if (e->thread != thread) open.clear();
+    thread = e->thread;
+    while (!open.empty() && open.back()->start_us + open.back()->duration_us <= e->start_us) {
+      open.pop_back();
+    }
+    if (IsRuntimeCall(*e)) {
+      for (auto it = open.rbegin(); it != open.rend(); ++it) {
+        if ((*it)->name.rfind("aten::", 0) == 0) {
+          launched_by[e->correlation] = (*it)->name;
+          break;
+        }
+      }
+      continue;
+    }
+    open.push_back(e);
+  }
+  return launched_by;
+}
+
+}  // namespace
+
 Table BuildTable(const std::vector<Event>& events, int top_n) {
   Table table;
   table.device_times =
       std::any_of(events.begin(), events.end(), [](const Event& e) { return e.device; });
   std::map<std::string, OperatorRow> by_name;
+  // Time by row and category: a device row's kernel may be launched by
+  // operators of several categories.
+  std::map<std::string, std::map<std::string, double>> by_category;
   if (table.device_times) {
+    const std::map<uint64_t, std::string> launched_by = LaunchingOperators(events);
     for (const Event& e : events) {
       if (!e.device) continue;
       OperatorRow& row = by_name[e.name];
       ++row.count;
       row.self_time_us += e.duration_us;
+      std::string category = Categorize(e.name);
+      auto op = launched_by.find(e.correlation);
+      if (category.rfind("memcpy", 0) != 0 && e.correlation != 0 && op != launched_by.end()) {
+        category = Categorize(op->second);
+      }
+      by_category[e.name][category] += e.duration_us;
     }
   } else {
-    // Per thread, by start (longer first on ties, so parents precede their
-    // children): a stack of open operators gives each one's direct children.
-    std::vector<const Event*> sorted;
-    for (const Event& e : events) sorted.push_back(&e);
-    std::sort(sorted.begin(), sorted.end(), [](const Event* a, const Event* b) {
-      if (a->thread != b->thread) return a->thread < b->thread;
-      if (a->start_us != b->start_us) return a->start_us < b->start_us;
-      return a->duration_us > b->duration_us;
-    });
+    // Per thread, by start: a stack of open operators gives each one's
+    // direct children.
+    const std::vector<const Event*> sorted = ByThreadAndStart(events);
     std::vector<std::pair<const Event*, double>> stack;  // event, children's time
     auto close = [&](std::pair<const Event*, double> open) {
       OperatorRow& row = by_name[open.first->name];
@@ -115,16 +168,25 @@ Table BuildTable(const std::vector<Event>& events, int top_n) {
     }
   }
   double total = 0;
+  std::map<std::string, double> categories;
   for (auto& [name, row] : by_name) {
     row.name = name;
-    row.category = Categorize(name);
+    if (table.device_times) {
+      // The row's category is where most of its time went.
+      double most = -1;
+      for (const auto& [category, us] : by_category[name]) {
+        categories[category] += us;
+        if (us > most) most = us, row.category = category;
+      }
+    } else {
+      row.category = Categorize(name);
+      categories[row.category] += row.self_time_us;
+    }
     total += row.self_time_us;
   }
-  std::map<std::string, double> categories;
   std::vector<OperatorRow> rows;
   for (auto& [name, row] : by_name) {
     row.share = total > 0 ? row.self_time_us / total : 0;
-    categories[row.category] += row.self_time_us;
     rows.push_back(row);
   }
   std::sort(rows.begin(), rows.end(), [](const OperatorRow& a, const OperatorRow& b) {

@@ -18,6 +18,9 @@ struct Event {
   uint64_t thread = 0;  // CPU events: the thread that ran it
   double start_us = 0;
   double duration_us = 0;
+  // A device activity and the CUDA runtime call that launched it ("cuda..."
+  // or "cu..." on the CPU) share this id (CUPTI's correlation id); 0: none.
+  uint64_t correlation = 0;
 };
 
 struct OperatorRow {
@@ -48,7 +51,13 @@ std::string Categorize(const std::string& name);
 // Builds the table: device activities when there are any (their time is
 // device time), else CPU operators with self time = duration less the
 // durations of the operators nested directly inside them on the same
-// thread. Keeps the top_n rows; shares are of the whole window.
+// thread. Keeps the top_n rows; shares are of the whole window. A device
+// activity takes the category of the operator that launched it (the
+// innermost aten:: operator open on the launching thread at its runtime
+// call), so that CPU and GPU profiles of one model line up category by
+// category; copies, and kernels no operator launched (a CUDA graph's
+// replay), go by their own names.
+
 Table BuildTable(const std::vector<Event>& events, int top_n);
 
 // A Chrome trace-event JSON ({"traceEvents": [...]}, complete "X" events)

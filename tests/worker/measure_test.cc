@@ -203,6 +203,26 @@ TEST(Measure, IntervalComesFromTheTrialsWhenThereAreSeveral) {
   EXPECT_GT(out->throughput_ci_high - out->throughput_ci_low, 0.05 * throughput);
 }
 
+// A CPU step of a long model takes seconds: warming up 10 of them would
+// outlast the run's limit. Warm-up by count stops at half of max_time_ms,
+// and the measurement keeps to the limit with what it measured.
+TEST(Measure, ASlowStepWarmsUpForAtMostHalfTheTimeLimit) {
+  FakeClock clock;
+  FakeStepper stepper(&clock, [] { return int64_t{1'000'000'000}; });  // 1 s a step
+  measure::MeasureConfig c = Config();
+  c.warmup_iterations = 10;
+  c.min_iterations = 100;
+  c.max_time_ms = 4000;
+  c.window_iterations = 1;
+  auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // The cold start, then warm-up until 2 s had passed: 3 steps, not 10.
+  EXPECT_EQ(stepper.steps - out->iterations, 3);
+  EXPECT_EQ(out->iterations, 4);
+  EXPECT_FALSE(out->stable);
+  EXPECT_NEAR(out->measured_ms, 4000, 1e-6);
+}
+
 TEST(Measure, WarmUpBySecondsRunsUntilTheTimeIsUp) {
   FakeClock clock;
   FakeStepper stepper(&clock, [] { return int64_t{10'000'000}; });  // 10 ms

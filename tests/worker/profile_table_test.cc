@@ -59,6 +59,38 @@ TEST(ProfileTable, DeviceActivitiesWinWhenPresent) {
   EXPECT_EQ(cat.count("other"), 0u);
 }
 
+// As Kineto reports a bidirectional LSTM's step: cuBLAS GEMMs and cuDNN's
+// cell kernels, each launched by a runtime call inside an operator. They
+// take the launching operator's category (rnn), as the CPU profile's single
+// LSTM operator does; a copy keeps its own; a kernel no operator launched (a
+// graph replay) goes by its name.
+TEST(ProfileTable, KernelsTakeTheCategoryOfTheOperatorThatLaunchedThem) {
+  Event lstm{"aten::lstm", false, 1, 0, 100};
+  Event rnn{"aten::_cudnn_rnn", false, 1, 5, 90};
+  Event launch_gemm{"cudaLaunchKernel", false, 1, 10, 2, 71};
+  Event launch_cell{"cuLaunchKernel", false, 1, 20, 2, 72};
+  Event copy{"aten::copy_", false, 1, 96, 3};
+  Event launch_copy{"cudaMemcpyAsync", false, 1, 97, 1, 73};
+  Event graph{"cudaGraphLaunch", false, 1, 200, 2, 74};
+  Event gemm{"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n", true, 7, 30, 40, 71};
+  Event cell{"void elemWiseRNNcell<float>(...)", true, 7, 70, 10, 72};
+  Event h2d{"Memcpy HtoD (Pinned -> Device)", true, 8, 100, 20, 73};
+  Event replayed{"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n", true, 7, 210, 30, 74};
+  const Table t = BuildTable({lstm, rnn, launch_gemm, launch_cell, copy, launch_copy, graph, gemm,
+                              cell, h2d, replayed},
+                             10);
+  std::map<std::string, double> cat;
+  for (const auto& c : t.categories) cat[c.category] = c.self_time_us;
+  EXPECT_DOUBLE_EQ(cat["rnn"], 50);         // the GEMM and the cell kernel
+  EXPECT_DOUBLE_EQ(cat["memcpy_h2d"], 20);  // not aten::copy_'s elementwise
+  EXPECT_DOUBLE_EQ(cat["matmul"], 30);      // the replayed GEMM, by its name
+  for (const auto& row : t.top) {
+    if (row.name == gemm.name) {
+      EXPECT_EQ(row.category, "rnn");
+    }
+  }
+}
+
 TEST(ProfileTable, CategoriesOfCommonNames) {
   EXPECT_EQ(Categorize("aten::cudnn_convolution"), "convolution");
   EXPECT_EQ(Categorize("aten::bmm"), "matmul");

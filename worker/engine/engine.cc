@@ -948,6 +948,7 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Devi
       ev.name = e.name();
       ev.device = e.deviceType() != c10::DeviceType::CPU;
       ev.thread = e.startThreadId();
+      ev.correlation = e.correlationId();
 #if GPUBENCH_TORCH_AT_LEAST(2, 1)
       ev.start_us = e.startNs() / 1e3;
       ev.duration_us = e.durationNs() / 1e3;
