@@ -373,6 +373,31 @@ def forward(self, x):
   }
 }
 
+// A user's scripted model with a buffer beside its parameter: its fp64
+// reference converts both, and fp32 agrees with it.
+TEST(Engine, NumericsCheckPassesAScriptedModelWithABuffer) {
+  torch::jit::Module m("scaled");
+  m.register_parameter("w", torch::randn({16, 4}).requires_grad_(), false);
+  m.register_buffer("scale", torch::full({4}, 0.5));
+  m.define(R"(
+def forward(self, x):
+    return torch.tanh(x @ self.w) * self.scale
+)");
+  RunConfig config = Scripted(m, "scaled", {{{4, 16}, DType::kFloat32}});
+  MeasureConfig measure = Short();
+  measure.check_numerics = true;
+  for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
+    config.mode = mode;
+    RunOutcome out = RunOne(config, measure, nullptr, nullptr);
+    ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+    ASSERT_TRUE(out.numerics.has_value());
+    EXPECT_TRUE(out.numerics->checked) << out.numerics->error;
+    EXPECT_TRUE(out.numerics->passed) << out.numerics->output_rel_error;
+    EXPECT_LT(out.numerics->output_rel_error, 1e-6);
+    EXPECT_EQ(out.numerics->gradient_parameter.empty(), mode == Mode::kInfer);
+  }
+}
+
 // LibTorch's CPU allocator does not say "out of memory": it says "can't
 // allocate memory". A model whose allocation the host refuses (here 4 PiB)
 // ran out of memory, so that a batch sweep skips the larger batches.

@@ -1043,15 +1043,17 @@ NumericsOutcome CheckNumerics(const RunConfig& c, const torch::Device& device) {
   RunConfig small = c;
   small.batch_size = std::min<int64_t>(c.batch_size, 8);
   n.batch_size = small.batch_size;
-  auto load = [&]() -> absl::StatusOr<std::shared_ptr<BenchModel>> {
+  // A scripted module loads onto its device whole (its buffers too, which
+  // are not among the registered parameters).
+  auto load = [&](const torch::Device& on) -> absl::StatusOr<std::shared_ptr<BenchModel>> {
     torch::manual_seed(0);
     if (c.workload != "torchscript") return CreateModel(small);
     return std::shared_ptr<BenchModel>(std::make_shared<TorchScriptModel>(
-        torch::jit::load(c.model_path, torch::kCPU), c.inputs, small.batch_size));
+        torch::jit::load(c.model_path, on), c.inputs, small.batch_size));
   };
   try {
-    auto run_model = load();
-    auto ref_model = load();
+    auto run_model = load(device);
+    auto ref_model = load(torch::kCPU);
     if (!run_model.ok() || !ref_model.ok()) {
       n.error = std::string((run_model.ok() ? ref_model : run_model).status().message());
       return n;
