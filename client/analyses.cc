@@ -14,8 +14,8 @@ namespace {
 
 std::string Times(double x) { return absl::StrFormat("%.2f\u00d7", x); }
 
-std::string Interval(double low, double high, const char* format) {
-  return absl::StrCat(absl::StrFormat(format, low), "-", absl::StrFormat(format, high));
+std::string Interval(double low, double high, int decimals) {
+  return absl::StrFormat("%.*f-%.*f", decimals, low, decimals, high);
 }
 
 }  // namespace
@@ -31,9 +31,9 @@ void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format
       const v1::RunResult& r = s.run->result();
       t.rows.push_back({i == 0 ? v.config : "", s.device,
                         absl::StrFormat("%.1f", r.throughput_samples_per_s()),
-                        Interval(r.throughput_ci_low(), r.throughput_ci_high(), "%.1f"),
+                        Interval(r.throughput_ci_low(), r.throughput_ci_high(), 1),
                         i == 0 ? "1 (baseline)" : Times(s.speedup),
-                        i == 0 ? "-" : Interval(s.speedup_low, s.speedup_high, "%.2f")});
+                        i == 0 ? "-" : Interval(s.speedup_low, s.speedup_high, 2)});
     }
   }
   out << "\nspeedup by device, against the first device of each config (the interval "

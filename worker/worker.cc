@@ -194,7 +194,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
         outcome.error = std::string(compiled.message());
       }
       if (package) {
-        outcome.compile_ms = package->cached ? 0 : package->compile_ms;
+        outcome.compile_ms = package->compile_ms;  // 0 when it came from the cache
         outcome.compile_cached = package->cached;
         if (package->temporary) {
           std::remove(package->path.c_str());

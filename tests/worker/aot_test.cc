@@ -62,6 +62,22 @@ TEST(Aot, CacheKeyChangesWithWhatChangesTheCompiledCode) {
   EXPECT_EQ(AotCacheKey(c, "cuda sm_90 torch 2.11.0", "twin"), key);
 }
 
+// A CPU package is compiled for this CPU's vector extensions, so its target
+// (and so its cache key) names them: a data directory moved to a CPU without
+// AVX-512 must not reuse a package that uses it.
+TEST(Aot, ACpuTargetNamesTheCpusVectorExtensions) {
+  auto target = engine::CompileTarget("cpu");
+  ASSERT_TRUE(target.ok()) << target.status();
+  EXPECT_EQ(target->rfind("cpu ", 0), 0u) << *target;
+  EXPECT_NE(target->find(" torch "), std::string::npos) << *target;
+  const auto flags = testing_support::RunCommand("grep -m1 -w -o -E 'avx2|avx512f' /proc/cpuinfo");
+  for (const char* isa : {"avx2", "avx512f"}) {
+    const bool has = flags.output.find(isa) != std::string::npos;
+    EXPECT_EQ(target->find(std::string(" ") + isa + " ") != std::string::npos, has)
+        << isa << " in " << *target;
+  }
+}
+
 // The Python twins' defaults (for the Python reference) are the engine's.
 TEST(Aot, PythonDefaultsAreTheEngines) {
   for (const char* w : {"mlp", "simple_cnn", "resnet18", "resnet50", "unet", "bilstm",

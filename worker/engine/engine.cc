@@ -22,7 +22,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "worker/engine/compat.h"
 #include "worker/engine/cuda_support.h"
 #include "worker/engine/inject.h"
@@ -1315,10 +1317,41 @@ absl::Status SaveModelCheckpoint(const RunConfig& config, const std::string& pat
   }
 }
 
+// The instruction-set extensions Inductor's CPU code may use that this
+// host's CPU has, in a fixed order ("avx2 avx512f avx512_bf16 amx_tile").
+std::string CpuIsa() {
+  static const char* const kExtensions[] = {
+      "avx",         "avx2",        "fma",         "f16c",        "avx512f",    "avx512bw",
+      "avx512vl",    "avx512dq",    "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
+      "amx_bf16",    "amx_int8",    "avx_vnni",    "asimd",       "sve"};
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(cpuinfo, line)) {
+    if (absl::StartsWith(line, "flags") || absl::StartsWith(line, "Features")) {
+      for (absl::string_view f : absl::StrSplit(line.substr(line.find(':') + 1), ' ',
+                                                absl::SkipEmpty())) {
+        flags.insert(std::string(f));
+      }
+      break;
+    }
+  }
+  std::vector<std::string> have;
+  for (const char* e : kExtensions) {
+    if (flags.count(e)) have.push_back(e);
+  }
+  return absl::StrJoin(have, " ");
+}
+
 absl::StatusOr<std::string> CompileTarget(const std::string& device_name) {
   auto device = ResolveDevice(device_name);
   if (!device.ok()) return device.status();
   std::string target = device->str();
+  if (device->is_cpu()) {
+    // Inductor compiles a CPU package for this CPU's vector extensions: a
+    // data directory moved to another CPU must not reuse it.
+    if (const std::string isa = CpuIsa(); !isa.empty()) absl::StrAppend(&target, " ", isa);
+  }
   if (device->is_cuda()) {
     DeviceProbe probe;
     cuda::Probe(&probe);

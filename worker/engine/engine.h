@@ -144,9 +144,10 @@ absl::StatusOr<int64_t> ModelParameterCount(const RunConfig& config);
 // the model's Python twin must reproduce from the same weights.
 absl::Status SaveModelCheckpoint(const RunConfig& config, const std::string& path);
 
-// What an AOTInductor package for device_name must be compiled for:
-// "cpu", or "cuda sm_90" (the architecture of the GPU that device_name
-// resolves to); with this LibTorch's version, e.g. "cuda sm_90 torch 2.11.0".
+// What an AOTInductor package for device_name must be compiled for: "cpu"
+// with the CPU's vector extensions ("cpu avx2 fma avx512f"), or "cuda sm_90"
+// (the architecture of the GPU that device_name resolves to); with this
+// LibTorch's version, e.g. "cuda sm_90 torch 2.11.0".
 // InvalidArgument for a device that is not there.
 absl::StatusOr<std::string> CompileTarget(const std::string& device_name);
 
