@@ -398,6 +398,38 @@ def forward(self, x):
   }
 }
 
+// A user's model has no analytic FLOP count: a profiled inference run takes
+// the profiler's. x @ w of [4, 16] by [16, 4] is 2 x 4 x 16 x 4 = 512 FLOPs,
+// and PyTorch counts a few more for the multiply of the 16 results (32 in
+// 1.13); training keeps none (the profiler does not count backward
+// operators).
+TEST(Engine, AProfiledUserModelCountsItsFlopsInInference) {
+  torch::jit::Module m("counted");
+  m.register_parameter("w", torch::randn({16, 4}).requires_grad_(), false);
+  m.define(R"(
+def forward(self, x):
+    return (x @ self.w) * 0.5
+)");
+  RunConfig config = Scripted(m, "counted", {{{4, 16}, DType::kFloat32}});
+  MeasureConfig measure = Short();
+  measure.profile = true;
+  measure.profile_iterations = 3;
+  config.mode = Mode::kInfer;
+  RunOutcome out = RunOne(config, measure, nullptr, nullptr);
+  ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+  EXPECT_GE(out.flops_per_iteration, 512);
+  EXPECT_LE(out.flops_per_iteration, 512 + 4 * 16);
+  EXPECT_GT(out.achieved_tflops, 0);
+  EXPECT_GT(out.memory_bytes_per_iteration, 0);
+  config.mode = Mode::kTrain;
+  out = RunOne(config, measure, nullptr, nullptr);
+  ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+  EXPECT_EQ(out.flops_per_iteration, 0);
+  // Unprofiled, nothing is counted.
+  config.mode = Mode::kInfer;
+  EXPECT_EQ(RunOne(config, Short(), nullptr, nullptr).flops_per_iteration, 0);
+}
+
 // LibTorch's CPU allocator does not say "out of memory": it says "can't
 // allocate memory". A model whose allocation the host refuses (here 4 PiB)
 // ran out of memory, so that a batch sweep skips the larger batches.

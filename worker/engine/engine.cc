@@ -910,10 +910,12 @@ std::string RangeLabel(const RunConfig& c) {
 
 // Profiles a few more steps: the operator table, the trace, and for the
 // roofline the bytes allocated on the run's device and the kernel time, per
-// iteration. Memory events are always recorded (they are this window's only
-// cost); the table leaves them out.
+// iteration; with count_flops also the FLOPs the profiler counts (matmuls,
+// convolutions, adds and multiplies: what a forward pass does). Memory
+// events are always recorded (they are this window's only cost); the table
+// leaves them out.
 void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Device& device,
-                   RunOutcome* out) {
+                   bool count_flops, RunOutcome* out) {
   const bool cuda = device.is_cuda();
   namespace prof = torch::profiler::impl;
   namespace autograd_prof = torch::autograd::profiler;
@@ -924,8 +926,8 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Devi
   } end_range{workload};
   bool enabled = false;
   try {
-    prof::ProfilerConfig config(prof::ProfilerState::KINETO, m.profile_shapes,
-                                /*profile_memory=*/true);
+    prof::ProfilerConfig config(prof::ProfilerState::KINETO, m.profile_shapes || count_flops,
+                                /*profile_memory=*/true, /*with_stack=*/false, count_flops);
     std::set<prof::ActivityType> activities = {prof::ActivityType::CPU};
     if (cuda) activities.insert(prof::ActivityType::CUDA);
     autograd_prof::prepareProfiler(config, activities);
@@ -940,8 +942,9 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Devi
     enabled = false;
     std::unique_ptr<autograd_prof::ProfilerResult> result = autograd_prof::disableProfiler();
     std::vector<profile::Event> events;
-    double allocated = 0, device_us = 0;
+    double allocated = 0, device_us = 0, flops = 0;
     for (const auto& e : result->events()) {
+      if (count_flops) flops += static_cast<double>(e.flops());
       if (e.name() == "[memory]") {
         if (e.nBytes() > 0 && e.deviceType() == device.type()) allocated += e.nBytes();
         continue;
@@ -963,6 +966,7 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Devi
     }
     const int n = std::max(1, m.profile_iterations);
     out->profiled_allocated_bytes = allocated / n;
+    out->profiled_flops = flops / n;
     out->profiled_device_ms = device_us / 1e3 / n;
     out->profile = profile::BuildTable(events, m.profile_top_operators);
     // Kineto's own trace (with device activities and flows) where it can
@@ -1248,7 +1252,16 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     }
     out.status = measured->cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
     if (measure_config.profile && !measured->cancelled) {
-      ProfileWindow(workload->get(), measure_config, *device, &out);
+      // A user's model has no analytic FLOP count: in inference, the
+      // profiler's count stands for it (backward operators it does not count).
+      const bool count_flops = c.mode == Mode::kInfer && out.flops_per_iteration <= 0 &&
+                               c.workload == "torchscript";
+      ProfileWindow(workload->get(), measure_config, *device, count_flops, &out);
+      if (count_flops && out.profiled_flops > 0 && out.throughput_samples_per_s > 0) {
+        out.flops_per_iteration = out.profiled_flops;
+        out.achieved_tflops = out.flops_per_iteration * out.throughput_samples_per_s /
+                              (*workload)->samples_per_iteration() / 1e12;
+      }
       RooflineFigures(c, &out);
     }
     if (measure_config.check_numerics && !measured->cancelled) {

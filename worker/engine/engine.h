@@ -68,7 +68,7 @@ struct RunOutcome {
   int64_t peak_device_reserved_bytes = 0;
   int64_t peak_host_rss_bytes = 0;
   int64_t parameter_count = 0;
-  double flops_per_iteration = 0;
+  double flops_per_iteration = 0;  // analytic; a user model's from the profiler
   double achieved_tflops = 0;
   double bandwidth_gb_per_s = 0;
   // The profiled window, per iteration: bytes allocated on the run's device
@@ -76,6 +76,7 @@ struct RunOutcome {
   // traffic, and the device time over the measured time per iteration.
   double profiled_allocated_bytes = 0;
   double profiled_device_ms = 0;
+  double profiled_flops = 0;  // torchscript inference: the profiler's count
   double memory_bytes_per_iteration = 0;
   double profiled_device_share = 0;
   double first_loss = 0;
