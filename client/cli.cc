@@ -503,18 +503,19 @@ absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool includ
   return absl::OkStatus();
 }
 
-absl::Status ListPeakRuns(const Daemon& d, const std::string& host_id,
-                          std::vector<v1::Run>* runs) {
-  runs->clear();
+absl::Status ListPeakRuns(const Daemon& d, const v1::Job& job, const std::vector<v1::Run>& runs,
+                          std::vector<v1::Run>* peak_runs) {
+  peak_runs->clear();
+  if (!report::AnyRooflineFigures(report::RunPointers(runs))) return absl::OkStatus();
   for (const char* workload : {"matmul", "copy"}) {
     v1::QueryRunsRequest req;
     req.set_workload(workload);
-    req.set_host_id(host_id);
+    req.set_host_id(job.host_id());
     req.add_states(v1::RUN_STATE_SUCCEEDED);
     for (int page = 0; page < 10; ++page) {
       auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req);
       if (!resp.ok()) return resp.status();
-      runs->insert(runs->end(), resp->runs().begin(), resp->runs().end());
+      peak_runs->insert(peak_runs->end(), resp->runs().begin(), resp->runs().end());
       if (resp->next_page_token().empty()) break;
       req.set_page_token(resp->next_page_token());
     }
@@ -673,11 +674,9 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     PrintGbench(runs, "gpubench show " + job.job_id(), out);
     return;
   }
-  std::vector<const v1::Run*> pointers, with_peaks;
-  for (const v1::Run& r : runs) pointers.push_back(&r);
-  with_peaks = pointers;
-  for (const v1::Run& r : peak_runs) with_peaks.push_back(&r);
-  const auto roofline = report::Roofline(pointers, report::PeaksOf(with_peaks));
+  const std::vector<const v1::Run*> pointers = report::RunPointers(runs);
+  const auto speedups = report::DeviceSpeedups(pointers, job.spec().profiling().iterations());
+  const auto roofline = report::Roofline(pointers, report::PeaksOf(pointers, peak_runs));
   if (format == Format::kJson) {
     std::vector<std::string> run_json;
     for (v1::Run r : runs) {
@@ -687,7 +686,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     }
     out << "{\"job\": " << MessageToJson(job) << ",\n\"runs\": ["
         << absl::StrJoin(run_json, ",\n") << "],\n\"device_speedups\": "
-        << DeviceSpeedupsJson(report::DeviceSpeedups(pointers, job.spec().profiling().iterations()))
+        << DeviceSpeedupsJson(speedups)
         << ",\n\"roofline\": " << RooflineJson(roofline) << "}\n";
     return;
   }
@@ -697,8 +696,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   }
   PrintTable(RunsTable(runs, false), format, out);
   if (format == Format::kTable || format == Format::kMarkdown) {
-    PrintDeviceSpeedups(report::DeviceSpeedups(pointers, job.spec().profiling().iterations()),
-                        format, out);
+    PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
   }
   if (format == Format::kTable) {

@@ -110,10 +110,10 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column);
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
               std::ostream& out, const std::vector<v1::Run>& peak_runs = {});
 
-// The host's succeeded matmul and copy runs (the roofline's peaks), at most
-// 1000 of each.
-absl::Status ListPeakRuns(const Daemon& d, const std::string& host_id,
-                          std::vector<v1::Run>* runs);
+// The host's succeeded matmul and copy runs (the roofline's peaks, at most
+// 1000 of each) where the job's runs have roofline figures; none otherwise.
+absl::Status ListPeakRuns(const Daemon& d, const v1::Job& job, const std::vector<v1::Run>& runs,
+                          std::vector<v1::Run>* peak_runs);
 
 // Prints "gpubench: message; see gpubench --help" and returns 2.
 int Usage(std::ostream& err, const std::string& message);

@@ -15,7 +15,6 @@
 #include "client/cli_internal.h"
 #include "client/compare.h"
 #include "report/report.h"
-#include "report/roofline.h"
 #include "client/spec_flags.h"
 #include "common/contention.h"
 #include "common/spec.h"
@@ -509,12 +508,8 @@ int ReportCommand(const Args& a, std::ostream& out, std::ostream& err) {
     if (auto s = ListAllRuns(*d, id, /*include_samples=*/false, &rj.runs); !s.ok()) {
       return CallFailed(d->host, s, err);
     }
-    std::vector<const v1::Run*> runs;
-    for (const v1::Run& r : rj.runs) runs.push_back(&r);
-    if (report::AnyRooflineFigures(runs)) {
-      if (auto s = ListPeakRuns(*d, rj.job.host_id(), &rj.peak_runs); !s.ok()) {
-        return CallFailed(d->host, s, err);
-      }
+    if (auto s = ListPeakRuns(*d, rj.job, rj.runs, &rj.peak_runs); !s.ok()) {
+      return CallFailed(d->host, s, err);
     }
     jobs.push_back(std::move(rj));
   }

@@ -15,7 +15,6 @@
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
-#include "report/roofline.h"
 
 namespace gpubench::client {
 namespace {
@@ -123,14 +122,8 @@ int ShowJob(const Daemon& d, const std::string& id, const Args& a, std::ostream&
   v1::Job job;
   std::vector<v1::Run> runs;
   if (auto s = GetJob(d, id, &job, &runs); !s.ok()) return CallFailed(d.host, s, err);
-  std::vector<const v1::Run*> pointers;
-  for (const v1::Run& r : runs) pointers.push_back(&r);
   std::vector<v1::Run> peak_runs;
-  if (report::AnyRooflineFigures(pointers)) {
-    if (auto s = ListPeakRuns(d, job.host_id(), &peak_runs); !s.ok()) {
-      return CallFailed(d.host, s, err);
-    }
-  }
+  if (auto s = ListPeakRuns(d, job, runs, &peak_runs); !s.ok()) return CallFailed(d.host, s, err);
   PrintJob(job, runs, a.format, out, peak_runs);
   const v1::JobState state = job.state();
   if (state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED ||

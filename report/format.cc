@@ -18,6 +18,17 @@ std::string Short(const google::protobuf::EnumDescriptor* type, int value) {
   return EnumShortName(type, value == 0 ? 1 : value);
 }
 
+bool Measured(const v1::Run& run) {
+  return run.state() == v1::RUN_STATE_SUCCEEDED && run.result().throughput_samples_per_s() > 0;
+}
+
+std::vector<const v1::Run*> RunPointers(const std::vector<v1::Run>& runs) {
+  std::vector<const v1::Run*> pointers;
+  pointers.reserve(runs.size());
+  for (const v1::Run& r : runs) pointers.push_back(&r);
+  return pointers;
+}
+
 std::string RunDevice(const v1::Run& run) {
   return run.result().resolved_device().empty() ? run.config().device()
                                                 : run.result().resolved_device();

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "google/protobuf/descriptor.h"
 #include "gpubench/v1/result.pb.h"
@@ -16,6 +17,13 @@ std::string Bytes(int64_t bytes);
 // The enum value's short name ("succeeded" for JOB_STATE_SUCCEEDED); 0 (an
 // unset field) reads as the first value.
 std::string Short(const google::protobuf::EnumDescriptor* type, int value);
+
+// A run whose figures are a whole measurement: succeeded, with a throughput.
+// The analyses and plots use only these.
+bool Measured(const v1::Run& run);
+
+// Pointers to runs, in order, for the analyses that take them.
+std::vector<const v1::Run*> RunPointers(const std::vector<v1::Run>& runs);
 
 // The device a run ran on as it resolved it ("cuda:0"), else as asked.
 std::string RunDevice(const v1::Run& run);

@@ -19,12 +19,6 @@
 namespace gpubench::report::internal {
 namespace {
 
-// Figures of these states are whole measurements; plots use only them.
-bool Succeeded(const v1::Run& r) {
-  return r.state() == v1::RUN_STATE_SUCCEEDED &&
-         r.result().throughput_samples_per_s() > 0;
-}
-
 std::string LabelOr(std::string label, const std::string& fallback) {
   return label.empty() ? fallback : label;
 }
@@ -37,7 +31,7 @@ std::string Figure(const std::string& svg) {
 
 std::string BatchPlots(const JobView& view) {
   const auto groups = Groups(view, Bit(kBatch), [](const v1::Run& r) {
-    return Succeeded(r) && r.config().batch_size() > 0;
+    return Measured(r) && r.config().batch_size() > 0;
   });
   // Workloads 30x apart share the chart on a log axis, where the slow one
   // does not read as zero.
@@ -190,7 +184,7 @@ std::string OptimisedPlot(const JobView& view) {
                  {},
                  1.0,
                  SpeedupLegend("baseline")};
-  for (const auto& g : Groups(view, kOptimisations, Succeeded)) {
+  for (const auto& g : Groups(view, kOptimisations, Measured)) {
     std::optional<size_t> base;
     for (size_t i : g) {
       if (IsBaseline(view.runs[i]->config())) {
@@ -221,7 +215,7 @@ std::string OptimisedPlot(const JobView& view) {
 
 std::string DataWaitPlot(const JobView& view) {
   const auto groups = Groups(view, Bit(kLoaders), [](const v1::Run& r) {
-    return Succeeded(r) && HostInput(r.config());
+    return Measured(r) && HostInput(r.config());
   });
   LineChart chart{"Data-wait share vs loader threads",
                   "loader threads",
@@ -314,9 +308,7 @@ std::string OperatorPlots(const JobView& view) {
 // line per run saying which bound it met and why.
 std::string RooflinePlot(const JobView& view) {
   if (!AnyRooflineFigures(view.runs)) return "";
-  std::vector<const v1::Run*> with_peaks = view.runs;
-  for (const v1::Run& r : view.src->peak_runs) with_peaks.push_back(&r);
-  const auto peaks = PeaksOf(with_peaks);
+  const auto peaks = PeaksOf(view.runs, view.src->peak_runs);
   const auto points = Roofline(view.runs, peaks);
   RooflineChart chart{"Roofline (traffic estimated from the profiled window)", {}, {}};
   std::map<std::pair<std::string, double>, bool> drawn;

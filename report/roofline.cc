@@ -8,10 +8,6 @@
 namespace gpubench::report {
 namespace {
 
-bool Measured(const v1::Run& r) {
-  return r.state() == v1::RUN_STATE_SUCCEEDED && r.result().throughput_samples_per_s() > 0;
-}
-
 int PrecisionOf(const v1::RunConfig& c) {
   return c.precision() == v1::PRECISION_UNSPECIFIED ? v1::PRECISION_FP32 : c.precision();
 }
@@ -24,9 +20,12 @@ std::string Rate(double bytes_per_s) {
 
 }  // namespace
 
-std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& runs) {
+std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& runs,
+                                           const std::vector<v1::Run>& peak_runs) {
   std::map<std::string, DevicePeaks> peaks;
-  for (const v1::Run* run : runs) {
+  std::vector<const v1::Run*> all = runs;
+  for (const v1::Run& r : peak_runs) all.push_back(&r);
+  for (const v1::Run* run : all) {
     const v1::Run& r = *run;
     if (!Measured(r)) continue;
     const v1::RunResult& res = r.result();

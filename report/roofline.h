@@ -32,8 +32,9 @@ struct DevicePeaks {
 };
 
 // Peaks by device ("cuda:0", "cpu") from the succeeded matmul and
-// device-to-device copy runs among runs.
-std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& runs);
+// device-to-device copy runs among a job's runs and the host's peak_runs.
+std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& runs,
+                                           const std::vector<v1::Run>& peak_runs);
 
 struct RooflinePoint {
   const v1::Run* run = nullptr;

@@ -13,10 +13,6 @@ namespace {
 
 constexpr int kDefaultProfileIterations = 5;  // worker/measure.h's default
 
-bool Measured(const v1::Run& r) {
-  return r.state() == v1::RUN_STATE_SUCCEEDED && r.result().throughput_samples_per_s() > 0;
-}
-
 // Self time per sample of each category of a run's profile, microseconds.
 std::map<std::string, double> CategoryTimesOf(const v1::Run& r, int iterations) {
   std::map<std::string, double> times;

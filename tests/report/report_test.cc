@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/spec.h"
+#include "report/format.h"
 #include "report/roofline.h"
 #include "report/speedup.h"
 
@@ -340,12 +341,8 @@ ReportJob RooflineJob() {
 
 TEST(Report, RooflinePlacesProfiledRunsAgainstTheHostsPeaks) {
   const ReportJob job = RooflineJob();
-  const v1::Run& matmul = job.peak_runs[0];
-  const v1::Run& copy = job.peak_runs[1];
-
-  std::vector<const v1::Run*> runs = {&job.runs[0], &job.runs[1]};
-  std::vector<const v1::Run*> with_peaks = {&job.runs[0], &job.runs[1], &matmul, &copy};
-  const auto points = Roofline(runs, PeaksOf(with_peaks));
+  const std::vector<const v1::Run*> runs = RunPointers(job.runs);
+  const auto points = Roofline(runs, PeaksOf(runs, job.peak_runs));
   ASSERT_EQ(points.size(), 2u);
   EXPECT_DOUBLE_EQ(points[0].flops_per_s, 6e13);
   EXPECT_DOUBLE_EQ(points[0].bytes_per_s, 1e12);
@@ -356,7 +353,7 @@ TEST(Report, RooflinePlacesProfiledRunsAgainstTheHostsPeaks) {
   EXPECT_DOUBLE_EQ(points[0].roof_share, 6e13 / (60 * 3e12));
   EXPECT_EQ(points[1].verdict, "launch/host-bound");
   // Without the host's peaks: figures, and no verdict from a ridge.
-  EXPECT_EQ(Roofline(runs, PeaksOf(runs))[0].verdict, "");
+  EXPECT_EQ(Roofline(runs, PeaksOf(runs, {}))[0].verdict, "");
 
   const std::string html = RenderReport({job}, "roofline");
   EXPECT_NE(html.find("Roofline"), std::string::npos);

@@ -350,6 +350,17 @@ TEST(Engine, NumericsCheckComparesTheRunWithFp64) {
   EXPECT_FALSE(RunOne(config, Short(), nullptr, nullptr).numerics.has_value());
 }
 
+// Runs config in mode with the numerics check; the run itself must succeed.
+NumericsOutcome CheckedRun(RunConfig config, Mode mode) {
+  config.mode = mode;
+  MeasureConfig measure = Short();
+  measure.check_numerics = true;
+  RunOutcome out = RunOne(config, measure, nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+  EXPECT_TRUE(out.numerics.has_value());
+  return out.numerics.value_or(NumericsOutcome{});
+}
+
 // A user model that overflows in fp32 (e^100) but not in fp64: the
 // check fails it, and the run's own figures stand.
 TEST(Engine, NumericsCheckFailsAnOverflowingModel) {
@@ -359,17 +370,12 @@ TEST(Engine, NumericsCheckFailsAnOverflowingModel) {
 def forward(self, x):
     return torch.exp(x @ self.w * 0.001 + 100.0)
 )");
-  RunConfig config = Scripted(m, "overflow", {{{4, 16}, DType::kFloat32}});
-  MeasureConfig measure = Short();
-  measure.check_numerics = true;
+  const RunConfig config = Scripted(m, "overflow", {{{4, 16}, DType::kFloat32}});
   for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
-    config.mode = mode;
-    RunOutcome out = RunOne(config, measure, nullptr, nullptr);
-    EXPECT_EQ(out.status, RunStatus::kSucceeded) << out.error;
-    ASSERT_TRUE(out.numerics.has_value());
-    EXPECT_TRUE(out.numerics->checked) << out.numerics->error;
-    EXPECT_TRUE(out.numerics->non_finite);
-    EXPECT_FALSE(out.numerics->passed);
+    const NumericsOutcome n = CheckedRun(config, mode);
+    EXPECT_TRUE(n.checked) << n.error;
+    EXPECT_TRUE(n.non_finite);
+    EXPECT_FALSE(n.passed);
   }
 }
 
@@ -383,18 +389,13 @@ TEST(Engine, NumericsCheckPassesAScriptedModelWithABuffer) {
 def forward(self, x):
     return torch.tanh(x @ self.w) * self.scale
 )");
-  RunConfig config = Scripted(m, "scaled", {{{4, 16}, DType::kFloat32}});
-  MeasureConfig measure = Short();
-  measure.check_numerics = true;
+  const RunConfig config = Scripted(m, "scaled", {{{4, 16}, DType::kFloat32}});
   for (Mode mode : {Mode::kInfer, Mode::kTrain}) {
-    config.mode = mode;
-    RunOutcome out = RunOne(config, measure, nullptr, nullptr);
-    ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
-    ASSERT_TRUE(out.numerics.has_value());
-    EXPECT_TRUE(out.numerics->checked) << out.numerics->error;
-    EXPECT_TRUE(out.numerics->passed) << out.numerics->output_rel_error;
-    EXPECT_LT(out.numerics->output_rel_error, 1e-6);
-    EXPECT_EQ(out.numerics->gradient_parameter.empty(), mode == Mode::kInfer);
+    const NumericsOutcome n = CheckedRun(config, mode);
+    EXPECT_TRUE(n.checked) << n.error;
+    EXPECT_TRUE(n.passed) << n.output_rel_error;
+    EXPECT_LT(n.output_rel_error, 1e-6);
+    EXPECT_EQ(n.gradient_parameter.empty(), mode == Mode::kInfer);
   }
 }
 

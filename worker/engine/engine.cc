@@ -889,9 +889,6 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
   return std::make_unique<NetworkWorkload>(c, device, *model, m);
 }
 
-// A separate profiled window after the timed one, so profiling never
-// distorts the reported figures. Kineto writes the Chrome trace where the
-// build has it; elsewhere (Debian's 1.13) the CPU operators make one.
 // The run as NVTX ranges name it: "gpubench resnet50 train b32 fp16 cuda_graph".
 std::string RangeLabel(const RunConfig& c) {
   static const char* const kPrecision[] = {"", "fp32", "tf32", "fp16", "bf16"};
@@ -908,6 +905,10 @@ std::string RangeLabel(const RunConfig& c) {
   return label;
 }
 
+// A separate profiled window after the timed one, so profiling never
+// distorts the reported figures. Kineto writes the Chrome trace where the
+// build has it; elsewhere (Debian's 1.13) the CPU operators make one.
+//
 // Profiles a few more steps: the operator table, the trace, and for the
 // roofline the bytes allocated on the run's device and the kernel time, per
 // iteration; with count_flops also the FLOPs the profiler counts (matmuls,
@@ -1018,7 +1019,13 @@ void Summarize(const measure::Outcome& m, int64_t samples_per_iteration,
   out->throughput_ci_high = m.throughput_ci_high;
 }
 
-}  // namespace
+// Achieved FLOP/s from the FLOPs of an iteration and the measured throughput.
+void SetAchievedTflops(int64_t samples_per_iteration, RunOutcome* out) {
+  if (out->flops_per_iteration > 0 && out->throughput_samples_per_s > 0) {
+    out->achieved_tflops = out->flops_per_iteration * out->throughput_samples_per_s /
+                           samples_per_iteration / 1e12;
+  }
+}
 
 // max |got - ref| and that over max |ref|, both in fp64 on the CPU.
 std::pair<double, double> Errors(const torch::Tensor& got, const torch::Tensor& ref) {
@@ -1156,6 +1163,8 @@ void RooflineFigures(const RunConfig& c, RunOutcome* out) {
   }
 }
 
+}  // namespace
+
 double NumericsTolerance(Precision precision) {
   switch (precision) {
     case Precision::kTf32: return 5e-3;
@@ -1244,12 +1253,7 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     if (auto* net = dynamic_cast<NetworkWorkload*>(workload->get())) {
       out.graph_capture_ms = net->graph_capture_ms_;
     }
-    if (out.flops_per_iteration > 0 && out.latency_ms.p50 > 0 &&
-        out.throughput_samples_per_s > 0) {
-      const double iters_per_s =
-          out.throughput_samples_per_s / (*workload)->samples_per_iteration();
-      out.achieved_tflops = out.flops_per_iteration * iters_per_s / 1e12;
-    }
+    if (out.latency_ms.p50 > 0) SetAchievedTflops((*workload)->samples_per_iteration(), &out);
     out.status = measured->cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
     if (measure_config.profile && !measured->cancelled) {
       // A user's model has no analytic FLOP count: in inference, the
@@ -1257,10 +1261,9 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
       const bool count_flops = c.mode == Mode::kInfer && out.flops_per_iteration <= 0 &&
                                c.workload == "torchscript";
       ProfileWindow(workload->get(), measure_config, *device, count_flops, &out);
-      if (count_flops && out.profiled_flops > 0 && out.throughput_samples_per_s > 0) {
+      if (count_flops && out.profiled_flops > 0) {
         out.flops_per_iteration = out.profiled_flops;
-        out.achieved_tflops = out.flops_per_iteration * out.throughput_samples_per_s /
-                              (*workload)->samples_per_iteration() / 1e12;
+        SetAchievedTflops((*workload)->samples_per_iteration(), &out);
       }
       RooflineFigures(c, &out);
     }
@@ -1330,6 +1333,8 @@ absl::Status SaveModelCheckpoint(const RunConfig& config, const std::string& pat
   }
 }
 
+namespace {
+
 // The instruction-set extensions Inductor's CPU code may use that this
 // host's CPU has, in a fixed order ("avx2 avx512f avx512_bf16 amx_tile").
 std::string CpuIsa() {
@@ -1355,6 +1360,8 @@ std::string CpuIsa() {
   }
   return absl::StrJoin(have, " ");
 }
+
+}  // namespace
 
 absl::StatusOr<std::string> CompileTarget(const std::string& device_name) {
   auto device = ResolveDevice(device_name);
