@@ -87,6 +87,31 @@ Flag Single(std::string help, Parse parse, Set set) {
           }};
 }
 
+// "MIN:MAX" as every power-of-two multiple of MIN up to MAX (nccl-tests'
+// -b MIN -e MAX -f 2); other values as they are.
+Flag PowersOfTwo(Flag axis) {
+  return {axis.help, [axis](const std::string& flag, const Values& values,
+                            v1::JobSpec* spec) -> absl::Status {
+            Values expanded;
+            for (const std::string& v : values) {
+              const std::vector<std::string> ends = absl::StrSplit(v, ':');
+              if (ends.size() == 1) {
+                expanded.push_back(v);
+                continue;
+              }
+              auto lo = ToInt(flag, ends[0]);
+              if (!lo.ok()) return lo.status();
+              auto hi = ends.size() == 2 ? ToInt(flag, ends[1]) : Bad(flag, "MIN:MAX");
+              if (!hi.ok()) return hi.status();
+              if (*lo < 1 || *hi < *lo || *hi > (int64_t{1} << 40)) {
+                return Bad(flag, absl::StrCat("range ", v, ": need 1 <= MIN <= MAX <= 2^40"));
+              }
+              for (int64_t n = *lo; n <= *hi; n *= 2) expanded.push_back(absl::StrCat(n));
+            }
+            return axis.apply(flag, expanded, spec);
+          }};
+}
+
 const std::map<std::string, Flag>& Flags() {
   using C = v1::RunConfig;
   using S = v1::Sweep;
@@ -94,7 +119,7 @@ const std::map<std::string, Flag>& Flags() {
   static const auto* flags = new std::map<std::string, Flag>{
       {"workload",
        Axis("workload name(s): mlp, simple_cnn, resnet18, resnet50, unet, bilstm, "
-            "cnn_lstm, transformer, matmul, copy, empty, torchscript",
+            "cnn_lstm, transformer, matmul, copy, empty, torchscript, collective, ddp",
             AsString, [](const std::string& v, C* c) { c->set_workload(v); },
             [](const std::string& v, S* s) { s->add_workload(v); })},
       {"model-size",
@@ -104,7 +129,7 @@ const std::map<std::string, Flag>& Flags() {
       {"mode", Axis("train, infer", EnumParser(v1::Mode_descriptor()),
                     [](int v, C* c) { c->set_mode(static_cast<v1::Mode>(v)); },
                     [](int v, S* s) { s->add_mode(static_cast<v1::Mode>(v)); })},
-      {"device", Axis("auto, cpu, cuda, cuda:N, mps", AsString,
+      {"device", Axis("auto, cpu, cuda, cuda:N, cuda:all (each GPU, side by side), mps", AsString,
                       [](const std::string& v, C* c) { c->set_device(v); },
                       [](const std::string& v, S* s) { s->add_device(v); })},
       {"batch", Axis("batch size(s), e.g. 32,64,128",
@@ -164,6 +189,28 @@ const std::map<std::string, Flag>& Flags() {
       {"copy-bytes", Axis("copy size in bytes", ToInt,
                           [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); },
                           [](int64_t v, S* s) { s->add_copy_bytes(v); })},
+      {"world-size",
+       Axis("ddp and collective: ranks (one process, one GPU each), e.g. 1,2,4", ToInt,
+            [](int64_t v, C* c) { c->set_world_size(v); },
+            [](int64_t v, S* s) { s->add_world_size(v); })},
+      {"collective-op",
+       Axis("collective: all_reduce, all_gather, reduce_scatter, broadcast",
+            EnumParser(v1::CollectiveOp_descriptor()),
+            [](int v, C* c) {
+              c->mutable_params()->set_collective_op(static_cast<v1::CollectiveOp>(v));
+            },
+            [](int v, S* s) { s->add_collective_op(static_cast<v1::CollectiveOp>(v)); })},
+      {"collective-bytes",
+       PowersOfTwo(Axis("collective: message bytes, a list or MIN:MAX (powers of two)", ToInt,
+                        [](int64_t v, C* c) {
+                          c->mutable_params()->set_collective_bytes(v);
+                        },
+                        [](int64_t v, S* s) { s->add_collective_bytes(v); }))},
+      {"ddp-model",
+       Single("ddp: the built-in model to train data-parallel (default resnet50)", AsString,
+              [](const std::string& v, J* j) {
+                j->mutable_base()->mutable_params()->set_ddp_model(v);
+              })},
       {"copy-direction",
        Single("host_to_device, device_to_host, device_to_device",
               EnumParser(v1::CopyDirection_descriptor()),

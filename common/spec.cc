@@ -71,7 +71,7 @@ absl::Status CheckModelSize(const std::string& path, const std::string& size) {
 
 absl::Status CheckDevice(const std::string& path, const std::string& device) {
   if (device.empty() || device == "auto" || device == "cpu" ||
-      device == "cuda" || device == "mps") {
+      device == "cuda" || device == "mps" || device == kEveryGpu) {
     return absl::OkStatus();
   }
   int index;
@@ -79,13 +79,15 @@ absl::Status CheckDevice(const std::string& path, const std::string& device) {
       absl::SimpleAtoi(device.substr(5), &index) && index >= 0 && index < 64) {
     return absl::OkStatus();
   }
-  return Invalid(path, absl::StrCat("must be auto, cpu, cuda, cuda:N or mps, got \"",
+  return Invalid(path, absl::StrCat("must be auto, cpu, cuda, cuda:N, cuda:all or mps, got \"",
                                     device, "\""));
 }
 
 constexpr int32_t kMaxBatch = 65536;
 constexpr int64_t kMaxMatmul = 65536;
 constexpr int64_t kMaxCopyBytes = int64_t{64} << 30;
+constexpr int64_t kMaxCollectiveBytes = int64_t{16} << 30;
+constexpr int32_t kMaxWorldSize = 64;
 
 absl::Status CheckBatch(const std::string& path, int32_t batch) {
   return CheckRange(path, batch, 1, kMaxBatch);
@@ -146,7 +148,7 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
            .ok())
     return s;
   // With the workload's defaults for what is left 0: the run gets them.
-  const WorkloadDefaults defaults = DefaultsOf(workload);
+  const WorkloadDefaults defaults = DefaultsOf(ModelWorkload(workload, p.ddp_model()));
   const int hidden = p.hidden_size() != 0 ? p.hidden_size() : defaults.hidden_size;
   const int heads = p.num_heads() != 0 ? p.num_heads() : defaults.num_heads;
   if (hidden != 0 && heads != 0 && hidden % heads != 0) {
@@ -177,6 +179,20 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
                       p.copy_direction()))
            .ok())
     return s;
+  if (!(s = CheckEnum(path + ".collective_op", v1::CollectiveOp_descriptor(),
+                      p.collective_op()))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".collective_bytes", p.collective_bytes(), int64_t{1},
+                               kMaxCollectiveBytes))
+           .ok())
+    return s;
+  if (!p.ddp_model().empty() && !IsModelWorkload(p.ddp_model())) {
+    return Invalid(path + ".ddp_model",
+                   absl::StrCat("must be a built-in model (mlp, simple_cnn, resnet18, resnet50, "
+                                "unet, bilstm, cnn_lstm, transformer), got \"",
+                                p.ddp_model(), "\""));
+  }
   if (!p.model_sha256().empty() && !IsSha256Hex(p.model_sha256())) {
     return Invalid(path + ".model_sha256", "must be 64 lower-case hex digits");
   }
@@ -225,6 +241,8 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
   if (!(s = CheckEnum(path + ".mode", v1::Mode_descriptor(), c.mode())).ok())
     return s;
   if (!(s = CheckDevice(path + ".device", c.device())).ok()) return s;
+  if (!(s = CheckOptionalRange(path + ".world_size", c.world_size(), 1, kMaxWorldSize)).ok())
+    return s;
   if (!(s = CheckOptionalRange(path + ".batch_size", c.batch_size(), 1,
                                kMaxBatch))
            .ok())
@@ -327,6 +345,16 @@ absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
                          range(1, kMaxCopyBytes)))
            .ok())
     return s;
+  if (!(s = ForEachValue(path + ".world_size", w.world_size(), range(1, kMaxWorldSize))).ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".collective_op", w.collective_op(),
+                        v1::CollectiveOp_descriptor()))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".collective_bytes", w.collective_bytes(),
+                         range(1, kMaxCollectiveBytes)))
+           .ok())
+    return s;
   return ForEachValue(path + ".batch_size", w.batch_size(), CheckBatch);
 }
 
@@ -376,7 +404,7 @@ absl::Status ValidateMeasurement(const std::string& path,
 // input's elements. Sizes left 0 count at the workload's default.
 absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
   const int64_t batch = c.batch_size() > 0 ? c.batch_size() : kDefaultBatchSize;
-  const WorkloadDefaults defaults = DefaultsOf(c.workload());
+  const WorkloadDefaults defaults = DefaultsOf(ModelWorkload(c.workload(), c.params().ddp_model()));
   const int64_t image_default = defaults.image_size, tokens_default = defaults.sequence_length;
   const int64_t image = image_default == 0           ? 0
                         : c.params().image_size() > 0 ? c.params().image_size()
@@ -384,7 +412,7 @@ absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
   const int64_t tokens = tokens_default == 0                ? 0
                          : c.params().sequence_length() > 0 ? c.params().sequence_length()
                                                             : tokens_default;
-  const int64_t frames = c.workload() == "cnn_lstm" ? tokens : 1;
+  const int64_t frames = ModelWorkload(c.workload(), c.params().ddp_model()) == "cnn_lstm" ? tokens : 1;
   const int64_t pixels = batch * frames * image * image;
   if (pixels > kMaxBatchPixels) {
     return Invalid(path, absl::StrCat("batch_size ", batch, " × ",
@@ -429,11 +457,21 @@ bool IsSha256Hex(std::string_view s) {
          s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
+bool IsDistributedWorkload(std::string_view workload) {
+  return workload == "ddp" || workload == "collective";
+}
+
+bool IsModelWorkload(std::string_view workload) {
+  return workload == "mlp" || workload == "simple_cnn" || workload == "resnet18" ||
+         workload == "resnet50" || workload == "unet" || workload == "bilstm" ||
+         workload == "cnn_lstm" || workload == "transformer";
+}
+
 const std::vector<std::string>& BuiltinWorkloads() {
   static const auto* kNames = new std::vector<std::string>{
       "mlp",      "simple_cnn",  "resnet18", "resnet50", "unet",  "bilstm",
       "cnn_lstm", "transformer", "matmul",   "copy",     "empty",
-      "torchscript"};
+      "torchscript", "collective", "ddp"};
   return *kNames;
 }
 
@@ -632,7 +670,8 @@ int CountSweepPoints(const v1::Sweep& w) {
       w.cudnn_benchmark_size(), w.execution_size(),      w.input_source_size(),
       w.loader_threads_size(),  w.pinned_memory_size(),  w.prefetch_depth_size(),
       w.image_size_size(),      w.sequence_length_size(), w.matmul_size_size(),
-      w.copy_bytes_size(),      w.batch_size_size()};
+      w.copy_bytes_size(),      w.batch_size_size(),      w.world_size_size(),
+      w.collective_op_size(),   w.collective_bytes_size()};
   int64_t product = 1;
   for (int n : sizes) {
     if (n == 0) continue;
@@ -643,8 +682,9 @@ int CountSweepPoints(const v1::Sweep& w) {
 }
 
 void FillConfigDefaults(v1::RunConfig* c) {
-  const WorkloadDefaults d = DefaultsOf(c->workload());
   v1::WorkloadParams* p = c->mutable_params();
+  if (c->workload() == "ddp" && p->ddp_model().empty()) p->set_ddp_model(kDefaultDdpModel);
+  const WorkloadDefaults d = DefaultsOf(ModelWorkload(c->workload(), p->ddp_model()));
   if (p->model_size().empty()) p->set_model_size(d.model_size);
   if (p->image_size() == 0) p->set_image_size(d.image_size);
   if (p->num_classes() == 0) p->set_num_classes(d.num_classes);
@@ -660,6 +700,11 @@ void FillConfigDefaults(v1::RunConfig* c) {
   if (p->copy_direction() == 0) {
     p->set_copy_direction(static_cast<v1::CopyDirection>(d.copy_direction));
   }
+  if (p->collective_bytes() == 0) p->set_collective_bytes(d.collective_bytes);
+  if (p->collective_op() == 0) {
+    p->set_collective_op(static_cast<v1::CollectiveOp>(d.collective_op));
+  }
+  if (c->world_size() == 0) c->set_world_size(1);
   if (c->mode() == v1::MODE_UNSPECIFIED) c->set_mode(v1::MODE_TRAIN);
   if (c->device().empty()) c->set_device("auto");
   if (c->batch_size() == 0) c->set_batch_size(kDefaultBatchSize);
@@ -703,6 +748,59 @@ absl::Status CheckCompiled(const std::string& path, const v1::RunConfig& c) {
   }
   if (c.device() == "mps") {
     return Invalid(path + ".execution", "aot compiles for cpu or cuda, not mps");
+  }
+  return absl::OkStatus();
+}
+
+// What a point of several ranks (ddp, collective) needs, defaults filled in.
+absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
+  const bool distributed = IsDistributedWorkload(c.workload());
+  if (!distributed) {
+    if (c.world_size() > 1) {
+      return Invalid(path + ".world_size",
+                     absl::StrCat("only ddp and collective run on several ranks, not ",
+                                  c.workload()));
+    }
+    return absl::OkStatus();
+  }
+  if (c.device() == kEveryGpu) {
+    return Invalid(path + ".device",
+                   absl::StrCat(c.workload(), " spreads over world_size GPUs: use device cuda "
+                                "(any free GPUs) or cpu, not cuda:all"));
+  }
+  if (c.device() == "mps") {
+    return Invalid(path + ".device", absl::StrCat(c.workload(), " runs on cuda or cpu, not mps"));
+  }
+  if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1) {
+    return Invalid(path + ".device",
+                   absl::StrCat(c.device(), " names one GPU; world_size ", c.world_size(),
+                                " takes any free GPUs: use device cuda"));
+  }
+  if (c.execution() != v1::EXECUTION_EAGER) {
+    return Invalid(path + ".execution", absl::StrCat(c.workload(), " runs eager only"));
+  }
+  if (c.workload() == "ddp") {
+    if (c.mode() != v1::MODE_TRAIN) {
+      return Invalid(path + ".mode", "ddp trains (data-parallel training); use mode train");
+    }
+    if (c.input_source() != v1::INPUT_SOURCE_DEVICE) {
+      return Invalid(path + ".input_source", "ddp takes its input on the device");
+    }
+    return absl::OkStatus();
+  }
+  const int64_t element = c.precision() == v1::PRECISION_FP16 ||
+                                  c.precision() == v1::PRECISION_BF16
+                              ? 2
+                              : 4;
+  const v1::CollectiveOp op = c.params().collective_op();
+  const bool split = op == v1::COLLECTIVE_OP_ALL_GATHER || op == v1::COLLECTIVE_OP_REDUCE_SCATTER;
+  const int64_t unit = element * (split ? c.world_size() : 1);
+  if (c.params().collective_bytes() % unit != 0) {
+    return Invalid(path + ".params.collective_bytes",
+                   absl::StrCat(c.params().collective_bytes(), " is not a multiple of ", unit,
+                                " (", element, "-byte elements",
+                                split ? absl::StrCat(" times world_size ", c.world_size()) : "",
+                                ")"));
   }
   return absl::OkStatus();
 }
@@ -760,6 +858,12 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
           [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); });
   AddAxis(&setters, &sizes, w.batch_size(),
           [](int v, C* c) { c->set_batch_size(v); });
+  AddAxis(&setters, &sizes, w.world_size(), [](int v, C* c) { c->set_world_size(v); });
+  AddAxis(&setters, &sizes, w.collective_op(), [](int v, C* c) {
+    c->mutable_params()->set_collective_op(static_cast<v1::CollectiveOp>(v));
+  });
+  AddAxis(&setters, &sizes, w.collective_bytes(),
+          [](int64_t v, C* c) { c->mutable_params()->set_collective_bytes(v); });
 
   const int total = CountSweepPoints(w);
   std::vector<v1::RunConfig> runs;
@@ -781,6 +885,13 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
     FillConfigDefaults(&config);
     if (auto s = CheckCompiled(absl::StrCat("spec.sweep (run ", n, ")"), config); !s.ok()) {
       return s;
+    }
+    if (auto s = CheckDistributed(absl::StrCat("spec.sweep (run ", n, ")"), config); !s.ok()) {
+      return s;
+    }
+    if (spec.check_numerics() && IsDistributedWorkload(config.workload())) {
+      return Invalid("spec.check_numerics",
+                     absl::StrCat("not for ", config.workload(), " (run ", n, " of the sweep)"));
     }
     runs.push_back(std::move(config));
     // Odometer increment, last axis fastest.

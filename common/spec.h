@@ -37,6 +37,15 @@ bool IsSha256Hex(std::string_view s);
 // The built-in workload names, in the order the docs list them.
 const std::vector<std::string>& BuiltinWorkloads();
 
+// ddp and collective: one worker per rank, world_size ranks.
+bool IsDistributedWorkload(std::string_view workload);
+// The built-in models (what ddp may train and aot may compile).
+bool IsModelWorkload(std::string_view workload);
+
+// Device "cuda:all": the same runs on each of the daemon's GPUs, side by side
+// (JobSpec.parallel_devices); the daemon replaces it by cuda:0 ... cuda:N-1.
+inline constexpr char kEveryGpu[] = "cuda:all";
+
 // Parses a spec from its protobuf JSON form. Unknown fields, values of the
 // wrong type, a key given twice in one object (in either of its spellings,
 // "batch_size" or "batchSize") and nesting deeper than kMaxJsonDepth are

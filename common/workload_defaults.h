@@ -16,6 +16,14 @@ inline constexpr int kDefaultBatchSize = 32;
 inline constexpr double kDefaultSgdLearningRate = 1e-2;
 inline constexpr double kDefaultAdamWLearningRate = 1e-3;
 inline constexpr int kDefaultPrefetchDepth = 2;
+inline constexpr char kDefaultDdpModel[] = "resnet50";
+
+// The workload whose model (and defaults) a run uses: ddp trains ddp_model
+// (default resnet50); any other workload is its own.
+inline std::string_view ModelWorkload(std::string_view workload, std::string_view ddp_model) {
+  if (workload != "ddp") return workload;
+  return ddp_model.empty() ? std::string_view(kDefaultDdpModel) : ddp_model;
+}
 
 // A workload's parameters where a spec leaves them 0 or empty; 0 or ""
 // where the workload has no such parameter.
@@ -31,6 +39,8 @@ struct WorkloadDefaults {
   int64_t matmul_size = 0;     // M, N and K each
   int64_t copy_bytes = 0;
   int copy_direction = 0;      // gpubench.v1.CopyDirection's number
+  int64_t collective_bytes = 0;
+  int collective_op = 0;       // gpubench.v1.CollectiveOp's number
 };
 
 inline WorkloadDefaults DefaultsOf(std::string_view workload) {
@@ -65,6 +75,9 @@ inline WorkloadDefaults DefaultsOf(std::string_view workload) {
   } else if (workload == "copy") {
     d.copy_bytes = int64_t{256} << 20;
     d.copy_direction = 1;  // host to device
+  } else if (workload == "collective") {
+    d.collective_bytes = int64_t{1} << 20;
+    d.collective_op = 1;  // all-reduce
   }
   return d;
 }

@@ -45,7 +45,8 @@ else
   pkgs="cmake ninja-build g++ ccache pkg-config libgrpc++-dev protobuf-compiler-grpc
     libprotobuf-dev protobuf-compiler libabsl-dev libsqlite3-dev libcpp-httplib-dev zlib1g-dev
     libgtest-dev libgmock-dev"
-  [ "$FLAVOUR" = wheel ] || pkgs="$pkgs libtorch-dev"
+  # libgloo-dev: the headers of the Gloo Debian's LibTorch links (ddp, collective on the CPU).
+  [ "$FLAVOUR" = wheel ] || pkgs="$pkgs libtorch-dev libgloo-dev"
   missing=$(for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
   if [ -n "$missing" ]; then
     $SUDO apt-get update -qq >&2

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/contention.h"
@@ -16,6 +17,7 @@
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
+#include "server/rank_group.h"
 #include "worker/process.h"
 
 namespace gpubench::server {
@@ -36,11 +38,13 @@ bool IsTerminal(v1::JobState s) {
 
 // One job between dispatch and its end.
 struct JobManager::Running {
-  v1::Job job;
+  v1::Job job;  // written by its lanes under store_mu once they run
   std::set<std::string> leases;
+  absl::Mutex store_mu;  // serializes the lanes' StoreRun on job
   absl::Mutex mu;
   absl::CondVar cv;  // signalled when the fields below change
-  worker::Worker* process ABSL_GUARDED_BY(mu) = nullptr;
+  // The workers running now, one per lane.
+  std::set<worker::Worker*> processes ABSL_GUARDED_BY(mu);
   // Why the watchdog killed the current worker, if it did.
   std::string limit_hit ABSL_GUARDED_BY(mu);
   bool cancel ABSL_GUARDED_BY(mu) = false;
@@ -61,30 +65,116 @@ JobManager::JobManager(DaemonOptions options, storage::Store* store, v1::HostInf
 
 JobManager::~JobManager() { Shutdown(); }
 
-absl::StatusOr<std::set<std::string>> JobManager::LeasesOf(const v1::Job& job) const {
+namespace {
+
+// A config's device as a lease: auto and cuda resolved.
+std::string DeviceLease(const v1::RunConfig& c, const v1::HostInfo& host) {
+  const std::string& d = c.device();
+  if (d.empty() || d == "auto") {
+    return host.gpus_size() > 0 ? "cuda:0" : host.mps_available() ? "mps" : "cpu";
+  }
+  return d == "cuda" ? "cuda:0" : d;
+}
+
+}  // namespace
+
+absl::StatusOr<JobManager::Needs> JobManager::LeasesOf(const v1::Job& job) const {
   auto configs = ExpandSweep(job.spec());
   if (!configs.ok()) return configs.status();
   return LeasesOf(job, *configs);
 }
 
-std::set<std::string> JobManager::LeasesOf(const v1::Job& job,
-                                           const std::vector<v1::RunConfig>& configs) const {
-  std::set<std::string> leases;
+JobManager::Needs JobManager::LeasesOf(const v1::Job& job,
+                                       const std::vector<v1::RunConfig>& configs) const {
+  Needs needs;
+  std::set<std::string>& leases = needs.leases;
   const bool exclusive =
       job.spec().has_exclusive() ? job.spec().exclusive() : !job.schedule_id().empty();
   if (exclusive) leases.insert(JobQueue::kWholeHost);
   for (const v1::RunConfig& c : configs) {
-    std::string d = c.device();
-    if (d.empty() || d == "auto") {
-      d = host_.gpus_size() > 0 ? "cuda:0" : host_.mps_available() ? "mps" : "cpu";
-    } else if (d == "cuda") {
-      d = "cuda:0";
+    std::string d = DeviceLease(c, host_);
+    if (IsDistributedWorkload(c.workload()) && (c.device() == "cuda" || d == "cuda:0") &&
+        !absl::StartsWith(c.device(), "cuda:")) {
+      // Any free GPUs, world_size of them, chosen when the job starts.
+      needs.any_gpus = std::max(needs.any_gpus, c.world_size());
+      continue;
     }
     leases.insert(d);
     // A CPU figure measured beside a GPU job's host thread is a figure of both.
     if (d == "cpu") leases.insert(JobQueue::kWholeHost);
   }
-  return leases;
+  return needs;
+}
+
+absl::Status JobManager::ExpandEveryGpu(v1::JobSpec* spec) const {
+  const bool in_base = spec->base().device() == kEveryGpu;
+  const bool in_sweep = std::find(spec->sweep().device().begin(), spec->sweep().device().end(),
+                                  kEveryGpu) != spec->sweep().device().end();
+  if (!in_base && !in_sweep) return absl::OkStatus();
+  if (host_.gpus_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        in_sweep ? "spec.sweep.device" : "spec.base.device", ": ", kEveryGpu,
+        " runs on each GPU of the host, and this host has none"));
+  }
+  std::vector<std::string> devices;
+  if (in_sweep) {
+    for (const std::string& d : spec->sweep().device()) {
+      if (d != kEveryGpu) devices.push_back(d);
+    }
+  }
+  for (int i = 0; i < host_.gpus_size(); ++i) {
+    const std::string gpu = GpuLease(i);
+    if (std::find(devices.begin(), devices.end(), gpu) == devices.end()) devices.push_back(gpu);
+  }
+  spec->mutable_sweep()->clear_device();
+  for (const std::string& d : devices) spec->mutable_sweep()->add_device(d);
+  if (in_base) spec->mutable_base()->set_device(GpuLease(0));
+  spec->set_parallel_devices(true);
+  return absl::OkStatus();
+}
+
+std::vector<JobManager::Lane> JobManager::LanesOf(const v1::Job& job,
+                                                  const std::vector<v1::RunConfig>& configs,
+                                                  const std::set<std::string>& leases) const {
+  // The job's GPUs, lowest first: a distributed group's ranks take them in
+  // order.
+  std::vector<std::string> gpus;
+  for (int i = 0; i < 64; ++i) {
+    if (leases.count(GpuLease(i))) gpus.push_back(GpuLease(i));
+  }
+  std::vector<Lane> lanes;
+  std::map<std::string, size_t> by_key;
+  for (int i = 0; i < static_cast<int>(configs.size()); ++i) {
+    const v1::RunConfig& c = configs[i];
+    const std::string device = DeviceLease(c, host_);
+    std::string key;
+    v1::RankAssignment rank;
+    if (IsDistributedWorkload(c.workload())) {
+      const int k = std::max(1, c.world_size());
+      rank.set_world_size(k);
+      for (int r = 0; r < k; ++r) {
+        if (device == "cpu" || device == "mps") {
+          rank.add_devices(device);
+        } else if (absl::StartsWith(c.device(), "cuda:")) {
+          rank.add_devices(c.device());  // world_size 1 on a named GPU
+        } else {
+          rank.add_devices(r < static_cast<int>(gpus.size()) ? gpus[r] : GpuLease(r));
+        }
+      }
+      key = absl::StrCat("ranks ", absl::StrJoin(rank.devices(), ","));
+    } else if (job.spec().parallel_devices()) {
+      key = absl::StrCat("device ", device);
+    }
+    auto [it, added] = by_key.emplace(key, lanes.size());
+    if (added) {
+      Lane lane;
+      lane.rank = rank;
+      lane.parallel = job.spec().parallel_devices() && rank.world_size() == 0;
+      lanes.push_back(std::move(lane));
+    }
+    lanes[it->second].indices.push_back(i);
+  }
+  return lanes;
 }
 
 absl::Status JobManager::Start() {
@@ -111,7 +201,8 @@ absl::Status JobManager::Start() {
     }
     absl::MutexLock lock(&mu_);
     queue_.Push(job.job_id(), job.spec().priority(),
-                TimeUtil::TimestampToNanoseconds(job.submit_time()), *leases);
+                TimeUtil::TimestampToNanoseconds(job.submit_time()), leases->leases,
+                leases->any_gpus);
   }
   dispatcher_ = std::thread([this] { DispatchLoop(); });
   return absl::OkStatus();
@@ -166,9 +257,11 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
+absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& submitted,
                                            const std::string& schedule_id,
                                            const std::string& submitted_by) {
+  v1::JobSpec spec = submitted;
+  if (auto s = ExpandEveryGpu(&spec); !s.ok()) return s;
   auto configs = ExpandSweep(spec);
   if (!configs.ok()) return configs.status();
   if (auto s = CheckModels(*configs, nullptr); !s.ok()) return s;
@@ -199,7 +292,13 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
   job.set_submitted_by(submitted_by);
   job.set_host_id(host_.host_id());
   *job.mutable_submit_time() = NowTimestamp();
-  const std::set<std::string> leases = LeasesOf(job, *configs);
+  const Needs needs = LeasesOf(job, *configs);
+  if (needs.any_gpus > host_.gpus_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.sweep().world_size_size() > 0 ? "spec.sweep.world_size" : "spec.base.world_size",
+        ": ", needs.any_gpus, " ranks on cuda need as many GPUs; this host has ",
+        host_.gpus_size()));
+  }
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the daemon is shutting down");
@@ -225,7 +324,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
   {
     absl::MutexLock lock(&mu_);
     queue_.Push(job.job_id(), spec.priority(),
-                TimeUtil::TimestampToNanoseconds(job.submit_time()), leases);
+                TimeUtil::TimestampToNanoseconds(job.submit_time()), needs.leases,
+                needs.any_gpus);
   }
   cv_.SignalAll();
   Log(LogLevel::kInfo, "job ", job.job_id(), " queued: ", job.run_count(), " run(s) of ",
@@ -349,13 +449,13 @@ absl::Status JobManager::Interrupt(v1::Job* job) {
 void JobManager::RunJob(std::shared_ptr<Running> running) {
   JobStart start;
   if (StartJob(running.get(), &start)) {
-    const Passes passes = RunPasses(running, &start);
+    const Passes passes = RunLanes(running, &start);
     EndJob(running.get(), passes);
   }
   {
     absl::MutexLock lock(&running->mu);
     running->finished = true;
-    running->process = nullptr;
+    running->processes.clear();
   }
   running->cv.SignalAll();
   absl::MutexLock lock(&mu_);
@@ -433,18 +533,82 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
 }
 
 
+JobManager::Passes JobManager::RunLanes(const std::shared_ptr<Running>& running,
+                                       JobStart* start) {
+  const std::vector<Lane> lanes = LanesOf(running->job, start->configs, running->leases);
+  Passes r;
+  r.done = true;
+  r.any_ok = start->any_ok;
+  auto merge = [&r](const Passes& p) {
+    r.done = r.done && p.done;
+    r.cancelled_by_worker = r.cancelled_by_worker || p.cancelled_by_worker;
+    if (r.stream.ok()) r.stream = p.stream;
+    if (r.store_error.ok()) r.store_error = p.store_error;
+    if (!p.exit.ok() || r.exit.exit_code < 0) r.exit = p.exit;
+    if (p.crashes > 0) r.crash = p.crash;
+    r.crashes += p.crashes;
+    r.any_ok = r.any_ok || p.any_ok;
+  };
+  std::thread watchdog([this, running] { Watchdog(running); });
+  // Parallel lanes (one per GPU) side by side, then the others in turn.
+  std::vector<Passes> parallel(lanes.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    if (!lanes[i].parallel) continue;
+    threads.emplace_back(
+        [this, &running, &start, &lanes, &parallel, i] {
+          parallel[i] = RunPasses(running, *start, lanes[i]);
+        });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    if (lanes[i].parallel) merge(parallel[i]);
+  }
+  for (const Lane& lane : lanes) {
+    if (lane.parallel) continue;
+    bool stopped;
+    {
+      absl::MutexLock lock(&running->mu);
+      stopped = running->cancel || running->shutdown || running->timed_out;
+    }
+    if (stopped || !r.store_error.ok() || !r.stream.ok()) {
+      r.done = false;
+      break;
+    }
+    merge(RunPasses(running, *start, lane));
+  }
+  {
+    absl::MutexLock lock(&running->mu);
+    running->finished = true;  // ends the watchdog
+    running->processes.clear();
+  }
+  running->cv.SignalAll();
+  watchdog.join();
+  return r;
+}
+
 JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running,
-                                        JobStart* start) {
-  // One worker per pass. A worker that dies inside a run costs that run
-  // only: it is stored as failed, and the rest of the sweep goes on in a
-  // fresh worker. Every pass stores at least one run or ends the job.
+                                        const JobStart& start, const Lane& lane) {
+  // One worker (or one group of ranks) per pass. A worker that dies inside
+  // a run costs that run only: it is stored as failed, and the rest of the
+  // lane goes on in a fresh worker. Every pass stores at least one run or
+  // ends the lane.
   const std::string& job_id = running->job.job_id();
   v1::Job& job = running->job;
-  v1::WorkerRequest& request = start->request;
-  std::set<int>& stored = start->stored;
-  const std::vector<v1::RunConfig>* configs = &start->configs;
+  v1::WorkerRequest request = start.request;
+  if (lane.rank.world_size() > 0) *request.mutable_rank() = lane.rank;
+  const std::vector<v1::RunConfig>* configs = &start.configs;
+  const std::set<int> mine(lane.indices.begin(), lane.indices.end());
+  // What the workers skip: the other lanes' points and the stored ones.
+  std::set<int> stored = start.stored;
+  for (int i = 0; i < static_cast<int>(configs->size()); ++i) {
+    if (!mine.count(i)) stored.insert(i);
+  }
+  auto all_stored = [&] {
+    return std::all_of(lane.indices.begin(), lane.indices.end(),
+                       [&](int i) { return stored.count(i) > 0; });
+  };
   Passes r;
-  r.any_ok = start->any_ok;
   bool& done = r.done;
   bool& cancelled_by_worker = r.cancelled_by_worker;
   absl::Status& stream = r.stream;
@@ -454,26 +618,38 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
   int& crashes = r.crashes;
   bool& any_ok = r.any_ok;
   bool stopped = false;
-  std::thread watchdog([this, running] { Watchdog(running); });
+  auto store = [&](v1::Run* run, const std::string& trace) {
+    absl::MutexLock lock(&running->store_mu);
+    return StoreRun(&job, run, trace);
+  };
+  if (all_stored()) {
+    done = true;
+    exit = worker::ExitInfo{0, 0, ""};
+    return r;
+  }
   for (int pass = 0; !done && !stopped; ++pass) {
     request.clear_skip_indices();
     for (int index : stored) request.add_skip_indices(index);
-    auto process = launcher_->Start(request);
+    auto process = lane.rank.world_size() > 0 ? StartRankGroup(launcher_.get(), request)
+                                              : launcher_->Start(request);
     if (!process.ok()) {
       stream = absl::UnavailableError(
           absl::StrCat("cannot start the worker: ", process.status().message()));
       break;
     }
     Log(LogLevel::kDebug, "job ", job_id, ": worker started (pass ", pass + 1, ", ",
-        stored.size(), " run(s) already stored)");
+        stored.size() - (configs->size() - lane.indices.size()), " run(s) already stored",
+        lane.rank.world_size() > 0 ? absl::StrCat(", ", lane.rank.world_size(), " ranks") : "",
+        ")");
     {
       absl::MutexLock lock(&running->mu);
       // A stop that came while no worker ran must not be missed.
       stopped = running->cancel || running->shutdown || running->timed_out;
-      running->process = process->get();
+      running->processes.insert(process->get());
     }
     if (stopped) (*process)->Stop();
     int current = -1;  // the run the worker is in, if any
+    int stored_now = 0;
     v1::RunConfig current_config;
     while (true) {
       v1::WorkerEvent event;
@@ -509,7 +685,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
         v1::Run run = event.run_finished().run();
         current = -1;
         FillContention(job_id, &run);
-        store_error = StoreRun(&job, &run, event.run_finished().trace_json());
+        store_error = store(&run, event.run_finished().trace_json());
         if (!store_error.ok()) {
           if (absl::IsResourceExhausted(store_error)) store_full_.store(true);
           // Nothing more can be kept: stop rather than measure for nothing.
@@ -517,6 +693,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
           break;
         }
         stored.insert(run.index());
+        ++stored_now;
         if (run.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
           request.add_out_of_memory_indices(run.index());
         }
@@ -532,7 +709,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     std::string limit_hit;
     {
       absl::MutexLock lock(&running->mu);
-      running->process = nullptr;
+      running->processes.erase(process->get());
       stopped = running->cancel || running->shutdown || running->timed_out;
       limit_hit.swap(running->limit_hit);
     }
@@ -548,7 +725,19 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
         }
       }
     }
-    if (current < 0 || stored.count(current)) break;  // died between runs: no culprit
+    if (current < 0 || stored.count(current)) {
+      // Died between runs. A group whose rank failed its run (stored) and
+      // stopped goes on with the rest in fresh workers; otherwise there is
+      // no culprit to blame.
+      if (lane.rank.world_size() > 0 && stored_now > 0) {
+        crash = exit;
+        ++crashes;
+        if (!all_stored()) continue;
+        done = true;
+        exit = worker::ExitInfo{0, 0, ""};
+      }
+      break;
+    }
     v1::Run crashed;
     crashed.set_job_id(job_id);
     crashed.set_index(current);
@@ -569,20 +758,19 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
                                            : 0)));
     *crashed.mutable_start_time() = NowTimestamp();
     *crashed.mutable_end_time() = crashed.start_time();
-    store_error = StoreRun(&job, &crashed, "");
+    store_error = store(&crashed, "");
     if (!store_error.ok()) break;
     stored.insert(current);
     if (!limit_hit.empty()) request.add_out_of_memory_indices(current);
     crash = exit;
     ++crashes;
+    if (all_stored()) {
+      // The lane's last point crashed: nothing is left for a fresh worker.
+      done = true;
+      exit = worker::ExitInfo{0, 0, ""};
+      break;
+    }
   }
-  {
-    absl::MutexLock lock(&running->mu);
-    running->finished = true;  // ends the watchdog
-    running->process = nullptr;
-  }
-  running->cv.SignalAll();
-  watchdog.join();
   return r;
 }
 
@@ -713,21 +901,26 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
       running->timed_out = true;
       break;
     }
-    if (running->process == nullptr || !running->limit_hit.empty()) continue;
-    const int64_t rss = running->process->RssBytes();
-    if (rss > options_.worker_max_rss_bytes) {
-      running->limit_hit = absl::StrCat("its resident memory ", rss, " bytes passed the host "
-                                        "memory limit of ", options_.worker_max_rss_bytes,
-                                        " bytes (gpubenchd --worker-max-rss-bytes)");
-      running->process->Kill();
+    if (!running->limit_hit.empty()) continue;
+    for (worker::Worker* process : running->processes) {
+      const int64_t rss = process->RssBytes();
+      if (rss > options_.worker_max_rss_bytes) {
+        running->limit_hit = absl::StrCat("its resident memory ", rss, " bytes passed the host "
+                                          "memory limit of ", options_.worker_max_rss_bytes,
+                                          " bytes (gpubenchd --worker-max-rss-bytes)");
+        process->Kill();
+        break;
+      }
     }
   }
-  if (running->process) running->process->Stop();
+  for (worker::Worker* process : running->processes) process->Stop();
   const auto kill_at = Clock::now() + std::chrono::milliseconds(options_.stop_grace_ms);
   while (!running->finished && Clock::now() < kill_at) {
     running->cv.WaitWithTimeout(&running->mu, absl::FromChrono(kill_at - Clock::now()));
   }
-  if (!running->finished && running->process) running->process->Kill();
+  if (!running->finished) {
+    for (worker::Worker* process : running->processes) process->Kill();
+  }
 }
 
 absl::Status JobManager::Emit(const std::string& job_id,

@@ -125,9 +125,27 @@ class JobManager {
   // The devices (leases) a job's runs use: "cpu", "cuda:N", "mps", plus
   // JobQueue::kWholeHost for a job with a CPU run or an exclusive one
   // (spec.exclusive, by default a schedule's job).
-  absl::StatusOr<std::set<std::string>> LeasesOf(const v1::Job& job) const;
-  std::set<std::string> LeasesOf(const v1::Job& job,
-                                 const std::vector<v1::RunConfig>& configs) const;
+  // Beyond them, a distributed point on device cuda wants any world_size of
+  // the host's GPUs (any_gpus: the largest world_size).
+  struct Needs {
+    std::set<std::string> leases;
+    int any_gpus = 0;
+  };
+  absl::StatusOr<Needs> LeasesOf(const v1::Job& job) const;
+  Needs LeasesOf(const v1::Job& job, const std::vector<v1::RunConfig>& configs) const;
+  // Replaces device cuda:all by each of the host's GPUs (and sets
+  // parallel_devices); InvalidArgument on a host without GPUs.
+  absl::Status ExpandEveryGpu(v1::JobSpec* spec) const;
+  // The sweep's points as the job runs them: one lane per distributed group
+  // (its world_size, its ranks' devices from the job's leases), and the
+  // other points in one lane, or one lane per device with parallel_devices.
+  struct Lane {
+    std::vector<int> indices;
+    v1::RankAssignment rank;  // world_size 0: not distributed
+    bool parallel = false;    // runs beside the other parallel lanes
+  };
+  std::vector<Lane> LanesOf(const v1::Job& job, const std::vector<v1::RunConfig>& configs,
+                            const std::set<std::string>& leases) const;
   // What a job needs before its first worker starts.
   struct JobStart {
     v1::WorkerRequest request;
@@ -155,7 +173,10 @@ class JobManager {
   bool StartJob(Running* running, JobStart* start);
   // One worker per pass until the sweep is done or the job is stopped; a
   // worker that dies in a run fails that run and the next pass goes on.
-  Passes RunPasses(const std::shared_ptr<Running>& running, JobStart* start);
+  Passes RunPasses(const std::shared_ptr<Running>& running, const JobStart& start,
+                   const Lane& lane);
+  // Every lane of the job (parallel ones side by side), their passes merged.
+  Passes RunLanes(const std::shared_ptr<Running>& running, JobStart* start);
   // The job's final state (or its requeue after a shutdown), and retention.
   void EndJob(Running* running, const Passes& passes);
   // Stops the worker after a cancel, a timeout or a shutdown; SIGKILL after
@@ -201,7 +222,7 @@ class JobManager {
   absl::Mutex mu_;
   absl::CondVar cv_;  // signalled when the fields below change
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  JobQueue queue_ ABSL_GUARDED_BY(mu_);
+  JobQueue queue_ ABSL_GUARDED_BY(mu_){host_.gpus_size()};
   std::map<std::string, std::shared_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
   // For each running job, the other jobs that ran during its current run.
   std::map<std::string, std::set<std::string>> beside_ ABSL_GUARDED_BY(mu_);

@@ -1,40 +1,58 @@
 #include "server/job_queue.h"
 
 #include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace gpubench::server {
 
-void JobQueue::Push(const std::string& job_id, int priority, int64_t submit_ns, Leases leases) {
+std::string GpuLease(int index) { return absl::StrCat("cuda:", index); }
+
+void JobQueue::Push(const std::string& job_id, int priority, int64_t submit_ns, Leases leases,
+                    int any_gpus) {
   Remove(job_id);
   auto key = std::make_tuple(-priority, submit_ns, job_id);
   order_.insert(key);
-  queued_[job_id] = {key, std::move(leases)};
+  queued_[job_id] = Entry{key, std::move(leases), std::max(0, any_gpus)};
 }
 
 bool JobQueue::Remove(const std::string& job_id) {
   auto it = queued_.find(job_id);
   if (it == queued_.end()) return false;
-  order_.erase(it->second.first);
+  order_.erase(it->second.key);
   queued_.erase(it);
   return true;
 }
 
 std::optional<JobQueue::Started> JobQueue::TakeStartable() {
+  // What running jobs hold plus what waiting jobs ahead keep for themselves.
   Leases claimed = busy_;
   for (const auto& key : order_) {
     const std::string& id = std::get<2>(key);
-    const Leases& want = queued_.at(id).second;
+    const Entry& entry = queued_.at(id);
+    const Leases& want = entry.leases;
+    // The GPUs this job could take beyond the ones it names, lowest first.
+    std::vector<std::string> open;
+    for (int i = 0; i < gpu_count_ && static_cast<int>(open.size()) < entry.any_gpus; ++i) {
+      const std::string gpu = GpuLease(i);
+      if (!claimed.count(gpu) && !want.count(gpu)) open.push_back(gpu);
+    }
     const bool free =
         claimed.count(kWholeHost) == 0 && (want.count(kWholeHost) == 0 || claimed.empty()) &&
         std::none_of(want.begin(), want.end(),
-                     [&](const std::string& d) { return claimed.count(d) > 0; });
+                     [&](const std::string& d) { return claimed.count(d) > 0; }) &&
+        static_cast<int>(open.size()) == entry.any_gpus;
     if (free) {
       Started started{id, want};
-      busy_.insert(want.begin(), want.end());
-      Remove(started.job_id);
+      started.leases.insert(open.begin(), open.end());
+      busy_.insert(started.leases.begin(), started.leases.end());
+      Remove(id);
       return started;
     }
     claimed.insert(want.begin(), want.end());
+    // Kept for this job as they come free, so that it gets its K in the end.
+    claimed.insert(open.begin(), open.end());
   }
   return std::nullopt;
 }

@@ -1,7 +1,8 @@
 // The daemon's queue of jobs waiting for devices: priority first, then
-// submission order, one lease per device ("cpu", "cuda:N", "mps"). In memory
-// only (the store keeps the QUEUED jobs); not thread-safe: JobManager's lock
-// guards it.
+// submission order, one lease per device ("cpu", "cuda:N", "mps"). A job may
+// also ask for any K of the host's GPUs (a distributed run over K ranks); it
+// takes K free ones together, or none. In memory only (the store keeps the
+// QUEUED jobs); not thread-safe: JobManager's lock guards it.
 #ifndef GPUBENCH_SERVER_JOB_QUEUE_H_
 #define GPUBENCH_SERVER_JOB_QUEUE_H_
 
@@ -21,21 +22,32 @@ class JobQueue {
   // until nothing else runs.
   static constexpr char kWholeHost[] = "host";
 
-  // Queues a job that needs `leases`. A higher priority goes first; equal
-  // ones in submit_ns order (then by id).
-  void Push(const std::string& job_id, int priority, int64_t submit_ns, Leases leases);
+  // gpu_count: the host's GPUs, leased as "cuda:0" ... "cuda:<gpu_count-1>";
+  // what a job asking for any K GPUs chooses from.
+  explicit JobQueue(int gpu_count = 0) : gpu_count_(gpu_count) {}
+
+  // Queues a job that needs `leases` and, beyond them, any `any_gpus` of the
+  // host's other GPUs. A higher priority goes first; equal ones in
+  // submit_ns order (then by id).
+  void Push(const std::string& job_id, int priority, int64_t submit_ns, Leases leases,
+            int any_gpus = 0);
 
   // Takes a queued job out; false when it was not queued.
   bool Remove(const std::string& job_id);
 
   // The first job, in queue order, whose devices are all free (for one
   // wanting kWholeHost: every device; while kWholeHost is held: none), with
-  // its leases now held; nullopt when none can start. A job waits while an
-  // earlier one wants any of its devices, so a job wanting several devices
-  // (or the whole host) is not starved by a stream of small ones.
+  // its leases now held; nullopt when none can start. A job asking for any K
+  // GPUs gets the K lowest-numbered free ones, all at once (never some of
+  // them, so no two jobs hold part of what each needs). A job waits while an
+  // earlier one wants any of its devices, and a waiting job that asks for
+  // any K GPUs keeps the free ones it would take from the jobs behind it
+  // (up to K), so a job wanting several devices (or the whole host) is not
+  // starved by a stream of small ones, and the GPUs beyond its K stay open
+  // to them.
   struct Started {
     std::string job_id;
-    Leases leases;
+    Leases leases;  // the chosen GPUs included
   };
   std::optional<Started> TakeStartable();
 
@@ -44,13 +56,23 @@ class JobQueue {
 
   size_t size() const { return order_.size(); }
   bool busy(const std::string& lease) const { return busy_.count(lease) > 0; }
+  int gpu_count() const { return gpu_count_; }
 
  private:
+  struct Entry {
+    std::tuple<int, int64_t, std::string> key;
+    Leases leases;
+    int any_gpus = 0;
+  };
+  const int gpu_count_;
   // (-priority, submit ns, id): the queue order.
   std::set<std::tuple<int, int64_t, std::string>> order_;
-  std::map<std::string, std::pair<std::tuple<int, int64_t, std::string>, Leases>> queued_;
+  std::map<std::string, Entry> queued_;
   Leases busy_;
 };
+
+// The lease name of GPU `index`: "cuda:<index>".
+std::string GpuLease(int index);
 
 }  // namespace gpubench::server
 

@@ -52,6 +52,10 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   c.matmul_k = p.matmul_k();
   c.copy_bytes = p.copy_bytes();
   c.copy_direction = static_cast<engine::CopyDirection>(p.copy_direction());
+  c.collective_op = static_cast<engine::CollectiveOp>(p.collective_op());
+  c.collective_bytes = p.collective_bytes();
+  c.ddp_model = p.ddp_model();
+  c.world_size = v.world_size();
   c.model_path = p.model_path();
   for (const auto& in : p.inputs()) {
     engine::TensorSpec t;
@@ -182,6 +186,8 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   r->set_flops_per_iteration(o.flops_per_iteration);
   r->set_achieved_tflops(o.achieved_tflops);
   r->set_bandwidth_gb_per_s(o.bandwidth_gb_per_s);
+  r->set_algorithm_bandwidth_gb_per_s(o.algorithm_bandwidth_gb_per_s);
+  r->set_bus_bandwidth_gb_per_s(o.bus_bandwidth_gb_per_s);
   r->set_memory_bytes_per_iteration(o.memory_bytes_per_iteration);
   r->set_device_kernel_share(o.profiled_device_share);
   r->set_first_loss(o.first_loss);

@@ -76,10 +76,10 @@ absl::StatusOr<Outcome> Measure(const measure::MeasureConfig& config,
     int done = 1;
     // A slow step (a long model on a CPU) does not spend more than half of
     // max_time_ms warming up by count; warmup_ms, when set, is kept.
-    while (!Cancelled(cancel) &&
-           ((done < config.warmup_iterations &&
-             clock->NowNs() - start < config.max_time_ms * kNsPerMs / 2) ||
-            clock->NowNs() - start < config.warmup_ms * kNsPerMs)) {
+    while (!stepper->Agree(Cancelled(cancel) ||
+                           !((done < config.warmup_iterations &&
+                              clock->NowNs() - start < config.max_time_ms * kNsPerMs / 2) ||
+                             clock->NowNs() - start < config.warmup_ms * kNsPerMs))) {
       if (auto s = stepper->Step(&wait_ms); !s.ok()) return s;
       ++done;
       if (done % std::max(1, config.window_iterations) == 0) {
@@ -155,16 +155,13 @@ absl::StatusOr<Outcome> Measure(const measure::MeasureConfig& config,
                   elapsed_ms,
                   std::max(0.0, config.max_time_ms - elapsed_ms)});
       }
-      if (Cancelled(cancel)) break;
-      if (trial_iterations >= config.min_iterations &&
-          elapsed_ms >= config.min_time_ms && stable) {
-        break;
-      }
-      if (elapsed_ms >= config.max_time_ms) {
-        stable = false;
-        break;
-      }
-      if (config.max_iterations > 0 && trial_iterations >= config.max_iterations) break;
+      const bool done = trial_iterations >= config.min_iterations &&
+                        elapsed_ms >= config.min_time_ms && stable;
+      const bool out_of_time = elapsed_ms >= config.max_time_ms;
+      const bool capped = config.max_iterations > 0 && trial_iterations >= config.max_iterations;
+      if (!stepper->Agree(Cancelled(cancel) || done || out_of_time || capped)) continue;
+      if (out_of_time && !done) stable = false;
+      break;
     }
     out.window_throughput.insert(out.window_throughput.end(), windows.begin(),
                                  windows.end());

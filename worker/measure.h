@@ -69,6 +69,12 @@ class Stepper {
   // Begin has its End, on the thread that runs the loop.
   virtual void BeginRange(const char* /*kind*/, int /*index*/) {}
   virtual void EndRange() {}
+  // The loop's decision to stop (warming up, a trial) as every rank of a
+  // distributed run takes it, so that all of them issue the same steps:
+  // true when `stop` is true on any rank. Called at the same points on every
+  // rank: after each warm-up step and after each measured window, never
+  // inside a timed window. A single process returns `stop`.
+  virtual bool Agree(bool stop) { return stop; }
 };
 
 // Progress inside a run, reported once per window.

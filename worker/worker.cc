@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/spec.h"
@@ -124,11 +125,27 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
   for (int index : request.out_of_memory_indices()) {
     if (index >= 0 && index < static_cast<int>(runs->size())) ran_out((*runs)[index]);
   }
+  // A rank of a distributed run: rank 0 opens the rendezvous store first
+  // and reports its port, with which the daemon starts the other ranks.
+  const v1::RankAssignment& rank = request.rank();
+  const bool ranked = request.has_rank();
+  if (ranked && (rank.world_size() < 1 || rank.rank() < 0 || rank.rank() >= rank.world_size() ||
+                 rank.devices_size() != rank.world_size())) {
+    return absl::InvalidArgumentError("rank: needs 0 <= rank < world_size, a device per rank");
+  }
+  if (ranked && rank.rank() == 0) {
+    auto port = engine::OpenRendezvous(rank.world_size());
+    if (!port.ok()) return port.status();
+    v1::WorkerEvent opened;
+    opened.mutable_rendezvous()->set_store_port(*port);
+    if (auto s = writer.Write(opened); !s.ok()) return s;
+  }
   int executed = 0;
   bool cancelled = false;
   for (int i = 0; i < static_cast<int>(runs->size()); ++i) {
     if (skip.count(i)) continue;
     const v1::RunConfig& config = (*runs)[i];
+    const bool distributed = IsDistributedWorkload(config.workload());
     v1::Run run;
     std::string trace_json;  // of the profiled window, if one ran
     run.set_job_id(request.job_id());
@@ -145,7 +162,22 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     MaybeInjectFault(config.batch_size());
     const std::string axis = BatchAxisKey(config);
     engine::RunConfig engine_config = ToEngineConfig(config);
-    const absl::Status model = LocateModel(request, config, &engine_config);
+    absl::Status model = LocateModel(request, config, &engine_config);
+    if (distributed && ranked) {
+      engine_config.rank = rank.rank();
+      engine_config.world_size = rank.world_size();
+      engine_config.store_port = rank.store_port();
+      engine_config.device = rank.devices(rank.rank());
+      for (const std::string& d : rank.devices()) {
+        run.mutable_result()->add_rank_devices(d);
+      }
+    } else if (distributed && config.world_size() > 1) {
+      model = absl::FailedPreconditionError(
+          "world_size > 1: the daemon starts a worker per rank; this worker got no rank");
+    } else if (distributed) {
+      auto port = engine::OpenRendezvous(1);  // a group of one, this worker alone
+      if (!port.ok()) model = port.status();
+    }
     auto oom = oom_batch.find(axis);
     if (!model.ok()) {
       run.set_state(v1::RUN_STATE_FAILED);
@@ -202,7 +234,9 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
         }
       }
       if (!write_status.ok()) return write_status;
+      const auto rank_devices = run.result().rank_devices();
       FillRun(outcome, &run);
+      *run.mutable_result()->mutable_rank_devices() = rank_devices;
       trace_json = outcome.trace_json;
       if (!outcome.profile_error.empty()) {
         v1::WorkerEvent log;
@@ -217,7 +251,16 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     v1::WorkerEvent finished;
     *finished.mutable_run_finished()->mutable_run() = std::move(run);
     finished.mutable_run_finished()->set_trace_json(std::move(trace_json));
+    const bool group_broken = distributed && ranked &&
+                              finished.run_finished().run().state() != v1::RUN_STATE_SUCCEEDED &&
+                              finished.run_finished().run().state() != v1::RUN_STATE_CANCELLED &&
+                              finished.run_finished().run().state() != v1::RUN_STATE_SKIPPED_AFTER_OOM;
     if (auto s = writer.Write(finished); !s.ok()) return s;
+    if (group_broken) {
+      // The other ranks may wait in a collective this rank will never
+      // join: the daemon stops the group and goes on in fresh workers.
+      return absl::AbortedError(absl::StrCat("rank ", rank.rank(), "'s run ", i, " failed"));
+    }
   }
   v1::WorkerEvent done;
   done.mutable_done()->set_runs_executed(executed);

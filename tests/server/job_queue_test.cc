@@ -77,6 +77,74 @@ TEST(JobQueue, AWholeHostJobRunsAlone) {
   EXPECT_EQ(Next(q), "exclusive");
 }
 
+// A host of four GPUs (a fake count: the queue knows only names). A job
+// asking for any K takes the K lowest free ones together, or waits.
+TEST(JobQueue, AnyKGpusAreTakenTogetherFromTheFreeOnes) {
+  JobQueue q(4);
+  q.Push("one", 0, 1, {"cuda:1"});
+  EXPECT_EQ(Next(q), "one");
+  q.Push("two", 0, 2, {}, 2);
+  auto two = q.TakeStartable();
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(two->leases, (JobQueue::Leases{"cuda:0", "cuda:2"}));
+  q.Push("three", 0, 3, {}, 3);
+  EXPECT_EQ(Next(q), "-");  // one GPU is free: none is taken
+  EXPECT_FALSE(q.busy("cuda:3"));
+  q.Release(two->leases);
+  auto three = q.TakeStartable();
+  ASSERT_TRUE(three.has_value());
+  EXPECT_EQ(three->leases, (JobQueue::Leases{"cuda:0", "cuda:2", "cuda:3"}));
+  // More than the host has never starts (the daemon refuses it at submit).
+  q.Push("five", 0, 4, {}, 5);
+  q.Release({"cuda:1"});
+  q.Release(three->leases);
+  EXPECT_EQ(Next(q), "-");
+}
+
+// A waiting job that asks for all four GPUs keeps the ones that come free,
+// so single-GPU jobs queued after it cannot take them one by one for ever;
+// single-GPU jobs queued before it run first.
+TEST(JobQueue, AJobWantingKGpusIsNotStarvedAndDoesNotStarveEarlierOnes) {
+  JobQueue q(4);
+  q.Push("early-0", 0, 1, {"cuda:0"});
+  q.Push("early-1", 0, 2, {"cuda:1"});
+  q.Push("all", 0, 3, {}, 4);
+  for (int i = 0; i < 3; ++i) q.Push("late-" + std::to_string(i), 0, 10 + i, {GpuLease(i)});
+  EXPECT_EQ(Next(q), "early-0");
+  EXPECT_EQ(Next(q), "early-1");
+  EXPECT_EQ(Next(q), "-");  // cuda:2 and cuda:3 are free but kept for "all"
+  q.Release({"cuda:0"});
+  EXPECT_EQ(Next(q), "-");  // cuda:0 too
+  q.Release({"cuda:1"});
+  EXPECT_EQ(Next(q), "all");
+  EXPECT_EQ(Next(q), "-");
+  q.Release({"cuda:0", "cuda:1", "cuda:2", "cuda:3"});
+  EXPECT_EQ(Next(q), "late-0");
+  EXPECT_EQ(Next(q), "late-1");
+  EXPECT_EQ(Next(q), "late-2");
+}
+
+// A waiting K-GPU job keeps only K: the GPUs beyond stay open to the jobs
+// behind it.
+TEST(JobQueue, AWaitingKGpuJobLeavesTheOtherGpusToSmallJobs) {
+  JobQueue q(4);
+  q.Push("busy", 0, 1, {"cuda:0"});
+  EXPECT_EQ(Next(q), "busy");
+  q.Push("pair", 0, 2, {}, 2);
+  q.Push("gang", 0, 3, {}, 3);  // waits: cuda:1-3 free, but pair goes first
+  q.Push("small", 0, 4, {"cuda:3"});
+  EXPECT_EQ(Next(q), "pair");   // cuda:1, cuda:2
+  EXPECT_EQ(Next(q), "-");      // gang keeps cuda:3, the only free one
+  q.Release({"cuda:0"});
+  EXPECT_EQ(Next(q), "-");      // gang keeps cuda:0 and cuda:3 and waits for a third
+  q.Release({"cuda:1", "cuda:2"});
+  auto gang = q.TakeStartable();
+  ASSERT_TRUE(gang.has_value());
+  EXPECT_EQ(gang->job_id, "gang");
+  EXPECT_EQ(gang->leases, (JobQueue::Leases{"cuda:0", "cuda:1", "cuda:2"}));
+  EXPECT_EQ(Next(q), "small");  // cuda:3 was left free
+}
+
 TEST(JobQueue, RemoveTakesAQueuedJobOutOnce) {
   JobQueue q;
   q.Push("a", 0, 1, {"cpu"});

@@ -32,6 +32,13 @@ enum class CopyDirection {
   kDeviceToHost = 2,
   kDeviceToDevice = 3
 };
+enum class CollectiveOp {
+  kUnspecified = 0,
+  kAllReduce = 1,
+  kAllGather = 2,
+  kReduceScatter = 3,
+  kBroadcast = 4
+};
 enum class DType {
   kUnspecified = 0,
   kFloat32 = 1,
@@ -83,6 +90,16 @@ struct RunConfig {
   // Execution kAot*: the AOTInductor package compiled from the built-in
   // model's Python twin for this config (worker/aot.h).
   std::string aot_package;
+  CollectiveOp collective_op = CollectiveOp::kAllReduce;  // collective
+  int64_t collective_bytes = 0;        // collective: nccl-tests' size
+  std::string ddp_model;               // ddp: the built-in model it trains
+
+  // ddp and collective: this process's rank of world_size, each rank on its
+  // own device (`device`); rank 0 opened the rendezvous store
+  // (OpenRendezvous), the others reach it at 127.0.0.1:store_port.
+  int world_size = 1;
+  int rank = 0;
+  int store_port = 0;
 
   Mode mode = Mode::kTrain;
   std::string device = "auto";  // auto, cpu, cuda, cuda:N, mps

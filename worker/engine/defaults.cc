@@ -12,7 +12,8 @@ void Default(T* field, T value) {
 }  // namespace
 
 void ApplyWorkloadDefaults(RunConfig* c) {
-  const WorkloadDefaults d = DefaultsOf(c->workload);
+  if (c->workload == "ddp") Default(&c->ddp_model, std::string(kDefaultDdpModel));
+  const WorkloadDefaults d = DefaultsOf(ModelWorkload(c->workload, c->ddp_model));
   Default(&c->model_size, std::string(d.model_size));
   Default(&c->image_size, d.image_size);
   Default(&c->num_classes, d.num_classes);
@@ -26,6 +27,9 @@ void ApplyWorkloadDefaults(RunConfig* c) {
   Default(&c->matmul_k, d.matmul_size);
   Default(&c->copy_bytes, d.copy_bytes);
   Default(&c->copy_direction, static_cast<CopyDirection>(d.copy_direction));
+  Default(&c->collective_bytes, d.collective_bytes);
+  Default(&c->collective_op, static_cast<CollectiveOp>(d.collective_op));
+  Default(&c->world_size, 1);
   Default(&c->mode, Mode::kTrain);
   Default(&c->device, std::string("auto"));
   Default(&c->precision, Precision::kFp32);

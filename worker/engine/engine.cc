@@ -27,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "worker/engine/compat.h"
 #include "worker/engine/cuda_support.h"
+#include "worker/engine/distributed.h"
 #include "worker/engine/inject.h"
 #include "worker/engine/models.h"
 #include "worker/engine/pipeline.h"
@@ -319,6 +320,20 @@ class Workload : public measure::Stepper {
   }
   std::string range_label = "gpubench";  // set by RunOne
 
+  // A distributed run stops where any rank stops, or is cancelled.
+  bool Agree(bool stop) override {
+    if (comm_ == nullptr) return stop;
+    return dist::AnyRank(comm_, stop || (cancel_ != nullptr && cancel_->load()), device_);
+  }
+  // Makes this one rank of a distributed run: the loop's decisions go
+  // through comm, and cancel is read at them (never inside a window).
+  void JoinGroup(dist::Communicator* comm, const std::atomic<bool>* cancel) {
+    comm_ = comm;
+    cancel_ = cancel;
+    OnJoinGroup();
+  }
+  bool distributed() const { return comm_ != nullptr; }
+
   virtual int64_t samples_per_iteration() const = 0;
   virtual void Report(RunOutcome* /*out*/) {}
 
@@ -327,7 +342,11 @@ class Workload : public measure::Stepper {
   virtual void Fetch(double* /*data_wait_ms*/) {}
   // Issues the step's device work.
   virtual void Compute() = 0;
+  // Called once the workload is a rank of a group (comm_ set).
+  virtual void OnJoinGroup() {}
   const torch::Device device_;
+  dist::Communicator* comm_ = nullptr;  // a distributed run's group
+  const std::atomic<bool>* cancel_ = nullptr;
 
  private:
   const bool ranges_;
@@ -390,11 +409,12 @@ class NetworkWorkload : public Workload {
     }
   }
 
-  int64_t samples_per_iteration() const override { return c_.batch_size; }
+  // ddp counts every rank's samples.
+  int64_t samples_per_iteration() const override { return c_.batch_size * world_size_; }
 
   void Report(RunOutcome* out) override {
     out->parameter_count = model_->ParameterCount();
-    const double fwd = model_->ForwardFlopsPerSample() * c_.batch_size;
+    const double fwd = model_->ForwardFlopsPerSample() * c_.batch_size * world_size_;
     out->flops_per_iteration = c_.mode == Mode::kTrain ? 3 * fwd : fwd;
     if (first_loss_) out->first_loss = *first_loss_;
     if (last_loss_.defined()) out->last_loss = last_loss_.item<double>();
@@ -426,6 +446,38 @@ class NetworkWorkload : public Workload {
   }
 
  private:
+  // ddp: every rank starts from rank 0's parameters and buffers, as
+  // PyTorch's DistributedDataParallel does.
+  void OnJoinGroup() override {
+    world_size_ = c_.world_size;
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) comm_->Broadcast(p);
+    for (auto& b : model_->buffers()) comm_->Broadcast(b);
+  }
+
+  // ddp: the gradients summed over the ranks and divided by their number,
+  // as one flat message (DistributedDataParallel's buckets, as one, after
+  // backward rather than overlapping it).
+  void SyncGradients() {
+    if (comm_ == nullptr) return;
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> grads, flat_parts;
+    for (auto& p : model_->parameters()) {
+      if (!p.grad().defined()) continue;
+      grads.push_back(p.grad());
+      flat_parts.push_back(p.grad().reshape({-1}));
+    }
+    if (grads.empty()) return;
+    torch::Tensor flat = torch::cat(flat_parts);
+    comm_->AllReduce(flat);
+    flat.div_(world_size_);
+    int64_t offset = 0;
+    for (auto& g : grads) {
+      g.copy_(flat.narrow(0, offset, g.numel()).view(g.sizes()));
+      offset += g.numel();
+    }
+  }
+
   torch::Tensor Prepare(const torch::Tensor& x) const {
     return channels_last_ ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
   }
@@ -467,6 +519,7 @@ class NetworkWorkload : public Workload {
       // GradScaler does, and a captured graph (which cannot) zeroes the
       // gradients of an overflowing step on the device instead.
       (loss.to(torch::kFloat32) * scale_).backward();
+      SyncGradients();
       found_inf_.zero_();
       std::vector<torch::Tensor> grads;
       for (auto& p : model_->parameters()) {
@@ -488,6 +541,7 @@ class NetworkWorkload : public Workload {
                              2000);
     } else {
       loss.backward();
+      SyncGradients();
       optimizer_->Step({});
     }
     // Kept as they are, not detached: a detach is one more operator dispatch
@@ -542,6 +596,78 @@ class NetworkWorkload : public Workload {
   int64_t step_ = 0;
   std::optional<double> first_loss_;
   torch::Tensor last_loss_, last_out_, last_labels_;
+  int world_size_ = 1;  // ddp: ranks
+};
+
+// One c10d collective per iteration on a message of collective_bytes
+// (nccl-tests' sizes: all-gather's output, reduce-scatter's input); reports
+// nccl-tests' algorithm and bus bandwidth.
+class CollectiveWorkload : public Workload {
+ public:
+  CollectiveWorkload(const RunConfig& c, torch::Device device) : Workload(device), c_(c) {
+    torch::ScalarType dtype = torch::kFloat32;
+    if (c.precision == Precision::kFp16) dtype = torch::kFloat16;
+    if (c.precision == Precision::kBf16) dtype = torch::kBFloat16;
+    const int64_t count = c.collective_bytes / static_cast<int64_t>(torch::elementSize(dtype));
+    const int64_t share = count / std::max(1, c.world_size);
+    MaybeInjectOom(c.collective_bytes * 2);
+    auto options = torch::TensorOptions().device(device).dtype(dtype);
+    switch (c.collective_op) {
+      case CollectiveOp::kAllGather:
+        in_ = torch::randn({share}, options);
+        out_ = torch::empty({count}, options);
+        break;
+      case CollectiveOp::kReduceScatter:
+        in_ = torch::randn({count}, options);
+        out_ = torch::empty({share}, options);
+        break;
+      default:
+        in_ = torch::randn({count}, options);
+        break;
+    }
+  }
+  int64_t samples_per_iteration() const override { return 1; }
+  void Report(RunOutcome* out) override {
+    // Operations per second: back-to-back operations over the windows'
+    // time, as nccl-tests averages its iterations.
+    const double k = c_.world_size;
+    double factor = 1;  // broadcast
+    switch (c_.collective_op) {
+      case CollectiveOp::kAllGather:
+      case CollectiveOp::kReduceScatter:
+        factor = (k - 1) / k;
+        break;
+      case CollectiveOp::kBroadcast:
+        break;
+      default:
+        factor = 2 * (k - 1) / k;
+        break;
+    }
+    out->algorithm_bandwidth_gb_per_s = c_.collective_bytes * out->throughput_samples_per_s / 1e9;
+    out->bus_bandwidth_gb_per_s = out->algorithm_bandwidth_gb_per_s * factor;
+  }
+
+ protected:
+  void Compute() override {
+    switch (c_.collective_op) {
+      case CollectiveOp::kAllGather:
+        comm_->AllGather(out_, in_);
+        break;
+      case CollectiveOp::kReduceScatter:
+        comm_->ReduceScatter(out_, in_);
+        break;
+      case CollectiveOp::kBroadcast:
+        comm_->Broadcast(in_);
+        break;
+      default:
+        comm_->AllReduce(in_);
+        break;
+    }
+  }
+
+ private:
+  const RunConfig c_;
+  torch::Tensor in_, out_;
 };
 
 // C = A x B; reports TFLOP/s.
@@ -829,6 +955,14 @@ class CompiledModel : public BenchModel {
 absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
                                                        torch::Device device,
                                                        const MeasureConfig& m) {
+  if (c.workload == "collective") return std::make_unique<CollectiveWorkload>(c, device);
+  if (c.workload == "ddp") {
+    RunConfig model_config = c;
+    model_config.workload = c.ddp_model;
+    auto model = CreateModel(model_config);
+    if (!model.ok()) return model.status();
+    return std::make_unique<NetworkWorkload>(c, device, *model, m);
+  }
   if (c.workload == "matmul") return std::make_unique<MatmulWorkload>(c, device);
   if (c.workload == "copy") return std::make_unique<CopyWorkload>(c, device);
   if (c.workload == "empty") return std::make_unique<EmptyWorkload>(device);
@@ -1193,7 +1327,7 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     return out;
   }
   if (c.precision == Precision::kFp16 && device->is_cpu() &&
-      c.workload != "matmul") {
+      c.workload != "matmul" && c.workload != "collective") {
     out.error = "precision fp16 (autocast) needs a CUDA or MPS device; use bf16 on CPU";
     return out;
   }
@@ -1213,6 +1347,15 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
       return out;
     }
     (*workload)->range_label = RangeLabel(c);
+    const bool distributed = c.workload == "ddp" || c.workload == "collective";
+    if (distributed) {
+      auto comm = dist::GroupFor(c, *device);
+      if (!comm.ok()) {
+        out.error = std::string(comm.status().message());
+        return out;
+      }
+      (*workload)->JoinGroup(*comm, cancel);
+    }
     // Telemetry covers the measured windows only: the sampler starts after
     // warm-up and stops when measuring ends.
     std::unique_ptr<telemetry::Sampler> sampler;
@@ -1233,7 +1376,8 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
     }
     auto measured =
         measure::Measure(measure_config, (*workload)->samples_per_iteration(),
-                         measure::SteadyClock(), workload->get(), progress, cancel);
+                         measure::SteadyClock(), workload->get(), progress,
+                         distributed ? nullptr : cancel);
     if (device->is_mps()) {
       // The MPS allocator keeps no peak: what it holds as measuring ends
       // (model, optimizer state, the last step's tensors) stands for it.
@@ -1254,7 +1398,8 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
       out.graph_capture_ms = net->graph_capture_ms_;
     }
     if (out.latency_ms.p50 > 0) SetAchievedTflops((*workload)->samples_per_iteration(), &out);
-    out.status = measured->cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
+    const bool cancelled = measured->cancelled || (distributed && cancel && cancel->load());
+    out.status = cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
     if (measure_config.profile && !measured->cancelled) {
       // A user's model has no analytic FLOP count: in inference, the
       // profiler's count stands for it (backward operators it does not count).

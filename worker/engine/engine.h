@@ -71,6 +71,8 @@ struct RunOutcome {
   double flops_per_iteration = 0;  // analytic; a user model's from the profiler
   double achieved_tflops = 0;
   double bandwidth_gb_per_s = 0;
+  double algorithm_bandwidth_gb_per_s = 0;  // collective: nccl-tests' algbw
+  double bus_bandwidth_gb_per_s = 0;        // collective: nccl-tests' busbw
   // The profiled window, per iteration: bytes allocated on the run's device
   // and device (kernel and copy) time; then the roofline's estimated memory
   // traffic, and the device time over the measured time per iteration.
@@ -115,6 +117,13 @@ struct RunOutcome {
 RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure,
                   const measure::ProgressFn& progress,
                   const std::atomic<bool>* cancel);
+
+// Rank 0 of a distributed run (ddp, collective), before its first such run:
+// opens the rendezvous store (c10d's TCPStore) on 127.0.0.1 at a port the
+// system picks, for world_size ranks, and returns the port, which the other
+// ranks' RunConfig::store_port names. The store lives as long as the process.
+// Unavailable where it cannot listen.
+absl::StatusOr<int> OpenRendezvous(int world_size);
 
 // What LibTorch sees on this host.
 struct DeviceProbe {

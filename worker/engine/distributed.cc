@@ -1,0 +1,112 @@
+#include "worker/engine/distributed.h"
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "worker/engine/engine.h"
+
+namespace gpubench::engine {
+namespace dist {
+namespace {
+
+// How long a rank waits for the others at the store; the daemon's own
+// limits (the job's timeout, a failed rank stopping its group) end a group
+// sooner.
+constexpr std::chrono::minutes kStoreTimeout{5};
+
+struct Group {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  std::unique_ptr<Communicator> comm;
+  int world_size = 0;
+  int rank = 0;
+  std::string device;
+};
+
+Group& ProcessGroup() {
+  static auto* group = new Group;
+  return *group;
+}
+
+}  // namespace
+
+absl::StatusOr<Communicator*> GroupFor(const RunConfig& c, const torch::Device& device) {
+  Group& g = ProcessGroup();
+  if (g.comm) {
+    if (g.world_size != c.world_size || g.rank != c.rank || g.device != device.str()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "this worker is rank ", g.rank, " of ", g.world_size, " on ", g.device,
+          "; a run as rank ", c.rank, " of ", c.world_size, " on ", device.str(),
+          " needs a worker of its own"));
+    }
+    return g.comm.get();
+  }
+  if (!g.store) {
+    if (c.rank == 0) {
+      return absl::FailedPreconditionError("rank 0 opened no rendezvous store");
+    }
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<uint16_t>(c.store_port);
+    options.isServer = false;
+    options.timeout = kStoreTimeout;
+    g.store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
+  }
+  absl::StatusOr<std::unique_ptr<Communicator>> comm =
+      device.is_cuda() ? NewNcclGroup(g.store, c.rank, c.world_size)
+      : device.is_cpu()
+          ? NewGlooGroup(g.store, c.rank, c.world_size)
+          : absl::InvalidArgumentError(absl::StrCat(c.workload, " runs on cuda or cpu, not ",
+                                                    device.str()));
+  if (!comm.ok()) return comm.status();
+  g.comm = std::move(*comm);
+  g.world_size = c.world_size;
+  g.rank = c.rank;
+  g.device = device.str();
+  return g.comm.get();
+}
+
+bool AnyRank(Communicator* comm, bool value, const torch::Device& device) {
+  torch::Tensor flag =
+      torch::full({1}, value ? 1 : 0, torch::TensorOptions().dtype(torch::kInt32).device(device));
+  comm->AllReduce(flag);
+  return flag.item<int>() > 0;
+}
+
+#ifndef GPUBENCH_NCCL
+absl::StatusOr<std::unique_ptr<Communicator>> NewNcclGroup(const c10::intrusive_ptr<c10d::Store>&,
+                                                           int, int) {
+  return absl::UnimplementedError(
+      "this worker was built without NCCL (a LibTorch with CUDA and NCCL's nccl.h)");
+}
+#endif
+#ifndef GPUBENCH_GLOO
+absl::StatusOr<std::unique_ptr<Communicator>> NewGlooGroup(const c10::intrusive_ptr<c10d::Store>&,
+                                                           int, int) {
+  return absl::UnimplementedError(
+      "this worker was built without Gloo, so ddp and collective run on cuda only "
+      "(Gloo comes with Debian's LibTorch and libgloo-dev)");
+}
+#endif
+
+}  // namespace dist
+
+absl::StatusOr<int> OpenRendezvous(int world_size) {
+  dist::Group& g = dist::ProcessGroup();
+  if (g.store) return static_cast<int>(g.store->getPort());
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = 0;  // the system picks a free one
+    options.isServer = true;
+    options.numWorkers = world_size;
+    options.waitWorkers = false;
+    options.timeout = dist::kStoreTimeout;
+    g.store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
+    return static_cast<int>(g.store->getPort());
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot open the rendezvous store on 127.0.0.1: ", e.what()));
+  }
+}
+
+}  // namespace gpubench::engine
