@@ -2,8 +2,11 @@
 // sweep (report/speedup.h), as tables and as JSON.
 #include "client/analyses.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/spec.h"
 #include "report/facets.h"
 #include "report/format.h"
@@ -18,7 +21,114 @@ std::string Interval(double low, double high, int decimals) {
   return absl::StrFormat("%.*f-%.*f", decimals, low, decimals, high);
 }
 
+// A succeeded distributed run with its scaling efficiency (ddp; -1 without
+// a one-rank run of the same config).
+struct DistributedRow {
+  const v1::Run* run;
+  double efficiency = -1;
+};
+
+std::vector<DistributedRow> DistributedRows(const std::vector<v1::Run>& runs) {
+  std::map<std::string, double> one_rank;  // config without world_size -> samples/s
+  auto key = [](const v1::Run& r) {
+    v1::RunConfig c = r.config();
+    c.clear_world_size();
+    return ConfigKey(c);
+  };
+  for (const v1::Run& r : runs) {
+    if (r.config().workload() == "ddp" && r.state() == v1::RUN_STATE_SUCCEEDED &&
+        r.config().world_size() <= 1) {
+      one_rank[key(r)] = r.result().throughput_samples_per_s();
+    }
+  }
+  std::vector<DistributedRow> rows;
+  for (const v1::Run& r : runs) {
+    if (!IsDistributedWorkload(r.config().workload()) || r.state() != v1::RUN_STATE_SUCCEEDED) {
+      continue;
+    }
+    DistributedRow row{&r};
+    auto base = one_rank.find(key(r));
+    if (r.config().workload() == "ddp" && base != one_rank.end() && base->second > 0) {
+      row.efficiency = r.result().throughput_samples_per_s() /
+                       (std::max(1, r.config().world_size()) * base->second);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// Time per operation: the inverse of operations per second.
+double MicrosPerOperation(const v1::RunResult& r) {
+  return r.throughput_samples_per_s() > 0 ? 1e6 / r.throughput_samples_per_s() : 0;
+}
+
 }  // namespace
+
+void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostream& out) {
+  const std::vector<DistributedRow> rows = DistributedRows(runs);
+  Table collective, ddp;
+  collective.header = {"#", "op", "bytes", "ranks", "us/op", "algbw GB/s", "busbw GB/s",
+                       "devices"};
+  ddp.header = {"#", "config", "ranks", "samples/s", "95% CI", "scaling efficiency", "devices"};
+  for (const DistributedRow& row : rows) {
+    const v1::Run& r = *row.run;
+    const v1::RunResult& res = r.result();
+    const std::string devices = absl::StrJoin(res.rank_devices(), ",");
+    if (r.config().workload() == "collective") {
+      collective.rows.push_back(
+          {absl::StrCat(r.index()),
+           report::Short(v1::CollectiveOp_descriptor(), r.config().params().collective_op()),
+           absl::StrCat(r.config().params().collective_bytes()),
+           absl::StrCat(r.config().world_size()),
+           absl::StrFormat("%.2f", MicrosPerOperation(res)),
+           absl::StrFormat("%.2f", res.algorithm_bandwidth_gb_per_s()),
+           absl::StrFormat("%.2f", res.bus_bandwidth_gb_per_s()), devices});
+    } else {
+      ddp.rows.push_back({absl::StrCat(r.index()), report::DescribeConfig(r.config()),
+                          absl::StrCat(r.config().world_size()),
+                          absl::StrFormat("%.1f", res.throughput_samples_per_s()),
+                          Interval(res.throughput_ci_low(), res.throughput_ci_high(), 1),
+                          row.efficiency < 0 ? "-" : absl::StrFormat("%.1f%%", 100 * row.efficiency),
+                          devices});
+    }
+  }
+  if (!collective.rows.empty()) {
+    out << "\ncollectives (rank 0's time per operation; algbw = bytes / time, busbw = algbw x "
+           "the bus factor, as nccl-tests)\n";
+    PrintTable(collective, format, out);
+  }
+  if (!ddp.rows.empty()) {
+    out << "\ndata-parallel training (samples/s of all ranks; efficiency T_K / (K * T_1))\n";
+    PrintTable(ddp, format, out);
+  }
+}
+
+std::string DistributedJson(const std::vector<v1::Run>& runs) {
+  google::protobuf::ListValue list;
+  for (const DistributedRow& row : DistributedRows(runs)) {
+    const v1::Run& r = *row.run;
+    const v1::RunResult& res = r.result();
+    auto& f = *list.add_values()->mutable_struct_value()->mutable_fields();
+    f["run_id"].set_string_value(r.run_id());
+    f["run_index"].set_number_value(r.index());
+    f["config"].set_string_value(report::DescribeConfig(r.config()));
+    f["workload"].set_string_value(r.config().workload());
+    f["world_size"].set_number_value(std::max(1, r.config().world_size()));
+    auto* devices = f["rank_devices"].mutable_list_value();
+    for (const std::string& d : res.rank_devices()) devices->add_values()->set_string_value(d);
+    if (r.config().workload() == "collective") {
+      f["collective_op"].set_string_value(
+          report::Short(v1::CollectiveOp_descriptor(), r.config().params().collective_op()));
+      f["bytes"].set_number_value(static_cast<double>(r.config().params().collective_bytes()));
+      f["time_us"].set_number_value(MicrosPerOperation(res));
+      f["algorithm_bandwidth_gb_per_s"].set_number_value(res.algorithm_bandwidth_gb_per_s());
+      f["bus_bandwidth_gb_per_s"].set_number_value(res.bus_bandwidth_gb_per_s());
+    }
+    f["throughput_samples_per_s"].set_number_value(res.throughput_samples_per_s());
+    f["scaling_efficiency"].set_number_value(row.efficiency);
+  }
+  return MessageToJson(list);
+}
 
 void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format format,
                          std::ostream& out) {

@@ -34,6 +34,19 @@ void PrintRoofline(const std::vector<report::RooflinePoint>& points, Format form
 // "peak_flops_per_s", "peak_bytes_per_s", "roof_share", "verdict", "why"}].
 std::string RooflineJson(const std::vector<report::RooflinePoint>& points);
 
+// A distributed job's figures: each collective run's message size, ranks,
+// time per operation and nccl-tests' algbw and busbw; each ddp run's ranks,
+// samples/s (all ranks) and scaling efficiency T_K / (K * T_1) against the
+// job's run of the same config on one rank. Prints nothing without them.
+void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostream& out);
+
+// The same as a JSON array: [{"run_id", "run_index", "config", "workload",
+// "world_size", "rank_devices", "collective_op", "bytes", "time_us",
+// "algorithm_bandwidth_gb_per_s", "bus_bandwidth_gb_per_s",
+// "throughput_samples_per_s", "scaling_efficiency"}] (efficiency -1 where the
+// job has no one-rank run of the config).
+std::string DistributedJson(const std::vector<v1::Run>& runs);
+
 }  // namespace gpubench::client
 
 #endif  // GPUBENCH_CLIENT_ANALYSES_H_

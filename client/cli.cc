@@ -687,7 +687,8 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     out << "{\"job\": " << MessageToJson(job) << ",\n\"runs\": ["
         << absl::StrJoin(run_json, ",\n") << "],\n\"device_speedups\": "
         << DeviceSpeedupsJson(speedups)
-        << ",\n\"roofline\": " << RooflineJson(roofline) << "}\n";
+        << ",\n\"roofline\": " << RooflineJson(roofline)
+        << ",\n\"distributed\": " << DistributedJson(runs) << "}\n";
     return;
   }
   if (format == Format::kTable) {
@@ -698,6 +699,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   if (format == Format::kTable || format == Format::kMarkdown) {
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
+    PrintDistributed(runs, format, out);
   }
   if (format == Format::kTable) {
     for (const v1::Run& r : runs) {

@@ -19,7 +19,7 @@ std::string OnOff(bool b) { return b ? "on" : "off"; }
 // workload have neither.
 bool RunsModel(const v1::RunConfig& c) {
   return c.workload() != "matmul" && c.workload() != "copy" &&
-         c.workload() != "empty";
+         c.workload() != "empty" && c.workload() != "collective";
 }
 
 // The facets DescribeConfig names, in its order: what runs, how, then where;
@@ -53,7 +53,9 @@ const std::array<Facet, kFacetCount>& Facets() {
          // The workload's default size goes without saying (configs are
          // stored with their defaults filled in).
          const std::string& size = c.params().model_size();
-         return size == DefaultsOf(c.workload()).model_size ? std::string() : size;
+         return size == DefaultsOf(ModelWorkload(c.workload(), c.params().ddp_model())).model_size
+                    ? std::string()
+                    : size;
        }},
       {"params", "", "",
        [](const C& c, const R&) {
@@ -73,6 +75,13 @@ const std::array<Facet, kFacetCount>& Facets() {
                Bytes(p.copy_bytes()), " ",
                Short(v1::CopyDirection_descriptor(), p.copy_direction()));
          }
+         // Ranks as "x4": a distributed run's width.
+         const std::string ranks = absl::StrCat("x", std::max(1, c.world_size()));
+         if (c.workload() == "collective") {
+           return absl::StrCat(Short(v1::CollectiveOp_descriptor(), p.collective_op()), " ",
+                               Bytes(p.collective_bytes()), " ", ranks);
+         }
+         if (c.workload() == "ddp") return absl::StrCat(p.ddp_model(), " ", ranks);
          return std::string();
        }},
       {"mode", "", "",

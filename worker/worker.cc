@@ -44,9 +44,14 @@ google::protobuf::Timestamp Now() {
 // die of SIGSEGV inside any run of batch size N, as a user model crashing
 // inside LibTorch would; GPUBENCH_INJECT_HANG_AT_BATCH=N makes it ignore
 // SIGTERM and hang there.
-void MaybeInjectFault(int batch_size) {
-  int at = 0;
+void MaybeInjectFault(int batch_size, int rank) {
+  int at = 0, only_rank = -1;
   const char* crash = std::getenv("GPUBENCH_INJECT_CRASH_AT_BATCH");
+  // GPUBENCH_INJECT_CRASH_RANK: only that rank of a distributed run crashes.
+  const char* crash_rank = std::getenv("GPUBENCH_INJECT_CRASH_RANK");
+  if (crash_rank != nullptr && absl::SimpleAtoi(crash_rank, &only_rank) && only_rank != rank) {
+    crash = nullptr;
+  }
   if (crash != nullptr && absl::SimpleAtoi(crash, &at) && at == batch_size) {
     const struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
@@ -159,7 +164,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     started.mutable_run_started()->set_run_count(runs->size());
     if (auto s = writer.Write(started); !s.ok()) return s;
 
-    MaybeInjectFault(config.batch_size());
+    MaybeInjectFault(config.batch_size(), ranked ? rank.rank() : 0);
     const std::string axis = BatchAxisKey(config);
     engine::RunConfig engine_config = ToEngineConfig(config);
     absl::Status model = LocateModel(request, config, &engine_config);

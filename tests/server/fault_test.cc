@@ -38,43 +38,14 @@ v1::JobSpec EmptySpec(int min_iterations) {
 }
 
 grpc::Status Submit(Daemon& d, const v1::JobSpec& spec, std::string* id = nullptr) {
-  grpc::ClientContext ctx;
-  v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  v1::SubmitJobResponse resp;
-  grpc::Status s = d.stub()->SubmitJob(&ctx, req, &resp);
-  if (id) *id = resp.job().job_id();
-  return s;
+  return testing_support::SubmitJobSpec(d, spec, id);
 }
-
-v1::Job Get(Daemon& d, const std::string& id) {
-  grpc::ClientContext ctx;
-  v1::GetJobRequest req;
-  req.set_job_id(id);
-  v1::GetJobResponse resp;
-  EXPECT_TRUE(d.stub()->GetJob(&ctx, req, &resp).ok());
-  return resp.job();
-}
-
+v1::Job Get(Daemon& d, const std::string& id) { return testing_support::JobOf(d, id); }
 v1::Job WaitForEnd(Daemon& d, const std::string& id) {
-  for (int i = 0; i < 1200; ++i) {
-    v1::Job job = Get(d, id);
-    if (job.state() != v1::JOB_STATE_QUEUED && job.state() != v1::JOB_STATE_RUNNING) {
-      return job;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ADD_FAILURE() << "job " << id << " did not end";
-  return Get(d, id);
+  return testing_support::WaitForJobEnd(d, id);
 }
-
 std::vector<v1::Run> Runs(Daemon& d, const std::string& id) {
-  grpc::ClientContext ctx;
-  v1::ListRunsRequest req;
-  req.set_job_id(id);
-  v1::ListRunsResponse resp;
-  EXPECT_TRUE(d.stub()->ListRuns(&ctx, req, &resp).ok());
-  return {resp.runs().begin(), resp.runs().end()};
+  return testing_support::JobRuns(d, id);
 }
 
 void ExpectIntact(const std::string& data_dir) {

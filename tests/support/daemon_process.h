@@ -140,6 +140,49 @@ class Daemon {
   std::unique_ptr<v1::BenchService::Stub> stub_;
 };
 
+// A job submitted to d; its id in *id. The call's status.
+inline grpc::Status SubmitJobSpec(Daemon& d, const v1::JobSpec& spec, std::string* id = nullptr) {
+  grpc::ClientContext ctx;
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  v1::SubmitJobResponse resp;
+  grpc::Status s = d.stub()->SubmitJob(&ctx, req, &resp);
+  if (id) *id = resp.job().job_id();
+  return s;
+}
+
+inline v1::Job JobOf(Daemon& d, const std::string& id) {
+  grpc::ClientContext ctx;
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::GetJobResponse resp;
+  EXPECT_TRUE(d.stub()->GetJob(&ctx, req, &resp).ok());
+  return resp.job();
+}
+
+// Polls the job until it is neither queued nor running (at most a minute).
+inline v1::Job WaitForJobEnd(Daemon& d, const std::string& id) {
+  for (int i = 0; i < 1200; ++i) {
+    v1::Job job = JobOf(d, id);
+    if (job.state() != v1::JOB_STATE_QUEUED && job.state() != v1::JOB_STATE_RUNNING) {
+      return job;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ADD_FAILURE() << "job " << id << " did not end";
+  return JobOf(d, id);
+}
+
+// The job's stored runs, without samples.
+inline std::vector<v1::Run> JobRuns(Daemon& d, const std::string& id) {
+  grpc::ClientContext ctx;
+  v1::ListRunsRequest req;
+  req.set_job_id(id);
+  v1::ListRunsResponse resp;
+  EXPECT_TRUE(d.stub()->ListRuns(&ctx, req, &resp).ok());
+  return {resp.runs().begin(), resp.runs().end()};
+}
+
 }  // namespace gpubench::testing_support
 
 #endif  // GPUBENCH_TESTS_SUPPORT_DAEMON_PROCESS_H_

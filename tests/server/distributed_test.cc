@@ -1,0 +1,177 @@
+// Distributed runs (ddp, collective) through a real gpubenchd: a real
+// gpubench-worker per rank, rendezvous on loopback and c10d's Gloo on the
+// CPU (where the build has it; the wheel's LibTorch hides its Gloo), and the
+// daemon's refusals of what a host cannot run.
+#include <dirent.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpubench/v1/service.grpc.pb.h"
+#include "tests/support/daemon_process.h"
+
+namespace gpubench {
+namespace {
+
+using testing_support::Daemon;
+using testing_support::FreshDir;
+
+using testing_support::JobRuns;
+using testing_support::SubmitJobSpec;
+using testing_support::WaitForJobEnd;
+
+// Processes named gpubench-worker anywhere on the host.
+int WorkerProcesses() {
+  int n = 0;
+  DIR* dir = opendir("/proc");
+  while (dirent* e = readdir(dir)) {
+    if (std::atoi(e->d_name) <= 0) continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm.rfind("gpubench-work", 0) == 0) ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+v1::JobSpec Distributed(const std::string& workload) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload(workload);
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_base()->set_batch_size(16);
+  auto* m = spec.mutable_measurement();
+  m->set_warmup_iterations(2);
+  m->set_min_iterations(10);
+  m->set_min_time_ms(50);
+  m->set_max_time_ms(1000);
+  return spec;
+}
+
+void ExpectInvalid(Daemon& d, const v1::JobSpec& spec, const std::string& field) {
+  const grpc::Status s = SubmitJobSpec(d, spec);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find(field), std::string::npos) << s.error_message();
+}
+
+// What this CPU-only host cannot run is refused at submit, naming the field.
+TEST(Distributed, WhatTheHostCannotRunIsInvalidArgumentNamingTheField) {
+  Daemon d(FreshDir("dist_refused"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec ranks_on_gpus = Distributed("ddp");
+  ranks_on_gpus.mutable_base()->set_device("cuda");
+  ranks_on_gpus.mutable_sweep()->add_world_size(1);
+  ranks_on_gpus.mutable_sweep()->add_world_size(2);
+  ExpectInvalid(d, ranks_on_gpus, "spec.sweep.world_size: 2 ranks on cuda need as many GPUs");
+  v1::JobSpec every_gpu = Distributed("mlp");
+  every_gpu.mutable_base()->set_device("cuda:all");
+  ExpectInvalid(d, every_gpu, "spec.base.device: cuda:all");
+  v1::JobSpec not_distributed = Distributed("mlp");
+  not_distributed.mutable_base()->set_world_size(2);
+  ExpectInvalid(d, not_distributed, "world_size: only ddp and collective");
+  v1::JobSpec split = Distributed("collective");
+  split.mutable_base()->set_world_size(3);
+  split.mutable_base()->mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_GATHER);
+  split.mutable_base()->mutable_params()->set_collective_bytes(16);
+  ExpectInvalid(d, split, "params.collective_bytes: 16 is not a multiple of 12");
+  v1::JobSpec infer = Distributed("ddp");
+  infer.mutable_base()->set_mode(v1::MODE_INFER);
+  ExpectInvalid(d, infer, ".mode: ddp trains");
+}
+
+#ifdef GPUBENCH_TEST_GLOO
+// Two ranks, each a worker process, all-reduce and all-gather 64 KiB: rank
+// 0's figures are stored with nccl-tests' bus factors, and no worker is left.
+TEST(Distributed, CollectivesRunOnTwoRankWorkersAndLeaveNoProcess) {
+  Daemon d(FreshDir("dist_collective"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = Distributed("collective");
+  spec.mutable_base()->set_world_size(2);
+  spec.mutable_base()->mutable_params()->set_collective_bytes(64 << 10);
+  spec.mutable_sweep()->add_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
+  spec.mutable_sweep()->add_collective_op(v1::COLLECTIVE_OP_ALL_GATHER);
+  spec.mutable_sweep()->add_collective_op(v1::COLLECTIVE_OP_BROADCAST);
+  std::string id;
+  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
+  const v1::Job job = WaitForJobEnd(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
+  const std::vector<v1::Run> runs = JobRuns(d, id);
+  ASSERT_EQ(runs.size(), 3u);
+  const double factor[] = {1.0, 0.5, 1.0};  // 2(K-1)/K, (K-1)/K, 1 at K = 2
+  for (int i = 0; i < 3; ++i) {
+    const v1::RunResult& r = runs[i].result();
+    ASSERT_EQ(runs[i].state(), v1::RUN_STATE_SUCCEEDED) << runs[i].error();
+    EXPECT_GT(r.throughput_samples_per_s(), 0);
+    EXPECT_NEAR(r.algorithm_bandwidth_gb_per_s(),
+                (64 << 10) * r.throughput_samples_per_s() / 1e9, 1e-9);
+    EXPECT_NEAR(r.bus_bandwidth_gb_per_s(), r.algorithm_bandwidth_gb_per_s() * factor[i], 1e-9);
+    ASSERT_EQ(r.rank_devices_size(), 2);
+    EXPECT_EQ(r.rank_devices(1), "cpu");
+  }
+  d.Stop(SIGTERM);
+  EXPECT_EQ(WorkerProcesses(), 0);
+}
+
+// ddp of the mlp on one and two ranks: both train from the same weights
+// (rank 0's, broadcast), and two ranks count both ranks' samples.
+TEST(Distributed, DdpTrainsFromRankZerosWeightsOnOneAndTwoRanks) {
+  Daemon d(FreshDir("dist_ddp"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = Distributed("ddp");
+  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  spec.mutable_sweep()->add_world_size(1);
+  spec.mutable_sweep()->add_world_size(2);
+  std::string id;
+  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
+  const v1::Job job = WaitForJobEnd(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
+  const std::vector<v1::Run> runs = JobRuns(d, id);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const v1::Run& r : runs) ASSERT_EQ(r.state(), v1::RUN_STATE_SUCCEEDED) << r.error();
+  EXPECT_EQ(runs[1].config().world_size(), 2);
+  // Same seed and input, so the same first loss; training lowers it.
+  EXPECT_NEAR(runs[0].result().first_loss(), runs[1].result().first_loss(), 1e-4);
+  EXPECT_LT(runs[1].result().last_loss(), runs[1].result().first_loss());
+  EXPECT_EQ(runs[1].result().rank_devices_size(), 2);
+  // Two ranks' FLOPs per iteration: twice one rank's.
+  EXPECT_NEAR(runs[1].result().flops_per_iteration(), 2 * runs[0].result().flops_per_iteration(),
+              1e-6 * runs[0].result().flops_per_iteration());
+}
+
+// A rank that crashes inside a run fails that run, naming the rank; the
+// other rank, waiting in a collective, is stopped with it; the next point
+// runs in a fresh group, and no worker is left.
+TEST(Distributed, AFailingRankFailsItsRunCleanlyAndTheSweepGoesOn) {
+  setenv("GPUBENCH_INJECT_CRASH_AT_BATCH", "8", 1);
+  setenv("GPUBENCH_INJECT_CRASH_RANK", "1", 1);
+  Daemon d(FreshDir("dist_rank_crash"));
+  unsetenv("GPUBENCH_INJECT_CRASH_AT_BATCH");
+  unsetenv("GPUBENCH_INJECT_CRASH_RANK");
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = Distributed("ddp");
+  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  spec.mutable_base()->set_world_size(2);
+  spec.mutable_sweep()->add_batch_size(8);
+  spec.mutable_sweep()->add_batch_size(16);
+  std::string id;
+  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
+  const v1::Job job = WaitForJobEnd(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
+  const std::vector<v1::Run> runs = JobRuns(d, id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE(runs[0].error().find("rank 1 of 2"), std::string::npos) << runs[0].error();
+  EXPECT_NE(runs[0].error().find("signal 11"), std::string::npos) << runs[0].error();
+  EXPECT_EQ(runs[1].state(), v1::RUN_STATE_SUCCEEDED) << runs[1].error();
+  d.Stop(SIGTERM);
+  EXPECT_EQ(WorkerProcesses(), 0);
+}
+#endif  // GPUBENCH_TEST_GLOO
+
+}  // namespace
+}  // namespace gpubench
