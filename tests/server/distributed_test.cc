@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -24,21 +25,6 @@ using testing_support::FreshDir;
 using testing_support::JobRuns;
 using testing_support::SubmitJobSpec;
 using testing_support::WaitForJobEnd;
-
-// Processes named gpubench-worker anywhere on the host.
-int WorkerProcesses() {
-  int n = 0;
-  DIR* dir = opendir("/proc");
-  while (dirent* e = readdir(dir)) {
-    if (std::atoi(e->d_name) <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/comm");
-    std::string comm;
-    std::getline(in, comm);
-    if (comm.rfind("gpubench-work", 0) == 0) ++n;
-  }
-  closedir(dir);
-  return n;
-}
 
 v1::JobSpec Distributed(const std::string& workload) {
   v1::JobSpec spec;
@@ -113,8 +99,7 @@ TEST(Distributed, CollectivesRunOnTwoRankWorkersAndLeaveNoProcess) {
     ASSERT_EQ(r.rank_devices_size(), 2);
     EXPECT_EQ(r.rank_devices(1), "cpu");
   }
-  d.Stop(SIGTERM);
-  EXPECT_EQ(WorkerProcesses(), 0);
+  EXPECT_TRUE(testing_support::WorkerChildren(d.pid()).empty());
 }
 
 // ddp of the mlp on one and two ranks: both train from the same weights
@@ -168,8 +153,7 @@ TEST(Distributed, AFailingRankFailsItsRunCleanlyAndTheSweepGoesOn) {
   EXPECT_NE(runs[0].error().find("rank 1 of 2"), std::string::npos) << runs[0].error();
   EXPECT_NE(runs[0].error().find("signal 11"), std::string::npos) << runs[0].error();
   EXPECT_EQ(runs[1].state(), v1::RUN_STATE_SUCCEEDED) << runs[1].error();
-  d.Stop(SIGTERM);
-  EXPECT_EQ(WorkerProcesses(), 0);
+  EXPECT_TRUE(testing_support::WorkerChildren(d.pid()).empty());
 }
 #endif  // GPUBENCH_TEST_GLOO
 

@@ -5,6 +5,7 @@
 #define GPUBENCH_TESTS_SUPPORT_DAEMON_PROCESS_H_
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -181,6 +182,27 @@ inline std::vector<v1::Run> JobRuns(Daemon& d, const std::string& id) {
   v1::ListRunsResponse resp;
   EXPECT_TRUE(d.stub()->ListRuns(&ctx, req, &resp).ok());
   return {resp.runs().begin(), resp.runs().end()};
+}
+
+// The gpubench-worker children of a process.
+inline std::vector<pid_t> WorkerChildren(pid_t parent) {
+  std::vector<pid_t> pids;
+  DIR* dir = opendir("/proc");
+  while (dirent* e = readdir(dir)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    const std::string comm = stat.substr(stat.find('(') + 1, close - stat.find('(') - 1);
+    int ppid = 0;
+    char state;
+    std::sscanf(stat.c_str() + close + 2, "%c %d", &state, &ppid);
+    if (ppid == parent && comm.rfind("gpubench-work", 0) == 0) pids.push_back(pid);
+  }
+  closedir(dir);
+  return pids;
 }
 
 }  // namespace gpubench::testing_support
