@@ -20,8 +20,19 @@
 namespace gpubench::server {
 namespace {
 
+// Workers that wait in their first run until `want` of them are in one at
+// once (or 5 s pass), and the most that ever were.
+struct Meeting {
+  std::mutex mu;
+  std::condition_variable cv;
+  int want = 0;
+  int in_run = 0;
+  int most = 0;
+};
+
 // What the scripted workers do.
 struct Script {
+  Meeting* meeting = nullptr;
   int crash_at = -1;         // the first worker dies (SIGSEGV) when it starts this run
   bool hang = false;         // every worker waits in its first run until stopped
   bool ignore_stop = false;  // ... and only a kill ends it
@@ -35,7 +46,8 @@ class FakeWorker : public worker::Worker {
       : script_(script),
         crash_(first && script.crash_at >= 0),
         hang_(script.hang && (script.hang_only_on.empty() ||
-                              request.spec().base().device() == script.hang_only_on)) {
+                              request.spec().base().device() == script.hang_only_on)),
+        rank0_(request.has_rank() && request.rank().rank() == 0) {
     auto configs = ExpandSweep(request.spec());
     std::set<int> skip(request.skip_indices().begin(), request.skip_indices().end());
     for (int i = 0; configs.ok() && i < static_cast<int>(configs->size()); ++i) {
@@ -46,6 +58,12 @@ class FakeWorker : public worker::Worker {
   absl::StatusOr<bool> Next(v1::WorkerEvent* event) override {
     std::unique_lock<std::mutex> lock(mu_);
     if (ended_) return false;
+    if (rank0_ && !opened_) {  // rank 0 reports its store first
+      opened_ = true;
+      event->mutable_rendezvous()->set_store_port(4321);
+      return true;
+    }
+    if (script_.meeting != nullptr && step_ == 1) Meet(*script_.meeting);
     if (step_ == 2 * runs_.size()) {
       event->mutable_done()->set_runs_executed(runs_.size());
       End(0, 0);
@@ -107,6 +125,12 @@ class FakeWorker : public worker::Worker {
     v1::RunConfig config;
     int count;
   };
+  static void Meet(Meeting& m) {
+    std::unique_lock<std::mutex> lock(m.mu);
+    m.most = std::max(m.most, ++m.in_run);
+    m.cv.notify_all();
+    m.cv.wait_for(lock, std::chrono::seconds(5), [&] { return m.in_run >= m.want; });
+  }
   void End(int code, int signal) {
     ended_ = true;
     exit_.exit_code = code;
@@ -117,6 +141,8 @@ class FakeWorker : public worker::Worker {
   const Script script_;
   const bool crash_;
   const bool hang_;
+  const bool rank0_;
+  bool opened_ = false;
   std::vector<Planned> runs_;
   size_t step_ = 0;
   std::mutex mu_;
@@ -127,10 +153,15 @@ class FakeWorker : public worker::Worker {
 
 class FakeLauncher : public worker::WorkerLauncher {
  public:
-  explicit FakeLauncher(Script script, std::atomic<int>* started)
-      : script_(script), started_(started) {}
+  FakeLauncher(Script script, std::atomic<int>* started,
+               std::vector<v1::WorkerRequest>* requests, std::mutex* requests_mu)
+      : script_(script), started_(started), requests_(requests), requests_mu_(requests_mu) {}
   absl::StatusOr<std::unique_ptr<worker::Worker>> Start(
       const v1::WorkerRequest& request) override {
+    {
+      std::lock_guard<std::mutex> lock(*requests_mu_);
+      requests_->push_back(request);
+    }
     const bool first = started_->fetch_add(1) == 0;
     return std::unique_ptr<worker::Worker>(new FakeWorker(request, script_, first));
   }
@@ -138,6 +169,8 @@ class FakeLauncher : public worker::WorkerLauncher {
  private:
   const Script script_;
   std::atomic<int>* const started_;
+  std::vector<v1::WorkerRequest>* const requests_;
+  std::mutex* const requests_mu_;
 };
 
 class JobManagerTest : public ::testing::Test {
@@ -156,7 +189,8 @@ class JobManagerTest : public ::testing::Test {
     DaemonOptions options;
     options.stop_grace_ms = 200;
     auto jobs = std::make_unique<JobManager>(
-        options, store_.get(), host_, std::make_unique<FakeLauncher>(script, &started_));
+        options, store_.get(), host_,
+        std::make_unique<FakeLauncher>(script, &started_, &requests_, &requests_mu_));
     EXPECT_TRUE(jobs->Start().ok());
     return jobs;
   }
@@ -190,6 +224,8 @@ class JobManagerTest : public ::testing::Test {
   std::unique_ptr<storage::Store> store_;
   v1::HostInfo host_;
   std::atomic<int> started_{0};
+  std::mutex requests_mu_;
+  std::vector<v1::WorkerRequest> requests_;  // every worker started, in order
 };
 
 TEST_F(JobManagerTest, AWorkerCrashFailsOnlyItsRunAndAFreshWorkerGoesOn) {
@@ -276,6 +312,100 @@ TEST_F(JobManagerTest, JobsOnOtherGpusRunBesideAndSaySoWhileCpuAndExclusiveJobsW
     EXPECT_EQ((*runs)[0].result().contention().jobs_beside_size(), 0)
         << (*runs)[0].result().contention().ShortDebugString();
   }
+}
+
+// A fake host of four GPUs: cuda:all runs the same point on each, in four
+// workers at the same time, each skipping the other GPUs' points.
+TEST_F(JobManagerTest, CudaAllRunsEachGpusPointsInItsOwnWorkerSideBySide) {
+  for (int i = 0; i < 4; ++i) host_.add_gpus()->set_index(i);
+  Meeting meeting;
+  meeting.want = 4;
+  Script script;
+  script.meeting = &meeting;
+  auto jobs = Manager(script);
+  v1::JobSpec spec = Sweep(1);
+  spec.mutable_base()->set_device("cuda:all");
+  auto job = jobs->Submit(spec, "", "tester");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->spec().parallel_devices());
+  ASSERT_EQ(job->spec().sweep().device_size(), 4);
+  EXPECT_EQ(job->run_count(), 4);
+  EXPECT_EQ(WaitFor(*jobs, job->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(meeting.most, 4);  // all four were in a run at once
+  auto runs = store_->runs().List(job->job_id(), false);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ((*runs)[i].config().device(), "cuda:" + std::to_string(i));
+    EXPECT_EQ((*runs)[i].state(), v1::RUN_STATE_SUCCEEDED);
+  }
+  std::lock_guard<std::mutex> lock(requests_mu_);
+  ASSERT_EQ(requests_.size(), 4u);
+  for (const v1::WorkerRequest& r : requests_) EXPECT_EQ(r.skip_indices_size(), 3);
+  // No GPU on the host: refused, naming the field.
+  host_.clear_gpus();
+  auto none = Manager(Script())->Submit(spec, "", "tester");
+  EXPECT_TRUE(absl::IsInvalidArgument(none.status())) << none.status();
+  EXPECT_NE(none.status().message().find("spec.base.device"), std::string::npos);
+}
+
+// On a fake 4-GPU host with cuda:1 busy, a 4-rank ddp job waits (three are
+// free; it takes four together or none) and keeps the free ones from a
+// 3-rank job queued after it; once cuda:1 is free its ranks get cuda:0-3 in
+// order and rank 0's store port. More ranks than GPUs is refused at submit.
+TEST_F(JobManagerTest, AJobOfKGpusTakesKFreeOnesAndItsRanksGetThem) {
+  for (int i = 0; i < 4; ++i) host_.add_gpus()->set_index(i);
+  Script script;
+  script.hang = true;
+  script.hang_only_on = "cuda:1";
+  auto jobs = Manager(script);
+  v1::JobSpec busy = Sweep(1);
+  busy.mutable_base()->set_device("cuda:1");
+  auto first = jobs->Submit(busy, "", "tester");
+  ASSERT_TRUE(first.ok()) << first.status();
+  WaitFor(*jobs, first->job_id(),
+          [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
+  v1::JobSpec ddp;
+  ddp.mutable_base()->set_workload("ddp");
+  ddp.mutable_base()->set_device("cuda");
+  ddp.mutable_base()->set_world_size(4);
+  auto wide = jobs->Submit(ddp, "", "tester");
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  ddp.mutable_base()->set_world_size(3);
+  auto three = jobs->Submit(ddp, "", "tester");
+  ASSERT_TRUE(three.ok()) << three.status();
+  // Four GPUs wanted, three free: the 4-rank job waits and keeps them, so
+  // the 3-rank job queued after it waits too.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(jobs->GetJob(wide->job_id())->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(jobs->GetJob(three->job_id())->state(), v1::JOB_STATE_QUEUED);
+  ASSERT_TRUE(jobs->Cancel(first->job_id()).ok());
+  EXPECT_EQ(WaitFor(*jobs, wide->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(WaitFor(*jobs, three->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+  {
+    std::lock_guard<std::mutex> lock(requests_mu_);
+    std::vector<const v1::WorkerRequest*> ranks;
+    for (const v1::WorkerRequest& r : requests_) {
+      if (r.has_rank() && r.rank().world_size() == 4) ranks.push_back(&r);
+    }
+    ASSERT_EQ(ranks.size(), 4u);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(ranks[r]->rank().rank(), r);
+      ASSERT_EQ(ranks[r]->rank().devices_size(), 4);
+      EXPECT_EQ(ranks[r]->rank().devices(r), "cuda:" + std::to_string(r));
+      EXPECT_EQ(ranks[r]->rank().store_port(), r == 0 ? 0 : 4321);
+    }
+  }
+  auto runs = store_->runs().List(wide->job_id(), false);
+  ASSERT_TRUE(runs.ok() && runs->size() == 1u);
+  EXPECT_EQ((*runs)[0].state(), v1::RUN_STATE_SUCCEEDED);
+  ddp.mutable_base()->set_world_size(5);
+  auto too_wide = jobs->Submit(ddp, "", "tester");
+  EXPECT_TRUE(absl::IsInvalidArgument(too_wide.status())) << too_wide.status();
+  EXPECT_NE(too_wide.status().message().find("spec.base.world_size: 5 ranks on cuda need as "
+                                             "many GPUs; this host has 4"),
+            std::string::npos)
+      << too_wide.status();
 }
 
 TEST_F(JobManagerTest, AWorkerThatIgnoresStopIsKilledAtTheTimeout) {
