@@ -704,7 +704,9 @@ void FillConfigDefaults(v1::RunConfig* c) {
   if (p->collective_op() == 0) {
     p->set_collective_op(static_cast<v1::CollectiveOp>(d.collective_op));
   }
-  if (c->world_size() == 0) c->set_world_size(1);
+  // Only distributed workloads carry a world_size, so that other configs'
+  // keys stay as runs stored before it had one.
+  if (c->world_size() == 0 && IsDistributedWorkload(c->workload())) c->set_world_size(1);
   if (c->mode() == v1::MODE_UNSPECIFIED) c->set_mode(v1::MODE_TRAIN);
   if (c->device().empty()) c->set_device("auto");
   if (c->batch_size() == 0) c->set_batch_size(kDefaultBatchSize);

@@ -75,13 +75,17 @@ const std::array<Facet, kFacetCount>& Facets() {
                Bytes(p.copy_bytes()), " ",
                Short(v1::CopyDirection_descriptor(), p.copy_direction()));
          }
-         // Ranks as "x4": a distributed run's width.
-         const std::string ranks = absl::StrCat("x", std::max(1, c.world_size()));
+         // Ranks as " x4": a distributed run's width (none where a chart
+         // draws along it).
+         const std::string ranks =
+             c.world_size() > 0 ? absl::StrCat(" x", c.world_size()) : std::string();
          if (c.workload() == "collective") {
-           return absl::StrCat(Short(v1::CollectiveOp_descriptor(), p.collective_op()), " ",
-                               Bytes(p.collective_bytes()), " ", ranks);
+           return absl::StrCat(
+               Short(v1::CollectiveOp_descriptor(), p.collective_op()),
+               p.collective_bytes() > 0 ? absl::StrCat(" ", Bytes(p.collective_bytes())) : "",
+               ranks);
          }
-         if (c.workload() == "ddp") return absl::StrCat(p.ddp_model(), " ", ranks);
+         if (c.workload() == "ddp") return absl::StrCat(p.ddp_model(), ranks);
          return std::string();
        }},
       {"mode", "", "",

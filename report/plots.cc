@@ -335,11 +335,81 @@ std::string RooflinePlot(const JobView& view) {
   return Figure(RenderRooflineChart(chart)) + notes;
 }
 
+// A config as one line of a distributed chart: everything but the axis
+// the chart draws along (the message size, or the rank count).
+std::string LineKey(v1::RunConfig c, bool along_bytes) {
+  if (along_bytes) {
+    c.mutable_params()->clear_collective_bytes();
+  } else {
+    c.clear_world_size();
+  }
+  return DescribeConfig(c);
+}
+
+// Collectives: nccl-tests' curves, bus bandwidth and time per operation
+// against the message size, a line per operation and rank count (one rank
+// moves nothing between GPUs: its line is algbw). ddp: samples/s against
+// the rank count beside the ideal K x T_1 (dashed).
+std::string DistributedPlots(const JobView& view) {
+  LineChart bandwidth{"Bus bandwidth vs message size (nccl-tests' busbw; algbw for one rank)",
+                      "bytes", "GB/s", {}, true};
+  LineChart time{"Time per operation vs message size", "bytes", "us per operation", {}, true};
+  LineChart scaling{"Data-parallel throughput vs ranks (dashed: K x one rank's)", "ranks",
+                    "samples/s (all ranks)", {}};
+  std::map<std::string, size_t> collective_lines, ddp_lines;
+  std::map<std::string, double> one_rank;
+  for (const v1::Run* r : view.runs) {
+    if (!Measured(*r)) continue;
+    const v1::RunConfig& c = r->config();
+    const v1::RunResult& res = r->result();
+    if (c.workload() == "collective" && res.throughput_samples_per_s() > 0) {
+      const std::string key = LineKey(c, true);
+      auto [it, added] = collective_lines.emplace(key, bandwidth.series.size());
+      if (added) {
+        const std::string color = SeriesColor(static_cast<int>(it->second));
+        bandwidth.series.push_back({key, color, false, {}});
+        time.series.push_back({key, color, false, {}});
+      }
+      const double bytes = static_cast<double>(c.params().collective_bytes());
+      bandwidth.series[it->second].points.push_back(
+          {bytes, c.world_size() > 1 ? res.bus_bandwidth_gb_per_s()
+                                     : res.algorithm_bandwidth_gb_per_s()});
+      time.series[it->second].points.push_back({bytes, 1e6 / res.throughput_samples_per_s()});
+    } else if (c.workload() == "ddp") {
+      const std::string key = LineKey(c, false);
+      auto [it, added] = ddp_lines.emplace(key, scaling.series.size());
+      if (added) {
+        const std::string color = SeriesColor(static_cast<int>(it->second));
+        scaling.series.push_back({key, color, false, {}});
+        scaling.series.push_back({key + " ideal", color, true, {}});
+      }
+      scaling.series[it->second].points.push_back(
+          {static_cast<double>(std::max(1, c.world_size())), res.throughput_samples_per_s()});
+      if (c.world_size() <= 1) one_rank[key] = res.throughput_samples_per_s();
+    }
+  }
+  for (const auto& [key, at] : ddp_lines) {
+    auto base = one_rank.find(key);
+    if (base == one_rank.end()) continue;
+    for (const auto& [ranks, tput] : scaling.series[at].points) {
+      scaling.series[at + 1].points.push_back({ranks, ranks * base->second});
+    }
+  }
+  // A line without its ideal (no one-rank run) leaves the ideal empty.
+  std::vector<Series> drawn;
+  for (Series& s : scaling.series) {
+    if (!s.points.empty()) drawn.push_back(std::move(s));
+  }
+  scaling.series = std::move(drawn);
+  return Figure(RenderLineChart(bandwidth)) + Figure(RenderLineChart(time)) +
+         Figure(RenderLineChart(scaling));
+}
+
 }  // namespace
 
 std::string JobPlots(const JobView& view) {
   return BatchPlots(view) + DeviceSpeedupPlot(view) + OptimisedPlot(view) +
-         DataWaitPlot(view) + OperatorPlots(view) + RooflinePlot(view);
+         DataWaitPlot(view) + OperatorPlots(view) + RooflinePlot(view) + DistributedPlots(view);
 }
 
 }  // namespace gpubench::report::internal

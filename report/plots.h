@@ -14,7 +14,9 @@ namespace gpubench::report::internal {
 // of otherwise equal succeeded runs; speedup by device, against a CPU run where
 // there is one; optimised (fp16/bf16/tf32, channels_last, CUDA graph) against
 // baseline; data-wait share against loader threads; the top operators of each
-// profiled run (at most 8 charts, then a note). A line needs two points at
+// profiled run (at most 8 charts, then a note); collectives' bus bandwidth and
+// time per operation against message size; ddp's samples/s against ranks
+// beside the ideal. A line needs two points at
 // different x, a bar chart one bar. Thread-safe (no state).
 std::string JobPlots(const JobView& view);
 

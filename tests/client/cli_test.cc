@@ -173,6 +173,23 @@ TEST(Cli, SpecCountsRuns) {
   EXPECT_NE(out.str().find("4 runs"), std::string::npos) << out.str();
 }
 
+// nccl-tests' -b 8 -e 1K -f 2: "MIN:MAX" sweeps every power of two between.
+TEST(Cli, CollectiveBytesRangeSweepsPowersOfTwo) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"spec", "--workload", "collective", "--collective-bytes", "8:1024",
+                    "--collective-op", "all_reduce,broadcast", "--output", "json"},
+                   out, err),
+            kExitOk)
+      << err.str();
+  EXPECT_NE(out.str().find("16 runs"), std::string::npos) << out.str();  // 8 sizes x 2 ops
+  std::ostringstream bad_out, bad_err;
+  EXPECT_NE(RunCli({"spec", "--workload", "collective", "--collective-bytes", "64:8"}, bad_out,
+                   bad_err),
+            kExitOk);
+  EXPECT_NE(bad_err.str().find("--collective-bytes: range 64:8"), std::string::npos)
+      << bad_err.str();
+}
+
 // ---- Through real daemons on loopback ----
 
 using testing_support::Daemon;

@@ -150,6 +150,46 @@ TEST(Sweep, EveryConfigCarriesItsDefaults) {
   EXPECT_EQ((*other)[0].pipeline().prefetch_depth(), 2);
 }
 
+// A distributed point gets its rank count and workload defaults; any other
+// config carries no world_size, so its key stays what runs stored before
+// distributed runs existed have.
+TEST(Sweep, DistributedPointsCarryTheirDefaultsAndOthersNoRankCount) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("collective");
+  spec.mutable_sweep()->add_world_size(2);
+  spec.mutable_sweep()->add_world_size(4);
+  spec.mutable_sweep()->add_collective_bytes(64);
+  spec.mutable_sweep()->add_collective_bytes(1024);
+  auto runs = ExpandSweep(spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 4u);
+  EXPECT_EQ((*runs)[0].world_size(), 2);
+  EXPECT_EQ((*runs)[1].params().collective_bytes(), 1024);  // the last axis varies fastest
+  EXPECT_EQ((*runs)[2].world_size(), 4);
+  EXPECT_EQ((*runs)[0].params().collective_op(), v1::COLLECTIVE_OP_ALL_REDUCE);
+  v1::JobSpec ddp;
+  ddp.mutable_base()->set_workload("ddp");
+  auto trained = ExpandSweep(ddp);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  EXPECT_EQ((*trained)[0].params().ddp_model(), "resnet50");
+  EXPECT_EQ((*trained)[0].params().image_size(), 224);  // resnet50's default
+  EXPECT_EQ((*trained)[0].world_size(), 1);
+  v1::JobSpec plain;
+  plain.mutable_base()->set_workload("mlp");
+  auto mlp = ExpandSweep(plain);
+  ASSERT_TRUE(mlp.ok());
+  EXPECT_EQ((*mlp)[0].world_size(), 0);
+  // A bad value is refused naming it.
+  spec.mutable_sweep()->add_world_size(65);
+  auto bad = ExpandSweep(spec);
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+  EXPECT_NE(bad.status().message().find("spec.sweep.world_size[2]"), std::string::npos)
+      << bad.status();
+  ddp.mutable_base()->mutable_params()->set_ddp_model("matmul");
+  EXPECT_NE(ExpandSweep(ddp).status().message().find("spec.base.params.ddp_model"),
+            std::string::npos);
+}
+
 // A relation between two fields holds with the defaults the run will get:
 // 1024 heads cannot split the transformer's default width of 512 (found by
 // the spec fuzzer once configs carried their defaults).

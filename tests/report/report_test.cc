@@ -235,6 +235,49 @@ TEST(Report, ThroughputOfWorkloadsFarApartIsOnALogAxis) {
   EXPECT_NE(linear.find("Throughput vs batch size"), std::string::npos);
 }
 
+// A distributed job: all-reduce on 2 ranks over three sizes, and ddp on 1
+// and 2 ranks. The report draws nccl-tests' bus bandwidth curve (log bytes),
+// the time per operation, and ddp's throughput beside the ideal 2 x T_1.
+TEST(Report, DistributedRunsGetBusBandwidthAndScalingCharts) {
+  ReportJob job = SweepJob();
+  job.runs.clear();
+  int index = 0;
+  v1::RunConfig c;
+  c.set_workload("collective");
+  c.set_device("cuda");
+  c.set_world_size(2);
+  c.mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
+  for (int64_t bytes : {int64_t{1} << 10, int64_t{1} << 20, int64_t{1} << 30}) {
+    c.mutable_params()->set_collective_bytes(bytes);
+    v1::Run run = SucceededRun(index++, c, 1e9 / (20e3 + bytes / 100.0));  // ops/s
+    run.mutable_result()->set_algorithm_bandwidth_gb_per_s(
+        bytes * run.result().throughput_samples_per_s() / 1e9);
+    run.mutable_result()->set_bus_bandwidth_gb_per_s(run.result().algorithm_bandwidth_gb_per_s());
+    job.runs.push_back(run);
+  }
+  v1::RunConfig d;
+  d.set_workload("ddp");
+  d.set_device("cuda");
+  d.set_mode(v1::MODE_TRAIN);
+  d.set_batch_size(256);
+  d.mutable_params()->set_ddp_model("resnet50");
+  for (int k : {1, 2}) {
+    d.set_world_size(k);
+    job.runs.push_back(SucceededRun(index++, d, k == 1 ? 4000 : 7600));
+  }
+  const std::string html = RenderReport({job}, "distributed");
+  const size_t bus = html.find("Bus bandwidth vs message size");
+  ASSERT_NE(bus, std::string::npos) << html;
+  const std::string svg = html.substr(bus, html.find("</svg>", bus) - bus);
+  EXPECT_NE(svg.find("collective all_reduce"), std::string::npos) << svg;
+  EXPECT_NE(html.find("Time per operation vs message size"), std::string::npos);
+  const size_t scaling = html.find("Data-parallel throughput vs ranks");
+  ASSERT_NE(scaling, std::string::npos);
+  const std::string ddp = html.substr(scaling, html.find("</svg>", scaling) - scaling);
+  EXPECT_NE(ddp.find("ideal"), std::string::npos) << ddp;
+  EXPECT_NE(ddp.find("resnet50"), std::string::npos) << ddp;
+}
+
 // A unet training job swept over --device cuda:0,cpu with profiles: the CPU
 // is the baseline whatever the order, the speedup's interval holds both
 // runs' intervals, and each operator category's time per sample shows which
