@@ -25,6 +25,9 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
+// Ranks of a distributed run on the CPU, at most (and no more than cores).
+constexpr int kMaxCpuRanks = 16;
+
 // The room a typical run needs (record, samples, telemetry), probed before
 // taking jobs again after a run could not be stored.
 constexpr int64_t kRunProbeBytes = 256 << 10;
@@ -293,11 +296,23 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& submitted,
   job.set_host_id(host_.host_id());
   *job.mutable_submit_time() = NowTimestamp();
   const Needs needs = LeasesOf(job, *configs);
+  const char* ranks_field =
+      spec.sweep().world_size_size() > 0 ? "spec.sweep.world_size" : "spec.base.world_size";
   if (needs.any_gpus > host_.gpus_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        spec.sweep().world_size_size() > 0 ? "spec.sweep.world_size" : "spec.base.world_size",
-        ": ", needs.any_gpus, " ranks on cuda need as many GPUs; this host has ",
+        ranks_field, ": ", needs.any_gpus, " ranks on cuda need as many GPUs; this host has ",
         host_.gpus_size()));
+  }
+  // Each rank is a worker with LibTorch loaded: on the CPU, no more of them
+  // than the host has cores (and 16), or a client could fill its memory.
+  const int cpu_ranks = std::min<int>(kMaxCpuRanks, std::max(1u, std::thread::hardware_concurrency()));
+  for (const v1::RunConfig& c : *configs) {
+    if (IsDistributedWorkload(c.workload()) && DeviceLease(c, host_) == "cpu" &&
+        c.world_size() > cpu_ranks) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ranks_field, ": ", c.world_size(), " ranks on the CPU; this host takes at most ",
+          cpu_ranks, " (one per core, 16 at most)"));
+    }
   }
   {
     absl::MutexLock lock(&mu_);

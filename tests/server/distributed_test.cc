@@ -68,9 +68,18 @@ TEST(Distributed, WhatTheHostCannotRunIsInvalidArgumentNamingTheField) {
   v1::JobSpec infer = Distributed("ddp");
   infer.mutable_base()->set_mode(v1::MODE_INFER);
   ExpectInvalid(d, infer, ".mode: ddp trains");
+  // A worker per rank: on the CPU no more than the host's cores (and 16).
+  v1::JobSpec crowd = Distributed("collective");
+  crowd.mutable_base()->set_world_size(64);
+  ExpectInvalid(d, crowd, "spec.base.world_size: 64 ranks on the CPU; this host takes at most");
 }
 
-#ifdef GPUBENCH_TEST_GLOO
+#ifndef GPUBENCH_TEST_GLOO
+TEST(Distributed, RanksOnTheCpuNeedGloo) {
+  GTEST_SKIP() << "this build's LibTorch keeps Gloo internal (the wheel): ddp and collective "
+                  "run on cuda only, so no rank runs here";
+}
+#else
 // Two ranks, each a worker process, all-reduce and all-gather 64 KiB: rank
 // 0's figures are stored with nccl-tests' bus factors, and no worker is left.
 TEST(Distributed, CollectivesRunOnTwoRankWorkersAndLeaveNoProcess) {
@@ -153,6 +162,37 @@ TEST(Distributed, AFailingRankFailsItsRunCleanlyAndTheSweepGoesOn) {
   EXPECT_NE(runs[0].error().find("rank 1 of 2"), std::string::npos) << runs[0].error();
   EXPECT_NE(runs[0].error().find("signal 11"), std::string::npos) << runs[0].error();
   EXPECT_EQ(runs[1].state(), v1::RUN_STATE_SUCCEEDED) << runs[1].error();
+  EXPECT_TRUE(testing_support::WorkerChildren(d.pid()).empty());
+}
+// A cancel reaches every rank: they stop together at a window's end (or
+// are killed after the grace period), the job ends cancelled, and no worker
+// is left.
+TEST(Distributed, CancelStopsEveryRank) {
+  Daemon d(FreshDir("dist_cancel"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = Distributed("ddp");
+  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  spec.mutable_base()->set_world_size(2);
+  spec.mutable_measurement()->set_min_time_ms(60000);
+  spec.mutable_measurement()->set_max_time_ms(60000);
+  spec.mutable_measurement()->set_cv_threshold(0.0001);
+  spec.mutable_measurement()->set_max_iterations(100000000);
+  std::string id;
+  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
+  for (int i = 0; i < 200 && testing_support::WorkerChildren(d.pid()).size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(testing_support::WorkerChildren(d.pid()).size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  {
+    grpc::ClientContext ctx;
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    ASSERT_TRUE(d.stub()->CancelJob(&ctx, req, &resp).ok());
+  }
+  const v1::Job job = WaitForJobEnd(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLED) << job.error();
   EXPECT_TRUE(testing_support::WorkerChildren(d.pid()).empty());
 }
 #endif  // GPUBENCH_TEST_GLOO
