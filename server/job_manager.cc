@@ -27,6 +27,8 @@ using google::protobuf::util::TimeUtil;
 
 // Ranks of a distributed run on the CPU, at most (and no more than cores).
 constexpr int kMaxCpuRanks = 16;
+// A CPU collective's message times its ranks, at most.
+constexpr int64_t kMaxCpuCollectiveBytes = int64_t{4} << 30;
 
 // The room a typical run needs (record, samples, telemetry), probed before
 // taking jobs again after a run could not be stored.
@@ -48,8 +50,8 @@ struct JobManager::Running {
   absl::CondVar cv;  // signalled when the fields below change
   // The workers running now, one per lane.
   std::set<worker::Worker*> processes ABSL_GUARDED_BY(mu);
-  // Why the watchdog killed the current worker, if it did.
-  std::string limit_hit ABSL_GUARDED_BY(mu);
+  // Why the watchdog killed a worker (each lane's its own), if it did.
+  std::map<worker::Worker*, std::string> limit_hits ABSL_GUARDED_BY(mu);
   bool cancel ABSL_GUARDED_BY(mu) = false;
   bool shutdown ABSL_GUARDED_BY(mu) = false;
   bool timed_out ABSL_GUARDED_BY(mu) = false;
@@ -172,7 +174,9 @@ std::vector<JobManager::Lane> JobManager::LanesOf(const v1::Job& job,
     if (added) {
       Lane lane;
       lane.rank = rank;
-      lane.parallel = job.spec().parallel_devices() && rank.world_size() == 0;
+      // Only GPUs run side by side: a CPU run beside them would measure both.
+      lane.parallel = job.spec().parallel_devices() && rank.world_size() == 0 &&
+                      absl::StartsWith(device, "cuda:");
       lanes.push_back(std::move(lane));
     }
     lanes[it->second].indices.push_back(i);
@@ -196,8 +200,14 @@ absl::Status JobManager::Start() {
     }
     if (job.state() != v1::JOB_STATE_QUEUED) continue;
     auto leases = LeasesOf(job);
+    if (leases.ok() && leases->any_gpus > host_.gpus_size()) {
+      leases = absl::FailedPreconditionError(
+          absl::StrCat("it needs ", leases->any_gpus, " GPUs; this host has ",
+                       host_.gpus_size(), " now"));
+    }
     if (!leases.ok()) {
-      // A spec this build no longer accepts: fail it rather than loop.
+      // A spec this build (or this host) no longer accepts: fail it rather
+      // than loop.
       SetState(&job, v1::JOB_STATE_FAILED, std::string(leases.status().message()))
           .IgnoreError();
       continue;
@@ -304,14 +314,27 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& submitted,
         host_.gpus_size()));
   }
   // Each rank is a worker with LibTorch loaded: on the CPU, no more of them
-  // than the host has cores (and 16), or a client could fill its memory.
+  // than the host has cores (and 16), each with a bounded message, or a
+  // client could fill its memory.
   const int cpu_ranks = std::min<int>(kMaxCpuRanks, std::max(1u, std::thread::hardware_concurrency()));
   for (const v1::RunConfig& c : *configs) {
-    if (IsDistributedWorkload(c.workload()) && DeviceLease(c, host_) == "cpu" &&
-        c.world_size() > cpu_ranks) {
+    if (!IsDistributedWorkload(c.workload())) continue;
+    const std::string device = DeviceLease(c, host_);
+    if (device == "mps") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.base.device: ", c.workload(), " runs on cuda or cpu; this host's auto is mps"));
+    }
+    if (device != "cpu") continue;
+    if (c.world_size() > cpu_ranks) {
       return absl::InvalidArgumentError(absl::StrCat(
           ranks_field, ": ", c.world_size(), " ranks on the CPU; this host takes at most ",
           cpu_ranks, " (one per core, 16 at most)"));
+    }
+    if (c.params().collective_bytes() * c.world_size() > kMaxCpuCollectiveBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.base.params.collective_bytes: ", c.params().collective_bytes(), " bytes on ",
+          c.world_size(), " CPU ranks; at most ", kMaxCpuCollectiveBytes,
+          " bytes over all ranks on the CPU"));
     }
   }
   {
@@ -726,7 +749,10 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
       absl::MutexLock lock(&running->mu);
       running->processes.erase(process->get());
       stopped = running->cancel || running->shutdown || running->timed_out;
-      limit_hit.swap(running->limit_hit);
+      if (auto hit = running->limit_hits.find(process->get()); hit != running->limit_hits.end()) {
+        limit_hit = std::move(hit->second);
+        running->limit_hits.erase(hit);
+      }
     }
     if (done || stopped || !store_error.ok() || !stream.ok() || exit.ok()) break;
     if (current < 0 && !limit_hit.empty()) {
@@ -916,15 +942,14 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
       running->timed_out = true;
       break;
     }
-    if (!running->limit_hit.empty()) continue;
     for (worker::Worker* process : running->processes) {
+      if (running->limit_hits.count(process)) continue;  // killed already
       const int64_t rss = process->RssBytes();
       if (rss > options_.worker_max_rss_bytes) {
-        running->limit_hit = absl::StrCat("its resident memory ", rss, " bytes passed the host "
-                                          "memory limit of ", options_.worker_max_rss_bytes,
-                                          " bytes (gpubenchd --worker-max-rss-bytes)");
+        running->limit_hits[process] = absl::StrCat(
+            "its resident memory ", rss, " bytes passed the host memory limit of ",
+            options_.worker_max_rss_bytes, " bytes (gpubenchd --worker-max-rss-bytes)");
         process->Kill();
-        break;
       }
     }
   }

@@ -32,9 +32,16 @@ std::optional<JobQueue::Started> JobQueue::TakeStartable() {
     const std::string& id = std::get<2>(key);
     const Entry& entry = queued_.at(id);
     const Leases& want = entry.leases;
-    // The GPUs this job could take beyond the ones it names, lowest first.
+    // More GPUs than the host has: it can never start, and keeps nothing
+    // from the jobs behind it (the daemon refuses such jobs).
+    if (entry.any_gpus > gpu_count_) continue;
+    // The GPUs it names count towards its K (its runs use them in turn);
+    // the rest come from the free ones, lowest first.
+    int named = 0;
+    for (int i = 0; i < gpu_count_; ++i) named += want.count(GpuLease(i));
+    const int extra = std::max(0, entry.any_gpus - named);
     std::vector<std::string> open;
-    for (int i = 0; i < gpu_count_ && static_cast<int>(open.size()) < entry.any_gpus; ++i) {
+    for (int i = 0; i < gpu_count_ && static_cast<int>(open.size()) < extra; ++i) {
       const std::string gpu = GpuLease(i);
       if (!claimed.count(gpu) && !want.count(gpu)) open.push_back(gpu);
     }
@@ -42,7 +49,7 @@ std::optional<JobQueue::Started> JobQueue::TakeStartable() {
         claimed.count(kWholeHost) == 0 && (want.count(kWholeHost) == 0 || claimed.empty()) &&
         std::none_of(want.begin(), want.end(),
                      [&](const std::string& d) { return claimed.count(d) > 0; }) &&
-        static_cast<int>(open.size()) == entry.any_gpus;
+        static_cast<int>(open.size()) == extra;
     if (free) {
       Started started{id, want};
       started.leases.insert(open.begin(), open.end());

@@ -26,8 +26,8 @@ class JobQueue {
   // what a job asking for any K GPUs chooses from.
   explicit JobQueue(int gpu_count = 0) : gpu_count_(gpu_count) {}
 
-  // Queues a job that needs `leases` and, beyond them, any `any_gpus` of the
-  // host's other GPUs. A higher priority goes first; equal ones in
+  // Queues a job that needs `leases` and any_gpus GPUs in all: the GPUs
+  // among `leases` and as many more of the host's free ones. A higher priority goes first; equal ones in
   // submit_ns order (then by id).
   void Push(const std::string& job_id, int priority, int64_t submit_ns, Leases leases,
             int any_gpus = 0);

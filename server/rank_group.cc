@@ -1,22 +1,34 @@
 #include "server/rank_group.h"
 
+#include <signal.h>
+
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace gpubench::server {
 namespace {
 
+// How long the other ranks may take to end once rank 0 has ended well; then
+// they are killed (one stuck in a collective would hold the GPUs).
+constexpr absl::Duration kOthersGrace = absl::Seconds(30);
+// How long a failed rank's group waits for rank 0 to reach the failed point
+// (it finishes the one before on its own) before it is stopped anyway.
+constexpr absl::Duration kRankZeroCatchUp = absl::Seconds(60);
+
+// Thread-safety: Next() and Wait() on the job runner's thread; Stop(),
+// Kill() and RssBytes() on any thread.
 class RankGroup : public worker::Worker {
  public:
-  explicit RankGroup(std::vector<std::unique_ptr<worker::Worker>> ranks)
-      : ranks_(std::move(ranks)) {
-    for (size_t r = 1; r < ranks_.size(); ++r) {
-      drains_.emplace_back([this, r] { Drain(static_cast<int>(r)); });
-    }
+  RankGroup(worker::WorkerLauncher* launcher, v1::WorkerRequest request,
+            std::unique_ptr<worker::Worker> rank0)
+      : launcher_(launcher), request_(std::move(request)), rank0_(rank0.get()) {
+    ranks_.push_back(std::move(rank0));
   }
   ~RankGroup() override {
     Kill();
@@ -24,145 +36,226 @@ class RankGroup : public worker::Worker {
   }
 
   absl::StatusOr<bool> Next(v1::WorkerEvent* event) override {
-    while (true) {
-      auto got = ranks_[0]->Next(event);
-      if (!got.ok() || !*got) return got;
-      if (event->has_rendezvous()) continue;
-      if (event->has_done()) {
-        absl::MutexLock lock(&mu_);
-        rank0_done_ = true;
+    if (!started_) {
+      started_ = true;
+      if (auto s = StartOthers(); !s.ok()) {
+        Kill();
+        return s;
       }
-      return true;
     }
+    auto got = rank0_->Next(event);
+    if (!got.ok()) return got;
+    if (!*got) return RankZeroEnded(event);
+    if (event->has_run_started()) {
+      current_ = event->run_started().index();
+      absl::MutexLock lock(&mu_);
+      rank0_index_ = current_;
+    }
+    if (event->has_run_finished()) current_ = -1;
+    if (event->has_done()) {
+      absl::MutexLock lock(&mu_);
+      rank0_done_ = true;
+    }
+    return true;
   }
   void Stop() override {
-    Stopping();
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
     for (auto& w : ranks_) w->Stop();
   }
   void Kill() override {
-    Stopping();
-    for (auto& w : ranks_) w->Kill();
+    absl::MutexLock lock(&mu_);
+    KillLocked();
   }
   worker::ExitInfo Wait() override {
-    worker::ExitInfo rank0 = ranks_[0]->Wait();
-    if (!rank0.ok()) {
-      // The others may wait for it in a collective. A rank that failed
-      // first (and stopped the group) stays the cause.
+    if (!rank0_exit_) rank0_exit_ = rank0_->Wait();
+    {
       absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
-    if (!rank0.ok()) {
-      for (auto& w : ranks_) w->Kill();
+      if (!rank0_exit_->ok()) {
+        // The others may wait for it in a collective.
+        KillLocked();
+      } else {
+        auto all_ended = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return drains_ended_ == static_cast<int>(drains_.size());
+        };
+        mu_.AwaitWithTimeout(absl::Condition(&all_ended), kOthersGrace);
+        if (!all_ended()) KillLocked();
+      }
     }
     for (auto& t : drains_) t.join();
     drains_.clear();
     absl::MutexLock lock(&mu_);
-    if (failed_rank_ > 0 && rank0.ok() == false) {
-      // Rank 0 died because the group was stopped: the failing rank is the
-      // cause the run's error names.
+    if (failed_rank_ > 0 && (rank0_killed_by_group_ || rank0_exit_->ok())) {
+      // A rank failed first and stopped the group: it is the cause.
       worker::ExitInfo cause = failed_exit_;
-      cause.stderr_tail = absl::StrCat("rank ", failed_rank_, " of ", ranks_.size(), " (",
-                                       failed_why_, "): ", failed_exit_.stderr_tail);
+      cause.stderr_tail = absl::StrCat("rank ", failed_rank_, " of ", request_.rank().world_size(),
+                                       " (", failed_why_, "): ", failed_exit_.stderr_tail);
       if (cause.ok()) cause.exit_code = 1;  // it failed its run, then exited
       return cause;
     }
-    return rank0;
+    return *rank0_exit_;
   }
   int64_t RssBytes() const override {
+    absl::MutexLock lock(&mu_);
     int64_t total = 0;
     for (const auto& w : ranks_) total += w->RssBytes();
     return total;
   }
 
  private:
+  // Reads rank 0's store port, then starts the other ranks with it.
+  absl::Status StartOthers() {
+    v1::WorkerEvent event;
+    auto got = rank0_->Next(&event);
+    if (!got.ok() || !*got || !event.has_rendezvous()) {
+      rank0_->Kill();
+      rank0_exit_ = rank0_->Wait();
+      return absl::UnavailableError(absl::StrCat("rank 0 did not open its rendezvous store (",
+                                                 rank0_exit_->Describe(),
+                                                 "): ", rank0_exit_->stderr_tail));
+    }
+    v1::WorkerRequest ranked = request_;
+    ranked.mutable_rank()->set_store_port(event.rendezvous().store_port());
+    for (int r = 1; r < request_.rank().world_size(); ++r) {
+      ranked.mutable_rank()->set_rank(r);
+      auto w = launcher_->Start(ranked);
+      if (!w.ok()) return absl::UnavailableError(absl::StrCat("cannot start rank ", r, ": ",
+                                                              w.status().message()));
+      absl::MutexLock lock(&mu_);
+      worker::Worker* rank = w->get();
+      ranks_.push_back(std::move(*w));
+      drains_.emplace_back([this, rank, r] { Drain(rank, r); });
+      if (stopping_) {
+        KillLocked();
+        return absl::CancelledError("the group was stopped while it started");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Rank 0's stream ended. Where another rank's failed run stopped the group
+  // inside rank 0's current run, that run is the one to report (its error
+  // names the rank), not a death of rank 0.
+  absl::StatusOr<bool> RankZeroEnded(v1::WorkerEvent* event) {
+    {
+      absl::MutexLock lock(&mu_);
+      rank0_ended_ = true;  // a rank waiting for it to catch up waits no more
+    }
+    if (!rank0_exit_) rank0_exit_ = rank0_->Wait();
+    absl::MutexLock lock(&mu_);
+    rank0_killed_by_group_ = failed_rank_ > 0 && rank0_exit_->signal == SIGKILL;
+    if (!failed_run_ || delivered_ || current_ < 0 || failed_run_->index() != current_ ||
+        !rank0_killed_by_group_) {
+      return false;
+    }
+    delivered_ = true;
+    current_ = -1;
+    *event->mutable_run_finished()->mutable_run() = *failed_run_;
+    return true;
+  }
+
   // Reads rank r's events to its end. A failed run, or an end before rank 0
   // is done, stops the group.
-  void Drain(int r) {
+  void Drain(worker::Worker* rank, int r) {
     v1::WorkerEvent event;
     std::string why;
+    std::optional<v1::Run> failed;
+    int in_run = -1, last_done = -1;
     while (true) {
-      auto got = ranks_[r]->Next(&event);
+      auto got = rank->Next(&event);
       if (!got.ok()) {
         why = absl::StrCat("its stream broke: ", got.status().message());
         break;
       }
       if (!*got) break;
-      if (event.has_run_finished()) {
-        const v1::Run& run = event.run_finished().run();
-        if (run.state() == v1::RUN_STATE_FAILED || run.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
-          why = absl::StrCat("its run ", run.index(), " failed: ", run.error());
-        }
+      if (event.has_run_started()) in_run = event.run_started().index();
+      if (!event.has_run_finished()) continue;
+      const v1::Run& run = event.run_finished().run();
+      in_run = -1;
+      last_done = run.index();
+      if (run.state() == v1::RUN_STATE_FAILED || run.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
+        why = absl::StrCat("its run ", run.index(), " failed");
+        failed = run;
+        failed->set_error(absl::StrCat("rank ", r, " of ", request_.rank().world_size(), ": ",
+                                       run.error()));
+        failed->clear_samples();
+        break;  // it exits next; the group stops now
       }
     }
-    worker::ExitInfo exit = ranks_[r]->Wait();
-    bool stop = false;
+    if (failed) Fail(r, why, failed, {}, failed->index());
+    const worker::ExitInfo exit = rank->Wait();
+    bool rank0_done;
     {
       absl::MutexLock lock(&mu_);
-      if (why.empty() && !exit.ok() && !rank0_done_) why = exit.Describe();
-      // Once the group is being stopped, a rank's end is its effect.
-      if (!why.empty() && failed_rank_ == 0 && !stopping_) {
-        failed_rank_ = r;
-        failed_why_ = why;
-        failed_exit_ = exit;
-        stop = true;
-      }
+      rank0_done = rank0_done_;
     }
-    if (stop) Kill();
-  }
-
-  void Stopping() {
+    if (!failed && !exit.ok() && !rank0_done) {
+      Fail(r, why.empty() ? exit.Describe() : why, {}, exit, in_run >= 0 ? in_run : last_done + 1);
+    }
     absl::MutexLock lock(&mu_);
-    stopping_ = true;
+    if (failed_rank_ == r && failed) failed_exit_ = exit;
+    ++drains_ended_;
   }
 
-  const std::vector<std::unique_ptr<worker::Worker>> ranks_;
-  std::vector<std::thread> drains_;
-  absl::Mutex mu_;
+  // Rank r failed in sweep point `index`: unless the group is already being
+  // stopped (its end is then an effect), it becomes the cause and the group
+  // stops, once rank 0 is in that point too. Rank 0 may still be finishing
+  // an earlier point on its own (rank r passed that point's last
+  // collective), and stopping it there would lose a good run.
+  void Fail(int r, const std::string& why, const std::optional<v1::Run>& run,
+            const worker::ExitInfo& exit, int index) {
+    absl::MutexLock lock(&mu_);
+    if (failed_rank_ != 0 || stopping_) return;
+    failed_rank_ = r;
+    failed_why_ = why;
+    failed_run_ = run;
+    failed_exit_ = exit;
+    auto reached = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || rank0_ended_ || rank0_index_ >= index;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&reached), kRankZeroCatchUp);
+    KillLocked();
+  }
+
+  void KillLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    stopping_ = true;
+    for (auto& w : ranks_) w->Kill();
+  }
+
+  worker::WorkerLauncher* const launcher_;
+  const v1::WorkerRequest request_;
+  worker::Worker* const rank0_;
+  // The job runner's thread only.
+  bool started_ = false;
+  int current_ = -1;  // the run rank 0 is in
+  std::optional<worker::ExitInfo> rank0_exit_;
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<worker::Worker>> ranks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> drains_;  // appended by the runner under mu_, joined by it
+  int drains_ended_ ABSL_GUARDED_BY(mu_) = 0;
   bool rank0_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool rank0_ended_ ABSL_GUARDED_BY(mu_) = false;
+  int rank0_index_ ABSL_GUARDED_BY(mu_) = -1;  // the last point rank 0 started
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool rank0_killed_by_group_ ABSL_GUARDED_BY(mu_) = false;
+  bool delivered_ ABSL_GUARDED_BY(mu_) = false;
   int failed_rank_ ABSL_GUARDED_BY(mu_) = 0;  // the first rank above 0 that failed
   std::string failed_why_ ABSL_GUARDED_BY(mu_);
+  std::optional<v1::Run> failed_run_ ABSL_GUARDED_BY(mu_);
   worker::ExitInfo failed_exit_ ABSL_GUARDED_BY(mu_);
 };
-
-// Kills and reaps what started before a failed start.
-void Abandon(std::vector<std::unique_ptr<worker::Worker>>* ranks) {
-  for (auto& w : *ranks) w->Kill();
-  for (auto& w : *ranks) w->Wait();
-}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<worker::Worker>> StartRankGroup(worker::WorkerLauncher* launcher,
                                                                const v1::WorkerRequest& request) {
-  const int world_size = request.rank().world_size();
-  std::vector<std::unique_ptr<worker::Worker>> ranks;
   v1::WorkerRequest ranked = request;
   ranked.mutable_rank()->set_rank(0);
   auto first = launcher->Start(ranked);
   if (!first.ok()) return first.status();
-  ranks.push_back(std::move(*first));
-  // Rank 0's first event is its store's port.
-  v1::WorkerEvent event;
-  auto got = ranks[0]->Next(&event);
-  if (!got.ok() || !*got || !event.has_rendezvous()) {
-    ranks[0]->Kill();
-    const worker::ExitInfo exit = ranks[0]->Wait();
-    return absl::UnavailableError(absl::StrCat(
-        "rank 0 did not open its rendezvous store (", exit.Describe(), "): ", exit.stderr_tail));
-  }
-  ranked.mutable_rank()->set_store_port(event.rendezvous().store_port());
-  for (int r = 1; r < world_size; ++r) {
-    ranked.mutable_rank()->set_rank(r);
-    auto w = launcher->Start(ranked);
-    if (!w.ok()) {
-      Abandon(&ranks);
-      return absl::UnavailableError(
-          absl::StrCat("cannot start rank ", r, ": ", w.status().message()));
-    }
-    ranks.push_back(std::move(*w));
-  }
-  return std::unique_ptr<worker::Worker>(std::make_unique<RankGroup>(std::move(ranks)));
+  return std::unique_ptr<worker::Worker>(
+      std::make_unique<RankGroup>(launcher, std::move(ranked), std::move(*first)));
 }
 
 }  // namespace gpubench::server

@@ -10,6 +10,7 @@
 #define GPUBENCH_SERVER_RANK_GROUP_H_
 
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "gpubench/v1/worker.pb.h"
@@ -17,11 +18,16 @@
 
 namespace gpubench::server {
 
-// Starts request.rank().world_size() workers through launcher, each with
-// request and its own rank (request.rank() names the devices; its rank is
-// set here). Fails, with every started rank killed and reaped, when a worker
-// cannot start or rank 0 ends before it reports its store.
-// The returned Worker follows worker::Worker's threading rules.
+// Starts rank 0 through launcher with request (request.rank() names every
+// rank's device); the other ranks start, with rank 0's store port, at the
+// returned Worker's first Next(), so that a stop from another thread reaches
+// the group from the start. That Next() fails (every started rank killed)
+// when rank 0 ends before it reports its store or a rank cannot start. A
+// rank whose run fails stops the group, and rank 0's run then ends with that
+// run (its error naming the rank; out of memory stays out of memory). Once
+// rank 0 has ended well the others get 30 s to end, then are killed. The
+// returned Worker follows worker::Worker's threading rules; it launches
+// through launcher, which must outlive it.
 absl::StatusOr<std::unique_ptr<worker::Worker>> StartRankGroup(worker::WorkerLauncher* launcher,
                                                                const v1::WorkerRequest& request);
 

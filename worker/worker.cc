@@ -138,6 +138,14 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
                  rank.devices_size() != rank.world_size())) {
     return absl::InvalidArgumentError("rank: needs 0 <= rank < world_size, a device per rank");
   }
+  // Test hook: GPUBENCH_INJECT_OOM_RANK keeps the engine's injected
+  // out-of-memory (GPUBENCH_INJECT_OOM_ABOVE_BYTES) to that rank.
+  const char* oom_rank = std::getenv("GPUBENCH_INJECT_OOM_RANK");
+  int only_rank = 0;
+  if (oom_rank != nullptr && absl::SimpleAtoi(oom_rank, &only_rank) &&
+      only_rank != (ranked ? rank.rank() : 0)) {
+    unsetenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
+  }
   if (ranked && rank.rank() == 0) {
     auto port = engine::OpenRendezvous(rank.world_size());
     if (!port.ok()) return port.status();

@@ -95,7 +95,7 @@ TEST(Cli, CompletionOffersCommandsOptionsAndSpecFlagsWhereTheyApply) {
   ASSERT_EQ(RunCli({"completion", "bash"}, bash, err), kExitOk) << err.str();
   EXPECT_EQ(Complete(bash.str(), "sub"), "submit\n");
   EXPECT_EQ(Complete(bash.str(), "re"), "regressions report results\n");
-  EXPECT_EQ(Complete(bash.str(), "submit --wor"), "--worker --workload\n");
+  EXPECT_EQ(Complete(bash.str(), "submit --wor"), "--worker --workload --world-size\n");
   EXPECT_EQ(Complete(bash.str(), "hosts --wor"), "--worker\n");  // hosts takes no spec
   EXPECT_EQ(Complete(bash.str(), "jobs --hos"), "--host --host-id --hosts\n");
   std::ostringstream zsh, usage, usage_err;

@@ -164,6 +164,36 @@ TEST(Distributed, AFailingRankFailsItsRunCleanlyAndTheSweepGoesOn) {
   EXPECT_EQ(runs[1].state(), v1::RUN_STATE_SUCCEEDED) << runs[1].error();
   EXPECT_TRUE(testing_support::WorkerChildren(d.pid()).empty());
 }
+// Rank 1 alone runs out of memory at batch 64: the run is stored as out of
+// memory, naming the rank, and the larger batch is skipped in the fresh
+// group, as a single worker's out of memory would be.
+TEST(Distributed, AnotherRanksOutOfMemoryIsTheRunsAndSkipsLargerBatches) {
+  setenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES", "200000", 1);  // mlp input: 12 KiB a sample
+  setenv("GPUBENCH_INJECT_OOM_RANK", "1", 1);
+  Daemon d(FreshDir("dist_rank_oom"));
+  unsetenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
+  unsetenv("GPUBENCH_INJECT_OOM_RANK");
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = Distributed("ddp");
+  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  spec.mutable_base()->set_world_size(2);
+  for (int batch : {8, 64, 128}) spec.mutable_sweep()->add_batch_size(batch);
+  std::string id;
+  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
+  const v1::Job job = WaitForJobEnd(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
+  const std::vector<v1::Run> runs = JobRuns(d, id);
+  std::string listed;
+  for (const v1::Run& r : runs) listed += r.ShortDebugString().substr(0, 300) + "\n";
+  ASSERT_EQ(runs.size(), 3u) << listed << d.log();
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED) << runs[0].error();
+  EXPECT_EQ(runs[1].state(), v1::RUN_STATE_OUT_OF_MEMORY) << runs[1].error();
+  EXPECT_NE(runs[1].error().find("rank 1 of 2: out of memory (injected)"), std::string::npos)
+      << runs[1].error();
+  EXPECT_EQ(runs[2].state(), v1::RUN_STATE_SKIPPED_AFTER_OOM) << runs[2].error();
+  EXPECT_TRUE(testing_support::WorkerChildren(d.pid()).empty());
+}
+
 // A cancel reaches every rank: they stop together at a window's end (or
 // are killed after the grace period), the job ends cancelled, and no worker
 // is left.

@@ -145,6 +145,21 @@ TEST(JobQueue, AWaitingKGpuJobLeavesTheOtherGpusToSmallJobs) {
   EXPECT_EQ(Next(q), "small");  // cuda:3 was left free
 }
 
+// A job that names a GPU and asks for K counts the named one towards its K;
+// one asking for more GPUs than the host has keeps nothing from the others.
+TEST(JobQueue, NamedGpusCountTowardsKAndAnImpossibleJobBlocksNothing) {
+  JobQueue q(1);
+  q.Push("never", 0, 1, {}, 2);
+  q.Push("named-and-any", 0, 2, {"cuda:0"}, 1);
+  auto started = q.TakeStartable();
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ(started->job_id, "named-and-any");
+  EXPECT_EQ(started->leases, (JobQueue::Leases{"cuda:0"}));
+  q.Release(started->leases);
+  q.Push("single", 0, 3, {"cuda:0"});
+  EXPECT_EQ(Next(q), "single");
+}
+
 TEST(JobQueue, RemoveTakesAQueuedJobOutOnce) {
   JobQueue q;
   q.Push("a", 0, 1, {"cpu"});

@@ -1,10 +1,17 @@
 #include "worker/engine/distributed.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "worker/engine/compat.h"
 #include "worker/engine/engine.h"
 
 namespace gpubench::engine {
@@ -28,6 +35,25 @@ Group& ProcessGroup() {
   static auto* group = new Group;
   return *group;
 }
+
+#if GPUBENCH_TORCH_AT_LEAST(2, 4)
+// A socket listening on 127.0.0.1 at a port the system picks, for the store
+// to take over: c10d's own listener would take every interface.
+absl::StatusOr<int> LoopbackListener() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 128) != 0) {
+    const std::string why = std::strerror(errno);
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("listening on 127.0.0.1: ", why));
+  }
+  return fd;
+}
+#endif
 
 }  // namespace
 
@@ -98,6 +124,17 @@ absl::StatusOr<int> OpenRendezvous(int world_size) {
     c10d::TCPStoreOptions options;
     options.port = 0;  // the system picks a free one
     options.isServer = true;
+#if GPUBENCH_TORCH_AT_LEAST(2, 4)
+    auto fd = LoopbackListener();
+    if (!fd.ok()) return fd.status();
+    sockaddr_in bound{};
+    socklen_t size = sizeof(bound);
+    getsockname(*fd, reinterpret_cast<sockaddr*>(&bound), &size);
+    options.port = ntohs(bound.sin_port);
+    options.masterListenFd = *fd;
+#endif
+    // LibTorch 1.13 has no way to hand its store a socket: its listener
+    // takes every interface for the run (README).
     options.numWorkers = world_size;
     options.waitWorkers = false;
     options.timeout = dist::kStoreTimeout;

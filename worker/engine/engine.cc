@@ -1123,6 +1123,10 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Devi
       } catch (const std::exception&) {
       }
     }
+    // A rank of a distributed run that left the window early would leave
+    // its peers waiting in a collective: the run fails, and the daemon
+    // stops the group.
+    if (workload->distributed()) throw;
     out->profile_error = "profiling failed: " + MessageOf(e);
   }
 }
@@ -1398,9 +1402,12 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
       out.graph_capture_ms = net->graph_capture_ms_;
     }
     if (out.latency_ms.p50 > 0) SetAchievedTflops((*workload)->samples_per_iteration(), &out);
-    const bool cancelled = measured->cancelled || (distributed && cancel && cancel->load());
+    // Every rank takes the same decision, or some would skip the later
+    // runs that the others wait in.
+    const bool cancelled =
+        distributed ? (*workload)->Agree(cancel != nullptr && cancel->load()) : measured->cancelled;
     out.status = cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
-    if (measure_config.profile && !measured->cancelled) {
+    if (measure_config.profile && !cancelled) {
       // A user's model has no analytic FLOP count: in inference, the
       // profiler's count stands for it (backward operators it does not count).
       const bool count_flops = c.mode == Mode::kInfer && out.flops_per_iteration <= 0 &&
