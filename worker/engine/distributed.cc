@@ -125,7 +125,7 @@ absl::StatusOr<int> OpenRendezvous(int world_size) {
     options.port = 0;  // the system picks a free one
     options.isServer = true;
 #if GPUBENCH_TORCH_AT_LEAST(2, 4)
-    auto fd = LoopbackListener();
+    auto fd = dist::LoopbackListener();
     if (!fd.ok()) return fd.status();
     sockaddr_in bound{};
     socklen_t size = sizeof(bound);
