@@ -275,6 +275,9 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
       return absl::AbortedError(absl::StrCat("rank ", rank.rank(), "'s run ", i, " failed"));
     }
   }
+  // Every rank is done with the group here: end it before the process
+  // exits, while the CUDA driver is still up.
+  engine::CloseGroup();
   v1::WorkerEvent done;
   done.mutable_done()->set_runs_executed(executed);
   done.mutable_done()->set_cancelled(cancelled ||

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "worker/engine/compat.h"
@@ -116,6 +117,27 @@ absl::StatusOr<std::unique_ptr<Communicator>> NewGlooGroup(const c10::intrusive_
 #endif
 
 }  // namespace dist
+
+void CloseGroup() {
+  dist::Group& g = dist::ProcessGroup();
+  try {
+    if (g.comm) g.comm->Shutdown();
+    // Rank 0 serves the store: it keeps it until every rank has ended its
+    // communicators (their threads may still read it), for at most 30 s.
+    if (g.store && g.comm) {
+      g.store->add("gpubench/closed", 1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (g.rank == 0 && g.store->add("gpubench/closed", 0) < g.world_size &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  } catch (const std::exception&) {
+    // Ending anyway: the process exits next.
+  }
+  g.comm.reset();
+  g.store.reset();
+}
 
 absl::StatusOr<int> OpenRendezvous(int world_size) {
   dist::Group& g = dist::ProcessGroup();

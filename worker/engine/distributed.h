@@ -31,6 +31,9 @@ class Communicator {
   virtual void ReduceScatter(torch::Tensor& out, torch::Tensor& in) = 0;
   // Rank 0's t to every rank.
   virtual void Broadcast(torch::Tensor& t) = 0;
+  // Ends the group's communicators and threads, once every rank is done
+  // with it (NCCL's watchdog must not outlive the CUDA driver at exit).
+  virtual void Shutdown() {}
 };
 
 // The group of c's rank (c.rank of c.world_size) on device, created on the

@@ -125,6 +125,10 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure,
 // Unavailable where it cannot listen.
 absl::StatusOr<int> OpenRendezvous(int world_size);
 
+// Ends this process's distributed group (its communicators, their threads,
+// the store) once its runs are done; nothing without one. Never throws.
+void CloseGroup();
+
 // What LibTorch sees on this host.
 struct DeviceProbe {
   struct Gpu {

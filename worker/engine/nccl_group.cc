@@ -30,6 +30,7 @@ class NcclGroup : public Communicator {
     std::vector<at::Tensor> tensors{t};
     pg_->broadcast(tensors)->wait();
   }
+  void Shutdown() override { pg_->shutdown(); }
 
  private:
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> pg_;
