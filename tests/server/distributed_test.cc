@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpubench/v1/service.grpc.pb.h"
@@ -37,6 +38,21 @@ v1::JobSpec Distributed(const std::string& workload) {
   m->set_min_time_ms(50);
   m->set_max_time_ms(1000);
   return spec;
+}
+
+// ddp of the mlp (a small model: fast on two CPU ranks).
+v1::JobSpec MlpDdp() {
+  v1::JobSpec spec = Distributed("ddp");
+  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  return spec;
+}
+
+// Submits spec, waits for the job's end, and returns the job and its runs.
+std::pair<v1::Job, std::vector<v1::Run>> RunToEnd(Daemon& d, const v1::JobSpec& spec) {
+  std::string id;
+  EXPECT_TRUE(SubmitJobSpec(d, spec, &id).ok());
+  v1::Job job = WaitForJobEnd(d, id);
+  return {job, JobRuns(d, id)};
 }
 
 void ExpectInvalid(Daemon& d, const v1::JobSpec& spec, const std::string& field) {
@@ -91,11 +107,8 @@ TEST(Distributed, CollectivesRunOnTwoRankWorkersAndLeaveNoProcess) {
   spec.mutable_sweep()->add_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
   spec.mutable_sweep()->add_collective_op(v1::COLLECTIVE_OP_ALL_GATHER);
   spec.mutable_sweep()->add_collective_op(v1::COLLECTIVE_OP_BROADCAST);
-  std::string id;
-  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
-  const v1::Job job = WaitForJobEnd(d, id);
+  const auto [job, runs] = RunToEnd(d, spec);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
-  const std::vector<v1::Run> runs = JobRuns(d, id);
   ASSERT_EQ(runs.size(), 3u);
   const double factor[] = {1.0, 0.5, 1.0};  // 2(K-1)/K, (K-1)/K, 1 at K = 2
   for (int i = 0; i < 3; ++i) {
@@ -116,15 +129,11 @@ TEST(Distributed, CollectivesRunOnTwoRankWorkersAndLeaveNoProcess) {
 TEST(Distributed, DdpTrainsFromRankZerosWeightsOnOneAndTwoRanks) {
   Daemon d(FreshDir("dist_ddp"));
   ASSERT_TRUE(d.serving()) << d.log();
-  v1::JobSpec spec = Distributed("ddp");
-  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  v1::JobSpec spec = MlpDdp();
   spec.mutable_sweep()->add_world_size(1);
   spec.mutable_sweep()->add_world_size(2);
-  std::string id;
-  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
-  const v1::Job job = WaitForJobEnd(d, id);
+  const auto [job, runs] = RunToEnd(d, spec);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
-  const std::vector<v1::Run> runs = JobRuns(d, id);
   ASSERT_EQ(runs.size(), 2u);
   for (const v1::Run& r : runs) ASSERT_EQ(r.state(), v1::RUN_STATE_SUCCEEDED) << r.error();
   EXPECT_EQ(runs[1].config().world_size(), 2);
@@ -147,16 +156,12 @@ TEST(Distributed, AFailingRankFailsItsRunCleanlyAndTheSweepGoesOn) {
   unsetenv("GPUBENCH_INJECT_CRASH_AT_BATCH");
   unsetenv("GPUBENCH_INJECT_CRASH_RANK");
   ASSERT_TRUE(d.serving()) << d.log();
-  v1::JobSpec spec = Distributed("ddp");
-  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  v1::JobSpec spec = MlpDdp();
   spec.mutable_base()->set_world_size(2);
   spec.mutable_sweep()->add_batch_size(8);
   spec.mutable_sweep()->add_batch_size(16);
-  std::string id;
-  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
-  const v1::Job job = WaitForJobEnd(d, id);
+  const auto [job, runs] = RunToEnd(d, spec);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
-  const std::vector<v1::Run> runs = JobRuns(d, id);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(runs[0].error().find("rank 1 of 2"), std::string::npos) << runs[0].error();
@@ -174,15 +179,11 @@ TEST(Distributed, AnotherRanksOutOfMemoryIsTheRunsAndSkipsLargerBatches) {
   unsetenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
   unsetenv("GPUBENCH_INJECT_OOM_RANK");
   ASSERT_TRUE(d.serving()) << d.log();
-  v1::JobSpec spec = Distributed("ddp");
-  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  v1::JobSpec spec = MlpDdp();
   spec.mutable_base()->set_world_size(2);
   for (int batch : {8, 64, 128}) spec.mutable_sweep()->add_batch_size(batch);
-  std::string id;
-  ASSERT_TRUE(SubmitJobSpec(d, spec, &id).ok());
-  const v1::Job job = WaitForJobEnd(d, id);
+  const auto [job, runs] = RunToEnd(d, spec);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
-  const std::vector<v1::Run> runs = JobRuns(d, id);
   std::string listed;
   for (const v1::Run& r : runs) listed += r.ShortDebugString().substr(0, 300) + "\n";
   ASSERT_EQ(runs.size(), 3u) << listed << d.log();
@@ -200,8 +201,7 @@ TEST(Distributed, AnotherRanksOutOfMemoryIsTheRunsAndSkipsLargerBatches) {
 TEST(Distributed, CancelStopsEveryRank) {
   Daemon d(FreshDir("dist_cancel"));
   ASSERT_TRUE(d.serving()) << d.log();
-  v1::JobSpec spec = Distributed("ddp");
-  spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
+  v1::JobSpec spec = MlpDdp();
   spec.mutable_base()->set_world_size(2);
   spec.mutable_measurement()->set_min_time_ms(60000);
   spec.mutable_measurement()->set_max_time_ms(60000);
