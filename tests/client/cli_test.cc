@@ -286,6 +286,54 @@ TEST(CliDaemon, CheckNumericsShowsAgreementWithFp64) {
   }
 }
 
+#ifdef GPUBENCH_TEST_GLOO
+// A collective and ddp on one and two CPU ranks (Gloo): show prints
+// nccl-tests' figures and the scaling efficiency, and its JSON carries them.
+TEST(CliDaemon, ShowGivesCollectiveBandwidthAndDdpScaling) {
+  Daemon d(FreshDir("cli_distributed"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result submitted = Cli({"submit", "--host", d.address(), "--workload", "collective,ddp",
+                          "--ddp-model", "mlp", "--world-size", "1,2", "--device", "cpu",
+                          "--collective-bytes", "65536", "--batch", "16", "--warmup", "2",
+                          "--min-iterations", "10", "--min-time-ms", "50", "--max-time-ms",
+                          "1000"});
+  ASSERT_EQ(submitted.code, kExitOk) << submitted.err;
+  const std::string id = SplitLines(submitted.out).at(0);
+  Result watched = Cli({"watch", id, "--host", d.address()});
+  ASSERT_EQ(watched.code, kExitOk) << watched.err << watched.out;
+  Result text = Cli({"show", "--host", d.address(), id});
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_NE(text.out.find("collectives (rank 0's time per operation"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("data-parallel training (samples/s of all ranks"), std::string::npos)
+      << text.out;
+  Result json = Cli({"show", "--host", d.address(), id, "--output", "json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  google::protobuf::Struct parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &parsed).ok()) << json.out;
+  const auto& rows = parsed.fields().at("distributed").list_value().values();
+  ASSERT_EQ(rows.size(), 4);
+  std::map<std::pair<std::string, int>, const google::protobuf::Struct*> by;
+  for (const auto& row : rows) {
+    const auto& f = row.struct_value().fields();
+    by[{f.at("workload").string_value(), static_cast<int>(f.at("world_size").number_value())}] =
+        &row.struct_value();
+  }
+  const auto& two = by.at({"collective", 2})->fields();
+  EXPECT_EQ(two.at("bytes").number_value(), 65536);
+  EXPECT_GT(two.at("time_us").number_value(), 0);
+  // all-reduce on 2 ranks: busbw = algbw x 2(K-1)/K = algbw.
+  EXPECT_NEAR(two.at("bus_bandwidth_gb_per_s").number_value(),
+              two.at("algorithm_bandwidth_gb_per_s").number_value(), 1e-9);
+  EXPECT_EQ(by.at({"collective", 1})->fields().at("bus_bandwidth_gb_per_s").number_value(), 0);
+  const double t1 = by.at({"ddp", 1})->fields().at("throughput_samples_per_s").number_value();
+  const auto& ddp2 = by.at({"ddp", 2})->fields();
+  EXPECT_NEAR(ddp2.at("scaling_efficiency").number_value(),
+              ddp2.at("throughput_samples_per_s").number_value() / (2 * t1), 1e-9);
+  EXPECT_EQ(by.at({"ddp", 1})->fields().at("scaling_efficiency").number_value(), 1);
+}
+#endif  // GPUBENCH_TEST_GLOO
+
 // The roofline of profiled runs on this CPU, against the peaks that this
 // host's own matmul and device-to-device copy runs measured: before there
 // are any, a run has its figures and no verdict; after, each figure follows
