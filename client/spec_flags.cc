@@ -190,7 +190,14 @@ const std::map<std::string, Flag>& Flags() {
                           [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); },
                           [](int64_t v, S* s) { s->add_copy_bytes(v); })},
       {"world-size",
-       Axis("ddp and collective: ranks (one process, one GPU each), e.g. 1,2,4", ToInt,
+       Axis("ddp and collective: ranks (one process, one GPU each), e.g. 1,2,4",
+            [](const std::string& flag, const std::string& v) -> absl::StatusOr<int64_t> {
+              auto n = ToInt(flag, v);
+              if (n.ok() && (*n < 1 || *n > 64)) {
+                return Bad(flag, absl::StrCat("must be in [1, 64], got ", *n));
+              }
+              return n;
+            },
             [](int64_t v, C* c) { c->set_world_size(v); },
             [](int64_t v, S* s) { s->add_world_size(v); })},
       {"collective-op",

@@ -191,7 +191,8 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
     return Invalid(path + ".ddp_model",
                    absl::StrCat("must be a built-in model (mlp, simple_cnn, resnet18, resnet50, "
                                 "unet, bilstm, cnn_lstm, transformer), got \"",
-                                p.ddp_model(), "\""));
+                                p.ddp_model().substr(0, 64),
+                                p.ddp_model().size() > 64 ? "..." : "", "\""));
   }
   if (!p.model_sha256().empty() && !IsSha256Hex(p.model_sha256())) {
     return Invalid(path + ".model_sha256", "must be 64 lower-case hex digits");
