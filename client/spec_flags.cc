@@ -37,6 +37,17 @@ absl::StatusOr<int> ToEnum(const std::string& flag,
   return *n;
 }
 
+// An integer in [lo, hi], or an error naming the flag.
+auto IntIn(int64_t lo, int64_t hi) {
+  return [lo, hi](const std::string& flag, const std::string& v) -> absl::StatusOr<int64_t> {
+    auto n = ToInt(flag, v);
+    if (n.ok() && (*n < lo || *n > hi)) {
+      return Bad(flag, absl::StrCat("must be in [", lo, ", ", hi, "], got ", *n));
+    }
+    return n;
+  };
+}
+
 // One flag: how to set a single value on the base, and how to add it to the
 // sweep axis when several are given.
 struct Flag {
@@ -132,15 +143,7 @@ const std::map<std::string, Flag>& Flags() {
       {"device", Axis("auto, cpu, cuda, cuda:N, cuda:all (each GPU, side by side), mps", AsString,
                       [](const std::string& v, C* c) { c->set_device(v); },
                       [](const std::string& v, S* s) { s->add_device(v); })},
-      {"batch", Axis("batch size(s), e.g. 32,64,128",
-                     [](const std::string& flag, const std::string& v)
-                         -> absl::StatusOr<int64_t> {
-                       auto n = ToInt(flag, v);
-                       if (n.ok() && (*n < 1 || *n > 65536)) {
-                         return Bad(flag, absl::StrCat("must be in [1, 65536], got ", *n));
-                       }
-                       return n;
-                     },
+      {"batch", Axis("batch size(s), e.g. 32,64,128", IntIn(1, 65536),
                      [](int64_t v, C* c) { c->set_batch_size(v); },
                      [](int64_t v, S* s) { s->add_batch_size(v); })},
       {"precision",
@@ -190,14 +193,7 @@ const std::map<std::string, Flag>& Flags() {
                           [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); },
                           [](int64_t v, S* s) { s->add_copy_bytes(v); })},
       {"world-size",
-       Axis("ddp and collective: ranks (one process, one GPU each), e.g. 1,2,4",
-            [](const std::string& flag, const std::string& v) -> absl::StatusOr<int64_t> {
-              auto n = ToInt(flag, v);
-              if (n.ok() && (*n < 1 || *n > 64)) {
-                return Bad(flag, absl::StrCat("must be in [1, 64], got ", *n));
-              }
-              return n;
-            },
+       Axis("ddp and collective: ranks (one process, one GPU each), e.g. 1,2,4", IntIn(1, 64),
             [](int64_t v, C* c) { c->set_world_size(v); },
             [](int64_t v, S* s) { s->add_world_size(v); })},
       {"collective-op",

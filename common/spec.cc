@@ -458,16 +458,6 @@ bool IsSha256Hex(std::string_view s) {
          s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
-bool IsDistributedWorkload(std::string_view workload) {
-  return workload == "ddp" || workload == "collective";
-}
-
-bool IsModelWorkload(std::string_view workload) {
-  return workload == "mlp" || workload == "simple_cnn" || workload == "resnet18" ||
-         workload == "resnet50" || workload == "unet" || workload == "bilstm" ||
-         workload == "cnn_lstm" || workload == "transformer";
-}
-
 const std::vector<std::string>& BuiltinWorkloads() {
   static const auto* kNames = new std::vector<std::string>{
       "mlp",      "simple_cnn",  "resnet18", "resnet50", "unet",  "bilstm",

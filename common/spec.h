@@ -12,6 +12,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
 #include "gpubench/v1/spec.pb.h"
+#include "common/workload_defaults.h"  // IsModelWorkload, IsDistributedWorkload
 
 namespace gpubench {
 
@@ -36,11 +37,6 @@ bool IsSha256Hex(std::string_view s);
 
 // The built-in workload names, in the order the docs list them.
 const std::vector<std::string>& BuiltinWorkloads();
-
-// ddp and collective: one worker per rank, world_size ranks.
-bool IsDistributedWorkload(std::string_view workload);
-// The built-in models (what ddp may train and aot may compile).
-bool IsModelWorkload(std::string_view workload);
 
 // Device "cuda:all": the same runs on each of the daemon's GPUs, side by side
 // (JobSpec.parallel_devices); the daemon replaces it by cuda:0 ... cuda:N-1.

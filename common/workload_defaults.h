@@ -18,6 +18,20 @@ inline constexpr double kDefaultAdamWLearningRate = 1e-3;
 inline constexpr int kDefaultPrefetchDepth = 2;
 inline constexpr char kDefaultDdpModel[] = "resnet50";
 
+// The built-in models: what the engine builds, ddp trains and aot compiles.
+inline bool IsModelWorkload(std::string_view workload) {
+  for (std::string_view name : {"mlp", "simple_cnn", "resnet18", "resnet50", "unet", "bilstm",
+                                "cnn_lstm", "transformer"}) {
+    if (workload == name) return true;
+  }
+  return false;
+}
+
+// ddp and collective: one worker per rank, world_size ranks.
+inline bool IsDistributedWorkload(std::string_view workload) {
+  return workload == "ddp" || workload == "collective";
+}
+
 // The workload whose model (and defaults) a run uses: ddp trains ddp_model
 // (default resnet50); any other workload is its own.
 inline std::string_view ModelWorkload(std::string_view workload, std::string_view ddp_model) {

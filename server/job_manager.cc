@@ -81,6 +81,14 @@ std::string DeviceLease(const v1::RunConfig& c, const v1::HostInfo& host) {
   return d == "cuda" ? "cuda:0" : d;
 }
 
+// A distributed point on device cuda (or auto on a GPU host): its ranks take
+// any world_size of the host's GPUs, chosen when the job starts. On cuda:N
+// (one rank) it takes that GPU, on the CPU the CPU.
+bool TakesAnyGpus(const v1::RunConfig& c, const std::string& lease) {
+  return IsDistributedWorkload(c.workload()) && absl::StartsWith(lease, "cuda:") &&
+         !absl::StartsWith(c.device(), "cuda:");
+}
+
 }  // namespace
 
 absl::StatusOr<JobManager::Needs> JobManager::LeasesOf(const v1::Job& job) const {
@@ -98,9 +106,7 @@ JobManager::Needs JobManager::LeasesOf(const v1::Job& job,
   if (exclusive) leases.insert(JobQueue::kWholeHost);
   for (const v1::RunConfig& c : configs) {
     std::string d = DeviceLease(c, host_);
-    if (IsDistributedWorkload(c.workload()) && (c.device() == "cuda" || d == "cuda:0") &&
-        !absl::StartsWith(c.device(), "cuda:")) {
-      // Any free GPUs, world_size of them, chosen when the job starts.
+    if (TakesAnyGpus(c, d)) {
       needs.any_gpus = std::max(needs.any_gpus, c.world_size());
       continue;
     }
@@ -158,10 +164,8 @@ std::vector<JobManager::Lane> JobManager::LanesOf(const v1::Job& job,
       const int k = std::max(1, c.world_size());
       rank.set_world_size(k);
       for (int r = 0; r < k; ++r) {
-        if (device == "cpu" || device == "mps") {
-          rank.add_devices(device);
-        } else if (absl::StartsWith(c.device(), "cuda:")) {
-          rank.add_devices(c.device());  // world_size 1 on a named GPU
+        if (!TakesAnyGpus(c, device)) {
+          rank.add_devices(device);  // the CPU, or world_size 1 on a named GPU
         } else {
           rank.add_devices(r < static_cast<int>(gpus.size()) ? gpus[r] : GpuLease(r));
         }
@@ -660,12 +664,13 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     absl::MutexLock lock(&running->store_mu);
     return StoreRun(&job, run, trace);
   };
-  if (all_stored()) {
-    done = true;
-    exit = worker::ExitInfo{0, 0, ""};
-    return r;
-  }
   for (int pass = 0; !done && !stopped; ++pass) {
+    if (all_stored()) {
+      // Nothing is left for a worker (every point stored, or crashed).
+      done = true;
+      exit = worker::ExitInfo{0, 0, ""};
+      break;
+    }
     request.clear_skip_indices();
     for (int index : stored) request.add_skip_indices(index);
     auto process = lane.rank.world_size() > 0 ? StartRankGroup(launcher_.get(), request)
@@ -773,9 +778,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
       if (lane.rank.world_size() > 0 && stored_now > 0) {
         crash = exit;
         ++crashes;
-        if (!all_stored()) continue;
-        done = true;
-        exit = worker::ExitInfo{0, 0, ""};
+        continue;
       }
       break;
     }
@@ -805,12 +808,6 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     if (!limit_hit.empty()) request.add_out_of_memory_indices(current);
     crash = exit;
     ++crashes;
-    if (all_stored()) {
-      // The lane's last point crashed: nothing is left for a fresh worker.
-      done = true;
-      exit = worker::ExitInfo{0, 0, ""};
-      break;
-    }
   }
   return r;
 }

@@ -247,9 +247,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
         }
       }
       if (!write_status.ok()) return write_status;
-      const auto rank_devices = run.result().rank_devices();
       FillRun(outcome, &run);
-      *run.mutable_result()->mutable_rank_devices() = rank_devices;
       trace_json = outcome.trace_json;
       if (!outcome.profile_error.empty()) {
         v1::WorkerEvent log;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/workload_defaults.h"  // IsModelWorkload
 #include "worker/engine/config.h"
 
 namespace gpubench::engine {

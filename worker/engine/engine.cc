@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/workload_defaults.h"
 #include "worker/engine/compat.h"
 #include "worker/engine/cuda_support.h"
 #include "worker/engine/distributed.h"
@@ -118,6 +119,14 @@ torch::ScalarType ToScalarType(DType t) {
     case DType::kUInt8: return torch::kUInt8;
     default: return torch::kFloat32;
   }
+}
+
+// The element type of a kernel workload's operands (matmul, collective) at a
+// precision: fp16 and bf16 as themselves, fp32 and tf32 as fp32.
+torch::ScalarType OperandType(Precision precision) {
+  if (precision == Precision::kFp16) return torch::kFloat16;
+  if (precision == Precision::kBf16) return torch::kBFloat16;
+  return torch::kFloat32;
 }
 
 // Modules have no memory-format to(): the 4-D parameters one by one.
@@ -605,9 +614,7 @@ class NetworkWorkload : public Workload {
 class CollectiveWorkload : public Workload {
  public:
   CollectiveWorkload(const RunConfig& c, torch::Device device) : Workload(device), c_(c) {
-    torch::ScalarType dtype = torch::kFloat32;
-    if (c.precision == Precision::kFp16) dtype = torch::kFloat16;
-    if (c.precision == Precision::kBf16) dtype = torch::kBFloat16;
+    const torch::ScalarType dtype = OperandType(c.precision);
     const int64_t count = c.collective_bytes / static_cast<int64_t>(torch::elementSize(dtype));
     const int64_t share = count / std::max(1, c.world_size);
     MaybeInjectOom(c.collective_bytes * 2);
@@ -674,9 +681,7 @@ class CollectiveWorkload : public Workload {
 class MatmulWorkload : public Workload {
  public:
   MatmulWorkload(const RunConfig& c, torch::Device device) : Workload(device), c_(c) {
-    torch::ScalarType dtype = torch::kFloat32;
-    if (c.precision == Precision::kFp16) dtype = torch::kFloat16;
-    if (c.precision == Precision::kBf16) dtype = torch::kBFloat16;
+    const torch::ScalarType dtype = OperandType(c.precision);
     const int64_t bytes = (c.matmul_m * c.matmul_k + c.matmul_k * c.matmul_n +
                            c.matmul_m * c.matmul_n) *
                           torch::elementSize(dtype);
@@ -1351,7 +1356,7 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
       return out;
     }
     (*workload)->range_label = RangeLabel(c);
-    const bool distributed = c.workload == "ddp" || c.workload == "collective";
+    const bool distributed = IsDistributedWorkload(c.workload);
     if (distributed) {
       auto comm = dist::GroupFor(c, *device);
       if (!comm.ok()) {

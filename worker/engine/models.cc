@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/workload_defaults.h"  // IsModelWorkload
 #include "worker/engine/config.h"
 
 namespace gpubench::engine {
@@ -826,10 +827,6 @@ absl::Status CheckAtLeast(const char* field, int64_t value, int64_t min,
                    " for ", workload, ", got ", value));
 }
 
-const char* const kWorkloads[] = {"mlp",      "simple_cnn", "resnet18",
-                                  "resnet50", "unet",       "bilstm",
-                                  "cnn_lstm", "transformer"};
-
 }  // namespace
 
 torch::Tensor BenchModel::Loss(const torch::Tensor& output,
@@ -846,13 +843,6 @@ int64_t CountParameters(const torch::nn::Module& module) {
     if (parameter.requires_grad()) count += parameter.numel();
   }
   return count;
-}
-
-bool IsModelWorkload(const std::string& workload) {
-  for (const char* name : kWorkloads) {
-    if (workload == name) return true;
-  }
-  return false;
 }
 
 absl::StatusOr<std::shared_ptr<BenchModel>> CreateModel(

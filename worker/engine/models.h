@@ -83,9 +83,6 @@ absl::StatusOr<std::shared_ptr<BenchModel>> CreateModel(const RunConfig& config)
 // Number of trainable parameters.
 int64_t CountParameters(const torch::nn::Module& module);
 
-// True for the workloads CreateModel builds.
-bool IsModelWorkload(const std::string& workload);
-
 }  // namespace gpubench::engine
 
 #endif  // GPUBENCH_WORKER_ENGINE_MODELS_H_
