@@ -2,6 +2,7 @@
 // sweep (report/speedup.h), as tables and as JSON.
 #include "client/analyses.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -57,6 +58,9 @@ std::vector<DistributedRow> DistributedRows(const std::vector<v1::Run>& runs) {
   return rows;
 }
 
+// A collective over one rank: it moves no byte between devices.
+bool OneRank(const v1::Run& r) { return r.config().world_size() <= 1; }
+
 // Time per operation: the inverse of operations per second.
 double MicrosPerOperation(const v1::RunResult& r) {
   return r.throughput_samples_per_s() > 0 ? 1e6 / r.throughput_samples_per_s() : 0;
@@ -67,6 +71,7 @@ double MicrosPerOperation(const v1::RunResult& r) {
 void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostream& out) {
   const std::vector<DistributedRow> rows = DistributedRows(runs);
   Table collective, ddp;
+  bool one_rank_rows = false;
   collective.header = {"#", "op", "bytes", "ranks", "us/op", "algbw GB/s", "busbw GB/s",
                        "devices"};
   ddp.header = {"#", "config", "ranks", "samples/s", "95% CI", "scaling efficiency", "devices"};
@@ -75,14 +80,18 @@ void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostr
     const v1::RunResult& res = r.result();
     const std::string devices = absl::StrJoin(res.rank_devices(), ",");
     if (r.config().workload() == "collective") {
+      // One rank moves nothing: bytes over its near-empty call would read
+      // as hundreds of TB/s.
+      const bool one_rank = OneRank(r);
+      one_rank_rows = one_rank_rows || one_rank;
       collective.rows.push_back(
           {absl::StrCat(r.index()),
            report::Short(v1::CollectiveOp_descriptor(), r.config().params().collective_op()),
            absl::StrCat(r.config().params().collective_bytes()),
-           absl::StrCat(r.config().world_size()),
+           absl::StrCat(std::max(1, r.config().world_size())),
            absl::StrFormat("%.2f", MicrosPerOperation(res)),
-           absl::StrFormat("%.2f", res.algorithm_bandwidth_gb_per_s()),
-           absl::StrFormat("%.2f", res.bus_bandwidth_gb_per_s()), devices});
+           one_rank ? "-" : absl::StrFormat("%.2f", res.algorithm_bandwidth_gb_per_s()),
+           one_rank ? "-" : absl::StrFormat("%.2f", res.bus_bandwidth_gb_per_s()), devices});
     } else {
       ddp.rows.push_back({absl::StrCat(r.index()), report::DescribeConfig(r.config()),
                           absl::StrCat(r.config().world_size()),
@@ -96,6 +105,10 @@ void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostr
     out << "\ncollectives (rank 0's time per operation; algbw = bytes / time, busbw = algbw x "
            "the bus factor, as nccl-tests)\n";
     PrintTable(collective, format, out);
+    if (one_rank_rows) {
+      out << "one rank: nothing moved between devices, so no bandwidth (\"-\"); us/op is the "
+             "cost of the call alone\n";
+    }
   }
   if (!ddp.rows.empty()) {
     out << "\ndata-parallel training (samples/s of all ranks; efficiency T_K / (K * T_1))\n";
@@ -121,8 +134,12 @@ std::string DistributedJson(const std::vector<v1::Run>& runs) {
           report::Short(v1::CollectiveOp_descriptor(), r.config().params().collective_op()));
       f["bytes"].set_number_value(static_cast<double>(r.config().params().collective_bytes()));
       f["time_us"].set_number_value(MicrosPerOperation(res));
-      f["algorithm_bandwidth_gb_per_s"].set_number_value(res.algorithm_bandwidth_gb_per_s());
-      f["bus_bandwidth_gb_per_s"].set_number_value(res.bus_bandwidth_gb_per_s());
+      if (OneRank(r)) {
+        f["note"].set_string_value("one rank: nothing moved");
+      } else {
+        f["algorithm_bandwidth_gb_per_s"].set_number_value(res.algorithm_bandwidth_gb_per_s());
+        f["bus_bandwidth_gb_per_s"].set_number_value(res.bus_bandwidth_gb_per_s());
+      }
     }
     f["throughput_samples_per_s"].set_number_value(res.throughput_samples_per_s());
     f["scaling_efficiency"].set_number_value(row.efficiency);

@@ -35,7 +35,8 @@ void PrintRoofline(const std::vector<report::RooflinePoint>& points, Format form
 std::string RooflineJson(const std::vector<report::RooflinePoint>& points);
 
 // A distributed job's figures: each collective run's message size, ranks,
-// time per operation and nccl-tests' algbw and busbw; each ddp run's ranks,
+// time per operation and nccl-tests' algbw and busbw ("-" and a note for one
+// rank, which moves nothing); each ddp run's ranks,
 // samples/s (all ranks) and scaling efficiency T_K / (K * T_1) against the
 // job's run of the same config on one rank. Prints nothing without them.
 void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostream& out);
@@ -44,7 +45,8 @@ void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostr
 // "world_size", "rank_devices", "collective_op", "bytes", "time_us",
 // "algorithm_bandwidth_gb_per_s", "bus_bandwidth_gb_per_s",
 // "throughput_samples_per_s", "scaling_efficiency"}] (efficiency -1 where the
-// job has no one-rank run of the config).
+// job has no one-rank run of the config; a one-rank collective has "note":
+// "one rank: nothing moved" instead of the two bandwidths).
 std::string DistributedJson(const std::vector<v1::Run>& runs);
 
 }  // namespace gpubench::client

@@ -169,7 +169,12 @@ int RunCommand(const Args& a, std::ostream& out, std::ostream& err) {
   Args wait = a;
   wait.wait = true;
   const int code = SubmitAndShow(d, *spec, wait, out, err);
-  if (a.format == Format::kTable) out << "stored in " << data_dir << "/gpubench.db\n";
+  // Pointing at the store says "your results are there": only after a
+  // success. A failure has said on stderr what failed (the job's error, the
+  // failed runs, or the daemon's refusal).
+  if (code == kExitOk && a.format == Format::kTable) {
+    out << "stored in " << data_dir << "/gpubench.db\n";
+  }
   return code;
 }
 

@@ -68,6 +68,13 @@ double RunTimePerSampleMs(const v1::Run& run);
 Comparison CompareRuns(const std::vector<const v1::Run*>& baseline,
                        const std::vector<const v1::Run*>& candidate, const CompareRule& rule);
 
+// Where two configs differ, as "workload mlp vs resnet50, params.image_size
+// 224 vs 32"; empty when they are the same. work_only looks only at what a
+// run does (workload, its parameters, mode), not at how (device, precision,
+// batch size, execution...): a time per sample compares runs of the same
+// work, however each ran it.
+std::string ConfigDifferences(const v1::RunConfig& a, const v1::RunConfig& b, bool work_only);
+
 }  // namespace gpubench::client
 
 #endif  // GPUBENCH_CLIENT_COMPARE_H_

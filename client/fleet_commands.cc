@@ -40,6 +40,13 @@ struct Row {
   std::string config, baseline, candidate;
   double baseline_tput = 0, candidate_tput = 0;  // medians over the runs
   Comparison c;
+  bool configs_differ = false;  // beyond what the comparison varies: no verdict
+};
+
+// What a comparison lets differ between its sides' configs.
+enum class Varies {
+  kNothing,    // --hosts, --history: one spec, so the same config on both sides
+  kHowItRuns,  // A B named by the user: device, precision, batch... not the work
 };
 
 Table RowsTable(const std::vector<Row>& rows) {
@@ -73,9 +80,12 @@ double MedianThroughput(const std::vector<const v1::Run*>& runs) {
 
 // Groups the runs of two sides by config (every field equal), the
 // repetitions of a config together, and compares each config found on both
-// sides. Two sides of one config each are compared whatever their configs
-// (two runs named on purpose).
-std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rule) {
+// sides. Two sides of one config each (two runs or jobs named on purpose)
+// are compared where their configs differ only in what `varies` allows;
+// otherwise their row is "not comparable", naming the difference: a verdict
+// between two different workloads means nothing.
+std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rule,
+                      Varies varies) {
   using Groups = std::vector<std::pair<std::string, std::vector<const v1::Run*>>>;
   auto group = [](const Side& side) {
     Groups groups;
@@ -105,7 +115,20 @@ std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rul
     row.candidate = cand.name;
     row.baseline_tput = MedianThroughput(b->second);
     row.candidate_tput = MedianThroughput(cand_runs);
-    row.c = CompareRuns(b->second, cand_runs, rule);
+    const std::string differences =
+        b->first == key ? ""
+                        : ConfigDifferences(b->second[0]->config(), cand_runs[0]->config(),
+                                            /*work_only=*/varies == Varies::kHowItRuns);
+    if (differences.empty()) {
+      row.c = CompareRuns(b->second, cand_runs, rule);
+    } else {
+      row.configs_differ = true;
+      row.c.baseline_runs = b->second.size();
+      row.c.candidate_runs = cand_runs.size();
+      row.c.why = absl::StrCat(varies == Varies::kHowItRuns ? "different work: "
+                                                            : "different configs: ",
+                               differences);
+    }
     rows.push_back(std::move(row));
   }
   return rows;
@@ -146,8 +169,15 @@ int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
     return kExitJobFailed;
   }
   PrintTable(RowsTable(rows), a.format, out);
+  bool configs_differ = false;
   for (const Row& r : rows) {
     if (r.c.verdict == Verdict::kSlower) return kExitRegression;
+    configs_differ |= r.configs_differ;
+  }
+  if (configs_differ) {
+    err << "gpubench: not comparable: the two sides run different configs (see the verdict); "
+           "compare runs of one workload, mode and parameters\n";
+    return kExitUsage;
   }
   return kExitOk;
 }
@@ -228,7 +258,7 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
   std::vector<Row> rows;
   for (size_t i = 1; i < sides.size(); ++i) {
     if (codes[i] != kExitOk) continue;
-    auto pairs = Pair(sides[0], sides[i], rule);
+    auto pairs = Pair(sides[0], sides[i], rule, Varies::kNothing);
     rows.insert(rows.end(), pairs.begin(), pairs.end());
   }
   const int code = PrintRows(rows, a, out, err);
@@ -280,6 +310,13 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
     }
     req.set_page_token(resp.next_page_token());
   } while (used < kHistoryRuns && !req.page_token().empty());
+  if (used == 0 && unusable > 0) {
+    err << "gpubench: schedule " << job.job().schedule_id() << " has " << unusable
+        << (unusable == 1 ? " earlier run of " : " earlier runs of ")
+        << DescribeConfig(run.config()) << ", " << (unusable == 1 ? "" : "all ")
+        << "left out as contended or throttled (see show): no baseline\n";
+    return kExitJobFailed;
+  }
   if (used == 0) {
     err << "gpubench: schedule " << job.job().schedule_id() << " has no earlier run of "
         << DescribeConfig(run.config()) << "\n";
@@ -290,7 +327,7 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
     absl::StrAppend(&base.name, " (", unusable, " contended or throttled left out)");
   }
   cand.name = run.run_id();
-  return PrintRows(Pair(base, cand, rule), a, out, err);
+  return PrintRows(Pair(base, cand, rule, Varies::kNothing), a, out, err);
 }
 
 }  // namespace
@@ -310,13 +347,20 @@ int HostsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   for (size_t i = 0; i < daemons->size(); ++i) {
     if (!status[i].ok()) code = std::max(code, CallFailed((*daemons)[i].host, status[i], err));
   }
+  // A daemon that refused the caller answered: it is reachable, and why it
+  // refused is what the user needs (a token, a role).
+  auto refused = [&](size_t i) {
+    return absl::IsUnauthenticated(status[i]) || absl::IsPermissionDenied(status[i]);
+  };
   if (a.format == Format::kJson) {
     std::vector<std::string> parts;
     for (size_t i = 0; i < infos.size(); ++i) {
       parts.push_back(absl::StrCat(
-          "{\"name\": \"", (*daemons)[i].host.name, "\", \"reachable\": ",
-          status[i].ok() ? "true" : "false",
+          "{\"name\": ", JsonString((*daemons)[i].host.name), ", \"reachable\": ",
+          status[i].ok() || refused(i) ? "true" : "false",
           status[i].ok() ? absl::StrCat(", \"host\": ", MessageToJson(infos[i], false)) : "",
+          refused(i) ? absl::StrCat(", \"refused\": ", JsonString(std::string(status[i].message())))
+                     : "",
           "}"));
     }
     out << "[" << absl::StrJoin(parts, ",\n ") << "]\n";
@@ -329,7 +373,15 @@ int HostsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto row = [&](const std::string& name, const std::function<std::string(const v1::HostInfo&)>& f) {
     std::vector<std::string> r = {name};
     for (size_t i = 0; i < infos.size(); ++i) {
-      r.push_back(status[i].ok() ? f(infos[i]) : i == 0 || name == "hostname" ? "unreachable" : "-");
+      if (status[i].ok()) {
+        r.push_back(f(infos[i]));
+      } else if (name != "hostname") {
+        r.push_back("-");
+      } else if (refused(i)) {
+        r.push_back(absl::StrCat("refused: ", status[i].message()));
+      } else {
+        r.push_back("unreachable");
+      }
     }
     t.rows.push_back(std::move(r));
   };
@@ -355,6 +407,12 @@ int HostsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   row("memory", [](const v1::HostInfo& h) { return GiB(h.memory_bytes()); });
   row("os", [](const v1::HostInfo& h) { return absl::StrCat(h.os(), " ", h.kernel()); });
   row("gpubench", [](const v1::HostInfo& h) { return h.gpubench_version(); });
+  row("worker confinement", [](const v1::HostInfo& h) {
+    if (h.worker_confinement().empty()) return std::string("-");  // a daemon before it
+    return h.unconfined_user_models_allowed()
+               ? absl::StrCat(h.worker_confinement(), "; user models allowed unconfined")
+               : h.worker_confinement();
+  });
   PrintTable(t, a.format, out);
   return code;
 }
@@ -390,6 +448,17 @@ int CompareRepeated(const Args& a, const CompareRule& rule, int repeat, std::ost
       return Usage(err, std::string(s.message()));
     }
   }
+  // Two specs of one config each that do different work would give a row
+  // with no verdict after all the measuring: refuse before it.
+  auto runs_a = ExpandSweep(specs[0]), runs_b = ExpandSweep(specs[1]);
+  if (runs_a.ok() && runs_b.ok() && runs_a->size() == 1 && runs_b->size() == 1) {
+    const std::string differences =
+        ConfigDifferences(runs_a->front(), runs_b->front(), /*work_only=*/true);
+    if (!differences.empty()) {
+      return Usage(err, absl::StrCat("compare: A and B do different work (", differences,
+                                     "): no verdict compares them"));
+    }
+  }
   for (int rep = 0; rep < repeat; ++rep) {
     for (int i = 0; i < 2; ++i) {
       std::ostringstream log;
@@ -399,7 +468,7 @@ int CompareRepeated(const Args& a, const CompareRule& rule, int repeat, std::ost
       err << "gpubench: " << "AB"[i] << " measured " << rep + 1 << " of " << repeat << "\n";
     }
   }
-  return PrintRows(Pair(sides[0], sides[1], rule), a, out, err);
+  return PrintRows(Pair(sides[0], sides[1], rule, Varies::kHowItRuns), a, out, err);
 }
 
 int CompareCommand(const Args& a, std::ostream& out, std::ostream& err) {
@@ -430,7 +499,7 @@ int CompareCommand(const Args& a, std::ostream& out, std::ostream& err) {
       return CallFailed(d.host, s, err);
     }
   }
-  return PrintRows(Pair(sides[0], sides[1], *rule), a, out, err);
+  return PrintRows(Pair(sides[0], sides[1], *rule, Varies::kHowItRuns), a, out, err);
 }
 
 int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {

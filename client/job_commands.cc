@@ -135,10 +135,18 @@ int ShowJob(const Daemon& d, const std::string& id, const Args& a, std::ostream&
     }
     return kExitJobFailed;
   }
+  // The table may be long, or JSON: the runs that failed are named here too.
+  constexpr int kNamed = 5;
+  int failed = 0;
   for (const v1::Run& r : runs) {
-    if (r.state() == v1::RUN_STATE_FAILED) return kExitJobFailed;
+    if (r.state() != v1::RUN_STATE_FAILED) continue;
+    if (++failed <= kNamed) {
+      err << "gpubench: run " << r.index() << " (" << DescribeConfig(r.config())
+          << ") failed: " << Printable(r.error()) << "\n";
+    }
   }
-  return kExitOk;
+  if (failed > kNamed) err << "gpubench: and " << failed - kNamed << " more runs failed\n";
+  return failed > 0 ? kExitJobFailed : kExitOk;
 }
 
 // A positive --limit, or fallback.
@@ -441,11 +449,15 @@ int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err) {
       return kExitOk;
     }
     Table t;
-    t.header = {"schedule", "cron", "zone", "next run", "last run", "name"};
+    // A due job the daemon could not submit shows here: its count and why.
+    t.header = {"schedule", "cron", "zone", "next run", "last run", "name", "failures",
+                "last error"};
     for (const v1::Schedule& s : resp.schedules()) {
       t.rows.push_back({s.schedule_id(), s.cron(), s.time_zone().empty() ? "local" : s.time_zone(),
                         s.disabled() ? "disabled" : When(s.next_run_time()),
-                        When(s.last_run_time()), s.name().empty() ? "-" : s.name()});
+                        When(s.last_run_time()), s.name().empty() ? "-" : s.name(),
+                        absl::StrCat(s.failure_count()),
+                        s.last_error().empty() ? "-" : s.last_error()});
     }
     PrintTable(t, a.format, out);
     return kExitOk;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 
@@ -18,9 +19,81 @@ bool LooksNumeric(const std::string& cell) {
           absl::ascii_isdigit(static_cast<unsigned char>(cell[1])));
 }
 
+// A decimal number as a spreadsheet reads one: [+-]digits[.digits][e[+-]digits].
+bool IsPlainNumber(std::string_view s) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < s.size() && absl::ascii_isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i - from;
+  };
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  size_t mantissa = digits();
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
+
+// A spreadsheet opening the file runs a cell that starts with one of these
+// as a formula (OWASP's CSV injection), so such a cell gets a leading quote,
+// as OWASP advises, unless it is a plain number (-1.5) or the tables' "-".
 std::string CsvCell(const std::string& cell) {
-  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
-  return absl::StrCat("\"", absl::StrReplaceAll(cell, {{"\"", "\"\""}}), "\"");
+  const bool formula = !cell.empty() && std::string_view("=+-@\t\r").find(cell[0]) !=
+                                            std::string_view::npos &&
+                       cell != "-" && !IsPlainNumber(cell);
+  if (!formula && cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
+  return absl::StrCat("\"", formula ? "'" : "", absl::StrReplaceAll(cell, {{"\"", "\"\""}}),
+                      "\"");
+}
+
+// A Markdown cell as text: HTML and Markdown's own syntax (links, images,
+// code, escapes) are escaped, and so is '|', which would end the cell.
+std::string MarkdownCell(const std::string& cell) {
+  std::string out;
+  out.reserve(cell.size());
+  for (char c : cell) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\\': case '|': case '`': case '[': case ']':
+        out += '\\';
+        out += c;
+        break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// The UTF-8 length of a bidirectional formatting character at s[i] (LRM,
+// RLM, ALM, the embeddings and overrides U+202A-U+202E, the isolates
+// U+2066-U+2069), else 0. They reorder the text around them on screen, so a
+// name could show something other than what it is.
+size_t BidiControlAt(std::string_view s, size_t i) {
+  auto at = [&](size_t k) -> unsigned char { return i + k < s.size() ? s[i + k] : 0; };
+  if (at(0) == 0xd8 && at(1) == 0x9c) return 2;  // U+061C
+  if (at(0) != 0xe2) return 0;
+  if (at(1) == 0x80 && (at(2) == 0x8e || at(2) == 0x8f || (at(2) >= 0xaa && at(2) <= 0xae))) {
+    return 3;
+  }
+  if (at(1) == 0x81 && at(2) >= 0xa6 && at(2) <= 0xa9) return 3;
+  return 0;
+}
+
+// The code point of the valid UTF-8 sequence of n bytes at s[i].
+unsigned CodePoint(std::string_view s, size_t i, size_t n) {
+  unsigned code = static_cast<unsigned char>(s[i]) & (n == 2 ? 0x1f : 0x0f);
+  for (size_t k = 1; k < n; ++k) code = code << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+  return code;
 }
 
 }  // namespace
@@ -63,6 +136,9 @@ std::string Printable(std::string_view s, bool keep_newlines) {
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 15];
+    } else if (const size_t n = BidiControlAt(s, i); n > 0) {
+      out += absl::StrFormat("\\u%04x", CodePoint(s, i, n));
+      i += n - 1;
     } else if (c == 0xc2 && i + 1 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xe0) == 0x80) {
       // U+0080..U+009F in UTF-8: C1 controls (CSI is U+009B).
       const unsigned char low = s[++i];
@@ -128,15 +204,14 @@ void PrintTable(const Table& raw, Format format, std::ostream& out) {
       return;
     }
     case Format::kMarkdown: {
-      auto escape = [](const std::string& s) { return absl::StrReplaceAll(s, {{"|", "\\|"}}); };
       std::vector<std::string> cells;
-      for (const auto& h : table.header) cells.push_back(escape(h));
+      for (const auto& h : table.header) cells.push_back(MarkdownCell(h));
       out << "| " << absl::StrJoin(cells, " | ") << " |\n|";
       for (size_t i = 0; i < columns; ++i) out << " --- |";
       out << "\n";
       for (const auto& row : table.rows) {
         cells.clear();
-        for (size_t i = 0; i < columns; ++i) cells.push_back(escape(cell(row, i)));
+        for (size_t i = 0; i < columns; ++i) cells.push_back(MarkdownCell(cell(row, i)));
         out << "| " << absl::StrJoin(cells, " | ") << " |\n";
       }
       return;

@@ -27,17 +27,22 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
-// s with every control character (C0, DEL, C1) written as an escape ("\x1b",
-// "\n", "\u009b"), so that text a daemon or another user chose (names,
-// labels, errors) cannot move the cursor, recolour or rewrite a terminal.
+// s with every control character (C0, DEL, C1) and every bidirectional
+// formatting character (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)
+// written as an escape ("\x1b", "\n", "\u009b", "\u202e"), so that text a
+// daemon or another user chose (names, labels, errors) cannot move the
+// cursor, recolour or rewrite a terminal, nor show itself reordered.
 // keep_newlines leaves '\n' as it is, for multi-line text such as stderr.
 std::string Printable(std::string_view s, bool keep_newlines = false);
 
 // s as a JSON string literal, quotes included.
 std::string JsonString(const std::string& s);
 
-// Prints table in format; table and Markdown cells are Printable (kJson is not a table format: it prints CSV's
-// cells as an array of objects keyed by the header).
+// Prints table in format; text, CSV and Markdown cells are Printable (kJson
+// is not a table format: it prints the cells as an array of objects keyed by
+// the header). A CSV cell that a spreadsheet would run as a formula (it starts
+// with =, +, -, @, tab or CR and is not a number) starts with a quote; a
+// Markdown cell has HTML, '|' and link syntax escaped.
 void PrintTable(const Table& table, Format format, std::ostream& out);
 
 }  // namespace gpubench::client

@@ -9,9 +9,11 @@
 
 namespace gpubench {
 
-// True for addresses only this machine can reach: 127.0.0.0/8, [::1],
-// localhost and unix sockets. Anything else (0.0.0.0, a name, another IP)
-// may be reachable from the network.
+// True for addresses only this machine can reach: an IP address written out
+// in 127.0.0.0/8 or [::1], unix sockets, and "localhost" where the resolver
+// maps it to loopback addresses only. Anything else (0.0.0.0, another name,
+// even one that starts with "127.", another IP) may be reachable from the
+// network. May ask the resolver (for "localhost" only).
 bool IsLoopbackAddress(const std::string& address);
 
 // "host:port" or "[v6]:port" into the host (brackets removed) and the port;

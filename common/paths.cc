@@ -1,12 +1,14 @@
 #include "common/paths.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,16 +30,25 @@ std::string ModelPath(const std::string& model_dir, const std::string& sha256) {
   return absl::StrCat(model_dir, "/", sha256);
 }
 
-namespace {
-
-// realpath(3) as a string; empty when it fails.
 std::string RealPath(const std::string& path) {
   char buf[PATH_MAX];
   if (path.empty() || realpath(path.c_str(), buf) == nullptr) return "";
   return buf;
 }
 
-}  // namespace
+void RemoveTree(const std::string& path) {
+  nftw(path.c_str(),
+       [](const char* p, const struct stat*, int, struct FTW*) {
+         std::remove(p);  // files, then (FTW_DEPTH) their emptied folders
+         return 0;
+       },
+       16, FTW_DEPTH | FTW_PHYS);
+}
+
+std::string TempDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
+}
 
 absl::StatusOr<std::string> ResolveModelPath(const std::string& path,
                                              const std::vector<std::string>& roots,

@@ -35,6 +35,19 @@ absl::StatusOr<std::string> CanonicalDir(const std::string& dir);
 // path when it cannot.
 absl::Status MakeDirs(const std::string& dir);
 
+// realpath(3): the canonical path of an existing path; empty when it fails.
+std::string RealPath(const std::string& path);
+
+// Removes path and everything under it, not following symbolic links.
+// Best effort: what cannot be removed stays. (Not std::filesystem: the
+// PyTorch wheel's libtorch_cpu.so exports its own copy of those symbols,
+// built against another libstdc++, and a worker's calls bind to it.)
+void RemoveTree(const std::string& path);
+
+// $TMPDIR when set, else /tmp. A confined worker's TMPDIR is its scratch
+// folder, the one place it may write.
+std::string TempDir();
+
 // A gpubench program: $env_var when set, else `name` beside this executable
 // (/proc/self/exe), else `name` (found on PATH).
 std::string InstalledBinary(const std::string& name, const char* env_var);

@@ -74,9 +74,15 @@ absl::Status CheckDevice(const std::string& path, const std::string& device) {
       device == "cuda" || device == "mps" || device == kEveryGpu) {
     return absl::OkStatus();
   }
+  // Exactly "cuda:N", N in decimal without sign, space or leading zero:
+  // SimpleAtoi alone takes "cuda: 1" and "cuda:+1", which then hold a lease
+  // of their own beside "cuda:1".
+  const std::string digits = absl::StartsWith(device, "cuda:") ? device.substr(5) : "";
   int index;
-  if (absl::StartsWith(device, "cuda:") &&
-      absl::SimpleAtoi(device.substr(5), &index) && index >= 0 && index < 64) {
+  if (!digits.empty() && digits.size() <= 2 &&
+      digits.find_first_not_of("0123456789") == std::string::npos &&
+      (digits == "0" || digits[0] != '0') && absl::SimpleAtoi(digits, &index) &&
+      index < 64) {
     return absl::OkStatus();
   }
   return Invalid(path, absl::StrCat("must be auto, cpu, cuda, cuda:N, cuda:all or mps, got \"",
@@ -483,96 +489,242 @@ std::string FieldKey(const std::string& key) {
   return out;
 }
 
-// Reads the JSON string starting at json[*i] == '"', decoding escapes;
-// leaves *i after the closing quote. False when the text ends first.
-bool ReadJsonString(std::string_view json, size_t* i, std::string* out) {
-  out->clear();
-  for (++*i; *i < json.size(); ++*i) {
-    const char c = json[*i];
-    if (c == '"') {
-      ++*i;
-      return true;
-    }
-    if (c != '\\') {
-      *out += c;
-      continue;
-    }
-    if (++*i >= json.size()) return false;
-    const char e = json[*i];
-    if (e == 'u') {
-      unsigned code = 0;
-      if (*i + 4 >= json.size()) return false;
-      for (int k = 1; k <= 4; ++k) {
-        const char h = json[*i + k];
-        code = code * 16 + (absl::ascii_isdigit(h) ? h - '0'
-                                                   : absl::ascii_tolower(h) - 'a' + 10);
-      }
-      *i += 4;
-      // Keys are ASCII field names; any other code point just has to differ
-      // from them, so its low bits stand in for it.
-      *out += code < 0x80 ? static_cast<char>(code) : static_cast<char>(0x80 | (code & 0x7f));
-    } else {
-      static const std::string kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
-      const size_t k = kFrom.find(e);
-      *out += k == std::string::npos ? e : kTo[k];
-    }
-  }
-  return false;
-}
+// A strict RFC 8259 reader run over a spec's text before protobuf's JSON
+// parser: that parser also takes JavaScript's forms (single-quoted strings,
+// bare keys), which this reader's checks would not see. It refuses a key
+// given twice in one object (protobuf's parser keeps the last value and
+// merges two objects), nesting deeper than kMaxJsonDepth (it recurses as
+// deep as the text goes), and anything that is not RFC 8259 JSON, naming
+// the field and the line and column. Not thread-safe; one per text.
+class StrictJson {
+ public:
+  explicit StrictJson(std::string_view json) : json_(json) {}
 
-// Refuses a key given twice in one object and nesting deeper than
-// kMaxJsonDepth; protobuf's parser would keep the last value (and merge two
-// objects) and recurse as deep as the text goes. Malformed text passes: the
-// parser that follows names its fault.
-absl::Status CheckJsonShape(std::string_view json) {
-  struct Frame {
-    bool object;
-    std::string path;
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> stack;
-  std::string value_path = "spec";  // where the next value goes
-  std::string text;
-  for (size_t i = 0; i < json.size();) {
-    const char c = json[i];
-    if (c == '{' || c == '[') {
-      if (static_cast<int>(stack.size()) >= kMaxJsonDepth) {
-        return Invalid(value_path, absl::StrCat("nested deeper than ", kMaxJsonDepth));
-      }
-      stack.push_back({c == '{', value_path, {}});
-      if (c == '[') value_path += "[]";
-      ++i;
-    } else if (c == '}' || c == ']') {
-      if (!stack.empty()) stack.pop_back();
-      value_path = stack.empty() ? "spec" : stack.back().path;
-      if (!stack.empty() && !stack.back().object) value_path += "[]";
-      ++i;
-    } else if (c == '"') {
-      if (!ReadJsonString(json, &i, &text)) return absl::OkStatus();
-      size_t next = i;
-      while (next < json.size() && absl::ascii_isspace(static_cast<unsigned char>(json[next]))) {
-        ++next;
-      }
-      if (!stack.empty() && stack.back().object && next < json.size() && json[next] == ':') {
-        Frame& object = stack.back();
-        if (!object.keys.insert(FieldKey(text)).second) {
-          return Invalid(object.path + "." + text,
-                         "given twice in one object (the last would silently win)");
+  absl::Status Check() {
+    SkipSpace();
+    if (auto s = Value("spec", 0); !s.ok()) return s;
+    SkipSpace();
+    if (i_ < json_.size()) return Fault("spec", "text after the end of the spec");
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Value(const std::string& path, int depth) {
+    if (i_ >= json_.size()) return Fault(path, "a value is missing");
+    switch (json_[i_]) {
+      case '{':
+      case '[':
+        if (depth >= kMaxJsonDepth) {
+          return Invalid(path, absl::StrCat("nested deeper than ", kMaxJsonDepth));
         }
-        value_path = object.path + "." + text;
-        i = next + 1;
+        return json_[i_] == '{' ? Object(path, depth + 1) : Array(path, depth + 1);
+      case '"': {
+        std::string ignored;
+        return String(path, &ignored);
       }
-    } else {
-      ++i;
+      case '\'':
+        return Fault(path, "strings take double quotes in JSON (RFC 8259)");
+      case 't': return Literal(path, "true");
+      case 'f': return Literal(path, "false");
+      case 'n': return Literal(path, "null");
+      default:
+        if (json_[i_] == '-' || absl::ascii_isdigit(static_cast<unsigned char>(json_[i_]))) {
+          return Number(path);
+        }
+        return Fault(path, "not a JSON value (RFC 8259)");
     }
   }
-  return absl::OkStatus();
-}
+
+  absl::Status Object(const std::string& path, int depth) {
+    ++i_;  // '{'
+    std::set<std::string> keys;
+    SkipSpace();
+    if (At('}')) return absl::OkStatus();
+    while (true) {
+      if (i_ < json_.size() && json_[i_] != '"') {
+        return Fault(path, "keys are strings in double quotes in JSON (RFC 8259)");
+      }
+      std::string key;
+      if (auto s = String(path, &key); !s.ok()) return s;
+      const std::string member = path + "." + key;
+      if (!keys.insert(FieldKey(key)).second) {
+        return Invalid(member, "given twice in one object (the last would silently win)");
+      }
+      SkipSpace();
+      if (!At(':')) return Fault(member, "':' must follow a key");
+      SkipSpace();
+      if (auto s = Value(member, depth); !s.ok()) return s;
+      SkipSpace();
+      if (At('}')) return absl::OkStatus();
+      if (!At(',')) return Fault(path, "',' or '}' must follow a member");
+      SkipSpace();
+    }
+  }
+
+  absl::Status Array(const std::string& path, int depth) {
+    ++i_;  // '['
+    SkipSpace();
+    if (At(']')) return absl::OkStatus();
+    for (int index = 0;; ++index) {
+      if (auto s = Value(absl::StrCat(path, "[", index, "]"), depth); !s.ok()) return s;
+      SkipSpace();
+      if (At(']')) return absl::OkStatus();
+      if (!At(',')) return Fault(path, "',' or ']' must follow an element");
+      SkipSpace();
+    }
+  }
+
+  // Reads the string at json_[i_] == '"' into *out, escapes decoded (a
+  // \u escape as the UTF-8 of its code unit: keys only need to differ).
+  absl::Status String(const std::string& path, std::string* out) {
+    ++i_;  // '"'
+    while (i_ < json_.size()) {
+      const unsigned char c = json_[i_];
+      if (c == '"') {
+        ++i_;
+        return absl::OkStatus();
+      }
+      if (c < 0x20) return Fault(path, "a control character must be escaped in a string");
+      if (c >= 0x80) {
+        const size_t n = Utf8Length(json_.substr(i_));
+        if (n == 0) return Fault(path, "not UTF-8");
+        out->append(json_.substr(i_, n));
+        i_ += n;
+        continue;
+      }
+      ++i_;
+      if (c != '\\') {
+        *out += static_cast<char>(c);
+        continue;
+      }
+      if (i_ >= json_.size()) break;
+      const char e = json_[i_];
+      static constexpr std::string_view kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
+      if (const size_t k = kFrom.find(e); k != std::string_view::npos) {
+        *out += kTo[k];
+        ++i_;
+      } else if (e == 'u') {
+        unsigned code = 0;
+        for (int k = 1; k <= 4; ++k) {
+          const char h = i_ + k < json_.size() ? json_[i_ + k] : ' ';
+          if (!absl::ascii_isxdigit(static_cast<unsigned char>(h))) {
+            return Fault(path, "\\u takes four hex digits");
+          }
+          code = code * 16 + (absl::ascii_isdigit(static_cast<unsigned char>(h))
+                                  ? h - '0'
+                                  : absl::ascii_tolower(static_cast<unsigned char>(h)) - 'a' + 10);
+        }
+        i_ += 5;
+        AppendUtf8(code, out);
+      } else {
+        return Fault(path, "not a JSON escape (RFC 8259)");
+      }
+    }
+    return Fault(path, "the text ends inside a string");
+  }
+
+  // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+  absl::Status Number(const std::string& path) {
+    auto digits = [this] {
+      const size_t from = i_;
+      while (i_ < json_.size() && absl::ascii_isdigit(static_cast<unsigned char>(json_[i_]))) ++i_;
+      return i_ - from;
+    };
+    At('-');
+    const size_t int_start = i_;
+    const size_t int_digits = digits();
+    if (int_digits == 0) return Fault(path, "a number needs a digit here");
+    if (int_digits > 1 && json_[int_start] == '0') {
+      i_ = int_start;
+      return Fault(path, "a number does not start with 0 in JSON (RFC 8259)");
+    }
+    if (At('.') && digits() == 0) return Fault(path, "a digit must follow '.'");
+    if (At('e') || At('E')) {
+      if (!At('+')) At('-');
+      if (digits() == 0) return Fault(path, "an exponent needs a digit");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Literal(const std::string& path, std::string_view word) {
+    if (json_.substr(i_, word.size()) != word) return Fault(path, "not a JSON value (RFC 8259)");
+    i_ += word.size();
+    return absl::OkStatus();
+  }
+
+  // The length of the valid UTF-8 sequence at the start of s (no overlong
+  // forms, surrogates or code points past U+10FFFF), else 0.
+  static size_t Utf8Length(std::string_view s) {
+    const unsigned char c = s[0];
+    const size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    if (n == 0 || c > 0xf4 || s.size() < n) return 0;
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[k]) & 0xc0) != 0x80) return 0;
+    }
+    const unsigned char c1 = s[1];
+    if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) || (c == 0xf0 && c1 < 0x90) ||
+        (c == 0xf4 && c1 >= 0x90)) {
+      return 0;
+    }
+    return n;
+  }
+
+  static void AppendUtf8(unsigned code, std::string* out) {
+    if (code < 0x80) {
+      *out += static_cast<char>(code);
+    } else if (code < 0x800) {
+      *out += static_cast<char>(0xc0 | code >> 6);
+      *out += static_cast<char>(0x80 | (code & 0x3f));
+    } else {
+      *out += static_cast<char>(0xe0 | code >> 12);
+      *out += static_cast<char>(0x80 | (code >> 6 & 0x3f));
+      *out += static_cast<char>(0x80 | (code & 0x3f));
+    }
+  }
+
+  // Consumes c if it is next.
+  bool At(char c) {
+    if (i_ >= json_.size() || json_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+
+  void SkipSpace() {
+    while (i_ < json_.size() &&
+           (json_[i_] == ' ' || json_[i_] == '\t' || json_[i_] == '\n' || json_[i_] == '\r')) {
+      ++i_;
+    }
+  }
+
+  // "what (found 'x' at line L, column C)", as InvalidArgument naming path.
+  absl::Status Fault(const std::string& path, const char* what) const {
+    size_t line = 1, column = 1;
+    for (size_t k = 0; k < i_ && k < json_.size(); ++k) {
+      if (json_[k] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string found = "the end of the text";
+    if (i_ < json_.size()) {
+      const unsigned char c = json_[i_];
+      found = c >= 0x21 && c < 0x7f ? absl::StrCat("'", std::string(1, c), "'")
+                                    : absl::StrCat("byte 0x", absl::Hex(c, absl::kZeroPad2));
+    }
+    return Invalid(path, absl::StrCat(what, " (found ", found, " at line ", line, ", column ",
+                                      column, ")"));
+  }
+
+  const std::string_view json_;
+  size_t i_ = 0;
+};
 
 }  // namespace
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {
-  if (auto s = CheckJsonShape(json); !s.ok()) return s;
+  if (auto s = StrictJson(json).Check(); !s.ok()) return s;
   v1::JobSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

@@ -52,8 +52,17 @@ absl::Status ParseField(const Field& f, const std::string& text, std::bitset<N>*
     int step = 1;
     if (auto slash = part.find('/'); slash != std::string::npos) {
       range = part.substr(0, slash);
-      if (!absl::SimpleAtoi(part.substr(slash + 1), &step) || step <= 0) {
-        return Bad(f, text, "has a bad step");
+      // A step past the field's span matches its start alone, and a huge
+      // one overflowed the loop below: refuse it, naming it.
+      const std::string step_text = part.substr(slash + 1);
+      const int span = f.high - f.low + 1;
+      if (step_text.empty() || step_text.size() > 2 ||
+          step_text.find_first_not_of("0123456789") != std::string::npos ||
+          !absl::SimpleAtoi(step_text, &step) || step < 1 || step > span) {
+        return Bad(f, text,
+                   absl::StrCat("has step \"", step_text.substr(0, 16),
+                                step_text.size() > 16 ? "..." : "", "\"; a step must be in 1-",
+                                span));
       }
     }
     int lo = f.low, hi = f.high;
@@ -159,8 +168,32 @@ absl::StatusOr<absl::Time> CronSchedule::Next(absl::Time after,
   return absl::NotFoundError("cron: no matching time within 5 years");
 }
 
+absl::Status CheckZoneName(const std::string& name) {
+  // A tz database name, "Area/Location" segments of [A-Za-z0-9_+-]: never a
+  // path of the caller's choosing (cctz opens an absolute name as a file, and
+  // a FIFO there hung the loading thread and the daemon's shutdown).
+  static constexpr size_t kMaxZoneNameBytes = 64;
+  bool ok = !name.empty() && name.size() <= kMaxZoneNameBytes && name.front() != '/' &&
+            name.back() != '/';
+  for (size_t i = 0; ok && i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '/') {
+      ok = name[i - 1] != '/';
+    } else {
+      ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '+' ||
+           c == '-';
+    }
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "must be a tz database name such as Europe/Paris or UTC (Area/Location: letters, "
+      "digits, _ + -, at most ", kMaxZoneNameBytes, " bytes), got \"",
+      name.substr(0, kMaxZoneNameBytes), name.size() > kMaxZoneNameBytes ? "..." : "", "\""));
+}
+
 absl::StatusOr<absl::TimeZone> LoadZone(const std::string& name) {
   if (name.empty()) return absl::LocalTimeZone();
+  if (auto s = CheckZoneName(name); !s.ok()) return s;
   absl::TimeZone tz;
   if (!absl::LoadTimeZone(name, &tz)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown time zone \"", name, "\""));

@@ -40,8 +40,14 @@ class CronSchedule {
   bool weekdays_restricted_ = false;
 };
 
+// Whether name is a tz database name (Area/Location segments of
+// [A-Za-z0-9_+-], at most 64 bytes): never a path, so no file of the
+// caller's choosing is opened. InvalidArgument saying what is allowed.
+absl::Status CheckZoneName(const std::string& name);
+
 // An IANA zone ("Europe/Paris"); "" is the host's local zone.
-// InvalidArgument naming the zone when it is unknown.
+// InvalidArgument naming the zone when it is not a tz database name
+// (CheckZoneName) or is unknown.
 absl::StatusOr<absl::TimeZone> LoadZone(const std::string& name);
 
 }  // namespace gpubench::server

@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 
-#include <chrono>
 #include <fstream>
 #include <utility>
 #include <vector>
@@ -10,10 +9,19 @@
 #include "absl/strings/str_cat.h"
 #include "common/address.h"
 #include "report/report.h"
+#include "server/http_listener.h"
 #include "server/job_manager.h"
 #include "storage/store.h"
 
 namespace gpubench::server {
+
+// cpp-httplib's server as a router: its request parsing, routes and response
+// writing, called by HttpListener on a connection that it has read.
+class HttpFront::Router : public httplib::Server {
+ public:
+  using httplib::Server::process_request;
+};
+
 namespace {
 
 // Jobs on the index page.
@@ -51,56 +59,47 @@ absl::StatusOr<std::unique_ptr<HttpFront>> HttpFront::Start(const HttpOptions& o
                                                              JobManager* jobs,
                                                              storage::Store* store,
                                                              const Authorizer* auth) {
-  std::string host;
-  int port = 0;
-  if (auto s = SplitHostPort(options.listen, &host, &port); !s.ok()) {
+  HttpListenerOptions listen;
+  if (auto s = SplitHostPort(options.listen, &listen.host, &listen.port); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-listen: ", s.message()));
   }
   if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
   }
-  std::unique_ptr<HttpFront> front(new HttpFront());
-  if (options.tls_cert_file.empty()) {
-    front->server_ = std::make_unique<httplib::Server>();
-  } else {
-    for (const std::string& path : {options.tls_cert_file, options.tls_key_file}) {
-      if (!Readable(path)) return absl::InvalidArgumentError("cannot read " + path);
-    }
-    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
-                                                      options.tls_key_file.c_str());
-    if (!https->is_valid()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--metrics-listen: the TLS certificate ", options.tls_cert_file,
-                       " or its key does not load"));
-    }
-    front->server_ = std::move(https);
+  for (const std::string& path : {options.tls_cert_file, options.tls_key_file}) {
+    if (!path.empty() && !Readable(path)) return absl::InvalidArgumentError("cannot read " + path);
   }
-  httplib::Server& server = *front->server_;
-  // GET only, small requests, and no slow client holds a thread for long.
-  server.set_payload_max_length(1 << 10);
-  server.set_read_timeout(5, 0);
-  server.set_write_timeout(10, 0);
-  server.set_keep_alive_max_count(100);
+  listen.tls_cert_file = options.tls_cert_file;
+  listen.tls_key_file = options.tls_key_file;
+  std::unique_ptr<HttpFront> front(new HttpFront());
+  // The router's own listen is never called: it only parses, routes and
+  // writes, on the listener's threads (http_listener.h says why).
+  front->router_ = std::make_unique<Router>();
+  front->router_->set_payload_max_length(1 << 10);  // GET only
   front->gpus_ = std::make_unique<GpuGauges>(jobs->host());
   front->Route(jobs, store, auth, options.metrics_without_token);
-  if (port == 0) {
-    front->port_ = server.bind_to_any_port(host);
-  } else if (server.bind_to_port(host, port)) {
-    front->port_ = port;
+  Router* router = front->router_.get();
+  auto listener = HttpListener::Start(listen, [router](httplib::Stream& stream) {
+    bool closed = true;
+    router->process_request(stream, /*close_connection=*/true, closed,
+                            [](httplib::Request&) {});
+  });
+  if (!listener.ok()) {
+    return absl::Status(listener.status().code(),
+                        absl::StrCat("--metrics-listen: ",
+                                     listener.status().code() == absl::StatusCode::kUnavailable
+                                         ? absl::StrCat("cannot listen on ", options.listen, ": ")
+                                         : "",
+                                     listener.status().message()));
   }
-  if (front->port_ <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("--metrics-listen: cannot listen on ", options.listen));
-  }
-  front->thread_ = std::thread([&server] { server.listen_after_bind(); });
-  // stop() is a no-op until the loop runs: wait for it, so Stop never hangs.
-  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  front->listener_ = *std::move(listener);
+  front->port_ = front->listener_->port();
   return front;
 }
 
 void HttpFront::Route(JobManager* jobs, storage::Store* store, const Authorizer* auth,
                       bool metrics_without_token) {
-  httplib::Server& server = *server_;
+  Router& server = *router_;
   server.set_pre_routing_handler([auth, metrics_without_token](const httplib::Request& req,
                                                                httplib::Response& res) {
     if (req.method != "GET" && req.method != "HEAD") {
@@ -154,11 +153,11 @@ void HttpFront::Route(JobManager* jobs, storage::Store* store, const Authorizer*
              });
 }
 
+HttpFront::HttpFront() = default;
 HttpFront::~HttpFront() { Stop(); }
 
 void HttpFront::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (listener_) listener_->Stop();
 }
 
 }  // namespace gpubench::server

@@ -6,15 +6,10 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "server/auth.h"
 #include "server/metrics.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace gpubench::storage {
 class Store;
@@ -22,6 +17,7 @@ class Store;
 
 namespace gpubench::server {
 
+class HttpListener;
 class JobManager;
 
 struct HttpOptions {
@@ -56,13 +52,15 @@ class HttpFront {
   void Stop();
 
  private:
-  HttpFront() = default;
+  class Router;
+
+  HttpFront();
   void Route(JobManager* jobs, storage::Store* store, const Authorizer* auth,
              bool metrics_without_token);
 
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<Router> router_;
   std::unique_ptr<GpuGauges> gpus_;
-  std::thread thread_;
+  std::unique_ptr<HttpListener> listener_;  // last: stopped before the router goes
   int port_ = 0;
 };
 

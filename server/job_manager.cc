@@ -219,7 +219,7 @@ absl::Status JobManager::Start() {
     absl::MutexLock lock(&mu_);
     queue_.Push(job.job_id(), job.spec().priority(),
                 TimeUtil::TimestampToNanoseconds(job.submit_time()), leases->leases,
-                leases->any_gpus);
+                leases->any_gpus, job.submitted_by());
   }
   dispatcher_ = std::thread([this] { DispatchLoop(); });
   return absl::OkStatus();
@@ -348,6 +348,16 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& submitted,
       return absl::ResourceExhaustedError(absl::StrCat(
           "the queue is full (", options_.max_queue, " jobs); retry later"));
     }
+    // One caller must not fill the queue for everyone else.
+    const int share = options_.max_queued_per_submitter > 0
+                          ? options_.max_queued_per_submitter
+                          : std::max(1, options_.max_queue / 2);
+    if (const int mine = queue_.QueuedBy(submitted_by); mine >= share) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          submitted_by.empty() ? "this caller" : submitted_by, " has ", mine,
+          " jobs queued, its share of the queue (gpubenchd --max-queued-per-submitter ",
+          share, "); retry when some have started"));
+    }
   }
   auto id = store_->jobs().Insert(job);
   if (absl::IsResourceExhausted(id.status())) {
@@ -367,7 +377,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& submitted,
     absl::MutexLock lock(&mu_);
     queue_.Push(job.job_id(), spec.priority(),
                 TimeUtil::TimestampToNanoseconds(job.submit_time()), needs.leases,
-                needs.any_gpus);
+                needs.any_gpus, submitted_by);
   }
   cv_.SignalAll();
   Log(LogLevel::kInfo, "job ", job.job_id(), " queued: ", job.run_count(), " run(s) of ",
@@ -570,7 +580,11 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
     }
   }
   job.set_runs_done(start->stored.size());
-  start->any_ok = !start->stored.empty();
+  // Only a measured run makes a job a success: runs out of memory or
+  // skipped after one measured nothing.
+  start->any_ok = std::any_of(done_runs->begin(), done_runs->end(), [](const v1::Run& r) {
+    return r.state() == v1::RUN_STATE_SUCCEEDED;
+  });
   return true;
 }
 
@@ -740,9 +754,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
         if (run.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
           request.add_out_of_memory_indices(run.index());
         }
-        any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED ||
-                  run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
-                  run.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
+        any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED;
       } else if (event.has_done()) {
         done = true;
         cancelled_by_worker = event.done().cancelled();
@@ -863,7 +875,10 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
                      : absl::StrCat("; the worker died in ", crashes, " run(s), last with ",
                                     crash.Describe());
     SetState(&job, any_ok ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
-             any_ok ? "" : absl::StrCat("every run failed", crashed))
+             any_ok ? ""
+                    : absl::StrCat("no run was measured: each failed, ran out of memory or "
+                                   "was skipped after one that did",
+                                   crashed))
         .IgnoreError();
   }
   if (auto pruned = store_->runs().Prune(options_.retention); !pruned.ok()) {
@@ -875,7 +890,8 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
     absl::MutexLock lock(&mu_);
     if (!stopping_) {
       queue_.Push(job_id, job.spec().priority(),
-                  TimeUtil::TimestampToNanoseconds(job.submit_time()), running->leases);
+                  TimeUtil::TimestampToNanoseconds(job.submit_time()), running->leases, 0,
+                  job.submitted_by());
     }
   }
 }

@@ -38,6 +38,7 @@ struct DaemonOptions {
   int64_t worker_max_rss_bytes = 0;   // a worker above is killed, its run failed (0: none)
   worker::WorkerLimits worker_limits;  // rlimits set in each worker
   int max_queue = 1000;               // queued jobs; beyond: RESOURCE_EXHAUSTED
+  int max_queued_per_submitter = 0;   // one submitter's queued jobs (0: max_queue / 2)
   int64_t max_job_seconds = 24 * 3600;  // bounds JobSpec.timeout_s (and is its default)
   int64_t stop_grace_ms = 10000;      // SIGTERM, then SIGKILL after this
   int max_requeues = 1;               // times an interrupted job is requeued
@@ -69,8 +70,9 @@ class JobManager {
 
   // Validates spec (InvalidArgument naming the field) and the models it
   // names (CheckModels), stores a QUEUED job recording submitted_by
-  // and wakes the dispatcher. ResourceExhausted when the queue is full,
-  // Unavailable while shutting down.
+  // and wakes the dispatcher. ResourceExhausted when the queue is full or
+  // submitted_by already has its share of it queued, Unavailable while
+  // shutting down.
   absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& schedule_id,
                                  const std::string& submitted_by);
 

@@ -10,11 +10,18 @@ namespace gpubench::server {
 std::string GpuLease(int index) { return absl::StrCat("cuda:", index); }
 
 void JobQueue::Push(const std::string& job_id, int priority, int64_t submit_ns, Leases leases,
-                    int any_gpus) {
+                    int any_gpus, const std::string& submitter) {
   Remove(job_id);
   auto key = std::make_tuple(-priority, submit_ns, job_id);
   order_.insert(key);
-  queued_[job_id] = Entry{key, std::move(leases), std::max(0, any_gpus)};
+  queued_[job_id] = Entry{key, std::move(leases), std::max(0, any_gpus), submitter};
+}
+
+int JobQueue::QueuedBy(const std::string& submitter) const {
+  // A scan: the queue is bounded (--max-queue) and this runs once a submit.
+  int n = 0;
+  for (const auto& [id, entry] : queued_) n += entry.submitter == submitter;
+  return n;
 }
 
 bool JobQueue::Remove(const std::string& job_id) {

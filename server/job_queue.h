@@ -29,8 +29,9 @@ class JobQueue {
   // Queues a job that needs `leases` and any_gpus GPUs in all: the GPUs
   // among `leases` and as many more of the host's free ones. A higher priority goes first; equal ones in
   // submit_ns order (then by id).
+  // submitter is who submitted it (QueuedBy counts by it).
   void Push(const std::string& job_id, int priority, int64_t submit_ns, Leases leases,
-            int any_gpus = 0);
+            int any_gpus = 0, const std::string& submitter = "");
 
   // Takes a queued job out; false when it was not queued.
   bool Remove(const std::string& job_id);
@@ -55,6 +56,8 @@ class JobQueue {
   void Release(const Leases& leases);
 
   size_t size() const { return order_.size(); }
+  // The queued jobs of one submitter.
+  int QueuedBy(const std::string& submitter) const;
   bool busy(const std::string& lease) const { return busy_.count(lease) > 0; }
   int gpu_count() const { return gpu_count_; }
 
@@ -63,6 +66,7 @@ class JobQueue {
     std::tuple<int, int64_t, std::string> key;
     Leases leases;
     int any_gpus = 0;
+    std::string submitter;
   };
   const int gpu_count_;
   // (-priority, submit ns, id): the queue order.

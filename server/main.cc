@@ -4,6 +4,7 @@
 // (without the dashes); flags on the command line win. `gpubenchd --help`
 // lists them (from the ABSL_FLAG definitions below).
 #include <dirent.h>
+#include <sys/stat.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -33,11 +34,13 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/version.h"
+#include "server/confinement_check.h"
 #include "server/http_front.h"
 #include "server/job_manager.h"
 #include "server/scheduler.h"
 #include "server/service.h"
 #include "storage/store.h"
+#include "worker/confine.h"
 #include "worker/process.h"
 
 namespace {
@@ -55,6 +58,12 @@ ABSL_FLAG(std::string, config, "",
           "a file of \"name = value\" lines for any flag here; the command line wins");
 ABSL_FLAG(std::string, worker, "", "gpubench-worker binary (default: beside gpubenchd)");
 ABSL_FLAG(int64_t, max_queue, 1000, "queued jobs before RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_queued_per_submitter, 0,
+          "queued jobs of one submitter (token name, certificate subject or anonymous) before "
+          "RESOURCE_EXHAUSTED (0: half of --max-queue)");
+ABSL_FLAG(int64_t, upload_idle_timeout_ms, 30000,
+          "an upload that sends nothing for this long is cancelled and its share of "
+          "--models-quota-bytes freed (0: never)");
 ABSL_FLAG(int64_t, max_job_seconds, 86400, "longest a job may run; bounds spec timeout_s");
 ABSL_FLAG(int64_t, stop_grace_ms, 10000, "SIGTERM to SIGKILL delay for cancel and shutdown");
 ABSL_FLAG(int64_t, max_requeues, 1, "times an interrupted job is requeued");
@@ -90,6 +99,24 @@ ABSL_FLAG(std::vector<std::string>, model_root, {},
 ABSL_FLAG(bool, allow_uploaded_aoti, false,
           "run uploaded AOTInductor packages (native code) even when the uploader did not "
           "hold the admin role");
+ABSL_FLAG(bool, confine_workers, true,
+          "each worker confines itself (Landlock, no_new_privs, no execve): it reads only the "
+          "system's libraries, the GPU devices and the model it was given, and writes only its "
+          "scratch folder (false: unconfined; user models then need admin)");
+ABSL_FLAG(bool, allow_unconfined_user_models, false,
+          "where workers run unconfined (no Landlock, or --confine-workers=false), still run "
+          "user models (torchscript) from callers below admin: they can then read and write "
+          "whatever the daemon's user can");
+ABSL_FLAG(std::vector<std::string>, worker_read_path, {},
+          "a further folder confined workers may read (repeatable), for a GPU stack installed "
+          "outside the usual places");
+ABSL_FLAG(bool, check_confinement, false,
+          "start a worker confined as a job's, have it try to read the data directory, the "
+          "database, the token file, the TLS key, /etc/shadow and --check-confinement-path, "
+          "and to write outside its scratch folder, print what happened and exit (0: all "
+          "denied)");
+ABSL_FLAG(std::vector<std::string>, check_confinement_path, {},
+          "with --check-confinement, further files the worker must not read");
 ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus metrics (/metrics) and a read-only HTML view of recent jobs (/) "
           "on this HOST:PORT (HTTPS with --tls-cert; the read role when tokens are on; "
@@ -123,6 +150,24 @@ bool NonNegative(const char* name, int64_t value, std::string* error) {
   if (value >= 0) return true;
   *error = absl::StrCat("--", name, ": must be >= 0, got ", value);
   return false;
+}
+
+// chmod go-rwx on the data directory and what the daemon keeps there (an
+// older version, or a umask of 022, left them readable by every local user).
+void MakePrivate(const std::string& data_dir) {
+  chmod(data_dir.c_str(), 0700);
+  for (const std::string& dir : {data_dir, data_dir + "/models"}) {
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) continue;
+    while (dirent* e = readdir(d)) {
+      const std::string path = dir + "/" + e->d_name;
+      struct stat st;
+      if (e->d_name[0] == '.' || lstat(path.c_str(), &st) != 0) continue;
+      if (S_ISREG(st.st_mode)) chmod(path.c_str(), st.st_mode & 0700);
+      if (S_ISDIR(st.st_mode)) chmod(path.c_str(), 0700);
+    }
+    closedir(d);
+  }
 }
 
 // Deletes the ".upload-*" temporaries an interrupted upload left behind.
@@ -213,7 +258,11 @@ int main(int argc, char** argv) {
       !NonNegative("worker-max-open-files", options.worker_limits.max_open_files, &error) ||
       !NonNegative("max-model-bytes", service_options.max_model_bytes, &error) ||
       !NonNegative("models-quota-bytes", service_options.models_quota_bytes, &error) ||
-      !NonNegative("aot-cache-bytes", absl::GetFlag(FLAGS_aot_cache_bytes), &error)) {
+      !NonNegative("aot-cache-bytes", absl::GetFlag(FLAGS_aot_cache_bytes), &error) ||
+      !NonNegative("max-queued-per-submitter", absl::GetFlag(FLAGS_max_queued_per_submitter),
+                   &error) ||
+      !NonNegative("upload-idle-timeout-ms", absl::GetFlag(FLAGS_upload_idle_timeout_ms),
+                   &error)) {
     Log(LogLevel::kError, error);
     return 2;
   }
@@ -226,6 +275,10 @@ int main(int argc, char** argv) {
         static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 4 * 3;
   }
   options.max_queue = static_cast<int>(std::min<int64_t>(max_queue, 1 << 30));
+  options.max_queued_per_submitter =
+      static_cast<int>(std::min<int64_t>(absl::GetFlag(FLAGS_max_queued_per_submitter), 1 << 30));
+  service_options.upload_idle_timeout =
+      absl::Milliseconds(absl::GetFlag(FLAGS_upload_idle_timeout_ms));
   options.max_requeues = static_cast<int>(std::min<int64_t>(max_requeues, 1 << 30));
   const std::string listen = absl::GetFlag(FLAGS_listen);
   const std::string data_dir =
@@ -245,15 +298,47 @@ int main(int argc, char** argv) {
   options.aot.set_python(absl::GetFlag(FLAGS_python));
   options.aot.set_cache_dir(data_dir + "/aot-cache");
   options.aot.set_cache_bytes(absl::GetFlag(FLAGS_aot_cache_bytes));
+  // Confinement: the worker may not read what the daemon keeps private.
+  worker::WorkerLimits& limits = options.worker_limits;
+  limits.scratch_root = data_dir + "/work";
+  limits.confine = absl::GetFlag(FLAGS_confine_workers) && worker::LandlockAbi() > 0;
+  limits.protected_paths = {data_dir};
+  for (const std::string& path :
+       {absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_key),
+        absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_client_ca),
+        absl::GetFlag(FLAGS_config)}) {
+    if (!path.empty()) limits.protected_paths.push_back(path);
+  }
+  limits.read_paths = absl::GetFlag(FLAGS_worker_read_path);
+  const bool allow_unconfined = absl::GetFlag(FLAGS_allow_unconfined_user_models);
+  service_options.user_models_need_admin = !limits.confine && !allow_unconfined;
   service_options.model_dir = options.model_dir;
   service_options.allow_uploaded_aoti = options.allow_uploaded_aoti;
   service_options.max_priority_without_admin =
       static_cast<int>(std::min<int64_t>(max_priority, 1000));
-  for (const std::string& dir : {data_dir, options.model_dir}) {
+  // The daemon's files are private whatever umask it was started with: the
+  // data directory 0700, the database and the models 0600.
+  umask(077);
+  for (const std::string& dir : {data_dir, options.model_dir, limits.scratch_root}) {
     if (auto s = MakeDirs(dir); !s.ok()) {
       Log(LogLevel::kError, s.message());
       return 1;
     }
+  }
+  MakePrivate(data_dir);
+  // Absolute: it becomes each worker's TMPDIR.
+  limits.scratch_root = RealPath(limits.scratch_root);
+  if (absl::GetFlag(FLAGS_check_confinement)) {
+    if (!limits.confine) {
+      Log(LogLevel::kError, "--check-confinement: workers run unconfined here: ",
+          worker::ConfinementSummary());
+      return 1;
+    }
+    const absl::Status checked =
+        server::CheckConfinement(options.worker_path, limits, data_dir,
+                                 absl::GetFlag(FLAGS_check_confinement_path), std::cout);
+    if (!checked.ok()) Log(LogLevel::kError, checked.message());
+    return checked.ok() ? 0 : 1;
   }
   // One daemon per data directory: two would both recover and run its queue.
   auto lock = DataDirLock::Acquire(data_dir);
@@ -264,6 +349,16 @@ int main(int argc, char** argv) {
   // An upload cut off by a crash leaves its temporary file; nothing else
   // would ever remove it.
   RemoveLeftoverUploads(options.model_dir);
+  // Scratch folders of workers a crash left behind (this daemon holds the
+  // lock: none of them is in use).
+  if (DIR* d = opendir(limits.scratch_root.c_str())) {
+    std::vector<std::string> stale;
+    while (dirent* e = readdir(d)) {
+      if (absl::StartsWith(e->d_name, "worker-")) stale.push_back(e->d_name);
+    }
+    closedir(d);
+    for (const std::string& name : stale) RemoveTree(limits.scratch_root + "/" + name);
+  }
 
   // A damaged database stops start-up, saying why; it is never rewritten.
   storage::StoreOptions store_options;
@@ -278,6 +373,18 @@ int main(int argc, char** argv) {
   std::string warning;
   v1::HostInfo host = server::ProbeHost(listen, options.worker_path, &warning);
   if (!warning.empty()) Log(LogLevel::kWarning, warning);
+  host.set_worker_confinement(
+      limits.confine ? worker::ConfinementSummary()
+      : worker::LandlockAbi() > 0
+          ? "none (gpubenchd --confine-workers=false)"
+          : worker::ConfinementSummary());
+  host.set_unconfined_user_models_allowed(!limits.confine && allow_unconfined);
+  if (!limits.confine) {
+    Log(LogLevel::kWarning, "workers run unconfined: ", host.worker_confinement(),
+        allow_unconfined ? "; user models from any submitter run anyway "
+                           "(--allow-unconfined-user-models)"
+                         : "; user models need the admin role");
+  }
   if (auto s = (*store)->hosts().Put(host); !s.ok()) {
     Log(LogLevel::kError, s.message());
     return 1;
@@ -401,12 +508,16 @@ int main(int argc, char** argv) {
   // there; reflection lists only health).
   std::unique_ptr<grpc::Server> health_server;
   const std::string health_listen = absl::GetFlag(FLAGS_health_listen);
+  int health_port = 0;
   if (!health_listen.empty()) {
     grpc::ServerBuilder health_builder;
-    int health_port = 0;
     health_builder.AddListeningPort(health_listen, grpc::InsecureServerCredentials(),
                                     &health_port);
     health_builder.SetMaxReceiveMessageSize(4 << 10);
+    // gRPC 1.51 gives this server (no callback service) a second listening
+    // socket per poller through SO_REUSEPORT, and with port 0 binds that one
+    // to a port of its own: one port, the one logged below.
+    health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     health_server = health_builder.BuildAndStart();
     if (!health_server || health_port == 0) {
       Log(LogLevel::kError, "--health-listen: cannot listen on ", health_listen);
@@ -466,7 +577,9 @@ int main(int argc, char** argv) {
       data_dir, ", ", host.gpus_size(), " GPU(s)",
       http ? absl::StrCat("; metrics and HTML view on ", metrics_listen, " (port ",
                           http->port(), cert.empty() ? "" : ", HTTPS", ")")
-           : "");
+           : "",
+      health_server ? absl::StrCat("; health on ", health_listen, " (port ", health_port, ")")
+                    : "");
 
   while (!g_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/sha256.h"
 #include "common/spec.h"
 #include "common/version.h"
 #include "gpubench/v1/result.pb.h"
@@ -44,7 +45,14 @@ std::string FormatValue(double value) {
   return absl::StrFormat("%.17g", value);
 }
 
-void WriteStore(storage::Store* store, MetricsWriter* out) {
+// A short stable name of a config: two configs that differ only in a
+// parameter (say learning_rate) describe alike, and without it would be two
+// samples of one series.
+std::string ConfigKeyLabel(const v1::RunConfig& config) {
+  return Sha256Hex(ConfigKey(config)).substr(0, 12);
+}
+
+void WriteStore(storage::Store* store, const JobManager::Load& load, MetricsWriter* out) {
   auto jobs = store->jobs().CountByState();
   auto runs = store->runs().CountByWorkload();
   auto newest = store->runs().Newest(v1::RUN_STATE_SUCCEEDED, kLastRunsScanned);
@@ -52,12 +60,19 @@ void WriteStore(storage::Store* store, MetricsWriter* out) {
               "1 when the daemon's SQLite store answered this scrape");
   out->Sample("gpubench_store_readable", {}, jobs.ok() && runs.ok() && newest.ok());
   if (jobs.ok()) {
-    out->Family("gpubench_jobs", "gauge", "Jobs stored on this host, by state");
+    out->Family("gpubench_jobs", "gauge",
+                "Jobs on this host, by state (queued and running as the daemon holds them, "
+                "like gpubench_queue_depth and gpubench_jobs_running; the others as stored)");
     for (int s = v1::JOB_STATE_QUEUED; s <= v1::JobState_MAX; ++s) {
       if (!v1::JobState_IsValid(s)) continue;
       const auto found = jobs->find(static_cast<v1::JobState>(s));
+      double count = found == jobs->end() ? 0 : found->second;
+      // The store lags the daemon while it cannot write (a full disk): a
+      // job ended there still reads running in it.
+      if (s == v1::JOB_STATE_QUEUED) count = load.queued;
+      if (s == v1::JOB_STATE_RUNNING) count = load.running;
       out->Sample("gpubench_jobs", {{"state", report::Short(v1::JobState_descriptor(), s)}},
-                  found == jobs->end() ? 0 : found->second);
+                  count);
     }
   }
   if (runs.ok()) {
@@ -81,6 +96,7 @@ void WriteStore(storage::Store* store, MetricsWriter* out) {
       if (!seen.insert(ConfigKey(run.config())).second) continue;
       last.push_back({{{"workload", run.config().workload()},
                        {"config", report::DescribeConfig(run.config())},
+                       {"config_key", ConfigKeyLabel(run.config())},
                        {"device", run.result().resolved_device()}},
                       &run});
     }
@@ -93,6 +109,15 @@ void WriteStore(storage::Store* store, MetricsWriter* out) {
     for (const auto& [labels, run] : last) {
       out->Sample("gpubench_last_run_timestamp_seconds", labels,
                   run->start_time().seconds() + run->start_time().nanos() / 1e9);
+    }
+  }
+  if (auto schedules = store->schedules().List(); schedules.ok()) {
+    out->Family("gpubench_schedule_failures_total", "counter",
+                "Due times of a schedule whose job could not be submitted (gpubench schedule "
+                "list shows the last error)");
+    for (const v1::Schedule& s : *schedules) {
+      out->Sample("gpubench_schedule_failures_total", {{"schedule", s.schedule_id()}},
+                  static_cast<double>(s.failure_count()));
     }
   }
 }
@@ -232,7 +257,7 @@ std::string RenderMetrics(JobManager* jobs, storage::Store* store, GpuGauges* gp
   out.Sample("gpubench_queue_depth", {}, load.queued);
   out.Family("gpubench_jobs_running", "gauge", "Jobs running now");
   out.Sample("gpubench_jobs_running", {}, load.running);
-  WriteStore(store, &out);
+  WriteStore(store, load, &out);
   gpus->Write(&out);
   return out.text();
 }

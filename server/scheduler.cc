@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/cron.h"
@@ -16,6 +17,10 @@ using google::protobuf::util::TimeUtil;
 
 constexpr int kDefaultHistoryWindow = 7;
 constexpr double kDefaultThreshold = 0.05;
+// Bounds of a schedule's own fields (its spec has the spec's).
+constexpr size_t kMaxCronBytes = 128;
+constexpr int kMaxHistoryWindow = 100;  // the comparison reads 3x as many runs
+constexpr size_t kMaxErrorBytes = 1000;  // a stored submit error, cut
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
@@ -46,6 +51,16 @@ Scheduler::Scheduler(JobManager* jobs, storage::Store* store)
 Scheduler::~Scheduler() { Stop(); }
 
 absl::StatusOr<v1::Schedule> Scheduler::Create(v1::Schedule schedule, absl::Time now) {
+  if (schedule.name().size() > kMaxNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schedule.name: at most ", kMaxNameBytes, " bytes, got ",
+                     schedule.name().size()));
+  }
+  if (schedule.cron().size() > kMaxCronBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schedule.cron: at most ", kMaxCronBytes, " bytes, got ",
+                     schedule.cron().size()));
+  }
   if (auto c = CronSchedule::Parse(schedule.cron()); !c.ok()) {
     return Prefixed(c.status(), "schedule.");
   }
@@ -55,13 +70,20 @@ absl::StatusOr<v1::Schedule> Scheduler::Create(v1::Schedule schedule, absl::Time
   if (auto runs = ExpandSweep(schedule.spec()); !runs.ok()) {
     return Prefixed(runs.status(), "schedule.");
   }
-  if (schedule.history_window() < 0) {
-    return absl::InvalidArgumentError("schedule.history_window: must be >= 0");
+  if (schedule.history_window() < 0 || schedule.history_window() > kMaxHistoryWindow) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schedule.history_window: must be in [0, ", kMaxHistoryWindow, "], got ",
+                     schedule.history_window()));
   }
-  if (schedule.regression_threshold() < 0 || schedule.regression_threshold() >= 1) {
-    return absl::InvalidArgumentError("schedule.regression_threshold: must be in [0, 1)");
+  // Written so that NaN fails it too (every comparison with NaN is false).
+  if (!(schedule.regression_threshold() >= 0 && schedule.regression_threshold() < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schedule.regression_threshold: must be in [0, 1), got ",
+                     schedule.regression_threshold()));
   }
   schedule.clear_schedule_id();
+  schedule.clear_last_error();
+  schedule.clear_failure_count();
   *schedule.mutable_create_time() = ToProto(now);
   schedule.clear_last_run_time();
   auto next = NextTime(schedule, now);
@@ -79,15 +101,33 @@ int Scheduler::Tick(absl::Time now) {
   int submitted = 0;
   for (v1::Schedule& s : *schedules) {
     if (s.disabled() || FromProto(s.next_run_time()) > now) continue;
-    if (jobs_->Submit(s.spec(), s.schedule_id(), "scheduler").ok()) ++submitted;
-    *s.mutable_last_run_time() = ToProto(now);
+    // A job that cannot be submitted (a full queue or store, a spec the
+    // daemon no longer takes) is a failure of the schedule, kept with it,
+    // logged and counted (gpubench_schedule_failures_total): last_run_time
+    // says when a job was last enqueued, so it stays.
+    if (auto job = jobs_->Submit(s.spec(), s.schedule_id(), "scheduler"); job.ok()) {
+      ++submitted;
+      *s.mutable_last_run_time() = ToProto(now);
+      s.clear_last_error();
+    } else {
+      const std::string why(job.status().message().substr(0, kMaxErrorBytes));
+      s.set_last_error(absl::StrCat(absl::StatusCodeToString(job.status().code()), ": ", why));
+      s.set_failure_count(s.failure_count() + 1);
+      Log(LogLevel::kWarning, "schedule ", s.schedule_id(), ": its job due at ",
+          absl::FormatTime(FromProto(s.next_run_time()), absl::UTCTimeZone()),
+          " could not be submitted (failure ", s.failure_count(), "): ", s.last_error());
+    }
     auto next = NextTime(s, now);
     if (next.ok()) {
       *s.mutable_next_run_time() = ToProto(*next);
     } else {
       s.set_disabled(true);  // no future time: stop rather than fire forever
     }
-    store_->schedules().Update(s).IgnoreError();
+    if (auto stored = store_->schedules().Update(s); !stored.ok()) {
+      // It is due again at the next tick; say why, once per tick.
+      Log(LogLevel::kWarning, "schedule ", s.schedule_id(),
+          ": cannot store its next run time: ", stored.message());
+    }
   }
   return submitted;
 }

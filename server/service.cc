@@ -3,7 +3,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <cctype>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/filter.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "common/spec.h"
 #include "common/version.h"
@@ -235,18 +238,28 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
 // and sha256, then keeps it once per hash under the model directory.
 class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
  public:
-  UploadReactor(storage::Store* store, const ServiceOptions& options, Caller caller,
-                std::atomic<int64_t>* uploading_bytes, v1::UploadModelResponse* response)
+  UploadReactor(grpc::CallbackServerContext* context, storage::Store* store,
+                const ServiceOptions& options, Caller caller,
+                std::atomic<int64_t>* uploading_bytes, IdleWatch* idle,
+                v1::UploadModelResponse* response)
       : store_(store),
         options_(options),
         caller_(std::move(caller)),
         uploading_bytes_(uploading_bytes),
+        idle_(idle),
         response_(response) {
+    idle_token_ = idle_->Watch([this, context] {
+      timed_out_.store(true);
+      context->TryCancel();
+    });
     StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
-    absl::Status s = ok ? Take() : Complete();
+    idle_->Touch(idle_token_);
+    absl::Status s = ok                  ? Take()
+                     : timed_out_.load() ? TimedOut()
+                                         : Complete();
     if (!s.ok() || !ok) {
       out_.close();
       std::remove(temp_.c_str());
@@ -260,11 +273,20 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
   }
 
   void OnDone() override {
+    idle_->Unwatch(idle_token_);
     Release();
     delete this;
   }
 
  private:
+  absl::Status TimedOut() {
+    Log(LogLevel::kInfo, "an upload by ", caller_.name, " sent nothing for ",
+        absl::FormatDuration(idle_->idle()), " and was cancelled; its quota is free again");
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the upload sent nothing for ", absl::FormatDuration(idle_->idle()),
+        " (the daemon's --upload-idle-timeout-ms) and was cancelled"));
+  }
+
   void Release() {
     uploading_bytes_->fetch_sub(reserved_);
     reserved_ = 0;
@@ -373,6 +395,9 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
   const ServiceOptions& options_;
   const Caller caller_;
   std::atomic<int64_t>* const uploading_bytes_;
+  IdleWatch* const idle_;
+  int64_t idle_token_ = 0;
+  std::atomic<bool> timed_out_{false};  // set on the idle watch's thread
   int64_t reserved_ = 0;  // of *uploading_bytes_, given back in OnDone
   v1::UploadModelResponse* const response_;
   v1::UploadModelRequest request_;
@@ -427,8 +452,8 @@ class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
 
 grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
     grpc::CallbackServerContext* context, v1::UploadModelResponse* response) {
-  return new UploadReactor(store_, options_, auth_->CallerOf(*context), &uploading_bytes_,
-                           response);
+  return new UploadReactor(context, store_, options_, auth_->CallerOf(*context),
+                           &uploading_bytes_, &idle_uploads_, response);
 }
 
 grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
@@ -447,6 +472,16 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
     return Reply(context, absl::PermissionDeniedError(absl::StrCat(
                               "spec.priority: above ", options_.max_priority_without_admin,
                               " needs the admin role")));
+  }
+  for (const v1::RunConfig& run : *runs) {
+    if (options_.user_models_need_admin && caller.role < v1::ROLE_ADMIN &&
+        run.workload() == "torchscript") {
+      return Reply(context, absl::PermissionDeniedError(
+                                "spec.base.workload: torchscript runs a user model, and this "
+                                "host's workers run unconfined (gpubench hosts says why): it "
+                                "needs the admin role, or gpubenchd "
+                                "--allow-unconfined-user-models"));
+    }
   }
   if (request->dry_run()) {
     *response->mutable_job()->mutable_spec() = request->spec();
@@ -653,8 +688,16 @@ grpc::ServerUnaryReactor* BenchServiceImpl::DeleteModel(
   }
   auto model = store_->models().Get(request->sha256());
   if (!model.ok()) return Reply(context, model.status());
+  // The file first: on a full disk the freed space is what lets SQLite
+  // write the row's deletion (its WAL must grow a little), and deleting
+  // models is how an admin makes room. A row left without its file (the
+  // store still failing) is deleted by the next try.
+  const std::string path = ModelPath(options_.model_dir, request->sha256());
+  if (std::remove(path.c_str()) != 0 && errno != ENOENT) {
+    return Reply(context, absl::InternalError(absl::StrCat("cannot remove ", path, ": ",
+                                                           std::strerror(errno))));
+  }
   if (auto s = store_->models().Delete(request->sha256()); !s.ok()) return Reply(context, s);
-  std::remove(ModelPath(options_.model_dir, request->sha256()).c_str());
   *response->mutable_model() = std::move(*model);
   return Reply(context, absl::OkStatus());
 }

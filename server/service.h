@@ -8,7 +8,9 @@
 #include <string>
 
 #include "gpubench/v1/service.grpc.pb.h"
+#include "absl/time/time.h"
 #include "server/auth.h"
+#include "server/idle_watch.h"
 #include "server/job_manager.h"
 #include "server/scheduler.h"
 #include "storage/store.h"
@@ -31,6 +33,12 @@ struct ServiceOptions {
   int64_t max_model_bytes = int64_t{2} << 30;   // one upload at most
   int64_t models_quota_bytes = int64_t{20} << 30;  // every stored model together
   int max_priority_without_admin = 10;          // spec.priority above needs admin
+  // Workers run unconfined and the operator did not pass
+  // --allow-unconfined-user-models: user models need admin.
+  bool user_models_need_admin = false;
+  // An upload that sends nothing for this long is cancelled and its share of
+  // the quota given back (<= 0: never).
+  absl::Duration upload_idle_timeout = absl::Seconds(30);
 };
 
 // Thread-safe; jobs, store and auth outlive it.
@@ -42,7 +50,8 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
         scheduler_(scheduler),
         store_(store),
         auth_(auth),
-        options_(std::move(options)) {}
+        options_(std::move(options)),
+        idle_uploads_(options_.upload_idle_timeout) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -99,6 +108,8 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
   const ServiceOptions options_;
   // Bytes of uploads in flight, counted against the quota until they end.
   std::atomic<int64_t> uploading_bytes_{0};
+  // Cancels uploads idle for options_.upload_idle_timeout.
+  IdleWatch idle_uploads_;
 };
 
 }  // namespace gpubench::server

@@ -1,5 +1,7 @@
 #include "storage/store.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -65,6 +67,16 @@ absl::StatusOr<std::string> IntegrityCheckOn(Connection& c) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
+  // SQLite takes an empty file for a new database and would fill it with
+  // empty tables: a store truncated by a crash, a full disk or a bad copy
+  // would then serve as if it had never held anything.
+  if (struct stat st; stat(options.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                      st.st_size == 0) {
+    return absl::DataLossError(absl::StrCat(
+        "database ", options.path, " exists but is empty (0 bytes): it was truncated or "
+        "never written, and was left untouched. Restore it from a backup; to start with an "
+        "empty store instead, remove it (and any ", options.path, "-wal and -shm beside it)"));
+  }
   auto db = Database::Open({options.path, options.busy_timeout_ms});
   if (!db.ok()) return db.status();
   std::unique_ptr<Store> store(new Store(std::move(*db)));

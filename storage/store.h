@@ -40,7 +40,9 @@ class Store {
  public:
   // Opens (creating if needed) and migrates the database. A file that is not
   // a database, or is from a newer gpubench, fails naming the file (DataLoss
-  // and FailedPrecondition); it is never overwritten. Open reads only the
+  // and FailedPrecondition); it is never overwritten. So does an existing
+  // file of 0 bytes (DataLoss): a truncated store must not quietly become an
+  // empty one; only a missing file is a fresh start. Open reads only the
   // header and schema (fast on a large file); IntegrityCheck() reads
   // everything.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const StoreOptions& options);

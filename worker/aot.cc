@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -124,7 +123,10 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
       // Inductor's and Triton's own caches in the compile's work folder,
       // which goes when the compile ends: nothing piles up in /tmp.
       {"TORCHINDUCTOR_CACHE_DIR", work_dir + "/inductor"},
-      {"TRITON_CACHE_DIR", work_dir + "/triton"}};
+      {"TRITON_CACHE_DIR", work_dir + "/triton"},
+      // `python -m` puts the current folder first on sys.path: the child
+      // starts in its empty work folder, and Python 3.11+ leaves it out.
+      {"PYTHONSAFEPATH", "1"}};
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
@@ -147,6 +149,7 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
     dup2(out[1], STDOUT_FILENO);
     dup2(out[1], STDERR_FILENO);
     closefrom(3);
+    if (chdir(work_dir.c_str()) != 0) _exit(127);
     execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
@@ -173,18 +176,6 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
   if (killed) return absl::CancelledError("cancelled while compiling");
   child.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return child;
-}
-
-// Removes path and everything under it. (Not std::filesystem: the PyTorch
-// wheel's libtorch_cpu.so exports its own copy of those symbols, built
-// against another libstdc++, and the worker's calls bind to it and crash.)
-void RemoveTree(const std::string& path) {
-  nftw(path.c_str(),
-       [](const char* p, const struct stat*, int, struct FTW*) {
-         std::remove(p);  // files, then (FTW_DEPTH) their emptied folders
-         return 0;
-       },
-       16, FTW_DEPTH | FTW_PHYS);
 }
 
 // Leftovers of compiles that were killed (a temporary package, a work
@@ -261,18 +252,21 @@ absl::StatusOr<AotPackage> EnsureAotPackage(const engine::RunConfig& config,
                                             const std::string& target,
                                             const v1::AotSettings& settings,
                                             const std::atomic<bool>* cancel) {
-  const std::string python_dir = PythonDir();
-  if (!IsDir(python_dir + "/gpubench_models")) {
+  // Absolute, so that nothing depends on the folder the worker started in.
+  const std::string python_dir = RealPath(PythonDir());
+  if (python_dir.empty() || !IsDir(python_dir + "/gpubench_models")) {
     return absl::FailedPreconditionError(absl::StrCat(
         "execution aot: the gpubench_models Python package is not installed (looked in \"",
-        python_dir, "\"; deploy/install.sh puts it in share/gpubench/python)"));
+        PythonDir(), "\"; deploy/install.sh puts it in share/gpubench/python)"));
   }
   AotPackage package;
   const std::string key = AotCacheKey(config, target, TwinDigest(python_dir));
   std::string dir = settings.cache_dir();
   if (dir.empty()) {
-    char tmpl[] = "/tmp/gpubench-aot-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a temporary folder");
+    std::string tmpl = TempDir() + "/gpubench-aot-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return absl::InternalError("cannot make a temporary folder");
+    }
     dir = tmpl;
     package.temporary = true;
   } else if (auto s = MakeDirs(dir); !s.ok()) {

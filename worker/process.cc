@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/paths.h"
@@ -43,12 +45,47 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     return absl::FailedPreconditionError(
         absl::StrCat("worker binary ", worker_path, " is not executable"));
   }
+  // The scratch folder, the request that names it and the environment
+  // that points every cache at it, all built before the fork: between fork
+  // and exec the child only calls async-signal-safe functions.
+  std::string scratch = (limits.scratch_root.empty() ? TempDir() : limits.scratch_root) +
+                        "/worker-XXXXXX";
+  if (mkdtemp(scratch.data()) == nullptr) return Errno(("mkdtemp " + scratch).c_str());
+  v1::WorkerRequest confined = request;
+  v1::WorkerConfinement* confinement = confined.mutable_confinement();
+  confinement->set_enabled(limits.confine || confinement->probes_size() > 0);
+  confinement->set_scratch_dir(scratch);
+  for (const std::string& p : limits.protected_paths) confinement->add_protected_paths(p);
+  for (const std::string& p : limits.read_paths) confinement->add_read_paths(p);
+  const std::map<std::string, std::string> set = {
+      {"TMPDIR", scratch},
+      {"TMP", scratch},
+      {"TEMP", scratch},
+      {"XDG_CACHE_HOME", scratch + "/cache"},
+      {"CUDA_CACHE_PATH", scratch + "/cuda"},
+      {"TRITON_HOME", scratch},
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (set.count(entry.substr(0, entry.find('='))) == 0) env.push_back(entry);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0) return Errno("pipe");
-  if (pipe2(out, O_CLOEXEC) != 0) return Errno("pipe");
-  if (pipe2(err, O_CLOEXEC) != 0) return Errno("pipe");
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    const absl::Status failed = Errno("pipe");
+    RemoveTree(scratch);
+    return failed;
+  }
   const pid_t pid = fork();
-  if (pid < 0) return Errno("fork");
+  if (pid < 0) {
+    const absl::Status failed = Errno("fork");
+    RemoveTree(scratch);
+    return failed;
+  }
   if (pid == 0) {
     // The worker dies with the thread that started it (a daemon killed with
     // SIGKILL must not leave a worker holding the GPU).
@@ -65,7 +102,11 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
-    execl(worker_path.c_str(), worker_path.c_str(), static_cast<char*>(nullptr));
+    // Landlock checks opens, not descriptors already open: the worker
+    // inherits none of the daemon's (an upload being written, the store).
+    closefrom(3);
+    char* const argv[] = {const_cast<char*>(worker_path.c_str()), nullptr};
+    execve(worker_path.c_str(), argv, envp.data());
     _exit(127);
   }
   close(in[0]);
@@ -75,7 +116,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   const std::string bytes = [&] {
     std::string s;
     google::protobuf::io::StringOutputStream sink(&s);
-    google::protobuf::util::SerializeDelimitedToZeroCopyStream(request, &sink);
+    google::protobuf::util::SerializeDelimitedToZeroCopyStream(confined, &sink);
     return s;
   }();
   size_t written = 0;
@@ -86,7 +127,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     written += n;
   }
   close(in[1]);
-  return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, out[0], err[0]));
+  return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, out[0], err[0], scratch));
 }
 
 namespace {
@@ -110,8 +151,12 @@ int64_t TreeRssBytes(pid_t pid, int depth) {
 
 int64_t WorkerProcess::RssBytes() const { return TreeRssBytes(pid_, 0); }
 
-WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd)
-    : pid_(pid), events_fd_(events_fd), stderr_fd_(stderr_fd), reader_(events_fd) {
+WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd, std::string scratch_dir)
+    : pid_(pid),
+      scratch_dir_(std::move(scratch_dir)),
+      events_fd_(events_fd),
+      stderr_fd_(stderr_fd),
+      reader_(events_fd) {
   stderr_thread_ = std::thread([this] { DrainStderr(); });
 }
 
@@ -123,6 +168,8 @@ WorkerProcess::~WorkerProcess() {
   if (stderr_thread_.joinable()) stderr_thread_.join();
   close(events_fd_);
   close(stderr_fd_);
+  // Its children (execution aot's compiler) die with it (PDEATHSIG).
+  RemoveTree(scratch_dir_);
 }
 
 void WorkerProcess::DrainStderr() {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "gpubench/v1/worker.pb.h"
@@ -34,6 +35,14 @@ struct ExitInfo {
 struct WorkerLimits {
   int64_t max_open_files = 4096;  // RLIMIT_NOFILE (0: inherit)
   bool core_dumps = false;        // a GPU process's core can be gigabytes
+  // Each worker gets a private scratch folder (0700) under scratch_root
+  // (empty: TempDir()), its TMPDIR and caches, removed once it is gone.
+  std::string scratch_root;
+  // The worker confines itself (worker/confine.h) and fails rather than run
+  // unconfined. Off only where the host cannot and the operator allowed it.
+  bool confine = true;
+  std::vector<std::string> protected_paths;  // data directory, token file, TLS key
+  std::vector<std::string> read_paths;       // further folders workers may read
 };
 
 // A running worker as the daemon's job runner sees it: a stream of events
@@ -64,7 +73,8 @@ class WorkerLauncher {
 // One child process.
 class WorkerProcess : public Worker {
  public:
-  // Starts worker_path with limits, writes request to its stdin and closes it.
+  // Starts worker_path with limits, writes request (with its confinement
+  // and scratch folder filled in) to its stdin and closes it.
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(
       const std::string& worker_path, const v1::WorkerRequest& request,
       const WorkerLimits& limits = {});
@@ -80,10 +90,11 @@ class WorkerProcess : public Worker {
   pid_t pid() const { return pid_; }
 
  private:
-  WorkerProcess(pid_t pid, int events_fd, int stderr_fd);
+  WorkerProcess(pid_t pid, int events_fd, int stderr_fd, std::string scratch_dir);
   void DrainStderr();
 
   const pid_t pid_;
+  const std::string scratch_dir_;  // removed after the reap
   const int events_fd_;
   const int stderr_fd_;
   ipc::MessageReader reader_;

@@ -1,9 +1,13 @@
 #include "worker/worker.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <cstdio>
 #include <map>
@@ -19,6 +23,7 @@
 #include "common/version.h"
 #include "google/protobuf/util/time_util.h"
 #include "worker/aot.h"
+#include "worker/confine.h"
 #include "worker/convert.h"
 #include "worker/engine/engine.h"
 #include "worker/ipc.h"
@@ -97,6 +102,108 @@ absl::Status LocateModel(const v1::WorkerRequest& request, const v1::RunConfig& 
   engine_config->model_format = absl::EndsWith(*resolved, ".pt2")
                                     ? engine::ModelFormat::kAotiPackage
                                     : engine::ModelFormat::kTorchScript;
+  return absl::OkStatus();
+}
+
+// Whether a request compiles execution aot packages and runs no user model.
+// Such a worker runs only the project's own code (built-in models, their
+// Python twins, Inductor and the C++ compiler), and stays unconfined: the
+// compiler, a child with a /proc/PID of its own, cannot start CUDA (error
+// 304) or its C++ compiler under the worker's Landlock domain.
+bool CompilesProjectCodeOnly(const v1::WorkerRequest& request) {
+  auto runs = ExpandSweep(request.spec());
+  if (!runs.ok()) return false;
+  bool compiled = false;
+  for (const v1::RunConfig& config : *runs) {
+    if (config.workload() == "torchscript") return false;
+    if (engine::IsCompiled(ToEngineConfig(config).execution)) compiled = true;
+  }
+  return compiled;
+}
+
+// What this worker may reach once confined: the system's part, its scratch
+// folder (write), its own /proc/PID, and each user model it was given
+// (read). execve stays refused.
+ConfinementPolicy PolicyFor(const v1::WorkerRequest& request) {
+  const v1::WorkerConfinement& confinement = request.confinement();
+  ConfinementPolicy policy = SystemPolicy();
+  policy.protected_paths.assign(confinement.protected_paths().begin(),
+                                confinement.protected_paths().end());
+  policy.write_trees.push_back(confinement.scratch_dir());
+  // Its own /proc/PID (the link resolves now, to this process): CUDA's
+  // driver names its threads there, and cuInit fails (error 304) if it
+  // cannot.
+  policy.write_trees.push_back("/proc/self");
+  for (const std::string& p : confinement.read_paths()) policy.read_trees.push_back(p);
+  if (const char* nvml = std::getenv("GPUBENCH_NVML_LIBRARY"); nvml != nullptr && *nvml) {
+    policy.read_files.push_back(nvml);
+  }
+  if (request.has_rank()) policy.write_trees.push_back("/dev/shm");  // NCCL's buffers
+  auto runs = ExpandSweep(request.spec());
+  for (const v1::RunConfig& config : runs.ok() ? *runs : std::vector<v1::RunConfig>{}) {
+    engine::RunConfig located;
+    if (config.workload() != "torchscript" || !LocateModel(request, config, &located).ok()) {
+      continue;
+    }
+    // A model root may hold the data directory or a key: a path there is
+    // never "the model" (an upload, by hash, is the one file it may name).
+    const std::string real = RealPath(located.model_path);
+    bool is_protected = false;
+    for (const std::string& p : confinement.protected_paths()) {
+      const std::string root = RealPath(p);
+      if (!root.empty() && (real == root || absl::StartsWith(real, root + "/"))) {
+        is_protected = config.params().model_sha256().empty();
+      }
+    }
+    if (!is_protected) policy.read_files.push_back(located.model_path);
+  }
+  // The package cache, read only: a compiled point finds its package there
+  // or fails (execve is refused), and no model can plant one.
+  if (!request.aot().cache_dir().empty()) policy.read_files.push_back(request.aot().cache_dir());
+  policy.forbid_exec = true;
+  return policy;
+}
+
+// gpubenchd --check-confinement: each probe once, confined, as a log line
+// "allowed PATH" / "denied PATH (why)" with "ok" or "UNEXPECTED".
+absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) {
+  ipc::MessageWriter writer(out_fd);
+  int unexpected = 0;
+  for (const v1::ConfinementProbe& probe : confinement.probes()) {
+    std::string path = probe.path() == "$TMPDIR" ? TempDir() : probe.path();
+    struct stat st;
+    int fd = -1;
+    if (probe.write()) {
+      if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        path += "/gpubench-confinement-check";
+        fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) unlink(path.c_str());
+      } else {
+        // Opening for writing would truncate nothing and change nothing.
+        fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+      }
+    } else {
+      fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    const int error = errno;
+    const bool allowed = fd >= 0;
+    if (fd >= 0) close(fd);
+    const bool as_expected = allowed == probe.expect_allowed();
+    if (!as_expected) ++unexpected;
+    v1::WorkerEvent event;
+    event.mutable_log()->set_text(absl::StrCat(
+        as_expected ? "ok          " : "UNEXPECTED  ", probe.write() ? "write " : "read  ",
+        allowed ? "allowed " : "denied  ", path,
+        allowed ? "" : absl::StrCat(" (", std::strerror(error), ")")));
+    if (auto s = writer.Write(event); !s.ok()) return s;
+  }
+  v1::WorkerEvent done;
+  done.mutable_done()->set_runs_executed(0);
+  if (auto s = writer.Write(done); !s.ok()) return s;
+  if (unexpected > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(unexpected, " confinement check(s) did not go as expected"));
+  }
   return absl::OkStatus();
 }
 
@@ -289,6 +396,15 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
   auto got = reader.Read(&request);
   if (!got.ok()) return got.status();
   if (!*got) return absl::InvalidArgumentError("no WorkerRequest on stdin");
+  const v1::WorkerConfinement& confinement = request.confinement();
+  if (confinement.enabled() && !CompilesProjectCodeOnly(request)) {
+    // Before anything of the job's runs, and while this is the only thread.
+    if (auto s = Confine(PolicyFor(request)); !s.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot confine the worker, so it runs nothing: ", s.message()));
+    }
+  }
+  if (confinement.probes_size() > 0) return ReportProbes(confinement, out_fd);
   return RunJob(request, out_fd, cancel);
 }
 

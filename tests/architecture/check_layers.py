@@ -10,15 +10,16 @@ import sys
 
 # The torch-free worker files: the daemon links them (ipc, process) or tests
 # them without LibTorch (measure, telemetry, profile_table).
-TORCH_FREE_WORKER = ["worker/ipc.h", "worker/process.h", "worker/measure.h",
+TORCH_FREE_WORKER = ["worker/ipc.h", "worker/process.h", "worker/confine.h", "worker/measure.h",
                      "worker/telemetry.h", "worker/profile_table.h"]
 
 # (files under this path, the include prefixes they may use), most specific
 # first. "gpubench/" is the generated protobuf code.
 RULES = [
-    ("worker/engine/", ["worker/engine/", "common/stats.h", "common/workload_defaults.h"] + TORCH_FREE_WORKER[2:]),
+    ("worker/engine/", ["worker/engine/", "common/stats.h", "common/workload_defaults.h"] + TORCH_FREE_WORKER[3:]),
     ("worker/ipc.", TORCH_FREE_WORKER + ["common/", "gpubench/"]),
     ("worker/process.", TORCH_FREE_WORKER + ["common/", "gpubench/"]),
+    ("worker/confine.", TORCH_FREE_WORKER + ["common/"]),
     ("worker/measure.", TORCH_FREE_WORKER + ["common/stats.h"]),
     ("worker/telemetry.", TORCH_FREE_WORKER),
     ("worker/profile_table.", TORCH_FREE_WORKER),
@@ -26,7 +27,7 @@ RULES = [
     ("common/", ["common/", "gpubench/"]),
     ("storage/", ["storage/", "common/", "gpubench/"]),
     ("server/", ["server/", "storage/", "report/", "common/", "gpubench/", "worker/ipc.h",
-                 "worker/process.h", "worker/telemetry.h"]),
+                 "worker/process.h", "worker/confine.h", "worker/telemetry.h"]),
     ("report/", ["report/", "common/", "gpubench/"]),
     ("client/", ["client/", "report/", "common/", "gpubench/"]),
 ]

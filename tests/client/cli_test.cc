@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/compare.h"
+#include "client/output.h"
 #include "common/paths.h"
 #include "report/facets.h"
 #include "common/stats.h"
@@ -325,7 +326,14 @@ TEST(CliDaemon, ShowGivesCollectiveBandwidthAndDdpScaling) {
   // all-reduce on 2 ranks: busbw = algbw x 2(K-1)/K = algbw.
   EXPECT_NEAR(two.at("bus_bandwidth_gb_per_s").number_value(),
               two.at("algorithm_bandwidth_gb_per_s").number_value(), 1e-9);
-  EXPECT_EQ(by.at({"collective", 1})->fields().at("bus_bandwidth_gb_per_s").number_value(), 0);
+  // One rank moves nothing: a note, no bandwidth (bytes over a near-empty
+  // call read as TB/s).
+  const auto& one = by.at({"collective", 1})->fields();
+  EXPECT_EQ(one.at("note").string_value(), "one rank: nothing moved");
+  EXPECT_EQ(one.count("algorithm_bandwidth_gb_per_s"), 0u);
+  EXPECT_EQ(one.count("bus_bandwidth_gb_per_s"), 0u);
+  EXPECT_NE(text.out.find("one rank: nothing moved between devices"), std::string::npos)
+      << text.out;
   const double t1 = by.at({"ddp", 1})->fields().at("throughput_samples_per_s").number_value();
   const auto& ddp2 = by.at({"ddp", 2})->fields();
   EXPECT_NEAR(ddp2.at("scaling_efficiency").number_value(),
@@ -686,7 +694,8 @@ TEST(CliDaemon, CompareRepeatInterleavesTheTwoSides) {
 // given history verdict; returns its id.
 std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed,
                      const std::string& schedule_id = "",
-                     v1::Verdict verdict = v1::VERDICT_UNSPECIFIED, int days_ago = 0) {
+                     v1::Verdict verdict = v1::VERDICT_UNSPECIFIED, int days_ago = 0,
+                     bool contended = false) {
   auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
   EXPECT_TRUE(store.ok()) << store.status();
   v1::Job job;
@@ -706,13 +715,18 @@ std::string PlantRun(const Daemon& d, double ms, int n, uint32_t seed,
       absl::ToUnixSeconds(absl::Now()) - 86400 * days_ago);
   *run.mutable_end_time() = run.start_time();
   run.mutable_history()->set_verdict(verdict);
+  if (contended) {
+    run.mutable_result()->mutable_contention()->add_jobs_beside("jneighbour");
+    run.mutable_result()->mutable_contention()->set_contended(true);
+  }
   return *(*store)->runs().Insert(run);
 }
 
 // Plants a succeeded job of `runs` repetitions of one config, each run's
 // center ms varying by run_noise (lognormal) and 200 samples about it;
 // returns the job id.
-std::string PlantJob(const Daemon& d, double ms, int runs, double run_noise, uint32_t seed) {
+std::string PlantJob(const Daemon& d, double ms, int runs, double run_noise, uint32_t seed,
+                     const std::string& workload = "mlp") {
   auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
   EXPECT_TRUE(store.ok()) << store.status();
   v1::Job job;
@@ -725,7 +739,7 @@ std::string PlantJob(const Daemon& d, double ms, int runs, double run_noise, uin
     run.set_job_id(job_id);
     run.set_index(i);
     run.set_state(v1::RUN_STATE_SUCCEEDED);
-    run.mutable_config()->set_workload("mlp");
+    run.mutable_config()->set_workload(workload);
     run.mutable_config()->set_batch_size(1);
     const double center = ms * between(rng);
     run.mutable_result()->set_throughput_samples_per_s(1000 / center);
@@ -751,6 +765,20 @@ TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
   EXPECT_EQ(not_scheduled.code, kExitUsage);
   EXPECT_NE(not_scheduled.err.find("not from a schedule"), std::string::npos);
 
+  // Earlier runs there were, but every one contended: it says so rather than
+  // "no earlier run".
+  for (uint32_t night = 0; night < 3; ++night) {
+    PlantRun(d, 1.0, 200, night, "sbusy", v1::VERDICT_UNSPECIFIED, 4 - night,
+             /*contended=*/true);
+  }
+  const std::string after_busy = PlantRun(d, 1.0, 200, 50, "sbusy");
+  Result busy = Cli({"compare", after_busy, "--history", "--host", d.address()});
+  EXPECT_EQ(busy.code, kExitJobFailed) << busy.err << busy.out;
+  EXPECT_NE(busy.err.find("schedule sbusy has 3 earlier runs of "), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find("all left out as contended or throttled"), std::string::npos)
+      << busy.err;
+  EXPECT_EQ(busy.err.find("no earlier run"), std::string::npos) << busy.err;
+
   Result flagged = Cli({"regressions", "--since", "12h", "--host", d.address(), "--host",
                         quiet.address()});
   EXPECT_EQ(flagged.code, kExitRegression) << flagged.err;
@@ -766,8 +794,8 @@ TEST(CliDaemon, ControlCharactersInNamesPrintAsEscapes) {
   Daemon d(FreshDir("cli_escape"));
   ASSERT_TRUE(d.serving()) << d.log();
   const std::string spec = FreshDir("cli_escape_spec") + "/evil.json";
-  std::ofstream(spec) << R"({"name": "[2J]0;ownedx
-y31m",
+  // JSON's own escapes: raw control characters are not JSON (RFC 8259).
+  std::ofstream(spec) << R"({"name": "\u001b[2J\u001b]0;owned\u0007x\ny\u009b31m",
     "base": {"workload": "empty", "device": "cpu"},
     "measurement": {"min_iterations": 3, "max_time_ms": 500}})";
   Result submitted = Cli({"submit", spec, "--host", d.address(), "--wait"});
@@ -779,9 +807,67 @@ y31m",
       EXPECT_EQ(jobs.out.find(control), std::string::npos) << format << ": " << jobs.out;
     }
     EXPECT_EQ(jobs.out.find("\xc2\x9b"), std::string::npos) << format;
-    EXPECT_NE(jobs.out.find("\\x1b[2J\\x1b]0;owned\\x07x\\ny\\u009b31m"), std::string::npos)
-        << format << ": " << jobs.out;
+    // Markdown escapes the escapes' backslashes and brackets in turn.
+    const std::string shown = format == std::string("markdown")
+                                  ? R"(\\x1b\[2J\\x1b\]0;owned\\x07x\\ny\\u009b31m)"
+                                  : R"(\x1b[2J\x1b]0;owned\x07x\ny\u009b31m)";
+    EXPECT_NE(jobs.out.find(shown), std::string::npos) << format << ": " << jobs.out;
   }
+}
+
+// A name is data in every format: a spreadsheet opening the CSV does not run
+// it as a formula, a Markdown viewer does not render its HTML or links, and
+// bidirectional controls do not reorder what the terminal shows.
+TEST(CliDaemon, NamesCannotBecomeFormulasHtmlOrReorderedText) {
+  Daemon d(FreshDir("cli_inject"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string spec = FreshDir("cli_inject_spec") + "/evil.json";
+  std::ofstream(spec) << R"({"name": "=HYPERLINK(\"http://x.test\")<img src=x>|[a](b)\u202egpj.exe\u2066",
+    "base": {"workload": "empty", "device": "cpu"},
+    "measurement": {"min_iterations": 3, "max_time_ms": 500}})";
+  Result submitted = Cli({"submit", spec, "--host", d.address(), "--wait"});
+  ASSERT_EQ(submitted.code, kExitOk) << submitted.err << submitted.out;
+  for (const char* format : {"table", "csv", "markdown"}) {
+    Result jobs = Cli({"jobs", "--host", d.address(), "--output", format});
+    ASSERT_EQ(jobs.code, kExitOk) << jobs.err;
+    EXPECT_EQ(jobs.out.find("\xe2\x80\xae"), std::string::npos) << format;  // U+202E
+    EXPECT_EQ(jobs.out.find("\xe2\x81\xa6"), std::string::npos) << format;  // U+2066
+    EXPECT_NE(jobs.out.find(format == std::string("markdown") ? R"(\\u202egpj.exe\\u2066)"
+                                                             : R"(\u202egpj.exe\u2066)"),
+              std::string::npos)
+        << format << jobs.out;
+  }
+  Result csv = Cli({"jobs", "--host", d.address(), "--output", "csv"});
+  EXPECT_NE(csv.out.find(R"(,"'=HYPERLINK(""http://x.test"")<img)"), std::string::npos)
+      << csv.out;
+  EXPECT_EQ(csv.out.find(",=HYPERLINK"), std::string::npos) << csv.out;
+  EXPECT_EQ(csv.out.find("\"=HYPERLINK"), std::string::npos) << csv.out;
+  Result markdown = Cli({"jobs", "--host", d.address(), "--output", "markdown"});
+  EXPECT_NE(markdown.out.find(R"(&lt;img src=x&gt;\|\[a\](b))"), std::string::npos)
+      << markdown.out;
+  EXPECT_EQ(markdown.out.find("<img"), std::string::npos) << markdown.out;
+}
+
+// Which cells a spreadsheet would take for formulas, and which are numbers
+// it must still read as numbers.
+TEST(Output, CsvCellsThatWouldBeFormulasStartWithAQuote) {
+  Table t;
+  t.header = {"a"};
+  for (const char* cell : {"-1.5", "+3", "-2e-3", "12", "-", "=1+1", "+1+cmd|' /C calc'!A0",
+                           "-1+1", "@SUM(A1:A2)", "-inf", "\tx", "\r=1", "a=b"}) {
+    t.rows.push_back({cell});
+  }
+  std::ostringstream out;
+  PrintTable(t, Format::kCsv, out);
+  EXPECT_EQ(out.str(),
+            "a\n-1.5\n+3\n-2e-3\n12\n-\n\"'=1+1\"\n\"'+1+cmd|' /C calc'!A0\"\n\"'-1+1\"\n"
+            "\"'@SUM(A1:A2)\"\n\"'-inf\"\n\\tx\n\\x0d=1\na=b\n");
+  // A header is not Printable'd first: its own tab is caught too.
+  Table h;
+  h.header = {"\t=1", "-5"};
+  std::ostringstream header;
+  PrintTable(h, Format::kCsv, header);
+  EXPECT_EQ(header.str(), "\"'\t=1\",-5\n");
 }
 
 TEST(CliDaemon, ExitCodesSayWhatHappened) {
@@ -854,6 +940,128 @@ TEST(CliDaemon, HostsSideBySideReportsAnUnreachableHostAndShowsTheOthers) {
   EXPECT_EQ(one.code, kExitOk) << one.err;
 }
 
+// A verdict is about one piece of work done two ways: two jobs of different
+// workloads get no verdict (and no exit 4), however far apart they are.
+TEST(CliDaemon, CompareOfDifferentWorkGivesNoVerdict) {
+  Daemon d(FreshDir("cli_compare_work"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  // 5 runs a side, 5% apart, little noise: the same workload would be "slower".
+  const std::string matmul = PlantJob(d, 1.00, 5, 0.003, 1, "matmul");
+  const std::string mlp = PlantJob(d, 1.05, 5, 0.003, 2, "mlp");
+  Result planted = Cli({"compare", matmul, mlp, "--host", d.address()});
+  EXPECT_EQ(planted.code, kExitUsage) << planted.err << planted.out;
+  EXPECT_NE(planted.out.find("not comparable: different work: workload \"matmul\" vs \"mlp\""),
+            std::string::npos)
+      << planted.out;
+  EXPECT_EQ(planted.out.find("slower"), std::string::npos) << planted.out;
+  EXPECT_NE(planted.err.find("not comparable"), std::string::npos) << planted.err;
+
+  // Real jobs: mlp against the empty workload, and train against infer.
+  auto submit = [&](std::vector<std::string> flags) {
+    std::vector<std::string> args = {"submit", "--host", d.address(), "--wait", "--output",
+                                     "json", "--device", "cpu", "--warmup", "2",
+                                     "--min-iterations", "10", "--min-time-ms", "50",
+                                     "--max-time-ms", "1500"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Result r = Cli(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    const std::string key = "\"job_id\": \"";
+    const size_t at = r.out.find(key) + key.size();
+    return r.out.substr(at, r.out.find('"', at) - at);
+  };
+  const std::string infer = submit({"--workload", "mlp", "--mode", "infer", "--batch", "8"});
+  const std::string train = submit({"--workload", "mlp", "--mode", "train", "--batch", "8"});
+  const std::string empty = submit({"--workload", "empty", "--mode", "infer", "--batch", "8"});
+  Result workloads = Cli({"compare", infer, empty, "--host", d.address(), "--output", "json"});
+  EXPECT_EQ(workloads.code, kExitUsage) << workloads.err << workloads.out;
+  EXPECT_NE(workloads.out.find("not comparable: different work: workload \\\"mlp\\\" vs "
+                               "\\\"empty\\\""),
+            std::string::npos)
+      << workloads.out;
+  Result modes = Cli({"compare", infer, train, "--host", d.address()});
+  EXPECT_EQ(modes.code, kExitUsage) << modes.err << modes.out;
+  EXPECT_NE(modes.out.find("mode MODE_INFER vs MODE_TRAIN"), std::string::npos) << modes.out;
+  // --repeat refuses before it measures anything.
+  const std::string jobs_before = Cli({"jobs", "--host", d.address()}).out;
+  Result repeat = Cli({"compare", infer, empty, "--repeat", "2", "--host", d.address()});
+  EXPECT_EQ(repeat.code, kExitUsage) << repeat.err << repeat.out;
+  EXPECT_NE(repeat.err.find("A and B do different work (workload"), std::string::npos)
+      << repeat.err;
+  EXPECT_EQ(Cli({"jobs", "--host", d.address()}).out, jobs_before);
+  // The same work run another way (batch 16 against 8) is what compare is
+  // for: it gets a verdict row.
+  const std::string b16 = submit({"--workload", "mlp", "--mode", "infer", "--batch", "16"});
+  Result batches = Cli({"compare", infer, b16, "--host", d.address()});
+  EXPECT_EQ(batches.code, kExitOk) << batches.err << batches.out;
+  EXPECT_NE(batches.out.find("too noisy to tell"), std::string::npos) << batches.out;
+  EXPECT_EQ(batches.out.find("not comparable"), std::string::npos) << batches.out;
+}
+
+// `run` names the store only when it holds the job's results; a failure says
+// what failed instead.
+TEST(Cli, RunThatFailsSaysWhatFailedAndNotWhereItsStored) {
+  const std::string dir = FreshDir("cli_run_fails");
+  std::ofstream(dir + "/bad.pt") << "not a TorchScript archive";
+  const std::string spec = dir + "/bad.json";
+  std::ofstream(spec) << R"({"base": {"workload": "torchscript", "device": "cpu",
+    "mode": "MODE_INFER", "params": {"model_path": ")" << dir << R"(/bad.pt",
+    "inputs": [{"shape": [1, 16], "dtype": "DTYPE_FLOAT32"}]}}})";
+  Result r = Cli({"run", spec, "--data-dir", dir + "/data", "--worker", GPUBENCH_WORKER_PATH,
+                  "--daemon", GPUBENCH_DAEMON_PATH});
+  EXPECT_EQ(r.code, kExitJobFailed) << r.err << r.out;
+  EXPECT_EQ(r.out.find("stored in"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("torchscript"), std::string::npos) << r.err;  // which run
+}
+
+// A daemon that refuses the caller answered: `hosts` says why, not
+// "unreachable", and exits 5. Each host's worker confinement is a row.
+TEST(CliDaemon, HostsSaysRefusedOnAnAuthFailureAndShowsWorkerConfinement) {
+  const std::string dir = FreshDir("cli_hosts_auth_files");
+  std::ofstream(dir + "/token") << "s3cret-token\n";
+  Daemon open(FreshDir("cli_hosts_open")), locked(FreshDir("cli_hosts_locked"),
+                                                  {"--token-file", dir + "/token"});
+  ASSERT_TRUE(open.serving()) << open.log();
+  ASSERT_TRUE(locked.serving()) << locked.log();
+  const std::string fleet = dir + "/fleet.json";
+  std::ofstream(fleet) << R"({"hosts": [{"name": "open", "address": ")" << open.address()
+                       << R"("}, {"name": "locked", "address": ")" << locked.address()
+                       << R"("}, {"name": "gone", "address": "127.0.0.1:1"}]})";
+  setenv("GPUBENCH_FLEET", fleet.c_str(), 1);
+  unsetenv("GPUBENCH_HOST");
+  Result table = Cli({"hosts"});
+  Result json = Cli({"hosts", "--output", "json"});
+  unsetenv("GPUBENCH_FLEET");
+  EXPECT_EQ(table.code, kExitAuth) << table.err;
+  std::vector<std::string> lines = SplitLines(table.out);
+  ASSERT_GE(lines.size(), 3u) << table.out;
+  EXPECT_EQ(lines[1].rfind("hostname", 0), 0u) << table.out;
+  EXPECT_NE(lines[1].find("refused: "), std::string::npos) << table.out;
+  EXPECT_NE(lines[1].find("unreachable"), std::string::npos) << table.out;  // gone
+  EXPECT_EQ(lines[1].find("unreachable"), lines[1].rfind("unreachable")) << table.out;
+  const auto confinement =
+      std::find_if(lines.begin(), lines.end(),
+                   [](const std::string& l) { return l.rfind("worker confinement", 0) == 0; });
+  ASSERT_NE(confinement, lines.end()) << table.out;
+  EXPECT_EQ(json.code, kExitAuth) << json.err;
+  google::protobuf::ListValue hosts;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &hosts).ok()) << json.out;
+  ASSERT_EQ(hosts.values_size(), 3);
+  const auto& locked_json = hosts.values(1).struct_value().fields();
+  EXPECT_TRUE(locked_json.at("reachable").bool_value()) << json.out;
+  EXPECT_FALSE(locked_json.at("refused").string_value().empty()) << json.out;
+  EXPECT_FALSE(hosts.values(2).struct_value().fields().at("reachable").bool_value());
+  // The open daemon's confinement, as the table shows it, is in its JSON.
+  const auto& open_host = hosts.values(0).struct_value().fields().at("host").struct_value();
+  const auto field = open_host.fields().find("worker_confinement");
+  if (field != open_host.fields().end()) {
+    EXPECT_NE(confinement->find(field->second.string_value()), std::string::npos)
+        << *confinement;
+  } else {
+    EXPECT_NE(confinement->find("-"), std::string::npos) << *confinement;
+  }
+}
+
 TEST(CliDaemon, TraceScheduleModelAndReport) {
   Daemon d(FreshDir("cli_misc"));
   ASSERT_TRUE(d.serving()) << d.log();
@@ -884,6 +1092,9 @@ TEST(CliDaemon, TraceScheduleModelAndReport) {
   Result listed = Cli({"schedule", "list", "--host", d.address()});
   EXPECT_NE(listed.out.find(schedule_id), std::string::npos) << listed.out;
   EXPECT_NE(listed.out.find("0 3 * * *"), std::string::npos) << listed.out;
+  // A due job the daemon could not submit would show here, counted, with why.
+  EXPECT_NE(listed.out.find("failures"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("last error"), std::string::npos) << listed.out;
   Result bad_cron = Cli(Tiny({"schedule", "add", "--cron", "0 25 * * *", "--host", d.address()}));
   EXPECT_EQ(bad_cron.code, kExitUsage);
   EXPECT_NE(bad_cron.err.find("hour"), std::string::npos) << bad_cron.err;

@@ -13,6 +13,13 @@ TEST(Log, AnEventIsOneLineWhateverItsText) {
   EXPECT_EQ(FormatLogLine(LogLevel::kError, "gpubenchd",
                           "worker said:\nE fake line\ttab \x1b[2J\x7f"),
             "E gpubenchd: worker said:\\nE fake line\\ttab \\x1b[2J\\x7f");
+  // C1 controls (U+0080..U+009F, two bytes in UTF-8): U+009B is a CSI that
+  // terminals obey like ESC [. Other characters of that lead byte stay.
+  EXPECT_EQ(FormatLogLine(LogLevel::kInfo, "gpubenchd",
+                          "name \xc2\x9b" "2J \xc2\x85 end \xc2\xa9 caf\xc3\xa9"),
+            "I gpubenchd: name \\u009b2J \\u0085 end \xc2\xa9 caf\xc3\xa9");
+  // A lone lead byte at the end is left as it is.
+  EXPECT_EQ(FormatLogLine(LogLevel::kInfo, "x", "a\xc2"), "I x: a\xc2");
   EXPECT_EQ(FormatLogLine(LogLevel::kWarning, "x", "").substr(0, 2), "W ");
   EXPECT_EQ(FormatLogLine(LogLevel::kDebug, "x", "").substr(0, 2), "D ");
 }

@@ -60,6 +60,30 @@ TEST(SpecValidation, UnknownWorkloadAndDevice) {
   EXPECT_NE(ValidateJobSpec(spec).message().find("spec.base.device"), std::string::npos);
 }
 
+// A device is exactly one of the names a lease is kept by: "cuda: 1" or
+// "cuda:01" would otherwise hold a lease apart from "cuda:1" and run beside it.
+TEST(SpecValidation, DeviceStringsAreExactlyTheLeaseNames) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("mlp");
+  for (const char* good : {"cpu", "mps", "auto", "cuda", "cuda:0", "cuda:1", "cuda:63",
+                           "cuda:all"}) {
+    spec.mutable_base()->set_device(good);
+    EXPECT_TRUE(ValidateJobSpec(spec).ok()) << good << ": " << ValidateJobSpec(spec);
+  }
+  for (const char* bad : {"cuda: 1", "cuda:+1", "cuda:01", "cuda:-0", "cuda:1 ", " cuda:1",
+                          "cuda:", "cuda:64", "cuda:1x", "CUDA:1", "cuda: all"}) {
+    spec.mutable_base()->set_device(bad);
+    const absl::Status s = ValidateJobSpec(spec);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("spec.base.device"), std::string::npos) << s;
+  }
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_sweep()->add_device("cuda:0");
+  spec.mutable_sweep()->add_device("cuda: 0");
+  EXPECT_NE(ValidateJobSpec(spec).message().find("spec.sweep.device[1]"), std::string::npos)
+      << ValidateJobSpec(spec);
+}
+
 // Compiled execution: inference of the built-in models, the mode from the
 // sweep counting (and unset meaning train), a CUDA device for its graph form.
 TEST(SpecValidation, CompiledExecutionIsInferenceOfTheBuiltInModels) {
@@ -334,6 +358,60 @@ TEST(SpecBounds, AKeyGivenTwiceIsRefusedInEitherSpelling) {
             "");
   EXPECT_NE(ErrorOf(R"({"base": {"workload": "mlp", "work\u006coad": "x"}})").find("twice"),
             std::string::npos);
+}
+
+// protobuf's JSON parser also reads JavaScript's forms; a key in one of them
+// once slipped past the duplicate check. Only RFC 8259 JSON is read, and the
+// refusal says where.
+TEST(SpecBounds, OnlyStrictJsonIsRead) {
+  const std::pair<const char*, const char*> kRefused[] = {
+      {R"({"base": {"workload": "mlp", 'workload': "resnet50"}})",
+       "spec.base: keys are strings in double quotes in JSON (RFC 8259) (found ''' at line 1, "
+       "column 30)"},
+      {R"({"base": {"workload": "mlp", workload: "resnet50"}})",
+       "spec.base: keys are strings in double quotes in JSON (RFC 8259) (found 'w' at line 1, "
+       "column 30)"},
+      {"{\"base\": {\n  \"workload\": 'mlp'}}",
+       "spec.base.workload: strings take double quotes in JSON (RFC 8259) (found ''' at line 2, "
+       "column 15)"},
+      {R"({"base": {"workload": "mlp",}})", "spec.base: keys are strings in double quotes"},
+      {R"({"labels": {"a": "b"}, "sweep": {"batchSize": [1, 2,]}})",
+       "spec.sweep.batchSize[2]: not a JSON value"},
+      {R"({"base": {"batchSize": 08}})", "spec.base.batchSize: a number does not start with 0"},
+      {R"({"base": {"batchSize": +8}})", "spec.base.batchSize: not a JSON value"},
+      {R"({"base": {"batchSize": 0x10}})", "spec.base: ',' or '}' must follow a member"},
+      {R"({"base": {"batchSize": .5}})", "spec.base.batchSize: not a JSON value"},
+      {R"({"base": {"workload": "mlp"}} // nightly)", "spec: text after the end of the spec"},
+      {R"({"base": {"workload": "mlp"}} {})", "spec: text after the end of the spec"},
+      {R"({"base": {"workload": "m\x6cp"}})", "spec.base.workload: not a JSON escape"},
+      {R"({"base": {"workload": "\u12"}})", "spec.base.workload: \\u takes four hex digits"},
+      {"{\"name\": \"tab\there\"}", "spec.name: a control character must be escaped"},
+      {"{\"name\": \"\xff\xfe\"}", "spec.name: not UTF-8"},
+      {"{\"name\": \"\xed\xa0\x80\"}", "spec.name: not UTF-8"},  // an encoded surrogate
+      {R"({"base": {"workload": "mlp"})", "spec: ',' or '}' must follow a member (found the end"},
+      {R"({"base": {"channelsLast": True}})", "spec.base.channelsLast: not a JSON value"},
+      {"", "spec: a value is missing"},
+      {"\xef\xbb\xbf{}", "spec: not a JSON value"},  // a byte order mark
+  };
+  for (const auto& [json, error] : kRefused) {
+    auto spec = ParseJobSpecJson(json);
+    ASSERT_FALSE(spec.ok()) << json;
+    EXPECT_TRUE(absl::IsInvalidArgument(spec.status())) << json;
+    EXPECT_EQ(std::string(spec.status().message()).rfind(error, 0), 0u)
+        << json << "\n" << spec.status().message();
+  }
+  // What RFC 8259 allows is read as before: every value form, escapes,
+  // UTF-8, and whitespace of all four kinds.
+  auto spec = ParseJobSpecJson(
+      "\t\r\n{\"name\": \"caf\xc3\xa9 \\\"q\\\" \\/ \\u00e9\\n\", \"base\": {\"workload\": "
+      "\"mlp\", \"learningRate\": -1.5e-2, \"device\": null, \"channelsLast\": false}, "
+      "\"sweep\": {\"batchSize\": [0, 8, 16]}, \"measurement\": {\"cvThreshold\": 1E-1}, "
+      "\"labels\": {}} ");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "caf\xc3\xa9 \"q\" / \xc3\xa9\n");
+  EXPECT_DOUBLE_EQ(spec->base().learning_rate(), -0.015);
+  EXPECT_EQ(spec->sweep().batch_size_size(), 3);
+  EXPECT_DOUBLE_EQ(spec->measurement().cv_threshold(), 0.1);
 }
 
 TEST(SpecBounds, DeepNestingIsRefused) {

@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -591,6 +592,28 @@ TEST(Daemon, CorruptDatabaseStopsStartUpAndIsLeftUntouched) {
   EXPECT_NE(d.log().find(dir + "/gpubench.db"), std::string::npos) << d.log();
   std::ifstream in(dir + "/gpubench.db");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), garbage);
+}
+
+// A database file cut to 0 bytes (a crash, a full disk, a bad copy) stops
+// start-up, saying what to do, instead of becoming an empty store; a data
+// directory without one starts fresh.
+TEST(Daemon, AnEmptyDatabaseFileStopsStartUpSayingWhatToDo) {
+  const std::string dir = FreshDir("empty_db");
+  std::ofstream(dir + "/gpubench.db").close();
+  Daemon d(dir);
+  EXPECT_FALSE(d.serving());
+  const int status = d.Stop(SIGKILL);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  EXPECT_NE(d.log().find(dir + "/gpubench.db exists but is empty (0 bytes)"), std::string::npos)
+      << d.log();
+  EXPECT_NE(d.log().find("Restore it from a backup"), std::string::npos) << d.log();
+  struct stat st;
+  ASSERT_EQ(stat((dir + "/gpubench.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+
+  std::remove((dir + "/gpubench.db").c_str());
+  Daemon fresh(dir);
+  EXPECT_TRUE(fresh.serving()) << fresh.log();
 }
 
 TEST(Daemon, HostInfoIsProbedAtStartUp) {

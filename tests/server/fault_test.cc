@@ -281,6 +281,31 @@ TEST(Faults, ACpuBatchSweepSkipsTheBatchesAfterTheOneThatOutgrewMemory) {
   EXPECT_EQ(d.Stop(SIGTERM), 0);
 }
 
+// A sweep in which nothing was measured (its one batch ran out of memory,
+// the larger one was skipped after it) failed, saying so: "succeeded" would
+// read as a result.
+TEST(Faults, AJobInWhichNoRunWasMeasuredFails) {
+  Daemon d(FreshDir("fault_none_measured"), {"--worker-max-rss-bytes", "1500000000"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("mlp");
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  for (int batch : {40000, 60000}) spec.mutable_sweep()->add_batch_size(batch);
+  spec.mutable_measurement()->set_warmup_iterations(1);
+  spec.mutable_measurement()->set_min_iterations(3);
+  spec.mutable_measurement()->set_max_time_ms(2000);
+  std::string id;
+  ASSERT_TRUE(Submit(d, spec, &id).ok());
+  const v1::Job job = WaitForEnd(d, id);
+  auto runs = Runs(d, id);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const v1::Run& r : runs) EXPECT_NE(r.state(), v1::RUN_STATE_SUCCEEDED) << r.error();
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(job.error().find("no run was measured"), std::string::npos) << job.error();
+  EXPECT_EQ(d.Stop(SIGTERM), 0);
+}
+
 // Clients that vanish mid-watch and mid-upload leave no reactor behind, no
 // temporary file, and a daemon that serves the next call.
 TEST(Faults, ClientsThatDisconnectMidStreamLeaveNothingBehind) {

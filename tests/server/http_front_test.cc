@@ -3,13 +3,19 @@
 // HTML view opened in headless Chromium, and tokens asked of both.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "common/sha256.h"
@@ -60,7 +66,9 @@ struct Reply {
 
 Reply Get(int port, const std::string& path, const std::string& authorization = "") {
   httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(30, 0);
   client.set_read_timeout(30, 0);
+  client.set_write_timeout(30, 0);
   httplib::Headers headers;
   if (!authorization.empty()) headers.emplace("Authorization", authorization);
   auto res = client.Get(path.c_str(), headers);
@@ -108,7 +116,7 @@ TEST(HttpFront, MetricsCountJobsAndRunsAndPassPromtool) {
   std::smatch m;
   const std::regex last(
       "gpubench_last_throughput_samples_per_second\\{workload=\"mlp\",config=\"([^\"]+)\","
-      "device=\"cpu\"\\} ([0-9.e+]+)\n");
+      "config_key=\"[0-9a-f]{12}\",device=\"cpu\"\\} ([0-9.e+]+)\n");
   ASSERT_TRUE(std::regex_search(after.body, m, last)) << after.body;
   EXPECT_NE(m[1].str().find("b8"), std::string::npos) << m[1];
   EXPECT_GT(std::stod(m[2].str()), 0);
@@ -253,6 +261,156 @@ TEST(HttpFront, ChromiumLogsInWithTheTokenAsItsPassword) {
   EXPECT_EQ(refused.find("No jobs."), std::string::npos) << refused;
   const std::string in = dump("me:reader-token@");
   EXPECT_NE(in.find("No jobs."), std::string::npos) << in;
+}
+
+// A raw TCP connection to the HTTP port, every wait on it bounded by 30 s.
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  timeval timeout{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << errno;
+  return fd;
+}
+
+// The daemon's resident memory (VmRSS), in KiB.
+long RssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// True when the daemon has closed (or reset) the connection within 30 s.
+bool ClosedByTheDaemon(int fd) {
+  char buf[256];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 30000) <= 0) return false;
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    if (n < 0) return false;  // (any response bytes before the end are read on)
+  }
+}
+
+// The probe's bomb: 4 connections, each 40 MB of short header lines (each
+// line under cpp-httplib's own 8 KiB bound on one line). The daemon grew from
+// 31 MB to 274 MB and stayed there; now each is cut off after a few KiB.
+TEST(HttpFront, AHeaderBombIsCutOffAndTheDaemonStaysSmall) {
+  Daemon d(FreshDir("http_bomb"), kMetricsOn);
+  ASSERT_TRUE(d.serving()) << d.log();
+  ASSERT_EQ(Get(d.metrics_port(), "/metrics").status, 200);
+  const long before_kib = RssKib(d.pid());
+  ASSERT_GT(before_kib, 0);
+  constexpr size_t kBombBytes = 40 << 20;
+  std::string lines;
+  while (lines.size() < (64 << 10)) lines += "X-Bomb: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+  constexpr int kBombs = 4;
+  std::vector<size_t> sent(kBombs, 0);
+  std::vector<int> error(kBombs, 0);
+  std::vector<std::thread> bombers;
+  for (int i = 0; i < kBombs; ++i) {
+    bombers.emplace_back([&, i] {
+      const int fd = Connect(d.metrics_port());
+      const std::string start = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+      send(fd, start.data(), start.size(), MSG_NOSIGNAL);
+      while (sent[i] < kBombBytes) {
+        const ssize_t n = send(fd, lines.data(), lines.size(), MSG_NOSIGNAL);
+        if (n <= 0) {
+          error[i] = errno;
+          break;
+        }
+        sent[i] += static_cast<size_t>(n);
+      }
+      close(fd);
+    });
+  }
+  for (std::thread& t : bombers) t.join();
+  for (int i = 0; i < kBombs; ++i) {
+    EXPECT_LT(sent[i], kBombBytes) << "bomb " << i << " was read to its end";
+    // Closed by the daemon (not a send that timed out on a stalled reader).
+    EXPECT_TRUE(error[i] == EPIPE || error[i] == ECONNRESET) << "bomb " << i << ": " << error[i];
+  }
+  const long after_kib = RssKib(d.pid());
+  EXPECT_LT(after_kib - before_kib, 64 << 10)
+      << "VmRSS " << before_kib << " KiB before the bombs, " << after_kib << " KiB after";
+  const Reply metrics = Get(d.metrics_port(), "/metrics");
+  EXPECT_EQ(metrics.status, 200) << metrics.body;
+  // One header too many is refused as well, however short the request.
+  std::string many = "GET /metrics HTTP/1.1\r\n";
+  for (int i = 0; i < 80; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
+  many += "\r\n";
+  const int fd = Connect(d.metrics_port());
+  ASSERT_EQ(send(fd, many.data(), many.size(), MSG_NOSIGNAL), static_cast<ssize_t>(many.size()));
+  char reply[64] = {};
+  ASSERT_GT(recv(fd, reply, sizeof reply - 1, 0), 0);
+  EXPECT_EQ(std::string(reply).rfind("HTTP/1.1 431", 0), 0u) << reply;
+  close(fd);
+}
+
+// 200 idle clients and 8 that trickle their headers held 8 threads of
+// cpp-httplib's pool and queued everything else behind them: /metrics and
+// the view waited for as long as they were held. Now a scraper is answered
+// while they are connected, and they are cut off after a few seconds.
+TEST(HttpFront, MetricsAreServedWhileSlowAndIdleClientsAreConnected) {
+  Daemon d(FreshDir("http_slow"), kMetricsOn);
+  ASSERT_TRUE(d.serving()) << d.log();
+  std::vector<int> held;
+  for (int i = 0; i < 200; ++i) held.push_back(Connect(d.metrics_port()));
+  const std::string partial = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+  for (int i = 0; i < 8; ++i) {
+    const int fd = Connect(d.metrics_port());
+    send(fd, partial.data(), partial.size(), MSG_NOSIGNAL);
+    held.push_back(fd);
+  }
+  // A byte now and then from the slow ones while the scraper asks.
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    while (!done.load()) {
+      for (size_t i = 200; i < held.size(); ++i) send(held[i], "a", 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
+  const Reply metrics = Get(d.metrics_port(), "/metrics");
+  EXPECT_EQ(metrics.status, 200) << metrics.body;
+  EXPECT_NE(metrics.body.find("gpubench_queue_depth 0\n"), std::string::npos) << metrics.body;
+  const Reply index = Get(d.metrics_port(), "/");
+  EXPECT_EQ(index.status, 200) << index.body;
+  EXPECT_NE(index.body.find("No jobs."), std::string::npos) << index.body;
+  int still_open = 0;
+  for (int fd : held) still_open += ClosedByTheDaemon(fd) ? 0 : 1;
+  done = true;
+  trickle.join();
+  EXPECT_EQ(still_open, 0) << "of " << held.size() << " slow and idle clients";
+  for (int fd : held) close(fd);
+}
+
+// HTTPS (--tls-cert, --tls-key) through the same bounded reader.
+TEST(HttpFront, ServesHttpsWithTheDaemonsCertificate) {
+  const std::string dir = FreshDir("http_tls");
+  const CommandResult cert = RunCommand(
+      "cd '" + dir + "' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+      "-nodes -days 2 -subj /CN=localhost -keyout key.pem -out cert.pem 2>&1");
+  ASSERT_EQ(cert.exit_code, 0) << cert.output;
+  Daemon d(FreshDir("http_tls_data"), {"--metrics-listen", "127.0.0.1:0", "--tls-cert",
+                                       dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
+  ASSERT_GT(d.metrics_port(), 0) << d.log();
+  httplib::SSLClient client("127.0.0.1", d.metrics_port());
+  client.enable_server_certificate_verification(false);
+  client.set_connection_timeout(30, 0);
+  client.set_read_timeout(30, 0);
+  auto res = client.Get("/metrics");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("gpubench_queue_depth 0\n"), std::string::npos) << res->body;
+  // Plaintext to the HTTPS port gets nothing.
+  EXPECT_EQ(Get(d.metrics_port(), "/metrics").status, -1);
 }
 
 }  // namespace

@@ -7,9 +7,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 
+#include "server/job_manager.h"
+#include "storage/store.h"
 #include "tests/support/command.h"
 
 namespace gpubench::server {
@@ -89,6 +94,87 @@ TEST(Metrics, WithoutNvmlTheGaugesSaySoAndNothingElse) {
   EXPECT_NE(page.find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos) << page;
   EXPECT_EQ(page.find("DCGM_"), std::string::npos) << page;
   EXPECT_EQ(Promtool(page), "");
+}
+
+// The series of a page that appear more than once (name and labels alike),
+// which Prometheus rejects; promtool 2.42 does not check it.
+std::vector<std::string> DuplicateSeries(const std::string& page) {
+  std::map<std::string, int> seen;
+  std::vector<std::string> duplicates;
+  std::istringstream lines(page);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::string series = line.substr(0, line.rfind(' '));
+    if (++seen[series] == 2) duplicates.push_back(series);
+  }
+  return duplicates;
+}
+
+// The whole page of a daemon's store and job manager (not started): two
+// configs that differ only in a parameter are two series, the queue gauges
+// come from the manager, a schedule's failures are a counter, and promtool
+// passes it.
+TEST(Metrics, ConfigsThatDifferOnlyInAParameterAreTwoSeries) {
+  const std::string path = ::testing::TempDir() + "/metrics_test_page.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  auto store = storage::Store::Open({path});
+  ASSERT_TRUE(store.ok()) << store.status();
+  v1::Job job;
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.mutable_spec()->mutable_base()->set_workload("mlp");
+  auto job_id = (*store)->jobs().Insert(job);
+  ASSERT_TRUE(job_id.ok()) << job_id.status();
+  for (double rate : {0.01, 0.1}) {
+    v1::Run run;
+    run.set_job_id(*job_id);
+    run.set_index(rate < 0.05 ? 0 : 1);
+    run.set_state(v1::RUN_STATE_SUCCEEDED);
+    run.mutable_config()->set_workload("mlp");
+    run.mutable_config()->set_device("cpu");
+    run.mutable_config()->set_mode(v1::MODE_TRAIN);
+    run.mutable_config()->set_batch_size(8);
+    run.mutable_config()->set_learning_rate(rate);
+    run.mutable_result()->set_resolved_device("cpu");
+    run.mutable_result()->set_throughput_samples_per_s(rate * 1000);
+    run.mutable_start_time()->set_seconds(1700000000);
+    auto inserted = (*store)->runs().Insert(run);
+    ASSERT_TRUE(inserted.ok()) << inserted.status();
+  }
+  // A job the store says runs, which no manager runs (its end could not
+  // be written): the running gauges say 0, from the manager.
+  v1::Job stale;
+  stale.set_state(v1::JOB_STATE_RUNNING);
+  stale.mutable_spec()->mutable_base()->set_workload("mlp");
+  ASSERT_TRUE((*store)->jobs().Insert(stale).ok());
+  v1::Schedule schedule;
+  schedule.set_cron("0 2 * * *");
+  schedule.set_failure_count(3);
+  auto schedule_id = (*store)->schedules().Insert(schedule);
+  ASSERT_TRUE(schedule_id.ok());
+
+  JobManager jobs(DaemonOptions{}, store->get(), v1::HostInfo());
+  setenv("GPUBENCH_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  GpuGauges gauges(v1::HostInfo{});
+  unsetenv("GPUBENCH_NVML_LIBRARY");
+  const std::string page = RenderMetrics(&jobs, store->get(), &gauges);
+
+  EXPECT_TRUE(DuplicateSeries(page).empty()) << DuplicateSeries(page).front() << "\n" << page;
+  size_t series = 0;
+  for (size_t at = page.find("\ngpubench_last_throughput_samples_per_second{");
+       at != std::string::npos;
+       at = page.find("\ngpubench_last_throughput_samples_per_second{", at + 1)) {
+    ++series;
+    EXPECT_NE(page.find("config_key=\"", at), std::string::npos) << page;
+  }
+  EXPECT_EQ(series, 2u) << page;
+  EXPECT_NE(page.find("gpubench_jobs_running 0\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("gpubench_jobs{state=\"running\"} 0\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("gpubench_schedule_failures_total{schedule=\"" + *schedule_id + "\"} 3\n"),
+            std::string::npos)
+      << page;
+  EXPECT_EQ(Promtool(page), "");
+  jobs.Shutdown();
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <string>
 #include <thread>
@@ -67,6 +69,43 @@ TEST(Cron, BadExpressionsNameTheField) {
   ASSERT_TRUE(never.ok());
   EXPECT_EQ(never->Next(Utc(2026, 1, 1, 0, 0), absl::UTCTimeZone()).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// A step is within its field's span: a huge one answered UNIMPLEMENTED with
+// no message (it overflowed the loop that sets the field's bits).
+TEST(Cron, AStepOutsideItsFieldIsInvalidArgumentNamingFieldAndValue) {
+  for (const char* expr : {"*/2147483647 * * * *", "*/61 * * * *", "*/0 * * * *",
+                           "*/-1 * * * *", "*/ * * * *", "*/+5 * * * *"}) {
+    auto c = CronSchedule::Parse(expr);
+    ASSERT_FALSE(c.ok()) << expr;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << expr;
+    EXPECT_NE(c.status().message().find("minute field"), std::string::npos) << c.status();
+    EXPECT_NE(c.status().message().find("a step must be in 1-60"), std::string::npos)
+        << c.status();
+  }
+  auto huge = CronSchedule::Parse("0 0 1/2147483647 * *");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("day-of-month field"), std::string::npos);
+  EXPECT_NE(huge.status().message().find("2147483647"), std::string::npos) << huge.status();
+  EXPECT_TRUE(CronSchedule::Parse("*/60 */24 */31 */12 */7").ok());
+}
+
+// Only tz database names are zones; a path is never opened.
+TEST(Cron, ZonesAreTzDatabaseNamesNeverPaths) {
+  for (const char* good : {"UTC", "Europe/Paris", "America/Argentina/Buenos_Aires",
+                           "Etc/GMT+5", "Etc/GMT-14"}) {
+    EXPECT_TRUE(LoadZone(good).ok()) << good << ": " << LoadZone(good).status();
+  }
+  for (const std::string& bad :
+       {std::string("/etc/passwd"), std::string("../etc/passwd"), std::string("Europe/../x"),
+        std::string("Europe//Paris"), std::string("Europe/"), std::string("file:/dev/zero"),
+        std::string("Europe/Paris\n"), std::string(65, 'A')}) {
+    auto z = LoadZone(bad);
+    ASSERT_FALSE(z.ok()) << bad;
+    EXPECT_EQ(z.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(z.status().message().find("must be a tz database name"), std::string::npos)
+        << z.status();
+  }
 }
 
 TEST(History, VerdictNeedsTheThresholdAndToLieOutsideTheHistorysOwnNoise) {
@@ -208,6 +247,61 @@ TEST_F(SchedulerTest, BadScheduleIsInvalidArgumentNamingTheField) {
   ASSERT_FALSE(bad_spec.ok());
   EXPECT_NE(bad_spec.status().message().find("batch_size"), std::string::npos);
   EXPECT_TRUE(store_->schedules().List()->empty());
+}
+
+// A schedule's own fields are bounded, and NaN or infinity is in no range.
+TEST_F(SchedulerTest, NamesCronWindowsAndThresholdsAreBounded) {
+  struct Case {
+    const char* field;
+    std::function<void(v1::Schedule*)> spoil;
+  };
+  const Case cases[] = {
+      {"schedule.name", [](v1::Schedule* s) { s->set_name(std::string(257, 'n')); }},
+      {"schedule.cron", [](v1::Schedule* s) { s->set_cron("0 2 * * *" + std::string(200, ' ')); }},
+      {"schedule.history_window", [](v1::Schedule* s) { s->set_history_window(101); }},
+      {"schedule.history_window", [](v1::Schedule* s) { s->set_history_window(-1); }},
+      {"schedule.regression_threshold",
+       [](v1::Schedule* s) { s->set_regression_threshold(std::nan("")); }},
+      {"schedule.regression_threshold",
+       [](v1::Schedule* s) { s->set_regression_threshold(INFINITY); }},
+      {"schedule.regression_threshold",
+       [](v1::Schedule* s) { s->set_regression_threshold(-0.5); }},
+  };
+  for (const Case& c : cases) {
+    v1::Schedule s = Nightly();
+    c.spoil(&s);
+    auto created = scheduler_->Create(s, absl::Now());
+    ASSERT_FALSE(created.ok()) << c.field;
+    EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(created.status().message().rfind(std::string(c.field) + ": ", 0), 0u)
+        << created.status();
+  }
+  EXPECT_TRUE(store_->schedules().List()->empty());
+}
+
+// A due job the manager refuses: the schedule keeps why and how often, and
+// moves on to its next time without claiming a run.
+TEST_F(SchedulerTest, AJobThatCannotBeSubmittedIsRecordedOnTheSchedule) {
+  DaemonOptions options;
+  options.worker_path = GPUBENCH_WORKER_PATH;
+  options.max_queue = 0;
+  JobManager full(options, store_.get(), v1::HostInfo());
+  Scheduler scheduler(&full, store_.get());
+  auto created = scheduler.Create(Nightly(), Utc(2026, 1, 1, 0, 0));
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(scheduler.Tick(Utc(2026, 1, 1, 2, 0)), 0);
+  EXPECT_EQ(scheduler.Tick(Utc(2026, 1, 2, 2, 0)), 0);
+  auto stored = store_->schedules().List();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  const v1::Schedule& s = (*stored)[0];
+  EXPECT_EQ(s.failure_count(), 2);
+  EXPECT_NE(s.last_error().find("RESOURCE_EXHAUSTED: the queue is full"), std::string::npos)
+      << s.last_error();
+  EXPECT_FALSE(s.has_last_run_time());
+  EXPECT_EQ(s.next_run_time().seconds(), absl::ToUnixSeconds(Utc(2026, 1, 3, 2, 0)));
+  EXPECT_TRUE(JobsOf(s.schedule_id()).empty());
+  full.Shutdown();
 }
 
 TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {

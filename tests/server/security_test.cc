@@ -5,10 +5,14 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <condition_variable>
+#include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -388,6 +392,271 @@ TEST(Security, PriorityAboveTheCeilingNeedsAdmin) {
   EXPECT_EQ(Submit(d, spec, kAlice).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   spec.set_priority(10);
   EXPECT_TRUE(Submit(d, spec, kAlice).ok());
+}
+
+// --- Confinement: a user model is code, and its worker runs confined. ---
+
+// Landlock, which the workers' confinement needs; where the kernel has none
+// the daemon runs workers unconfined and says so (tested below).
+bool LandlockAvailable() {
+  return syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1 /* VERSION */) > 0;
+}
+
+// A TorchScript archive whose module has these methods, made by LibTorch
+// (tests/tools/script_model.cc), as Python's torch.jit.save would.
+std::string ScriptModel(const std::string& path, const std::string& source) {
+#ifdef GPUBENCH_SCRIPT_MODEL_PATH
+  const std::string command = std::string(GPUBENCH_SCRIPT_MODEL_PATH) + " '" + path + "' '" +
+                              source + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
+  EXPECT_EQ(pclose(pipe), 0) << output;
+#else
+  (void)source;
+#endif
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Everything a read-role caller can see of a job: its events' texts, its
+// error, its runs' errors.
+std::string VisibleText(Daemon& d, const std::string& id) {
+  std::string text;
+  grpc::ClientContext ctx;
+  Auth(&ctx, kReader);
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::GetJobResponse resp;
+  if (d.stub()->GetJob(&ctx, req, &resp).ok()) text += resp.job().DebugString();
+  for (const v1::Run& r : Runs(d, id, kReader)) text += r.DebugString();
+  return text;
+}
+
+TEST(Security, HostileTorchScriptFromASubmitterCannotReadWriteOrDamageTheHost) {
+#ifndef GPUBENCH_SCRIPT_MODEL_PATH
+  GTEST_SKIP() << "needs the script_model tool (a build with the worker)";
+#endif
+  if (!LandlockAvailable()) GTEST_SKIP() << "the kernel has no Landlock";
+  const std::string dir = FreshDir("sec_hostile");
+  const std::string data = dir + "/data", root = dir + "/models", outside = dir + "/outside";
+  ASSERT_EQ(std::system(("mkdir -p " + data + " " + root + " " + outside).c_str()), 0);
+  // A 0600 file outside every model root, and a file a model tries to overwrite.
+  const std::string secret = outside + "/secret", target = outside + "/target";
+  const std::string kSecret = "TOPSECRET-7f3a9c-do-not-leak";
+  std::ofstream(secret) << kSecret;
+  chmod(secret.c_str(), 0600);
+  const std::string kTarget = "the host's own bytes";
+  std::ofstream(target) << kTarget;
+  const std::string tokens = WriteTokenFile(dir);
+  Daemon d(data, {"--token-file", tokens, "--model-root", root});
+  ASSERT_TRUE(d.serving()) << d.log();
+  // A good job first: committed results that must survive.
+  std::string good;
+  v1::JobSpec tiny = testing_support::TinySpec();
+  ASSERT_TRUE(Submit(d, tiny, kAlice, &good).ok());
+  ASSERT_EQ(WaitForJob(d, good, kAlice).state(), v1::JOB_STATE_SUCCEEDED);
+
+  // The probe's attacks: read a file and raise its bytes, write through a
+  // shared mapping (a host file, the database's WAL, the token file), and
+  // torch.save to a path.
+  const std::string read_bytes =
+      "def forward(self, x):\n"
+      "    t = torch.from_file(\"" + secret + "\", False, " + std::to_string(kSecret.size()) +
+      ", dtype=0)\n"
+      "    vals: List[int] = t.tolist()\n"
+      "    s = \"\"\n"
+      "    for v in vals:\n"
+      "        s = s + chr(v)\n"
+      "    assert False, s\n"
+      "    return x\n";
+  auto overwrite = [](const std::string& path) {
+    return "def forward(self, x):\n"
+           "    t = torch.from_file(\"" + path + "\", True, 8, dtype=0)\n"
+           "    t.fill_(88)\n"
+           "    return x\n";
+  };
+  const std::string save =
+      "def forward(self, x):\n"
+      "    torch.save(x, \"" + outside + "/planted.pt\")\n"
+      "    torch.save(x, \"" + data + "/planted.pt\")\n"
+      "    return x\n";
+  // The database has a WAL while the daemon runs.
+  const std::string wal = data + "/gpubench.db-wal";
+  struct Attack {
+    std::string name, source;
+  };
+  const std::vector<Attack> attacks = {{"read", read_bytes},
+                                       {"write", overwrite(target)},
+                                       {"wal", overwrite(wal)},
+                                       {"tokens", overwrite(tokens)},
+                                       {"save", save}};
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < attacks.size(); ++i) {
+    const std::string model = root + "/" + attacks[i].name + ".pt";
+    const std::string bytes = ScriptModel(model, attacks[i].source);
+    ASSERT_FALSE(bytes.empty()) << attacks[i].name;
+    std::string id;
+    if (i == 0) {
+      // By upload: the model then lives in the data directory, which the
+      // worker may not open, except for this one file.
+      v1::ModelInfo info;
+      ASSERT_TRUE(Upload(d, bytes, v1::MODEL_FORMAT_TORCHSCRIPT, kAlice, &info).ok());
+      ASSERT_TRUE(Submit(d, ModelSpec("", info.sha256()), kAlice, &id).ok());
+    } else {
+      ASSERT_TRUE(Submit(d, ModelSpec(model), kAlice, &id).ok());
+    }
+    ids.push_back(id);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    WaitForJob(d, ids[i], kAlice);
+    const std::vector<v1::Run> runs = Runs(d, ids[i], kAlice);
+    ASSERT_EQ(runs.size(), 1u) << attacks[i].name;
+    // Each attack fails (its file operation was refused), or runs without
+    // effect; the checks below look at the effects.
+    if (attacks[i].name == "read") {
+      EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+      // The model itself loaded (its file was readable); the secret was not.
+      EXPECT_NE(runs[0].error().find(secret), std::string::npos) << runs[0].error();
+    }
+    const std::string visible = VisibleText(d, ids[i]);
+    EXPECT_EQ(visible.find(kSecret), std::string::npos) << attacks[i].name << ": " << visible;
+  }
+  EXPECT_EQ(d.log().find(kSecret), std::string::npos);
+  EXPECT_EQ(ReadAll(target), kTarget);
+  EXPECT_EQ(ReadAll(tokens).find("XXXXXXXX"), std::string::npos);
+  EXPECT_FALSE(std::ifstream(outside + "/planted.pt").good());
+  EXPECT_FALSE(std::ifstream(data + "/planted.pt").good());
+  EXPECT_EQ(ReadAll(wal).find("XXXXXXXX"), std::string::npos);
+  // What a power cut leaves: the database's files copied as they are. It
+  // opens, and every job is there.
+  const std::string copy = dir + "/copy";
+  ASSERT_EQ(std::system(("mkdir -p " + copy + " && cp " + data + "/gpubench.db* " + copy)
+                            .c_str()),
+            0);
+  d.Stop(SIGKILL);
+  Daemon again(copy);
+  ASSERT_TRUE(again.serving()) << again.log();
+  EXPECT_EQ(testing_support::JobOf(again, good).state(), v1::JOB_STATE_SUCCEEDED);
+  for (const std::string& id : ids) {
+    EXPECT_EQ(testing_support::JobRuns(again, id).size(), 1u) << id;
+  }
+  EXPECT_EQ(testing_support::JobRuns(again, good).size(), 1u);
+}
+
+TEST(Security, ConfinementCheckShowsAWorkerCannotOpenTheDaemonsFiles) {
+  if (!LandlockAvailable()) GTEST_SKIP() << "the kernel has no Landlock";
+  const std::string dir = FreshDir("sec_check");
+  const std::string data = dir + "/data";
+  const std::string secret = dir + "/secret";
+  std::ofstream(secret) << "private";
+  chmod(secret.c_str(), 0600);
+  const std::string tokens = WriteTokenFile(dir);
+  {
+    Daemon d(data, {"--token-file", tokens});  // makes the database
+    ASSERT_TRUE(d.serving()) << d.log();
+  }
+  const std::string command = std::string(GPUBENCH_DAEMON_PATH) + " --data-dir " + data +
+                              " --worker " + GPUBENCH_WORKER_PATH + " --token-file " + tokens +
+                              " --check-confinement --check-confinement-path " + secret +
+                              " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_EQ(out.find("UNEXPECTED"), std::string::npos) << out;
+  for (const std::string& denied :
+       {"read  denied  " + data + "/gpubench.db", "read  denied  " + tokens,
+        "read  denied  " + secret, std::string("read  denied  /etc/shadow"),
+        "write denied  " + data, std::string("write denied  /tmp")}) {
+    EXPECT_NE(out.find(denied), std::string::npos) << denied << " in\n" << out;
+  }
+  // The scratch folder, DATA_DIR/work/worker-*, by its canonical path.
+  char real[PATH_MAX];
+  ASSERT_NE(realpath(data.c_str(), real), nullptr);
+  EXPECT_NE(out.find("write allowed " + std::string(real) + "/work/worker-"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("read  allowed " + std::string(GPUBENCH_WORKER_PATH)), std::string::npos)
+      << out;
+}
+
+TEST(Security, DaemonFilesArePrivateWhateverTheUmask) {
+  const std::string dir = FreshDir("sec_private");
+  const mode_t old = umask(022);
+  {
+    Daemon d(dir + "/data");
+    umask(old);
+    ASSERT_TRUE(d.serving()) << d.log();
+    v1::ModelInfo info;
+    ASSERT_TRUE(Upload(d, "model bytes", v1::MODEL_FORMAT_TORCHSCRIPT, "", &info).ok());
+    struct stat st;
+    ASSERT_EQ(stat((dir + "/data").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    ASSERT_EQ(stat((dir + "/data/gpubench.db").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0077, 0u);
+    ASSERT_EQ(stat((dir + "/data/models/" + info.sha256()).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0077, 0u);
+  }
+  // An older daemon's readable files become private at the next start.
+  ASSERT_EQ(chmod((dir + "/data").c_str(), 0755), 0);
+  ASSERT_EQ(chmod((dir + "/data/gpubench.db").c_str(), 0644), 0);
+  Daemon d(dir + "/data");
+  ASSERT_TRUE(d.serving()) << d.log();
+  struct stat st;
+  ASSERT_EQ(stat((dir + "/data").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat((dir + "/data/gpubench.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0u);
+}
+
+TEST(Security, UnconfinedWorkersRunUserModelsOnlyForAdminsUnlessTheOperatorAllows) {
+  const std::string dir = FreshDir("sec_unconfined");
+  const std::string root = dir + "/models";
+  ASSERT_EQ(std::system(("mkdir -p " + root + " " + dir + "/a " + dir + "/b " + dir + "/c")
+                            .c_str()),
+            0);
+  std::ofstream(root + "/m.pt") << "not a model";
+  const std::string tokens = WriteTokenFile(dir);
+  auto host_of = [](Daemon& d) {
+    grpc::ClientContext ctx;
+    Auth(&ctx, kReader);
+    v1::GetHostInfoResponse resp;
+    EXPECT_TRUE(d.stub()->GetHostInfo(&ctx, v1::GetHostInfoRequest(), &resp).ok());
+    return resp.host();
+  };
+  {
+    Daemon d(dir + "/a", {"--token-file", tokens, "--model-root", root,
+                          "--confine-workers=false"});
+    ASSERT_TRUE(d.serving()) << d.log();
+    const v1::HostInfo host = host_of(d);
+    EXPECT_EQ(host.worker_confinement().rfind("none", 0), 0u) << host.worker_confinement();
+    EXPECT_FALSE(host.unconfined_user_models_allowed());
+    const grpc::Status s = Submit(d, ModelSpec(root + "/m.pt"), kAlice);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_NE(s.error_message().find("spec.base.workload"), std::string::npos)
+        << s.error_message();
+    EXPECT_TRUE(Submit(d, ModelSpec(root + "/m.pt"), kAdmin).ok());
+    EXPECT_TRUE(Submit(d, testing_support::TinySpec(), kAlice).ok());  // built-in models run
+    EXPECT_NE(d.log().find("workers run unconfined"), std::string::npos);
+  }
+  Daemon d(dir + "/b", {"--token-file", tokens, "--model-root", root,
+                        "--confine-workers=false", "--allow-unconfined-user-models"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  EXPECT_TRUE(host_of(d).unconfined_user_models_allowed());
+  EXPECT_TRUE(Submit(d, ModelSpec(root + "/m.pt"), kAlice).ok());
+  if (LandlockAvailable()) {
+    Daemon confined(dir + "/c", {"--token-file", tokens});
+    ASSERT_TRUE(confined.serving()) << confined.log();
+    EXPECT_EQ(host_of(confined).worker_confinement().rfind("landlock ABI", 0), 0u);
+  }
 }
 
 }  // namespace

@@ -4,8 +4,16 @@
 // reflection and calls an rpc from the descriptors reflection returned.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/sha256.h"
 #include "tests/support/command.h"
@@ -88,6 +96,61 @@ TEST(StandardServices, AHealthPortServesHealthAndNothingElse) {
   EXPECT_NE(out.find("GetHostInfo UNIMPLEMENTED"), std::string::npos) << out;
   // The daemon's own port still asks for a token.
   EXPECT_NE(RunClient(d.address(), "").find("services UNAUTHENTICATED"), std::string::npos);
+}
+
+// The TCP ports a process listens on, one entry per listening socket (its
+// socket inodes matched against /proc/net/tcp and tcp6).
+std::vector<int> ListeningPorts(pid_t pid) {
+  std::set<std::string> inodes;
+  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+  if (DIR* dir = opendir(fd_dir.c_str())) {
+    while (dirent* e = readdir(dir)) {
+      char target[128] = {};
+      const std::string link = fd_dir + "/" + e->d_name;
+      if (readlink(link.c_str(), target, sizeof target - 1) > 0 &&
+          std::string(target).rfind("socket:[", 0) == 0) {
+        const std::string t(target);
+        inodes.insert(t.substr(8, t.size() - 9));
+      }
+    }
+    closedir(dir);
+  }
+  std::vector<int> ports;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the column names
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      if (state == "0A" && inodes.count(inode) > 0) {  // 0A: LISTEN
+        ports.push_back(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
+      }
+    }
+  }
+  return ports;
+}
+
+// --health-listen HOST:0 bound two ports (gRPC's second socket per poller,
+// with a port of its own) and reported neither. One port now, in the log.
+TEST(StandardServices, AHealthPortChosenByTheKernelIsOneAndReported) {
+  Daemon d(FreshDir("standard_services_health_port_0"), {"--health-listen", "127.0.0.1:0"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  std::smatch m;
+  const std::string log = d.log();
+  const std::regex reported("health on 127\\.0\\.0\\.1:0 \\(port ([0-9]+)\\)");
+  ASSERT_TRUE(std::regex_search(log, m, reported)) << log;
+  const int health_port = std::stoi(m[1].str());
+  ASSERT_GT(health_port, 0);
+  const std::string out = RunClient("127.0.0.1:" + std::to_string(health_port), "");
+  EXPECT_NE(out.find("health SERVING"), std::string::npos) << out;
+  std::vector<int> ports = ListeningPorts(d.pid());
+  std::sort(ports.begin(), ports.end());
+  std::vector<int> expected = {health_port, std::stoi(d.address().substr(10))};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(ports, expected) << "one listening socket for the API, one for health";
 }
 
 }  // namespace

@@ -321,6 +321,9 @@ std::string OldDatabase(int version) {
   const std::string path = TempPath(absl::StrCat("schema_v", version, ".db"));
   sqlite3* db;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  // Version 0: a database with no schema yet (written once: an empty file is
+  // refused, as a truncated store).
+  if (version == 0) Exec(db, "CREATE TABLE scratch(x); DROP TABLE scratch;");
   if (version >= 1) {
     Exec(db, kSchemaV1);
     InsertV1Rows(db);

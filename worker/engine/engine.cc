@@ -1111,7 +1111,10 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Devi
     out->profile = profile::BuildTable(events, m.profile_top_operators);
     // Kineto's own trace (with device activities and flows) where it can
     // write one; else the events above.
-    const std::string path = absl::StrCat("/tmp/gpubench-trace-", getpid(), ".json");
+    // In TMPDIR: a confined worker's scratch folder, the one place it writes.
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string path = absl::StrCat(tmp != nullptr && *tmp == '/' ? tmp : "/tmp",
+                                          "/gpubench-trace-", getpid(), ".json");
     try {
       result->save(path);
       std::ifstream in(path);
