@@ -371,9 +371,9 @@ std::string DistributedPlots(const JobView& view) {
         time.series.push_back({key, color, false, {}});
       }
       const double bytes = static_cast<double>(c.params().collective_bytes());
-      bandwidth.series[it->second].points.push_back(
-          {bytes, c.world_size() > 1 ? res.bus_bandwidth_gb_per_s()
-                                     : res.algorithm_bandwidth_gb_per_s()});
+      if (c.world_size() > 1) {  // one rank moves nothing between devices: no bandwidth
+        bandwidth.series[it->second].points.push_back({bytes, res.bus_bandwidth_gb_per_s()});
+      }
       time.series[it->second].points.push_back({bytes, 1e6 / res.throughput_samples_per_s()});
     } else if (c.workload() == "ddp") {
       const std::string key = LineKey(c, false);
@@ -395,12 +395,15 @@ std::string DistributedPlots(const JobView& view) {
       scaling.series[at + 1].points.push_back({ranks, ranks * base->second});
     }
   }
-  // A line without its ideal (no one-rank run) leaves the ideal empty.
-  std::vector<Series> drawn;
-  for (Series& s : scaling.series) {
-    if (!s.points.empty()) drawn.push_back(std::move(s));
+  // A line without its ideal (no one-rank run) leaves the ideal empty, and
+  // a one-rank collective has no bandwidth.
+  for (LineChart* chart : {&bandwidth, &scaling}) {
+    std::vector<Series> drawn;
+    for (Series& s : chart->series) {
+      if (!s.points.empty()) drawn.push_back(std::move(s));
+    }
+    chart->series = std::move(drawn);
   }
-  scaling.series = std::move(drawn);
   return Figure(RenderLineChart(bandwidth)) + Figure(RenderLineChart(time)) +
          Figure(RenderLineChart(scaling));
 }

@@ -252,6 +252,14 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
       auto resolved = ResolveModelPath(c.params().model_path(), options_.model_roots,
                                        "spec.base.params.model_path");
       if (!resolved.ok()) return resolved.status();
+      // A model root above the data directory or a key does not make them
+      // models (a worker could not read them anyway): the same refusal.
+      for (const std::string& p : options_.worker_limits.protected_paths) {
+        const std::string root = RealPath(p);
+        if (!root.empty() && (*resolved == root || absl::StartsWith(*resolved, root + "/"))) {
+          return ResolveModelPath("", {}, "spec.base.params.model_path").status();
+        }
+      }
       continue;
     }
     auto model = store_->models().Get(sha256);

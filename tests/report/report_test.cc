@@ -278,6 +278,28 @@ TEST(Report, DistributedRunsGetBusBandwidthAndScalingCharts) {
   EXPECT_NE(ddp.find("resnet50"), std::string::npos) << ddp;
 }
 
+// One rank moves nothing between devices: its collective gets the time per
+// operation and no bandwidth chart (the probe saw 289 TB/s for 4 GiB).
+TEST(Report, AOneRankCollectiveHasNoBandwidth) {
+  ReportJob job = SweepJob();
+  job.runs.clear();
+  v1::RunConfig c;
+  c.set_workload("collective");
+  c.set_device("cuda");
+  c.set_world_size(1);
+  c.mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
+  int index = 0;
+  for (int64_t bytes : {int64_t{1} << 20, int64_t{4} << 30}) {
+    c.mutable_params()->set_collective_bytes(bytes);
+    v1::Run run = SucceededRun(index++, c, 1e5);
+    run.mutable_result()->set_algorithm_bandwidth_gb_per_s(bytes * 1e5 / 1e9);
+    job.runs.push_back(run);
+  }
+  const std::string html = RenderReport({job}, "one rank");
+  EXPECT_EQ(html.find("Bus bandwidth vs message size"), std::string::npos) << html;
+  EXPECT_NE(html.find("Time per operation vs message size"), std::string::npos) << html;
+}
+
 // A unet training job swept over --device cuda:0,cpu with profiles: the CPU
 // is the baseline whatever the order, the speedup's interval holds both
 // runs' intervals, and each operator category's time per sample shows which

@@ -22,6 +22,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "gpubench/v1/service.grpc.pb.h"
 #include "storage/store.h"
+#include "tests/support/callers.h"
 #include "tests/support/daemon_process.h"
 
 namespace gpubench {
@@ -30,35 +31,13 @@ namespace {
 using testing_support::Daemon;
 using testing_support::FreshDir;
 using testing_support::TinySpec;
-
-const char* const kAdmin = "admin-secret";
-const char* const kAlice = "alice-secret";
-const char* const kBob = "bob-secret";
-
-std::string WriteTokenFile(const std::string& dir) {
-  const std::string path = dir + "/tokens";
-  std::ofstream(path) << Sha256Hex(kAdmin) << " ops admin\n"
-                      << Sha256Hex(kAlice) << " alice submit\n"
-                      << Sha256Hex(kBob) << " bob submit\n";
-  return path;
-}
-
-void Auth(grpc::ClientContext* ctx, const std::string& token) {
-  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-}
-
-grpc::Status Submit(Daemon& d, const v1::JobSpec& spec, const std::string& token,
-                    std::string* id = nullptr) {
-  grpc::ClientContext ctx;
-  Auth(&ctx, token);
-  v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  v1::SubmitJobResponse resp;
-  grpc::Status s = d.stub()->SubmitJob(&ctx, req, &resp);
-  if (id) *id = resp.job().job_id();
-  return s;
-}
+using testing_support::kAdmin;
+using testing_support::kAlice;
+using testing_support::kBob;
+using testing_support::WriteTokenFile;
+using testing_support::Auth;
+using testing_support::Submit;
+using testing_support::Upload;
 
 v1::JobState StateOf(Daemon& d, const std::string& id) {
   grpc::ClientContext ctx;
@@ -70,25 +49,12 @@ v1::JobState StateOf(Daemon& d, const std::string& id) {
   return resp.job().state();
 }
 
-grpc::Status Upload(Daemon& d, const std::string& data, const std::string& token,
-                    std::string* sha256 = nullptr) {
-  grpc::ClientContext ctx;
-  Auth(&ctx, token);
-  v1::UploadModelResponse resp;
-  auto writer = d.stub()->UploadModel(&ctx, &resp);
-  v1::UploadModelRequest req;
-  req.mutable_header()->set_name("m");
-  req.mutable_header()->set_sha256(Sha256Hex(data));
-  req.mutable_header()->set_size_bytes(data.size());
-  writer->Write(req);
-  for (size_t at = 0; at < data.size(); at += 1 << 20) {
-    req.Clear();
-    req.set_chunk(data.substr(at, 1 << 20));
-    writer->Write(req);
-  }
-  writer->WritesDone();
-  grpc::Status s = writer->Finish();
-  if (sha256) *sha256 = resp.model().sha256();
+// An uploaded TorchScript model's hash in *sha256.
+grpc::Status UploadBytes(Daemon& d, const std::string& data, const std::string& token,
+                         std::string* sha256 = nullptr) {
+  v1::ModelInfo model;
+  grpc::Status s = Upload(d, data, v1::MODEL_FORMAT_TORCHSCRIPT, token, &model);
+  if (sha256) *sha256 = model.sha256();
   return s;
 }
 
@@ -145,7 +111,7 @@ TEST(Limits, AnIdleUploadIsCancelledAndItsQuotaFreed) {
   // While it holds 2 of the 3 MB, another 1.5 MB does not fit ...
   const std::string other(1500000, 'o');
   for (int i = 0; i < 50; ++i) {  // until the idle upload's header is taken
-    grpc::Status refused = Upload(d, other, "");
+    grpc::Status refused = UploadBytes(d, other, "");
     if (refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
     ASSERT_NE(i, 49) << "the idle upload never held the quota: " << refused.error_message();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -153,7 +119,7 @@ TEST(Limits, AnIdleUploadIsCancelledAndItsQuotaFreed) {
   // ... until the daemon cancels the idle one (the client waits up to 30 s).
   grpc::Status ended = idle->Finish();
   EXPECT_EQ(ended.error_code(), grpc::StatusCode::CANCELLED) << ended.error_message();
-  grpc::Status fits = Upload(d, other, "");
+  grpc::Status fits = UploadBytes(d, other, "");
   EXPECT_TRUE(fits.ok()) << fits.error_message();
   EXPECT_NE(d.log().find("sent nothing for 1s and was cancelled"), std::string::npos) << d.log();
   EXPECT_EQ(d.Stop(SIGTERM), 0);
@@ -174,7 +140,7 @@ TEST(Limits, ModelRmWorksOnAFullDisk) {
   Daemon d(dir);
   ASSERT_TRUE(d.serving()) << d.log();
   std::string sha256;
-  ASSERT_TRUE(Upload(d, std::string(3 << 20, 'm'), "", &sha256).ok());
+  ASSERT_TRUE(UploadBytes(d, std::string(3 << 20, 'm'), "", &sha256).ok());
   std::string id;
   ASSERT_TRUE(Submit(d, TinySpec(), "", &id).ok());
   for (int i = 0; i < 600 && StateOf(d, id) != v1::JOB_STATE_SUCCEEDED; ++i) {

@@ -23,6 +23,7 @@
 #include "gpubench/v1/service.grpc.pb.h"
 #include "common/sha256.h"
 #include "storage/store.h"
+#include "tests/support/callers.h"
 #include "tests/support/daemon_process.h"
 
 namespace gpubench {
@@ -31,25 +32,14 @@ namespace {
 using testing_support::Daemon;
 using testing_support::FreshDir;
 
-// A token file with one token per role (plus a second submitter).
-const char* const kAdmin = "admin-secret";
-const char* const kAlice = "alice-secret";
-const char* const kBob = "bob-secret";
-const char* const kReader = "reader-secret";
-
-std::string WriteTokenFile(const std::string& dir) {
-  const std::string path = dir + "/tokens";
-  std::ofstream(path) << "# sha256 name role\n"
-                      << Sha256Hex(kAdmin) << " ops admin\n"
-                      << Sha256Hex(kAlice) << " alice submit\n"
-                      << Sha256Hex(kBob) << " bob submit\n"
-                      << Sha256Hex(kReader) << " dashboards read\n";
-  return path;
-}
-
-void Auth(grpc::ClientContext* ctx, const std::string& token) {
-  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
-}
+using testing_support::kAdmin;
+using testing_support::kAlice;
+using testing_support::kBob;
+using testing_support::kReader;
+using testing_support::WriteTokenFile;
+using testing_support::Auth;
+using testing_support::Submit;
+using testing_support::Upload;
 
 v1::JobSpec ModelSpec(const std::string& path, const std::string& sha256 = "") {
   v1::JobSpec spec;
@@ -66,38 +56,6 @@ v1::JobSpec ModelSpec(const std::string& path, const std::string& sha256 = "") {
   spec.mutable_measurement()->set_min_iterations(1);
   spec.mutable_measurement()->set_max_time_ms(500);
   return spec;
-}
-
-grpc::Status Submit(Daemon& d, const v1::JobSpec& spec, const std::string& token = "",
-                    std::string* job_id = nullptr) {
-  grpc::ClientContext ctx;
-  Auth(&ctx, token);
-  v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  v1::SubmitJobResponse resp;
-  grpc::Status s = d.stub()->SubmitJob(&ctx, req, &resp);
-  if (job_id) *job_id = resp.job().job_id();
-  return s;
-}
-
-grpc::Status Upload(Daemon& d, const std::string& data, v1::ModelFormat format,
-                    const std::string& token, v1::ModelInfo* model = nullptr) {
-  grpc::ClientContext ctx;
-  Auth(&ctx, token);
-  v1::UploadModelResponse resp;
-  auto writer = d.stub()->UploadModel(&ctx, &resp);
-  v1::UploadModelRequest req;
-  req.mutable_header()->set_name("m");
-  req.mutable_header()->set_sha256(Sha256Hex(data));
-  req.mutable_header()->set_size_bytes(data.size());
-  req.mutable_header()->set_format(format);
-  writer->Write(req);
-  req.set_chunk(data);
-  writer->Write(req);
-  writer->WritesDone();
-  grpc::Status s = writer->Finish();
-  if (model) *model = resp.model();
-  return s;
 }
 
 v1::Job WaitForJob(Daemon& d, const std::string& id, const std::string& token = "") {
@@ -586,6 +544,21 @@ TEST(Security, ConfinementCheckShowsAWorkerCannotOpenTheDaemonsFiles) {
       << out;
   EXPECT_NE(out.find("read  allowed " + std::string(GPUBENCH_WORKER_PATH)), std::string::npos)
       << out;
+}
+
+TEST(Security, AModelRootAboveTheDataDirectoryDoesNotMakeItsFilesModels) {
+  const std::string dir = FreshDir("sec_root_above");
+  const std::string tokens = WriteTokenFile(dir);
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/data").c_str()), 0);
+  std::ofstream(dir + "/model.pt") << "not a model";
+  Daemon d(dir + "/data", {"--token-file", tokens, "--model-root", dir});
+  ASSERT_TRUE(d.serving()) << d.log();
+  for (const std::string& path : {tokens, dir + "/data/gpubench.db"}) {
+    const grpc::Status s = Submit(d, ModelSpec(path), kAlice);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << path;
+    EXPECT_NE(s.error_message().find("spec.base.params.model_path"), std::string::npos);
+  }
+  EXPECT_TRUE(Submit(d, ModelSpec(dir + "/model.pt"), kAlice).ok());
 }
 
 TEST(Security, DaemonFilesArePrivateWhateverTheUmask) {
