@@ -51,7 +51,8 @@ struct JobManager::Running {
   // The workers running now, one per lane.
   std::set<worker::Worker*> processes ABSL_GUARDED_BY(mu);
   // Why the watchdog killed a worker (each lane's its own), if it did.
-  std::map<worker::Worker*, std::string> limit_hits ABSL_GUARDED_BY(mu);
+  // Workers the watchdog killed at a limit: why, and whether it was memory.
+  std::map<worker::Worker*, std::pair<std::string, bool>> limit_hits ABSL_GUARDED_BY(mu);
   bool cancel ABSL_GUARDED_BY(mu) = false;
   bool shutdown ABSL_GUARDED_BY(mu) = false;
   bool timed_out ABSL_GUARDED_BY(mu) = false;
@@ -770,12 +771,14 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     }
     exit = (*process)->Wait();
     std::string limit_hit;
+    bool out_of_memory = false;
     {
       absl::MutexLock lock(&running->mu);
       running->processes.erase(process->get());
       stopped = running->cancel || running->shutdown || running->timed_out;
       if (auto hit = running->limit_hits.find(process->get()); hit != running->limit_hits.end()) {
-        limit_hit = std::move(hit->second);
+        limit_hit = std::move(hit->second.first);
+        out_of_memory = hit->second.second;
         running->limit_hits.erase(hit);
       }
     }
@@ -809,7 +812,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     // Killed at the memory limit, the run ran out of (host) memory: the
     // larger batch sizes of its config are skipped, as after the engine's
     // own out-of-memory error. CPU runs reach this: Linux overcommits.
-    crashed.set_state(limit_hit.empty() ? v1::RUN_STATE_FAILED : v1::RUN_STATE_OUT_OF_MEMORY);
+    crashed.set_state(out_of_memory ? v1::RUN_STATE_OUT_OF_MEMORY : v1::RUN_STATE_FAILED);
     crashed.set_error(absl::StrCat(limit_hit.empty() ? "the worker died in this run ("
                                                      : "the daemon killed the worker in this run: " +
                                                            limit_hit + " (",
@@ -825,7 +828,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     store_error = store(&crashed, "");
     if (!store_error.ok()) break;
     stored.insert(current);
-    if (!limit_hit.empty()) request.add_out_of_memory_indices(current);
+    if (out_of_memory) request.add_out_of_memory_indices(current);
     crash = exit;
     ++crashes;
   }
@@ -946,8 +949,9 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
           : options_.max_job_seconds;
   const auto deadline = Clock::now() + std::chrono::seconds(limit_s);
   // The memory limit is a poll of the worker's RSS: an rlimit would break
-  // CUDA (worker/process.h).
-  const auto poll = std::chrono::milliseconds(options_.worker_max_rss_bytes > 0 ? 200 : 0);
+  // CUDA (worker/process.h). The scratch folder's is a poll too.
+  const bool watch = options_.worker_max_rss_bytes > 0 || options_.worker_max_scratch_bytes > 0;
+  const auto poll = std::chrono::milliseconds(watch ? 200 : 0);
   absl::MutexLock lock(&running->mu);
   bool stop = false;
   while (!stop) {
@@ -965,11 +969,22 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
     }
     for (worker::Worker* process : running->processes) {
       if (running->limit_hits.count(process)) continue;  // killed already
-      const int64_t rss = process->RssBytes();
-      if (rss > options_.worker_max_rss_bytes) {
-        running->limit_hits[process] = absl::StrCat(
-            "its resident memory ", rss, " bytes passed the host memory limit of ",
-            options_.worker_max_rss_bytes, " bytes (gpubenchd --worker-max-rss-bytes)");
+      const int64_t rss = options_.worker_max_rss_bytes > 0 ? process->RssBytes() : 0;
+      const int64_t scratch =
+          options_.worker_max_scratch_bytes > 0 ? process->ScratchBytes() : 0;
+      if (rss > options_.worker_max_rss_bytes && options_.worker_max_rss_bytes > 0) {
+        running->limit_hits[process] = {
+            absl::StrCat("its resident memory ", rss, " bytes passed the host memory limit of ",
+                         options_.worker_max_rss_bytes, " bytes (gpubenchd --worker-max-rss-bytes)"),
+            true};
+        process->Kill();
+      } else if (scratch > options_.worker_max_scratch_bytes &&
+                 options_.worker_max_scratch_bytes > 0) {
+        running->limit_hits[process] = {
+            absl::StrCat("its scratch folder held ", scratch, " bytes, past the limit of ",
+                         options_.worker_max_scratch_bytes,
+                         " bytes (gpubenchd --worker-max-scratch-bytes)"),
+            false};
         process->Kill();
       }
     }

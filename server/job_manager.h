@@ -36,6 +36,7 @@ struct DaemonOptions {
   bool allow_uploaded_aoti = false;   // run AOTI uploads from non-admin uploaders
   v1::AotSettings aot;                // how execution aot compiles (python, cache)
   int64_t worker_max_rss_bytes = 0;   // a worker above is killed, its run failed (0: none)
+  int64_t worker_max_scratch_bytes = 0;  // a worker whose scratch folder holds more: the same
   worker::WorkerLimits worker_limits;  // rlimits set in each worker
   int max_queue = 1000;               // queued jobs; beyond: RESOURCE_EXHAUSTED
   int max_queued_per_submitter = 0;   // one submitter's queued jobs (0: max_queue / 2)

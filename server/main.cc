@@ -92,6 +92,9 @@ ABSL_FLAG(int64_t, worker_max_rss_bytes, -1,
           "passes this is killed and its run failed, saying so (-1: 3/4 of this host's "
           "memory; 0: no limit)");
 ABSL_FLAG(int64_t, worker_max_open_files, 4096, "RLIMIT_NOFILE of each worker");
+ABSL_FLAG(int64_t, worker_max_scratch_bytes, 4 * kGiB,
+          "a worker whose scratch folder (DATA_DIR/work/worker-*, the one place it may write) "
+          "holds more is killed and its run failed, saying so (0: no limit)");
 ABSL_FLAG(int64_t, max_priority, 10, "highest spec.priority without the admin role");
 ABSL_FLAG(std::vector<std::string>, model_root, {},
           "params.model_path may name files under this directory (repeatable; default none: "
@@ -244,6 +247,7 @@ int main(int argc, char** argv) {
   retention.max_runs_with_samples = absl::GetFlag(FLAGS_keep_samples_runs);
   retention.max_trace_bytes = absl::GetFlag(FLAGS_keep_trace_bytes);
   options.worker_max_rss_bytes = absl::GetFlag(FLAGS_worker_max_rss_bytes);
+  options.worker_max_scratch_bytes = absl::GetFlag(FLAGS_worker_max_scratch_bytes);
   options.worker_limits.max_open_files = absl::GetFlag(FLAGS_worker_max_open_files);
   server::ServiceOptions service_options;
   service_options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
@@ -256,6 +260,7 @@ int main(int argc, char** argv) {
       !NonNegative("keep-samples-runs", retention.max_runs_with_samples, &error) ||
       !NonNegative("keep-trace-bytes", retention.max_trace_bytes, &error) ||
       !NonNegative("worker-max-open-files", options.worker_limits.max_open_files, &error) ||
+      !NonNegative("worker-max-scratch-bytes", options.worker_max_scratch_bytes, &error) ||
       !NonNegative("max-model-bytes", service_options.max_model_bytes, &error) ||
       !NonNegative("models-quota-bytes", service_options.models_quota_bytes, &error) ||
       !NonNegative("aot-cache-bytes", absl::GetFlag(FLAGS_aot_cache_bytes), &error) ||

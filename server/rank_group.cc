@@ -101,6 +101,12 @@ class RankGroup : public worker::Worker {
     for (const auto& w : ranks_) total += w->RssBytes();
     return total;
   }
+  int64_t ScratchBytes() const override {
+    absl::MutexLock lock(&mu_);
+    int64_t largest = 0;  // each rank's folder is bounded alone
+    for (const auto& w : ranks_) largest = std::max(largest, w->ScratchBytes());
+    return largest;
+  }
 
  private:
   // Reads rank 0's store port, then starts the other ranks with it.

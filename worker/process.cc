@@ -1,6 +1,7 @@
 #include "worker/process.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -150,6 +151,23 @@ int64_t TreeRssBytes(pid_t pid, int depth) {
 }  // namespace
 
 int64_t WorkerProcess::RssBytes() const { return TreeRssBytes(pid_, 0); }
+
+namespace {
+thread_local int64_t tree_bytes = 0;
+thread_local int64_t tree_entries = 0;
+}  // namespace
+
+int64_t WorkerProcess::ScratchBytes() const {
+  tree_bytes = 0;
+  tree_entries = 0;
+  nftw(scratch_dir_.c_str(),
+       [](const char*, const struct stat* st, int, struct FTW*) {
+         tree_bytes += static_cast<int64_t>(st->st_blocks) * 512;
+         return ++tree_entries > 1000000 ? 1 : 0;
+       },
+       16, FTW_PHYS);
+  return tree_entries > 1000000 ? INT64_MAX : tree_bytes;
+}
 
 WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd, std::string scratch_dir)
     : pid_(pid),

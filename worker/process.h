@@ -60,6 +60,8 @@ class Worker {
   virtual ExitInfo Wait() = 0;
   // Its resident set now, bytes; 0 once it is gone.
   virtual int64_t RssBytes() const = 0;
+  // What its scratch folder holds now, bytes on disk (0: none).
+  virtual int64_t ScratchBytes() const { return 0; }
 };
 
 // Starts workers: gpubench-worker processes in the daemon (ProcessLauncher),
@@ -86,6 +88,9 @@ class WorkerProcess : public Worker {
   ExitInfo Wait() override;  // reaps the child
   // The child's VmRSS and its own children's (the compiler of execution aot).
   int64_t RssBytes() const override;
+  // The blocks its scratch folder's files take, walked without following
+  // links; a folder of more than a million entries counts as full.
+  int64_t ScratchBytes() const override;
 
   pid_t pid() const { return pid_; }
 

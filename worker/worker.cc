@@ -63,6 +63,19 @@ void MaybeInjectFault(int batch_size, int rank) {
     std::signal(SIGSEGV, SIG_DFL);
     std::raise(SIGSEGV);
   }
+  // GPUBENCH_INJECT_SCRATCH_BYTES=N: a run writes N bytes into the scratch
+  // folder (TMPDIR) as it starts, as a model filling the disk would.
+  const char* scratch = std::getenv("GPUBENCH_INJECT_SCRATCH_BYTES");
+  int64_t bytes = 0;
+  if (scratch != nullptr && absl::SimpleAtoi(scratch, &bytes) && bytes > 0) {
+    if (FILE* f = std::fopen((TempDir() + "/filler").c_str(), "wb")) {
+      const std::string block(1 << 20, 'x');
+      for (int64_t written = 0; written < bytes; written += block.size()) {
+        std::fwrite(block.data(), 1, block.size(), f);
+      }
+      std::fclose(f);
+    }
+  }
   const char* hang = std::getenv("GPUBENCH_INJECT_HANG_AT_BATCH");
   if (hang != nullptr && absl::SimpleAtoi(hang, &at) && at == batch_size) {
     std::signal(SIGTERM, SIG_IGN);

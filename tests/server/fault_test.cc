@@ -193,6 +193,34 @@ TEST(Faults, AWorkerCrashCostsOnlyItsSweepPoint) {
   ExpectIntact(d.data_dir());
 }
 
+// A worker that fills its scratch folder (the one place it may write, as a
+// model writing its TMPDIR would) is killed at --worker-max-scratch-bytes:
+// its run fails saying so, not as out of memory, the sweep goes on in a
+// fresh worker, and no scratch folder is left on the disk.
+TEST(Faults, AWorkerFillingItsScratchFolderIsKilledAtTheLimit) {
+  setenv("GPUBENCH_INJECT_SCRATCH_BYTES", "67108864", 1);  // 64 MiB a run
+  Daemon d(FreshDir("fault_scratch"), {"--worker-max-scratch-bytes", "16777216"});
+  unsetenv("GPUBENCH_INJECT_SCRATCH_BYTES");
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = EmptySpec(5);
+  spec.mutable_measurement()->set_min_time_ms(4000);  // unless killed
+  spec.mutable_measurement()->set_max_iterations(100000000);
+  spec.mutable_sweep()->add_batch_size(1);
+  spec.mutable_sweep()->add_batch_size(2);
+  std::string id;
+  ASSERT_TRUE(Submit(d, spec, &id).ok());
+  const v1::Job job = WaitForEnd(d, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  auto runs = Runs(d, id);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const v1::Run& run : runs) {
+    EXPECT_EQ(run.state(), v1::RUN_STATE_FAILED) << run.error();
+    EXPECT_NE(run.error().find("scratch folder held"), std::string::npos) << run.error();
+    EXPECT_NE(run.error().find("--worker-max-scratch-bytes"), std::string::npos);
+  }
+  EXPECT_EQ(std::system(("test -z \"$(ls -A '" + d.data_dir() + "/work')\"").c_str()), 0);
+}
+
 // A worker that hangs and ignores SIGTERM is killed at the job's timeout;
 // the runs before it are kept and the next job runs.
 TEST(Faults, AHungWorkerIsKilledAtTheTimeoutAndTheNextJobRuns) {
