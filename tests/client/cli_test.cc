@@ -585,7 +585,21 @@ TEST(CliDaemon, CompiledExecutionWithoutPythonSaysWhatToInstall) {
 // compiles the mlp's Python twin and measures the package; a second job with
 // the same config finds it in the cache and compiles nothing.
 TEST(CliDaemon, CompiledExecutionCompilesOnceAndTheSecondJobUsesTheCache) {
+  // A gpubench_models package planted in the folder the daemon starts in:
+  // the compiler imports the project's own by its absolute path, never one
+  // from the current folder.
+  const std::string planted = FreshDir("cli_aot_cwd");
+  ASSERT_EQ(std::system(("mkdir -p " + planted + "/gpubench_models && touch " + planted +
+                         "/gpubench_models/__init__.py")
+                            .c_str()),
+            0);
+  std::ofstream(planted + "/gpubench_models/aot.py")
+      << "open(" << '"' << planted << "/imported" << '"' << ", 'w').write('x')\n";
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(planted.c_str()), 0);
   Daemon d(FreshDir("cli_aot"));
+  ASSERT_EQ(chdir(cwd), 0);
   ASSERT_TRUE(d.serving()) << d.log();
   std::vector<v1::Run> runs;
   for (int job = 0; job < 2; ++job) {
@@ -609,6 +623,7 @@ TEST(CliDaemon, CompiledExecutionCompilesOnceAndTheSecondJobUsesTheCache) {
   }
   EXPECT_FALSE(runs[0].result().compile_cached());
   EXPECT_GT(runs[0].result().compile_ms(), 100);
+  EXPECT_FALSE(std::ifstream(planted + "/imported").good());
   EXPECT_TRUE(runs[1].result().compile_cached());
   EXPECT_EQ(runs[1].result().compile_ms(), 0);
   Result shown = Cli({"show", runs[1].job_id(), "--host", d.address()});
