@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace gpubench {
@@ -34,6 +35,21 @@ std::string RealPath(const std::string& path) {
   char buf[PATH_MAX];
   if (path.empty() || realpath(path.c_str(), buf) == nullptr) return "";
   return buf;
+}
+
+bool IsWithin(const std::string& path, const std::string& ancestor) {
+  if (ancestor == "/") return true;
+  return path == ancestor || absl::StartsWith(path, ancestor + "/");
+}
+
+bool ResolvesWithin(const std::string& path, const std::vector<std::string>& roots) {
+  const std::string real = RealPath(path);
+  if (real.empty()) return false;
+  for (const std::string& given : roots) {
+    const std::string root = RealPath(given);
+    if (!root.empty() && IsWithin(real, root)) return true;
+  }
+  return false;
 }
 
 void RemoveTree(const std::string& path) {
@@ -59,13 +75,7 @@ absl::StatusOr<std::string> ResolveModelPath(const std::string& path,
   const std::string real = RealPath(path);
   struct stat st;
   if (real.empty() || stat(real.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return refused;
-  for (const std::string& given : roots) {
-    const std::string root = RealPath(given);
-    if (root.empty()) continue;
-    const std::string prefix = root.back() == '/' ? root : root + "/";
-    if (real.compare(0, prefix.size(), prefix) == 0) return real;
-  }
-  return refused;
+  return ResolvesWithin(real, roots) ? absl::StatusOr<std::string>(real) : refused;
 }
 
 absl::StatusOr<std::string> CanonicalDir(const std::string& dir) {

@@ -38,6 +38,13 @@ absl::Status MakeDirs(const std::string& dir);
 // realpath(3): the canonical path of an existing path; empty when it fails.
 std::string RealPath(const std::string& path);
 
+// Whether canonical path is ancestor or lies below it ("/" holds every path).
+bool IsWithin(const std::string& path, const std::string& ancestor);
+
+// Whether path resolves (RealPath) at or below one of roots, each resolved
+// too; a root that does not resolve holds nothing.
+bool ResolvesWithin(const std::string& path, const std::vector<std::string>& roots);
+
 // Removes path and everything under it, not following symbolic links.
 // Best effort: what cannot be removed stays. (Not std::filesystem: the
 // PyTorch wheel's libtorch_cpu.so exports its own copy of those symbols,

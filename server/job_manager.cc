@@ -255,11 +255,8 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
       if (!resolved.ok()) return resolved.status();
       // A model root above the data directory or a key does not make them
       // models (a worker could not read them anyway): the same refusal.
-      for (const std::string& p : options_.worker_limits.protected_paths) {
-        const std::string root = RealPath(p);
-        if (!root.empty() && (*resolved == root || absl::StartsWith(*resolved, root + "/"))) {
-          return ResolveModelPath("", {}, "spec.base.params.model_path").status();
-        }
+      if (ResolvesWithin(*resolved, options_.worker_limits.protected_paths)) {
+        return ResolveModelPath("", {}, "spec.base.params.model_path").status();
       }
       continue;
     }

@@ -70,12 +70,6 @@ uint64_t HandledFs(int abi) {
   return handled;
 }
 
-// p equals ancestor or lies below it (canonical paths).
-bool Within(const std::string& p, const std::string& ancestor) {
-  if (ancestor == "/") return true;
-  return p == ancestor || absl::StartsWith(p, ancestor + "/");
-}
-
 class RulesetBuilder {
  public:
   RulesetBuilder(int fd, uint64_t handled, std::vector<std::string> protected_paths)
@@ -92,7 +86,7 @@ class RulesetBuilder {
       return;
     }
     for (const std::string& p : protected_) {
-      if (Within(real, p)) return;  // never opened through a tree rule
+      if (IsWithin(real, p)) return;  // never opened through a tree rule
     }
     SplitTree(real, rights, 0);
   }
@@ -109,7 +103,7 @@ class RulesetBuilder {
 
   void File(const std::string& real, uint64_t rights) {
     for (const std::string& p : protected_) {
-      if (Within(real, p)) return;
+      if (IsWithin(real, p)) return;
     }
     Add(real, rights & kFileRights);
   }
@@ -120,7 +114,7 @@ class RulesetBuilder {
   void SplitTree(const std::string& dir, uint64_t rights, int depth) {
     bool holds_protected = false;
     for (const std::string& p : protected_) {
-      if (p != dir && Within(p, dir)) holds_protected = true;
+      if (p != dir && IsWithin(p, dir)) holds_protected = true;
     }
     if (!holds_protected) {
       Add(dir, rights);
@@ -144,7 +138,7 @@ class RulesetBuilder {
       if (lstat(entry.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
       bool is_protected = false;
       for (const std::string& p : protected_) {
-        if (Within(entry, p)) is_protected = true;
+        if (IsWithin(entry, p)) is_protected = true;
       }
       if (is_protected) continue;
       if (S_ISDIR(st.st_mode)) {

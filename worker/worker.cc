@@ -123,11 +123,9 @@ absl::Status LocateModel(const v1::WorkerRequest& request, const v1::RunConfig& 
 // Python twins, Inductor and the C++ compiler), and stays unconfined: the
 // compiler, a child with a /proc/PID of its own, cannot start CUDA (error
 // 304) or its C++ compiler under the worker's Landlock domain.
-bool CompilesProjectCodeOnly(const v1::WorkerRequest& request) {
-  auto runs = ExpandSweep(request.spec());
-  if (!runs.ok()) return false;
+bool CompilesProjectCodeOnly(const std::vector<v1::RunConfig>& runs) {
   bool compiled = false;
-  for (const v1::RunConfig& config : *runs) {
+  for (const v1::RunConfig& config : runs) {
     if (config.workload() == "torchscript") return false;
     if (engine::IsCompiled(ToEngineConfig(config).execution)) compiled = true;
   }
@@ -137,7 +135,8 @@ bool CompilesProjectCodeOnly(const v1::WorkerRequest& request) {
 // What this worker may reach once confined: the system's part, its scratch
 // folder (write), its own /proc/PID, and each user model it was given
 // (read). execve stays refused.
-ConfinementPolicy PolicyFor(const v1::WorkerRequest& request) {
+ConfinementPolicy PolicyFor(const v1::WorkerRequest& request,
+                            const std::vector<v1::RunConfig>& runs) {
   const v1::WorkerConfinement& confinement = request.confinement();
   ConfinementPolicy policy = SystemPolicy();
   policy.protected_paths.assign(confinement.protected_paths().begin(),
@@ -152,23 +151,19 @@ ConfinementPolicy PolicyFor(const v1::WorkerRequest& request) {
     policy.read_files.push_back(nvml);
   }
   if (request.has_rank()) policy.write_trees.push_back("/dev/shm");  // NCCL's buffers
-  auto runs = ExpandSweep(request.spec());
-  for (const v1::RunConfig& config : runs.ok() ? *runs : std::vector<v1::RunConfig>{}) {
+  for (const v1::RunConfig& config : runs) {
     engine::RunConfig located;
     if (config.workload() != "torchscript" || !LocateModel(request, config, &located).ok()) {
       continue;
     }
     // A model root may hold the data directory or a key: a path there is
     // never "the model" (an upload, by hash, is the one file it may name).
-    const std::string real = RealPath(located.model_path);
-    bool is_protected = false;
-    for (const std::string& p : confinement.protected_paths()) {
-      const std::string root = RealPath(p);
-      if (!root.empty() && (real == root || absl::StartsWith(real, root + "/"))) {
-        is_protected = config.params().model_sha256().empty();
-      }
+    if (config.params().model_sha256().empty() &&
+        ResolvesWithin(located.model_path, {confinement.protected_paths().begin(),
+                                            confinement.protected_paths().end()})) {
+      continue;
     }
-    if (!is_protected) policy.read_files.push_back(located.model_path);
+    policy.read_files.push_back(located.model_path);
   }
   // The package cache, read only: a compiled point finds its package there
   // or fails (execve is refused), and no model can plant one.
@@ -410,9 +405,14 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
   if (!got.ok()) return got.status();
   if (!*got) return absl::InvalidArgumentError("no WorkerRequest on stdin");
   const v1::WorkerConfinement& confinement = request.confinement();
-  if (confinement.enabled() && !CompilesProjectCodeOnly(request)) {
+  // A spec that does not expand confines the worker all the same (RunJob
+  // then reports why).
+  auto runs = ExpandSweep(request.spec());
+  const std::vector<v1::RunConfig> none;
+  const std::vector<v1::RunConfig>& configs = runs.ok() ? *runs : none;
+  if (confinement.enabled() && !CompilesProjectCodeOnly(configs)) {
     // Before anything of the job's runs, and while this is the only thread.
-    if (auto s = Confine(PolicyFor(request)); !s.ok()) {
+    if (auto s = Confine(PolicyFor(request, configs)); !s.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot confine the worker, so it runs nothing: ", s.message()));
     }
