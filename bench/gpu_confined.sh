@@ -56,6 +56,7 @@ echo '{"profiling": {"enabled": true, "iterations": 5, "top_operators": 8}}' > "
 submit graph_profiled "$OUT/profiled.json" --workload resnet50 --device cuda --mode train \
   --batch 32 --precision fp16 --channels-last true --execution cuda_graph "${common[@]}"
 submit aot_mlp --workload mlp --device cuda --mode infer --batch 16 --execution aot "${common[@]}"
+submit aot_r50 "${r50[@]}" --execution aot
 submit ddp_one_rank --workload ddp --ddp-model mlp --world-size 1 --device cuda --batch 64 \
   --mode train "${common[@]}"
 for m in user hostile; do
@@ -78,10 +79,12 @@ trap - EXIT
 echo "== scratch folders left: $(ls "$OUT/data/work" "$OUT/data2/work" 2>/dev/null | grep -c worker-)"
 echo "== the jobs (throughput samples/s, state, error)"
 for f in r50_confined_1 r50_unconfined_1 r50_confined_2 r50_unconfined_2 graph_profiled \
-         aot_mlp ddp_one_rank user_model hostile_model; do
+         aot_mlp aot_r50 ddp_one_rank user_model hostile_model; do
   printf '%-18s ' "$f"
   grep -E "succeeded|failed|error" "$OUT/$f.txt" | grep -v "^job" | head -2 | tr -s ' ' | tr '\n' ' '
   echo
 done
-echo "== aot_mlp's output"
-tail -c 1500 "$OUT/aot_mlp.txt"
+for f in aot_mlp aot_r50; do
+  echo "== $f's output"
+  tail -c 1200 "$OUT/$f.txt"
+done

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "common/paths.h"
 #include "common/sha256.h"
+#include "worker/ipc.h"
 
 #ifndef GPUBENCH_PYTHON_SOURCE_DIR
 #define GPUBENCH_PYTHON_SOURCE_DIR ""
@@ -64,6 +67,14 @@ std::string TwinDigest(const std::string& dir) {
   return sha.HexDigest();
 }
 
+std::string CacheKey(const std::vector<std::string>& model_args, const std::string& target,
+                     const std::string& twin_digest) {
+  Sha256 sha;
+  sha.Update(absl::StrJoin(model_args, "\x1f"));
+  sha.Update("\x1e" + target + "\x1e" + twin_digest);
+  return sha.HexDigest();
+}
+
 }  // namespace
 
 std::vector<std::string> AotModelArgs(const engine::RunConfig& c) {
@@ -85,7 +96,7 @@ std::vector<std::string> AotModelArgs(const engine::RunConfig& c) {
 namespace {
 
 // Why a compile failed: the compiler's own reason (its line that starts
-// "gpubench_models.aot: "), else the last lines of its output.
+// "gpubench_models.aot: "), else its last line and the two before it.
 std::string Tail(const std::string& output) {
   std::vector<std::string> lines = absl::StrSplit(output, '\n', absl::SkipWhitespace());
   constexpr absl::string_view kReason = "gpubench_models.aot: ";
@@ -99,8 +110,13 @@ std::string Tail(const std::string& output) {
                                       absl::StrContains(l, "warnings.warn");
                              }),
               lines.end());
+  // The last line (a Python exception's message) first, then the two
+  // before it (where it was raised).
   const size_t keep = std::min<size_t>(lines.size(), 3);
-  std::string tail = absl::StrJoin(lines.end() - keep, lines.end(), " | ");
+  std::string tail = keep == 0 ? "" : lines.back();
+  if (keep > 1) {
+    absl::StrAppend(&tail, " (", absl::StrJoin(lines.end() - keep, lines.end() - 1, " | "), ")");
+  }
   if (tail.size() > 1500) tail = "..." + tail.substr(tail.size() - 1500);
   return tail;
 }
@@ -110,23 +126,32 @@ struct Child {
   std::string output;  // stdout and stderr
 };
 
-// Runs argv with PYTHONPATH=python_dir, collecting its output; kills it when
-// *cancel turns true. The child dies with this thread.
+// Runs argv with PYTHONPATH=python_dir in work_dir, collecting its output;
+// kills it when cancelled() turns true. The child dies with this process.
+// With a policy, the child confines itself before its exec, adding its work
+// folder and its own /proc/PID (CUDA names its threads there). Called in
+// the compile server, which has one thread: the child may allocate.
 absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::string& python_dir,
-                          const std::string& work_dir, const std::atomic<bool>* cancel) {
-  // Everything the child needs is built here: between fork and exec it only
-  // calls async-signal-safe functions (the worker may have other threads,
-  // and one could hold malloc's lock at the fork).
+                          const std::string& work_dir, const std::function<bool()>& cancelled,
+                          const ConfinementPolicy* policy) {
   const char* old = std::getenv("PYTHONPATH");
-  const std::map<std::string, std::string> set = {
+  std::map<std::string, std::string> set = {
       {"PYTHONPATH", old && *old ? python_dir + ":" + old : python_dir},
-      // Inductor's and Triton's own caches in the compile's work folder,
-      // which goes when the compile ends: nothing piles up in /tmp.
+      // Every cache and temporary file in the compile's work folder, which
+      // goes when the compile ends: nothing piles up in /tmp, and a
+      // confined compiler may write nowhere else.
       {"TORCHINDUCTOR_CACHE_DIR", work_dir + "/inductor"},
       {"TRITON_CACHE_DIR", work_dir + "/triton"},
+      {"TRITON_HOME", work_dir},
+      {"TMPDIR", work_dir},
+      {"XDG_CACHE_HOME", work_dir + "/cache"},
+      {"CUDA_CACHE_PATH", work_dir + "/cuda"},
       // `python -m` puts the current folder first on sys.path: the child
       // starts in its empty work folder, and Python 3.11+ leaves it out.
       {"PYTHONSAFEPATH", "1"}};
+  // Inductor's pool of compile processes would each have a /proc/PID the
+  // compiler's domain does not open: one process compiles.
+  if (policy != nullptr) set["TORCHINDUCTOR_COMPILE_THREADS"] = "1";
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
@@ -150,6 +175,18 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
     dup2(out[1], STDERR_FILENO);
     closefrom(3);
     if (chdir(work_dir.c_str()) != 0) _exit(127);
+    if (policy != nullptr) {
+      ConfinementPolicy mine = *policy;
+      mine.write_trees.push_back(work_dir);
+      mine.write_trees.push_back("/proc/self");  // resolves to this child's PID
+      mine.forbid_exec = false;                  // Python, then its C++ compiler and ptxas
+      if (absl::Status s = Confine(mine); !s.ok()) {
+        const std::string line =
+            absl::StrCat("gpubench_models.aot: cannot confine the compiler: ", s.message(), "\n");
+        (void)!write(STDOUT_FILENO, line.data(), line.size());
+        _exit(126);
+      }
+    }
     execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
@@ -160,7 +197,7 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
   while (true) {
     pollfd p = {out[0], POLLIN, 0};
     const int ready = poll(&p, 1, 200);
-    if (cancel != nullptr && cancel->load() && !killed) {
+    if (!killed && cancelled()) {
       kill(pid, SIGKILL);
       killed = true;
     }
@@ -233,10 +270,7 @@ void Evict(const std::string& dir, int64_t max_bytes, const std::string& keep) {
 
 std::string AotCacheKey(const engine::RunConfig& c, const std::string& target,
                         const std::string& twin_digest) {
-  Sha256 sha;
-  sha.Update(absl::StrJoin(AotModelArgs(c), "\x1f"));
-  sha.Update("\x1e" + target + "\x1e" + twin_digest);
-  return sha.HexDigest();
+  return CacheKey(AotModelArgs(c), target, twin_digest);
 }
 
 std::string PythonDir() {
@@ -248,10 +282,14 @@ std::string PythonDir() {
   return GPUBENCH_PYTHON_SOURCE_DIR;
 }
 
-absl::StatusOr<AotPackage> EnsureAotPackage(const engine::RunConfig& config,
-                                            const std::string& target,
-                                            const v1::AotSettings& settings,
-                                            const std::atomic<bool>* cancel) {
+namespace {
+
+// The package a request names, from the cache or compiled now. In the
+// compile server.
+absl::StatusOr<AotPackage> CompileOrFind(const v1::AotCompileRequest& request,
+                                         const v1::AotSettings& settings,
+                                         const std::function<bool()>& cancelled,
+                                         const ConfinementPolicy* policy) {
   // Absolute, so that nothing depends on the folder the worker started in.
   const std::string python_dir = RealPath(PythonDir());
   if (python_dir.empty() || !IsDir(python_dir + "/gpubench_models")) {
@@ -260,7 +298,8 @@ absl::StatusOr<AotPackage> EnsureAotPackage(const engine::RunConfig& config,
         PythonDir(), "\"; deploy/install.sh puts it in share/gpubench/python)"));
   }
   AotPackage package;
-  const std::string key = AotCacheKey(config, target, TwinDigest(python_dir));
+  const std::string key = CacheKey({request.model_args().begin(), request.model_args().end()},
+                                   request.target(), TwinDigest(python_dir));
   std::string dir = settings.cache_dir();
   if (dir.empty()) {
     std::string tmpl = TempDir() + "/gpubench-aot-XXXXXX";
@@ -279,17 +318,28 @@ absl::StatusOr<AotPackage> EnsureAotPackage(const engine::RunConfig& config,
     return package;
   }
   const std::string python = settings.python().empty() ? "python3" : settings.python();
-  std::vector<std::string> argv = {python, "-m", "gpubench_models.aot"};
-  for (std::string& a : AotModelArgs(config)) argv.push_back(std::move(a));
-  argv.insert(argv.end(), {"--device", absl::StartsWith(target, "cuda") ? "cuda" : "cpu",
-                           "--out", package.path});
   RemoveLeftovers(dir);
   std::string work = dir + "/.work-XXXXXX";
   if (mkdtemp(work.data()) == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("execution aot: cannot write in ", dir));
   }
+  // The compiler writes in its work folder only; the package moves into
+  // the cache from there.
+  const std::string compiled = work + "/package.pt2";
+  std::vector<std::string> argv = {python, "-m", "gpubench_models.aot"};
+  argv.insert(argv.end(), request.model_args().begin(), request.model_args().end());
+  argv.insert(argv.end(),
+              {"--device", absl::StartsWith(request.target(), "cuda") ? "cuda" : "cpu",
+               "--out", compiled});
+  ConfinementPolicy confined;
+  if (policy != nullptr) {
+    confined = *policy;
+    confined.read_trees.push_back(python_dir);
+  }
   const auto start = std::chrono::steady_clock::now();
-  auto child = Run(argv, python_dir, work, cancel);
+  auto child = Run(argv, python_dir, work, cancelled, policy != nullptr ? &confined : nullptr);
+  const bool made = child.ok() && child->exit_code == 0 && access(compiled.c_str(), R_OK) == 0 &&
+                    std::rename(compiled.c_str(), package.path.c_str()) == 0;
   RemoveTree(work);
   if (!child.ok()) return child.status();
   package.compile_ms =
@@ -301,17 +351,190 @@ absl::StatusOr<AotPackage> EnsureAotPackage(const engine::RunConfig& config,
         "whose LibTorch gpubench-worker links (pip install torch==2.11.0), or point "
         "gpubenchd --python at it"));
   }
-  if (child->exit_code == 3) {  // aot.py: no torch, or one without AOTInductor
+  if (child->exit_code == 3 || child->exit_code == 126) {
+    // aot.py: no torch, or one without AOTInductor; or no confinement.
     return absl::FailedPreconditionError(
         absl::StrCat("execution aot: ", python, ": ", Tail(child->output)));
   }
-  if (child->exit_code != 0 || access(package.path.c_str(), R_OK) != 0) {
+  if (!made) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "execution aot: compiling ", config.workload, " failed (",
+        "execution aot: compiling ", request.workload(), " failed (",
         child->exit_code < 0 ? std::string("killed") : absl::StrCat("exit ", child->exit_code),
         "): ", Tail(child->output)));
   }
   if (!package.temporary) Evict(dir, settings.cache_bytes(), package.path);
+  return package;
+}
+
+// The compile server's life: a request, a reply, until the worker closes
+// its end. A byte on cancel_fd stops the compile in progress and every
+// later one.
+[[noreturn]] void Serve(int requests_fd, int cancel_fd, const v1::AotSettings& settings,
+                        const std::optional<ConfinementPolicy>& policy) {
+  ipc::MessageReader reader(requests_fd);
+  ipc::MessageWriter writer(requests_fd);
+  bool cancelled = false;
+  auto check = [&] {
+    pollfd p = {cancel_fd, POLLIN, 0};
+    if (!cancelled && poll(&p, 1, 0) > 0) cancelled = true;  // a byte, or the worker gone
+    return cancelled;
+  };
+  v1::AotCompileRequest request;
+  while (true) {
+    auto got = reader.Read(&request);
+    if (!got.ok() || !*got) _exit(0);
+    auto package = check() ? absl::CancelledError("cancelled while compiling")
+                           : CompileOrFind(request, settings, check,
+                                           policy ? &*policy : nullptr);
+    v1::AotCompileReply reply;
+    if (package.ok()) {
+      reply.set_path(package->path);
+      reply.set_compile_ms(package->compile_ms);
+      reply.set_cached(package->cached);
+      reply.set_temporary(package->temporary);
+    } else {
+      reply.set_error_code(static_cast<int>(package.status().code()));
+      reply.set_error(std::string(package.status().message()));
+    }
+    if (!writer.Write(reply).ok()) _exit(0);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// program as execvp finds it: itself when it names a path, else the first
+// executable of that name on PATH; empty when there is none.
+std::string OnPath(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin:/bin", ':')) {
+    const std::string candidate = absl::StrCat(dir, "/", program);
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> CompilerTrees(const v1::AotSettings& settings) {
+  std::vector<std::string> programs = {settings.python().empty() ? "python3" : settings.python(),
+                                       "g++", "c++", "gcc", "cc", "clang++"};
+  for (const char* variable : {"CXX", "CC"}) {
+    if (const char* value = std::getenv(variable); value != nullptr && *value) {
+      programs.push_back(value);
+    }
+  }
+  const char* home_env = std::getenv("HOME");
+  const std::string home = home_env != nullptr ? RealPath(home_env) : "";
+  std::vector<std::string> trees;
+  for (const std::string& program : programs) {
+    const std::string named = OnPath(program);
+    // bin/python3 -> bin, then the prefix above it (lib/python3.x,
+    // libexec/gcc). Both as named (a virtual environment: its pyvenv.cfg)
+    // and as resolved (the interpreter it links to).
+    for (const std::string& binary : {named, RealPath(named)}) {
+      if (binary.empty() || binary[0] != '/') continue;
+      std::string dir = binary.substr(0, binary.rfind('/'));
+      for (int up = 0; up < 2 && !dir.empty() && dir != home; ++up) {
+        trees.push_back(dir);
+        dir = dir.substr(0, dir.rfind('/'));
+      }
+    }
+  }
+  // The CUDA toolkit's headers and nvcc, for a CUDA package's wrapper.
+  for (const char* variable : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* value = std::getenv(variable); value != nullptr && *value && value != home) {
+      trees.push_back(value);
+    }
+  }
+  return trees;
+}
+
+absl::StatusOr<std::unique_ptr<AotCompiler>> AotCompiler::Start(
+    const v1::AotSettings& settings, std::optional<ConfinementPolicy> compiler_policy) {
+  // Made now, so that the worker's domain (which opens it read only) finds
+  // it.
+  if (!settings.cache_dir().empty()) {
+    if (auto s = MakeDirs(settings.cache_dir()); !s.ok()) return s;
+  }
+  int sockets[2], cancel[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
+    return absl::InternalError("execution aot: socketpair failed");
+  }
+  if (pipe2(cancel, O_CLOEXEC) != 0) {
+    close(sockets[0]);
+    close(sockets[1]);
+    return absl::InternalError("execution aot: pipe failed");
+  }
+  if (compiler_policy) {
+    for (std::string& tree : CompilerTrees(settings)) {
+      compiler_policy->read_exec_trees.push_back(std::move(tree));
+    }
+  }
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("execution aot: fork failed");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // Only its two ends: not the worker's pipes to the daemon.
+    const int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, STDIN_FILENO);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(sockets[1], 3);
+    dup2(cancel[0], 4);
+    closefrom(5);
+    Serve(3, 4, settings, compiler_policy);
+  }
+  close(sockets[1]);
+  close(cancel[0]);
+  return std::unique_ptr<AotCompiler>(new AotCompiler(pid, sockets[0], cancel[1]));
+}
+
+AotCompiler::AotCompiler(pid_t pid, int requests_fd, int cancel_fd)
+    : pid_(pid), requests_fd_(requests_fd), cancel_fd_(cancel_fd) {}
+
+AotCompiler::~AotCompiler() {
+  close(requests_fd_);
+  close(cancel_fd_);
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+absl::StatusOr<AotPackage> AotCompiler::Ensure(const engine::RunConfig& config,
+                                               const std::string& target,
+                                               const std::atomic<bool>* cancel) {
+  v1::AotCompileRequest request;
+  for (std::string& a : AotModelArgs(config)) request.add_model_args(std::move(a));
+  request.set_workload(config.workload);
+  request.set_target(target);
+  if (auto s = ipc::MessageWriter(requests_fd_).Write(request); !s.ok()) {
+    return absl::InternalError(absl::StrCat("execution aot: the compile server is gone: ",
+                                            s.message()));
+  }
+  // The reply, while watching for a cancel (passed on to the server, which
+  // kills its compiler and answers Cancelled).
+  while (true) {
+    if (!cancelled_ && cancel != nullptr && cancel->load()) {
+      cancelled_ = true;
+      (void)!write(cancel_fd_, "x", 1);
+    }
+    pollfd p = {requests_fd_, POLLIN, 0};
+    if (poll(&p, 1, 200) > 0) break;
+  }
+  v1::AotCompileReply reply;
+  auto got = ipc::MessageReader(requests_fd_).Read(&reply);
+  if (!got.ok() || !*got) {
+    return absl::InternalError("execution aot: the compile server ended without a reply");
+  }
+  if (reply.error_code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(reply.error_code()), reply.error());
+  }
+  AotPackage package;
+  package.path = reply.path();
+  package.compile_ms = reply.compile_ms();
+  package.cached = reply.cached();
+  package.temporary = reply.temporary();
   return package;
 }
 

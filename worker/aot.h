@@ -6,12 +6,17 @@
 #ifndef GPUBENCH_WORKER_AOT_H_
 #define GPUBENCH_WORKER_AOT_H_
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "gpubench/v1/worker.pb.h"
+#include "worker/confine.h"
 #include "worker/engine/config.h"
 
 namespace gpubench::worker {
@@ -40,16 +45,53 @@ std::string AotCacheKey(const engine::RunConfig& config, const std::string& targ
 // source tree's worker/python.
 std::string PythonDir();
 
-// The package for config (defaults applied, execution aot), from the cache
-// or compiled now by `python -m gpubench_models.aot`. Errors name what to do:
-// FailedPrecondition for a Python without torch (or none at all), and the
-// compiler's own reason when the model does not export. *cancel (may be
-// null) stops a compile in progress (Cancelled). Evicts the least recently
-// used packages beyond settings.cache_bytes. Thread-compatible.
-absl::StatusOr<AotPackage> EnsureAotPackage(const engine::RunConfig& config,
-                                            const std::string& target,
-                                            const v1::AotSettings& settings,
-                                            const std::atomic<bool>* cancel);
+// Compiles packages for one worker, in a compile server: a process forked
+// while the worker still has one thread and no Landlock domain, since a
+// compiler started from inside the worker's domain could not run (it needs
+// execve, and CUDA writes its own /proc/PID). Each compile runs in a domain
+// of its own (with a compiler policy): it reads the system, Python and the
+// twins, and writes only its work folder; the server moves the package into
+// the cache. Thread-compatible.
+class AotCompiler {
+ public:
+  // Forks the server. Call while the process has one thread. With
+  // compiler_policy (SystemPolicy and the protected paths; the compiler's
+  // Python, the twins, its work folder and its /proc/PID are added), every
+  // compile is confined; without, none is.
+  static absl::StatusOr<std::unique_ptr<AotCompiler>> Start(
+      const v1::AotSettings& settings, std::optional<ConfinementPolicy> compiler_policy);
+
+  // Ends the server and reaps it.
+  ~AotCompiler();
+
+  // The package for config (defaults applied, execution aot), from the cache
+  // or compiled now by `python -m gpubench_models.aot`. Errors name what to
+  // do: FailedPrecondition for a Python without torch (or none at all), and
+  // the compiler's own reason when the model does not export. *cancel (may
+  // be null) stops a compile in progress (Cancelled), and every later one.
+  // Evicts the least recently used packages beyond settings.cache_bytes.
+  absl::StatusOr<AotPackage> Ensure(const engine::RunConfig& config,
+                                    const std::string& target,
+                                    const std::atomic<bool>* cancel);
+
+  AotCompiler(const AotCompiler&) = delete;
+  AotCompiler& operator=(const AotCompiler&) = delete;
+
+ private:
+  AotCompiler(pid_t pid, int requests_fd, int cancel_fd);
+
+  const pid_t pid_;
+  const int requests_fd_;  // requests out, replies in
+  const int cancel_fd_;    // a byte: stop compiling
+  bool cancelled_ = false;
+};
+
+// The read-and-execute folders a confined compile needs beyond the system's:
+// those of its Python (settings.python, else python3 on PATH) and of the C++
+// compilers Inductor may run ($CXX, $CC, g++, c++, gcc, cc, clang++ on
+// PATH), each the folder of its binary and the prefix above it, as named (a
+// virtual environment) and as resolved; and $CUDA_HOME. Never a home folder.
+std::vector<std::string> CompilerTrees(const v1::AotSettings& settings);
 
 }  // namespace gpubench::worker
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -118,18 +119,12 @@ absl::Status LocateModel(const v1::WorkerRequest& request, const v1::RunConfig& 
   return absl::OkStatus();
 }
 
-// Whether a request compiles execution aot packages and runs no user model.
-// Such a worker runs only the project's own code (built-in models, their
-// Python twins, Inductor and the C++ compiler), and stays unconfined: the
-// compiler, a child with a /proc/PID of its own, cannot start CUDA (error
-// 304) or its C++ compiler under the worker's Landlock domain.
-bool CompilesProjectCodeOnly(const std::vector<v1::RunConfig>& runs) {
-  bool compiled = false;
+// Whether any run of the sweep compiles a package (execution aot).
+bool CompilesAny(const std::vector<v1::RunConfig>& runs) {
   for (const v1::RunConfig& config : runs) {
-    if (config.workload() == "torchscript") return false;
-    if (engine::IsCompiled(ToEngineConfig(config).execution)) compiled = true;
+    if (engine::IsCompiled(ToEngineConfig(config).execution)) return true;
   }
-  return compiled;
+  return false;
 }
 
 // What this worker may reach once confined: the system's part, its scratch
@@ -215,10 +210,10 @@ absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) 
   return absl::OkStatus();
 }
 
-}  // namespace
-
+// The job's runs, each compiled package from compiler (null when no run is
+// compiled).
 absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
-                    const std::atomic<bool>* cancel) {
+                    const std::atomic<bool>* cancel, AotCompiler* compiler) {
   ipc::MessageWriter writer(out_fd);
   auto runs = ExpandSweep(request.spec());
   if (!runs.ok()) return runs.status();
@@ -336,8 +331,9 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
       absl::Status compiled;
       if (engine::IsCompiled(engine_config.execution)) {
         auto target = engine::CompileTarget(engine_config.device);
-        auto made = target.ok() ? EnsureAotPackage(engine_config, *target, request.aot(), cancel)
-                                : absl::StatusOr<AotPackage>(target.status());
+        auto made = !target.ok()        ? absl::StatusOr<AotPackage>(target.status())
+                    : compiler == nullptr ? absl::InternalError("execution aot: no compiler")
+                                          : compiler->Ensure(engine_config, *target, cancel);
         if (made.ok()) {
           package = *made;
           engine_config.aot_package = made->path;
@@ -398,6 +394,8 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
   return writer.Write(done);
 }
 
+}  // namespace
+
 absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
   ipc::MessageReader reader(in_fd);
   v1::WorkerRequest request;
@@ -410,7 +408,31 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
   auto runs = ExpandSweep(request.spec());
   const std::vector<v1::RunConfig> none;
   const std::vector<v1::RunConfig>& configs = runs.ok() ? *runs : none;
-  if (confinement.enabled() && !CompilesProjectCodeOnly(configs)) {
+  // The compile server, forked while this is the only thread and before the
+  // worker's domain: each compile gets a domain of its own.
+  std::unique_ptr<AotCompiler> compiler;
+  if (CompilesAny(configs) && confinement.probes_size() == 0) {
+    std::optional<ConfinementPolicy> compiler_policy;
+    if (confinement.enabled()) {
+      compiler_policy = SystemPolicy();
+      compiler_policy->protected_paths.assign(confinement.protected_paths().begin(),
+                                              confinement.protected_paths().end());
+      for (const std::string& p : confinement.read_paths()) {
+        compiler_policy->read_trees.push_back(p);
+      }
+    }
+    auto started = AotCompiler::Start(request.aot(), std::move(compiler_policy));
+    if (!started.ok()) return started.status();
+    compiler = std::move(*started);
+  }
+  if (confinement.enabled()) {
+    // Its scratch folder is its current folder: relative paths (LibTorch's
+    // AOTInductor packages, aoti_tmp.cc) land there.
+    if (!confinement.scratch_dir().empty() && chdir(confinement.scratch_dir().c_str()) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot enter the scratch folder ", confinement.scratch_dir(), ": ",
+          std::strerror(errno)));
+    }
     // Before anything of the job's runs, and while this is the only thread.
     if (auto s = Confine(PolicyFor(request, configs)); !s.ok()) {
       return absl::FailedPreconditionError(
@@ -418,7 +440,7 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
     }
   }
   if (confinement.probes_size() > 0) return ReportProbes(confinement, out_fd);
-  return RunJob(request, out_fd, cancel);
+  return RunJob(request, out_fd, cancel, compiler.get());
 }
 
 v1::HostInfo ProbeHost() {

@@ -12,16 +12,14 @@
 
 namespace gpubench::worker {
 
-// Runs request and writes events to out_fd: for each run RunStarted,
-// RunProgress per window, RunFinished (with samples); then WorkerDone. A run
-// that runs out of memory skips the larger batch sizes of the same config
+// Reads one WorkerRequest from in_fd, confines this process (unless the
+// request says not to; it must have one thread), and runs the request,
+// writing events to out_fd: for each run RunStarted, RunProgress per window,
+// RunFinished (with samples); then WorkerDone. A run that runs out of memory
+// skips the larger batch sizes of the same config
 // (RUN_STATE_SKIPPED_AFTER_OOM). *cancel stops at the next iteration
 // boundary. Errors: InvalidArgument for a bad spec, Unavailable when the
-// parent closed the pipe.
-absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
-                    const std::atomic<bool>* cancel);
-
-// Reads one WorkerRequest from in_fd and runs it (above).
+// parent closed the pipe, FailedPrecondition when it cannot confine itself.
 absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel);
 
 // The host as LibTorch sees it (torch, CUDA, cuDNN, GPUs, MPS), plus the

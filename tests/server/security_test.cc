@@ -546,6 +546,60 @@ TEST(Security, ConfinementCheckShowsAWorkerCannotOpenTheDaemonsFiles) {
       << out;
 }
 
+// execution aot runs the host's Python, in a process the worker forked
+// before it confined itself: the compiler gets a domain of its own. A
+// stand-in for that Python (a shell script, as --python) tries the host and
+// reports: it reads its own installation but not the secret or the
+// database, and writes its work folder only (not the data directory, the
+// package cache or /tmp).
+TEST(Security, TheAotCompilerRunsConfinedToItsWorkFolder) {
+  if (!LandlockAvailable()) GTEST_SKIP() << "the kernel has no Landlock";
+  const std::string dir = FreshDir("sec_aot_compiler");
+  const std::string data = dir + "/data";
+  const std::string secret = dir + "/secret";
+  std::ofstream(secret) << "private";
+  chmod(secret.c_str(), 0600);
+  const std::string python = dir + "/python/bin/python3";
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/python/bin").c_str()), 0);
+  const std::string planted = "/tmp/gpubench-aot-planted-" + std::to_string(getpid());
+  std::ofstream(python) << "#!/bin/sh\n"
+                        << "r=\n"
+                        << "try() { if eval \"$2\" >/dev/null 2>&1; then r=\"$r $1\"; "
+                           "else r=\"$r no-$1\"; fi; }\n"
+                        << "try read-own 'cat " << python << "'\n"
+                        << "try read-secret 'cat " << secret << "'\n"
+                        << "try read-db 'cat " << data << "/gpubench.db'\n"
+                        << "try write-data 'echo x > " << data << "/planted'\n"
+                        << "try write-cache 'echo x > " << data << "/aot-cache/planted.pt2'\n"
+                        << "try write-tmp 'echo x > " << planted << "'\n"
+                        << "try write-work 'echo x > ./inside'\n"
+                        << "echo \"gpubench_models.aot: probe:$r\"\n"
+                        << "exit 2\n";
+  chmod(python.c_str(), 0755);
+  const std::string tokens = WriteTokenFile(dir);
+  Daemon d(data, {"--token-file", tokens, "--python", python});
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec;
+  v1::RunConfig* c = spec.mutable_base();
+  c->set_workload("mlp");
+  c->set_device("cpu");
+  c->set_mode(v1::MODE_INFER);
+  c->set_batch_size(2);
+  c->set_execution(v1::EXECUTION_AOT);
+  std::string id;
+  ASSERT_TRUE(Submit(d, spec, kAlice, &id).ok());
+  WaitForJob(d, id, kAlice);
+  const std::vector<v1::Run> runs = Runs(d, id, kAlice);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_NE(runs[0].error().find("probe: read-own no-read-secret no-read-db no-write-data "
+                                 "no-write-cache no-write-tmp write-work"),
+            std::string::npos)
+      << runs[0].error();
+  EXPECT_FALSE(std::ifstream(data + "/planted").good());
+  EXPECT_FALSE(std::ifstream(planted).good());
+  std::remove(planted.c_str());
+}
+
 TEST(Security, AModelRootAboveTheDataDirectoryDoesNotMakeItsFilesModels) {
   const std::string dir = FreshDir("sec_root_above");
   const std::string tokens = WriteTokenFile(dir);
