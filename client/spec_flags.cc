@@ -1,5 +1,6 @@
 #include "client/spec_flags.h"
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -213,6 +214,15 @@ const std::map<std::string, Flag>& Flags() {
        Single("ddp: the built-in model to train data-parallel (default resnet50)", AsString,
               [](const std::string& v, J* j) {
                 j->mutable_base()->mutable_params()->set_ddp_model(v);
+              })},
+      {"ddp-bucket-mb",
+       Single("ddp: all-reduce gradients in buckets of this many MiB during backward "
+              "(default 25, as DistributedDataParallel); 0: one message after backward",
+              ToInt,
+              [](int64_t v, J* j) {
+                // Out of int's range stays out of the valid one.
+                j->mutable_base()->mutable_params()->set_ddp_bucket_mb(
+                    static_cast<int>(std::clamp<int64_t>(v, -1, int64_t{1} << 30)));
               })},
       {"copy-direction",
        Single("host_to_device, device_to_host, device_to_device",

@@ -15,7 +15,9 @@ namespace gpubench {
 inline constexpr double kContendedOtherCores = 0.5;
 
 // Jobs beside, other processes on the GPU, or more than kContendedOtherCores
-// of other CPU work.
+// of other CPU work. The job's own processes (a distributed run's other
+// ranks, a cuda:all job's other lanes: Contention.job_cpu_cores) are none
+// of these: the worker leaves them out.
 bool IsContended(const v1::Contention& contention);
 
 // Why a run must not be a baseline: "contended (...)" or "throttled (...)"

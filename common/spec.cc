@@ -194,6 +194,11 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
                                kMaxCollectiveBytes))
            .ok())
     return s;
+  if (p.has_ddp_bucket_mb() && (p.ddp_bucket_mb() < 0 || p.ddp_bucket_mb() > 4096)) {
+    return Invalid(path + ".ddp_bucket_mb",
+                   absl::StrCat("must be 0 (one message after backward) to 4096 MiB, got ",
+                                p.ddp_bucket_mb()));
+  }
   if (!p.ddp_model().empty() && !IsModelWorkload(p.ddp_model())) {
     return Invalid(path + ".ddp_model",
                    absl::StrCat("must be a built-in model (mlp, simple_cnn, resnet18, resnet50, "
@@ -577,6 +582,7 @@ int CountSweepPoints(const v1::Sweep& w) {
 void FillConfigDefaults(v1::RunConfig* c) {
   v1::WorkloadParams* p = c->mutable_params();
   if (c->workload() == "ddp" && p->ddp_model().empty()) p->set_ddp_model(kDefaultDdpModel);
+  if (c->workload() == "ddp" && !p->has_ddp_bucket_mb()) p->set_ddp_bucket_mb(kDefaultDdpBucketMb);
   const WorkloadDefaults d = DefaultsOf(ModelWorkload(c->workload(), p->ddp_model()));
   if (p->model_size().empty()) p->set_model_size(d.model_size);
   if (p->image_size() == 0) p->set_image_size(d.image_size);

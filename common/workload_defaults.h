@@ -17,6 +17,9 @@ inline constexpr double kDefaultSgdLearningRate = 1e-2;
 inline constexpr double kDefaultAdamWLearningRate = 1e-3;
 inline constexpr int kDefaultPrefetchDepth = 2;
 inline constexpr char kDefaultDdpModel[] = "resnet50";
+// ddp's gradient bucket cap in MiB, as DistributedDataParallel's
+// bucket_cap_mb.
+inline constexpr int kDefaultDdpBucketMb = 25;
 
 // The built-in models: what the engine builds, ddp trains and aot compiles.
 inline bool IsModelWorkload(std::string_view workload) {

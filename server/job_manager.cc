@@ -57,6 +57,15 @@ struct JobManager::Running {
   bool shutdown ABSL_GUARDED_BY(mu) = false;
   bool timed_out ABSL_GUARDED_BY(mu) = false;
   bool finished ABSL_GUARDED_BY(mu) = false;
+  // The job's workers that run at the same time (a cuda:all job's lanes)
+  // share one process group, which their telemetry counts as the job's own
+  // rather than contention. Held across a worker's start, so that lanes
+  // starting together make one group.
+  absl::Mutex group_mu;
+  pid_t process_group ABSL_GUARDED_BY(group_mu) = 0;  // 0: none yet
+  // Workers (or rank groups) started and not yet reaped: while one runs,
+  // its group exists (a reaped group's id could be another's by now).
+  int group_workers ABSL_GUARDED_BY(group_mu) = 0;
 };
 
 JobManager::JobManager(DaemonOptions options, storage::Store* store, v1::HostInfo host,
@@ -693,8 +702,16 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     }
     request.clear_skip_indices();
     for (int index : stored) request.add_skip_indices(index);
-    auto process = lane.rank.world_size() > 0 ? StartRankGroup(launcher_.get(), request)
-                                              : launcher_->Start(request);
+    absl::StatusOr<std::unique_ptr<worker::Worker>> process;
+    {
+      absl::MutexLock lock(&running->group_mu);
+      request.set_process_group(running->group_workers > 0 ? running->process_group : 0);
+      process = lane.rank.world_size() > 0 ? StartRankGroup(launcher_.get(), request)
+                                           : launcher_->Start(request);
+      if (process.ok() && running->group_workers++ == 0) {
+        running->process_group = (*process)->ProcessGroup();
+      }
+    }
     if (!process.ok()) {
       stream = absl::UnavailableError(
           absl::StrCat("cannot start the worker: ", process.status().message()));
@@ -767,6 +784,10 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
       }
     }
     exit = (*process)->Wait();
+    {
+      absl::MutexLock lock(&running->group_mu);
+      if (--running->group_workers == 0) running->process_group = 0;
+    }
     std::string limit_hit;
     bool out_of_memory = false;
     {

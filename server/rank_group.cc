@@ -101,6 +101,7 @@ class RankGroup : public worker::Worker {
     for (const auto& w : ranks_) total += w->RssBytes();
     return total;
   }
+  pid_t ProcessGroup() const override { return rank0_->ProcessGroup(); }
   int64_t ScratchBytes() const override {
     absl::MutexLock lock(&mu_);
     int64_t largest = 0;  // each rank's folder is bounded alone
@@ -122,6 +123,8 @@ class RankGroup : public worker::Worker {
     }
     v1::WorkerRequest ranked = request_;
     ranked.mutable_rank()->set_store_port(event.rendezvous().store_port());
+    // The other ranks are the run's own, not contention: in rank 0's group.
+    ranked.set_process_group(rank0_->ProcessGroup());
     for (int r = 1; r < request_.rank().world_size(); ++r) {
       ranked.mutable_rank()->set_rank(r);
       auto w = launcher_->Start(ranked);

@@ -25,9 +25,11 @@ namespace gpubench::server {
 // when rank 0 ends before it reports its store or a rank cannot start. A
 // rank whose run fails stops the group, and rank 0's run then ends with that
 // run (its error naming the rank; out of memory stays out of memory). Once
-// rank 0 has ended well the others get 30 s to end, then are killed. The
-// returned Worker follows worker::Worker's threading rules; it launches
-// through launcher, which must outlive it.
+// rank 0 has ended well the others get 30 s to end, then are killed. Every
+// rank runs in rank 0's process group (request.process_group, or a new
+// one): the returned Worker's ProcessGroup(). The returned Worker follows
+// worker::Worker's threading rules; it launches through launcher, which
+// must outlive it.
 absl::StatusOr<std::unique_ptr<worker::Worker>> StartRankGroup(worker::WorkerLauncher* launcher,
                                                                const v1::WorkerRequest& request);
 

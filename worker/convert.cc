@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/workload_defaults.h"
+
 namespace gpubench::worker {
 namespace {
 
@@ -55,6 +57,7 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   c.collective_op = static_cast<engine::CollectiveOp>(p.collective_op());
   c.collective_bytes = p.collective_bytes();
   c.ddp_model = p.ddp_model();
+  c.ddp_bucket_mb = p.has_ddp_bucket_mb() ? p.ddp_bucket_mb() : kDefaultDdpBucketMb;
   c.world_size = v.world_size();
   c.model_path = p.model_path();
   for (const auto& in : p.inputs()) {
@@ -136,6 +139,7 @@ void FillTelemetry(const telemetry::Series& series, double samples_per_s, double
   v1::Contention* contention = run->mutable_result()->mutable_contention();
   contention->set_gpu_processes(sum.gpu_processes);
   if (series.other_cpu_cores > 0) contention->set_other_cpu_cores(series.other_cpu_cores);
+  if (series.job_cpu_cores > 0) contention->set_job_cpu_cores(series.job_cpu_cores);
   if (series.samples.empty()) return;
   v1::TelemetrySeries* out = run->mutable_telemetry_series();
   out->set_source(series.source);

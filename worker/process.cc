@@ -20,6 +20,7 @@
 #include "common/paths.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/delimited_message_util.h"
+#include "worker/telemetry.h"
 
 namespace gpubench::worker {
 namespace {
@@ -65,6 +66,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
       {"XDG_CACHE_HOME", scratch + "/cache"},
       {"CUDA_CACHE_PATH", scratch + "/cuda"},
       {"TRITON_HOME", scratch},
+      {telemetry::kJobProcessGroupEnv, "1"},
   };
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -81,6 +83,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     RemoveTree(scratch);
     return failed;
   }
+  const pid_t group = request.process_group();
   const pid_t pid = fork();
   if (pid < 0) {
     const absl::Status failed = Errno("fork");
@@ -91,6 +94,11 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     // The worker dies with the thread that started it (a daemon killed with
     // SIGKILL must not leave a worker holding the GPU).
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The job's group, so that its telemetry tells the job's processes from
+    // the others; a new one where that group is gone (EPERM). The parent
+    // does the same, as a shell does, so that the group is set whichever
+    // runs first.
+    if (group <= 0 || setpgid(0, group) != 0) setpgid(0, 0);
     if (limits.max_open_files > 0) {
       const struct rlimit files = {static_cast<rlim_t>(limits.max_open_files),
                                    static_cast<rlim_t>(limits.max_open_files)};
@@ -113,6 +121,10 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   close(in[0]);
   close(out[1]);
   close(err[1]);
+  // EACCES once the child has run exec: it set its group itself.
+  if (group <= 0 || setpgid(pid, group) != 0) setpgid(pid, pid);
+  pid_t pgid = getpgid(pid);
+  if (pgid < 0) pgid = pid;  // already gone; its group went with it
   // The request is small next to a pipe buffer, but write it fully anyway.
   const std::string bytes = [&] {
     std::string s;
@@ -128,7 +140,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     written += n;
   }
   close(in[1]);
-  return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, out[0], err[0], scratch));
+  return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, pgid, out[0], err[0], scratch));
 }
 
 namespace {
@@ -169,8 +181,10 @@ int64_t WorkerProcess::ScratchBytes() const {
   return tree_entries > 1000000 ? INT64_MAX : tree_bytes;
 }
 
-WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd, std::string scratch_dir)
+WorkerProcess::WorkerProcess(pid_t pid, pid_t pgid, int events_fd, int stderr_fd,
+                             std::string scratch_dir)
     : pid_(pid),
+      pgid_(pgid),
       scratch_dir_(std::move(scratch_dir)),
       events_fd_(events_fd),
       stderr_fd_(stderr_fd),

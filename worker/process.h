@@ -62,6 +62,9 @@ class Worker {
   virtual int64_t RssBytes() const = 0;
   // What its scratch folder holds now, bytes on disk (0: none).
   virtual int64_t ScratchBytes() const { return 0; }
+  // The process group its processes run in (WorkerRequest.process_group),
+  // for the job's next workers to join; 0 where it has none of its own.
+  virtual pid_t ProcessGroup() const { return 0; }
 };
 
 // Starts workers: gpubench-worker processes in the daemon (ProcessLauncher),
@@ -76,7 +79,10 @@ class WorkerLauncher {
 class WorkerProcess : public Worker {
  public:
   // Starts worker_path with limits, writes request (with its confinement
-  // and scratch folder filled in) to its stdin and closes it.
+  // and scratch folder filled in) to its stdin and closes it. The child
+  // runs in process group request.process_group(), or leads a new one where
+  // that is 0 or gone (never in the caller's group), with
+  // telemetry::kJobProcessGroupEnv set.
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(
       const std::string& worker_path, const v1::WorkerRequest& request,
       const WorkerLimits& limits = {});
@@ -91,14 +97,16 @@ class WorkerProcess : public Worker {
   // The blocks its scratch folder's files take, walked without following
   // links; a folder of more than a million entries counts as full.
   int64_t ScratchBytes() const override;
+  pid_t ProcessGroup() const override { return pgid_; }
 
   pid_t pid() const { return pid_; }
 
  private:
-  WorkerProcess(pid_t pid, int events_fd, int stderr_fd, std::string scratch_dir);
+  WorkerProcess(pid_t pid, pid_t pgid, int events_fd, int stderr_fd, std::string scratch_dir);
   void DrainStderr();
 
   const pid_t pid_;
+  const pid_t pgid_;
   const std::string scratch_dir_;  // removed after the reap
   const int events_fd_;
   const int stderr_fd_;

@@ -1,12 +1,15 @@
 #include "worker/telemetry.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace gpubench::telemetry {
@@ -38,6 +41,41 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// The fields of /proc/[pid]/stat used here.
+struct ProcStat {
+  pid_t pgrp = 0;           // field 5
+  long long cpu_ticks = 0;  // utime (14) + stime (15), clock ticks
+  long long rss_pages = 0;  // field 24
+};
+
+// False where the file cannot be read (the process is gone).
+bool ReadProcStat(const std::string& path, ProcStat* out) {
+  std::ifstream in(path);
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  // The command (field 2) may hold spaces and parentheses: fields resume
+  // after its last ')'.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 > stat.size()) return false;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string skip;
+  long long pgrp = 0, utime = 0, stime = 0;
+  fields >> skip >> skip >> pgrp;  // state (3), ppid (4), pgrp (5)
+  for (int i = 6; i <= 13; ++i) fields >> skip;
+  fields >> utime >> stime;
+  for (int i = 16; i <= 23; ++i) fields >> skip;
+  if (!(fields >> out->rss_pages)) return false;
+  out->pgrp = static_cast<pid_t>(pgrp);
+  out->cpu_ticks = utime + stime;
+  return true;
+}
+
+// The process group of pid, or 0 where it cannot be read (gone, or not in
+// this PID namespace).
+pid_t ProcessGroupOf(pid_t pid) {
+  ProcStat stat;
+  return ReadProcStat("/proc/" + std::to_string(pid) + "/stat", &stat) ? stat.pgrp : 0;
 }
 
 class NvmlSource : public Source {
@@ -104,17 +142,7 @@ class NvmlSource : public Source {
     if (pcie_ && pcie_(device_, kNvmlPcieTx, &v) == kNvmlSuccess) {
       s->pcie_tx_bytes_per_s = v * 1024.0;
     }
-    // The count alone: asked with no room, NVML says how many there are.
-    // This worker holds a context on the GPU while it measures, so the
-    // others are one fewer (PIDs are not compared: in a container NVML
-    // gives the host's).
-    unsigned int count = 0;
-    if (processes_) {
-      const nvmlReturn_t rc = processes_(device_, &count, nullptr);
-      if (rc == kNvmlSuccess || rc == kNvmlInsufficientSize) {
-        s->gpu_processes = count > 0 ? static_cast<int>(count) - 1 : 0;
-      }
-    }
+    if (processes_) s->gpu_processes = OtherProcesses();
     return true;
   }
 
@@ -150,15 +178,62 @@ class NvmlSource : public Source {
     if (throttle_ == nullptr) {
       Symbol("nvmlDeviceGetCurrentClocksThrottleReasons", &throttle_, false, why);
     }
-    for (const char* name : {"nvmlDeviceGetComputeRunningProcesses_v3",
-                             "nvmlDeviceGetComputeRunningProcesses_v2",
-                             "nvmlDeviceGetComputeRunningProcesses"}) {
-      if (processes_ == nullptr) Symbol(name, &processes_, false, why);
+    // The _v2 and _v3 calls fill nvmlProcessInfo_v2_t (PID, memory, GPU
+    // and compute instance), the first one nvmlProcessInfo_v1_t.
+    const std::pair<const char*, size_t> kProcessCalls[] = {
+        {"nvmlDeviceGetComputeRunningProcesses_v3", 24},
+        {"nvmlDeviceGetComputeRunningProcesses_v2", 24},
+        {"nvmlDeviceGetComputeRunningProcesses", 16}};
+    for (const auto& [name, stride] : kProcessCalls) {
+      if (processes_ != nullptr) break;
+      Symbol(name, &processes_, false, why);
+      stride_ = stride;
     }
+    pids_.assign(16 * stride_, 0);
     return true;
   }
 
+  // Compute processes on the GPU besides the job's own (OwnProcessGroup):
+  // NVML's PIDs against this process and its group. Where none of them is
+  // this process (a container: NVML gives the host's PIDs), or they cannot
+  // be read, the count less one, since this worker holds a context on the
+  // GPU while it measures.
+  int OtherProcesses() {
+    unsigned int count = static_cast<unsigned int>(pids_.size() / stride_);
+    nvmlReturn_t rc = processes_(device_, &count, pids_.empty() ? nullptr : pids_.data());
+    if (rc == kNvmlInsufficientSize) {
+      pids_.assign((count + 8) * stride_, 0);  // room for a few more starting meanwhile
+      count = static_cast<unsigned int>(pids_.size() / stride_);
+      rc = processes_(device_, &count, pids_.data());
+    }
+    if (rc != kNvmlSuccess && rc != kNvmlInsufficientSize) return 0;
+    const int fewer = count > 0 ? static_cast<int>(count) - 1 : 0;
+    if (rc != kNvmlSuccess) return fewer;
+    // The PID leads each entry, whatever the struct's version.
+    std::set<pid_t> pids;
+    for (unsigned int i = 0; i < count; ++i) {
+      unsigned int pid = 0;
+      std::memcpy(&pid, pids_.data() + i * stride_, sizeof(pid));
+      // Zero or a repeat: a layout this code does not know.
+      if (pid == 0 || !pids.insert(static_cast<pid_t>(pid)).second) return fewer;
+    }
+    const pid_t self = getpid();
+    if (pids.count(self) == 0) return fewer;
+    int others = 0;
+    for (pid_t pid : pids) {
+      if (pid == self) continue;
+      // A process that is gone since NVML listed it, or one of another PID
+      // namespace, reads as group 0: another's.
+      if (own_group_ == 0 || ProcessGroupOf(pid) != own_group_) ++others;
+    }
+    return others;
+  }
+
   void* const lib_;
+  const pid_t own_group_ = OwnProcessGroup();
+  // Room for nvmlProcessInfo entries: each stride_ bytes, the PID first.
+  std::vector<unsigned char> pids_;
+  size_t stride_ = 24;
   bool initialised_ = false;
   nvmlDevice_t device_ = nullptr;
   nvmlReturn_t (*init_)() = nullptr;
@@ -173,34 +248,22 @@ class NvmlSource : public Source {
   nvmlReturn_t (*temperature_)(nvmlDevice_t, int, unsigned int*) = nullptr;
   nvmlReturn_t (*throttle_)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*pcie_)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  // The process-info array is never passed, so its layout is not needed.
   nvmlReturn_t (*processes_)(nvmlDevice_t, unsigned int*, void*) = nullptr;
 };
 
 // This process's CPU seconds (user + system) and RSS from /proc/self/stat.
 bool ReadSelfStat(double* cpu_s, int64_t* rss_bytes) {
-  std::ifstream in("/proc/self/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return false;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string skip;
-  // Fields 3..13 precede utime (14) and stime (15); rss is field 24.
-  for (int i = 3; i <= 13; ++i) fields >> skip;
-  long long utime = 0, stime = 0;
-  fields >> utime >> stime;
-  for (int i = 16; i <= 23; ++i) fields >> skip;
-  long long rss_pages = 0;
-  if (!(fields >> rss_pages)) return false;
-  *rss_bytes = rss_pages * sysconf(_SC_PAGESIZE);
-  *cpu_s = static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
+  ProcStat stat;
+  if (!ReadProcStat("/proc/self/stat", &stat)) return false;
+  *rss_bytes = stat.rss_pages * sysconf(_SC_PAGESIZE);
+  *cpu_s = static_cast<double>(stat.cpu_ticks) / sysconf(_SC_CLK_TCK);
   return true;
 }
 
 // Busy seconds of the whole host (/proc/stat's first line: user, nice,
-// system, irq, softirq, steal; not idle or iowait), and this process's CPU
-// seconds; false where either cannot be read.
-bool ReadCpuSeconds(double* host_busy_s, double* self_s) {
+// system, irq, softirq, steal; not idle or iowait); false where it cannot
+// be read.
+bool ReadHostBusySeconds(double* host_busy_s) {
   std::ifstream stat("/proc/stat");
   std::string cpu;
   long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
@@ -209,8 +272,6 @@ bool ReadCpuSeconds(double* host_busy_s, double* self_s) {
       cpu != "cpu") {
     return false;
   }
-  int64_t rss = 0;
-  if (!ReadSelfStat(self_s, &rss)) return false;
   *host_busy_s = static_cast<double>(user + nice + system + irq + softirq + steal) /
                  sysconf(_SC_CLK_TCK);
   return true;
@@ -321,16 +382,63 @@ Sampler::Sampler(std::unique_ptr<Source> source, int64_t interval_ms)
 
 Sampler::~Sampler() { Stop(); }
 
-OtherCpuLoad::OtherCpuLoad() : start_ms_(NowMs()) {
-  if (!ReadCpuSeconds(&busy_s_, &self_s_)) busy_s_ = -1;
+pid_t OwnProcessGroup() {
+  const char* env = std::getenv(kJobProcessGroupEnv);
+  return env != nullptr && std::strcmp(env, "1") == 0 ? getpgrp() : 0;
 }
 
-bool OtherCpuLoad::Read(double* cores) const {
-  double busy = 0, self = 0;
+bool GroupCpuSeconds(pid_t pgid, std::map<pid_t, double>* cpu_s_by_pid) {
+  cpu_s_by_pid->clear();
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return false;
+  const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
+  while (const dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    ProcStat stat;
+    if (!ReadProcStat(std::string("/proc/") + entry->d_name + "/stat", &stat)) continue;
+    if (stat.pgrp == pgid) (*cpu_s_by_pid)[static_cast<pid_t>(pid)] = stat.cpu_ticks / ticks_per_s;
+  }
+  closedir(proc);
+  return true;
+}
+
+OtherCpuLoad::OtherCpuLoad(pid_t own_group) : own_group_(own_group), start_ms_(NowMs()) {
+  if (!ReadHostBusySeconds(&busy_s_) || !ReadOwn(&own_s_)) busy_s_ = -1;
+}
+
+bool OtherCpuLoad::ReadOwn(std::map<pid_t, double>* own_s) const {
+  // /proc unlisted leaves this process alone as its own.
+  if (own_group_ <= 0 || !GroupCpuSeconds(own_group_, own_s)) own_s->clear();
+  double self_s = 0;
+  int64_t rss = 0;
+  if (!ReadSelfStat(&self_s, &rss)) return false;
+  (*own_s)[getpid()] = self_s;
+  return true;
+}
+
+bool OtherCpuLoad::Read(double* cores, double* job_cores) const {
+  double busy = 0;
+  std::map<pid_t, double> own;
   const int64_t now = NowMs();
-  if (busy_s_ < 0 || now <= start_ms_ || !ReadCpuSeconds(&busy, &self)) return false;
+  if (busy_s_ < 0 || now <= start_ms_ || !ReadHostBusySeconds(&busy) || !ReadOwn(&own)) {
+    return false;
+  }
+  // A process of the group that started inside the window spent all its
+  // CPU time in it; one that ended inside it is not listed now, so its
+  // part of the window counts as elsewhere.
+  double own_s = 0, self_s = 0;
+  for (const auto& [pid, cpu_s] : own) {
+    const auto before = own_s_.find(pid);
+    const double in_window = cpu_s - (before == own_s_.end() ? 0 : before->second);
+    own_s += in_window;
+    if (pid == getpid()) self_s = in_window;
+  }
+  const double window_s = (now - start_ms_) / 1e3;
   // Jiffies are coarse: a short window can come out a little below 0.
-  *cores = std::max(0.0, ((busy - busy_s_) - (self - self_s_)) / ((now - start_ms_) / 1e3));
+  *cores = std::max(0.0, ((busy - busy_s_) - own_s) / window_s);
+  if (job_cores != nullptr) *job_cores = std::max(0.0, (own_s - self_s) / window_s);
   return true;
 }
 
@@ -352,7 +460,10 @@ Series Sampler::Stop() {
   series.interval_ms = interval_ms_;
   series.samples = std::move(samples_);
   samples_.clear();
-  if (other_load_ && !other_load_->Read(&series.other_cpu_cores)) series.other_cpu_cores = -1;
+  if (other_load_ && !other_load_->Read(&series.other_cpu_cores, &series.job_cpu_cores)) {
+    series.other_cpu_cores = -1;
+    series.job_cpu_cores = 0;
+  }
   other_load_.reset();
   return series;
 }

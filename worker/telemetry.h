@@ -5,8 +5,11 @@
 #ifndef GPUBENCH_WORKER_TELEMETRY_H_
 #define GPUBENCH_WORKER_TELEMETRY_H_
 
+#include <sys/types.h>
+
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,7 +33,7 @@ struct Sample {
   double pcie_tx_bytes_per_s = 0;
   float host_cpu_utilization_pct = 0;  // of this process, 100 = one core
   int64_t host_rss_bytes = 0;
-  int gpu_processes = 0;  // compute processes on the GPU besides this one
+  int gpu_processes = 0;  // compute processes on the GPU besides the job's own
 };
 
 struct Series {
@@ -38,9 +41,13 @@ struct Series {
   std::string unavailable_reason;  // why there is no device telemetry
   int64_t interval_ms = 0;
   std::vector<Sample> samples;
-  // CPU cores busy with everything but this process over the window, on
-  // average; -1 where /proc/stat cannot be read.
+  // CPU cores busy with everything but the job's own processes (see
+  // OwnProcessGroup) over the window, on average; -1 where /proc/stat cannot
+  // be read.
   double other_cpu_cores = -1;
+  // CPU cores busy with the job's own processes but this one (its run's
+  // other ranks, its other lanes) over the window, on average.
+  double job_cpu_cores = 0;
 };
 
 struct Field {
@@ -101,18 +108,42 @@ std::unique_ptr<Source> OpenNvml(const std::string& device_id, int index, std::s
 // This process's CPU utilisation and RSS from /proc/self.
 std::unique_ptr<Source> OpenHost();
 
-// The host's CPU time spent outside this process between two readings:
-// (busy jiffies of /proc/stat's "cpu" line - this process's CPU time) /
-// wall time, in cores. Linux only; Read is false elsewhere.
+// Set ("1") by the launcher (worker/process.h) in a worker's environment:
+// the worker's process group holds its job's processes and nothing else.
+inline constexpr char kJobProcessGroupEnv[] = "GPUBENCH_JOB_PROCESS_GROUP";
+
+// The process group whose processes are this process's job's own (a
+// distributed run's other ranks, a cuda:all job's other lanes): its own
+// group where kJobProcessGroupEnv is set, else 0 (this process alone: a
+// test binary shares its group with the test runner).
+pid_t OwnProcessGroup();
+
+// CPU seconds (user + system, every thread) of each process in process
+// group pgid, by PID, from /proc/[pid]/stat; false where /proc cannot be
+// listed. A process that ends meanwhile is left out.
+bool GroupCpuSeconds(pid_t pgid, std::map<pid_t, double>* cpu_s_by_pid);
+
+// The host's CPU time spent outside the job's own processes between two
+// readings: (busy jiffies of /proc/stat's "cpu" line - the CPU time of the
+// processes of own_group, or of this process where own_group is 0) / wall
+// time, in cores. Linux only; Read is false elsewhere.
 class OtherCpuLoad {
  public:
-  OtherCpuLoad();  // the first reading
-  // Cores busy elsewhere since construction; false where /proc/stat or
-  // /proc/self/stat cannot be read.
-  bool Read(double* cores) const;
+  // The first reading.
+  explicit OtherCpuLoad(pid_t own_group = OwnProcessGroup());
+  // Cores busy elsewhere since construction, and (job_cores, when not
+  // null) those busy in own_group's other processes; false where /proc/stat
+  // or /proc/self/stat cannot be read. A process of the group that ended
+  // inside the window counts as elsewhere for the part it ran in it.
+  bool Read(double* cores, double* job_cores = nullptr) const;
 
  private:
-  double busy_s_ = -1, self_s_ = -1;
+  // This process's and its group's CPU seconds by PID.
+  bool ReadOwn(std::map<pid_t, double>* own_s) const;
+
+  const pid_t own_group_;
+  double busy_s_ = -1;
+  std::map<pid_t, double> own_s_;
   int64_t start_ms_ = 0;
 };
 

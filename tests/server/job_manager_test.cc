@@ -42,8 +42,10 @@ struct Script {
 // A worker that plays the event stream of a real one for its request.
 class FakeWorker : public worker::Worker {
  public:
-  FakeWorker(const v1::WorkerRequest& request, const Script& script, bool first)
-      : script_(script),
+  FakeWorker(const v1::WorkerRequest& request, const Script& script, bool first,
+             pid_t group = 0)
+      : group_(group),
+        script_(script),
         crash_(first && script.crash_at >= 0),
         hang_(script.hang && (script.hang_only_on.empty() ||
                               request.spec().base().device() == script.hang_only_on)),
@@ -118,6 +120,7 @@ class FakeWorker : public worker::Worker {
     return exit_;
   }
   int64_t RssBytes() const override { return 1 << 20; }
+  pid_t ProcessGroup() const override { return group_; }
 
  private:
   struct Planned {
@@ -138,6 +141,7 @@ class FakeWorker : public worker::Worker {
     if (signal == 11) exit_.stderr_tail = "Segmentation fault in a scripted worker";
   }
 
+  const pid_t group_;
   const Script script_;
   const bool crash_;
   const bool hang_;
@@ -163,10 +167,13 @@ class FakeLauncher : public worker::WorkerLauncher {
       requests_->push_back(request);
     }
     const bool first = started_->fetch_add(1) == 0;
-    return std::unique_ptr<worker::Worker>(new FakeWorker(request, script_, first));
+    // As the process launcher: the group asked for, else a new one.
+    const pid_t group = request.process_group() != 0 ? request.process_group() : next_group_++;
+    return std::unique_ptr<worker::Worker>(new FakeWorker(request, script_, first, group));
   }
 
  private:
+  std::atomic<pid_t> next_group_{1000};
   const Script script_;
   std::atomic<int>* const started_;
   std::vector<v1::WorkerRequest>* const requests_;
@@ -339,9 +346,24 @@ TEST_F(JobManagerTest, CudaAllRunsEachGpusPointsInItsOwnWorkerSideBySide) {
     EXPECT_EQ((*runs)[i].config().device(), "cuda:" + std::to_string(i));
     EXPECT_EQ((*runs)[i].state(), v1::RUN_STATE_SUCCEEDED);
   }
-  std::lock_guard<std::mutex> lock(requests_mu_);
-  ASSERT_EQ(requests_.size(), 4u);
-  for (const v1::WorkerRequest& r : requests_) EXPECT_EQ(r.skip_indices_size(), 3);
+  {
+    std::lock_guard<std::mutex> lock(requests_mu_);
+    ASSERT_EQ(requests_.size(), 4u);
+    for (const v1::WorkerRequest& r : requests_) EXPECT_EQ(r.skip_indices_size(), 3);
+    // The lanes share the first lane's process group, so that each counts
+    // the others as its job's own, not as contention.
+    EXPECT_EQ(requests_[0].process_group(), 0);  // a new group (the fake's 1000)
+    for (int i = 1; i < 4; ++i) EXPECT_EQ(requests_[i].process_group(), 1000) << i;
+  }
+  // The next job's worker starts a group of its own.
+  auto next = jobs->Submit(Sweep(1), "", "tester");
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(WaitFor(*jobs, next->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+  {
+    std::lock_guard<std::mutex> lock(requests_mu_);
+    ASSERT_EQ(requests_.size(), 5u);
+    EXPECT_EQ(requests_[4].process_group(), 0);
+  }
   // No GPU on the host: refused, naming the field.
   host_.clear_gpus();
   auto none = Manager(Script())->Submit(spec, "", "tester");

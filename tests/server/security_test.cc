@@ -378,6 +378,13 @@ std::string ScriptModel(const std::string& path, const std::string& source) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// A 0600 file at path holding text; returns path.
+std::string PrivateFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  chmod(path.c_str(), 0600);
+  return path;
+}
+
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -406,10 +413,9 @@ TEST(Security, HostileTorchScriptFromASubmitterCannotReadWriteOrDamageTheHost) {
   const std::string data = dir + "/data", root = dir + "/models", outside = dir + "/outside";
   ASSERT_EQ(std::system(("mkdir -p " + data + " " + root + " " + outside).c_str()), 0);
   // A 0600 file outside every model root, and a file a model tries to overwrite.
-  const std::string secret = outside + "/secret", target = outside + "/target";
   const std::string kSecret = "TOPSECRET-7f3a9c-do-not-leak";
-  std::ofstream(secret) << kSecret;
-  chmod(secret.c_str(), 0600);
+  const std::string secret = PrivateFile(outside + "/secret", kSecret);
+  const std::string target = outside + "/target";
   const std::string kTarget = "the host's own bytes";
   std::ofstream(target) << kTarget;
   const std::string tokens = WriteTokenFile(dir);
@@ -512,9 +518,7 @@ TEST(Security, ConfinementCheckShowsAWorkerCannotOpenTheDaemonsFiles) {
   if (!LandlockAvailable()) GTEST_SKIP() << "the kernel has no Landlock";
   const std::string dir = FreshDir("sec_check");
   const std::string data = dir + "/data";
-  const std::string secret = dir + "/secret";
-  std::ofstream(secret) << "private";
-  chmod(secret.c_str(), 0600);
+  const std::string secret = PrivateFile(dir + "/secret", "private");
   const std::string tokens = WriteTokenFile(dir);
   {
     Daemon d(data, {"--token-file", tokens});  // makes the database
@@ -556,9 +560,7 @@ TEST(Security, TheAotCompilerRunsConfinedToItsWorkFolder) {
   if (!LandlockAvailable()) GTEST_SKIP() << "the kernel has no Landlock";
   const std::string dir = FreshDir("sec_aot_compiler");
   const std::string data = dir + "/data";
-  const std::string secret = dir + "/secret";
-  std::ofstream(secret) << "private";
-  chmod(secret.c_str(), 0600);
+  const std::string secret = PrivateFile(dir + "/secret", "private");
   const std::string python = dir + "/python/bin/python3";
   ASSERT_EQ(std::system(("mkdir -p " + dir + "/python/bin").c_str()), 0);
   const std::string planted = "/tmp/gpubench-aot-planted-" + std::to_string(getpid());

@@ -3,11 +3,14 @@
 #include "worker/telemetry.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -68,6 +71,99 @@ TEST(Telemetry, OtherCpuLoadCountsOtherProcessesBusyCores) {
   // One core busy in the child for nearly all of the window (more where
   // other tests share the machine).
   EXPECT_GT(cores, 0.6);
+}
+
+// A child that spins until killed, in process group `group` (0: a new one
+// that it leads), outside the test's.
+pid_t Spinner(pid_t group) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, group);
+    volatile double x = 0;
+    while (true) x = x + 1;
+  }
+  setpgid(pid, group == 0 ? pid : group);  // set whichever runs first
+  return pid;
+}
+
+// Stops a spinner, so that its CPU time stays put.
+void Freeze(pid_t pid) {
+  kill(pid, SIGSTOP);
+  int status = 0;
+  waitpid(pid, &status, WUNTRACED);
+}
+
+// Kills and reaps a spinner; its CPU seconds as the kernel accounted them.
+double Reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  int status = 0;
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec +
+         usage.ru_stime.tv_usec / 1e6;
+}
+
+// A process group's CPU time is read process by process from /proc: every
+// member of the group, nothing else (not this process, not another group).
+TEST(Telemetry, GroupCpuSecondsCountsEveryProcessOfTheGroupAndNoOther) {
+  const pid_t leader = Spinner(0);
+  const pid_t member = Spinner(leader);
+  const pid_t foreign = Spinner(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (pid_t pid : {leader, member, foreign}) Freeze(pid);
+  std::map<pid_t, double> group, other;
+  ASSERT_TRUE(GroupCpuSeconds(leader, &group));
+  ASSERT_TRUE(GroupCpuSeconds(foreign, &other));
+  const double leader_s = Reap(leader), member_s = Reap(member), foreign_s = Reap(foreign);
+  ASSERT_EQ(group.size(), 2u);
+  ASSERT_EQ(group.count(leader), 1u);
+  ASSERT_EQ(group.count(member), 1u);
+  ASSERT_EQ(other.size(), 1u);
+  ASSERT_EQ(other.count(foreign), 1u);
+  // /proc counts clock ticks (10 ms); the kernel's own figure is finer.
+  EXPECT_GT(leader_s + member_s, 0.02);
+  EXPECT_NEAR(group[leader], leader_s, 0.03);
+  EXPECT_NEAR(group[member], member_s, 0.03);
+  EXPECT_NEAR(other[foreign], foreign_s, 0.03);
+}
+
+// The job's own group (a distributed run's other ranks) is left out of the
+// other processes' load and counted as the job's; a process of another
+// group still counts as other.
+TEST(Telemetry, OtherCpuLoadLeavesOutTheJobsOwnGroupOnly) {
+  const pid_t own = Spinner(0);  // stands for the other rank
+  OtherCpuLoad by_group(own);
+  OtherCpuLoad alone(0);  // this process alone is its own
+  const pid_t foreign = Spinner(0);
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  Freeze(own);
+  Freeze(foreign);
+  double other = -1, job = -1, other_alone = -1, job_alone = -1;
+  ASSERT_TRUE(by_group.Read(&other, &job));
+  ASSERT_TRUE(alone.Read(&other_alone, &job_alone));
+  const double window_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double own_s = Reap(own), foreign_s = Reap(foreign);
+  ASSERT_GT(own_s, 0.1) << "the spinner did not run";
+  // The group's spinner ran before the window too: it is counted from the
+  // first reading. Load from elsewhere (other tests) is in both readings.
+  EXPECT_GT(job, 0.1);
+  EXPECT_LE(job * window_s, own_s + 0.03);
+  EXPECT_EQ(job_alone, 0);
+  EXPECT_NEAR(other_alone - other, job, 0.1);
+  // The foreign spinner started inside the window: all of it is other.
+  EXPECT_GE(other * window_s, foreign_s - 0.05);
+}
+
+// Only a worker started by the launcher (which sets the variable) takes its
+// process group for its job's own: a test binary shares its group.
+TEST(Telemetry, OwnProcessGroupOnlyWhereTheLauncherSaysSo) {
+  unsetenv(kJobProcessGroupEnv);
+  EXPECT_EQ(OwnProcessGroup(), 0);
+  setenv(kJobProcessGroupEnv, "1", 1);
+  EXPECT_EQ(OwnProcessGroup(), getpgrp());
+  unsetenv(kJobProcessGroupEnv);
 }
 
 Series Recorded(const std::vector<uint64_t>& masks, float power_w) {

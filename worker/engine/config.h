@@ -93,6 +93,7 @@ struct RunConfig {
   CollectiveOp collective_op = CollectiveOp::kAllReduce;  // collective
   int64_t collective_bytes = 0;        // collective: nccl-tests' size
   std::string ddp_model;               // ddp: the built-in model it trains
+  int ddp_bucket_mb = 25;              // ddp: 0 = one all-reduce after backward
 
   // ddp and collective: this process's rank of world_size, each rank on its
   // own device (`device`); rank 0 opened the rendezvous store

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -16,13 +17,20 @@
 
 namespace gpubench::engine::dist {
 
-// A process group's collectives. Each one is issued and waited for: on
-// CUDA (NCCL) the current stream waits for it on the device, with no host
-// sync; on the CPU (Gloo) it has finished on return. Errors throw
-// (c10::Error), as every LibTorch call does.
+// A process group's collectives. Each blocking one is issued and waited
+// for: on CUDA (NCCL) it runs on the current stream, as Python's
+// async_op=False does (no side stream, no events), with no host sync; on the
+// CPU (Gloo) it has finished on return. Errors throw (c10::Error), as every
+// LibTorch call does.
 class Communicator {
  public:
   virtual ~Communicator() = default;
+  // Starts the sum over the ranks, in place, and returns what waits for it
+  // (on CUDA: NCCL's own stream, which the current stream then waits for,
+  // so that it overlaps what the current stream runs meanwhile). May be
+  // called from autograd's threads; every rank must start its all-reduces
+  // in the same order.
+  virtual std::function<void()> StartAllReduce(torch::Tensor& t) = 0;
   // Sum over the ranks, in place.
   virtual void AllReduce(torch::Tensor& t) = 0;
   // out holds world_size × in, in rank order.

@@ -29,6 +29,7 @@
 #include "worker/engine/compat.h"
 #include "worker/engine/cuda_support.h"
 #include "worker/engine/distributed.h"
+#include "worker/engine/grad_buckets.h"
 #include "worker/engine/inject.h"
 #include "worker/engine/models.h"
 #include "worker/engine/pipeline.h"
@@ -459,16 +460,28 @@ class NetworkWorkload : public Workload {
   // PyTorch's DistributedDataParallel does.
   void OnJoinGroup() override {
     world_size_ = c_.world_size;
-    torch::NoGradGuard no_grad;
-    for (auto& p : model_->parameters()) comm_->Broadcast(p);
-    for (auto& b : model_->buffers()) comm_->Broadcast(b);
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : model_->parameters()) comm_->Broadcast(p);
+      for (auto& b : model_->buffers()) comm_->Broadcast(b);
+    }
+    // Buckets all-reduced while backward runs; a captured graph keeps the
+    // one flat all-reduce after backward (its replay has no hooks to run).
+    if (c_.ddp_bucket_mb > 0 && !UsesCudaGraph(c_.execution)) {
+      buckets_ = std::make_unique<dist::GradBuckets>(
+          model_->parameters(), int64_t{c_.ddp_bucket_mb} << 20, comm_, world_size_);
+    }
   }
 
-  // ddp: the gradients summed over the ranks and divided by their number,
-  // as one flat message (DistributedDataParallel's buckets, as one, after
-  // backward rather than overlapping it).
+  // ddp: the gradients summed over the ranks and divided by their number:
+  // the buckets' all-reduces started during backward (GradBuckets), else
+  // one flat message after backward (ddp_bucket_mb 0, or a CUDA graph).
   void SyncGradients() {
     if (comm_ == nullptr) return;
+    if (buckets_) {
+      buckets_->Finish();
+      return;
+    }
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> grads, flat_parts;
     for (auto& p : model_->parameters()) {
@@ -508,6 +521,7 @@ class NetworkWorkload : public Workload {
 
   // One step on (x, y): forward, and in training loss, backward and update.
   void RunStep(const torch::Tensor& x, const torch::Tensor& y) {
+    if (buckets_) buckets_->Arm();
     if (c_.mode == Mode::kInfer) {
       torch::InferenceMode guard;
       AutocastScope autocast(device_, c_.precision);
@@ -606,14 +620,21 @@ class NetworkWorkload : public Workload {
   std::optional<double> first_loss_;
   torch::Tensor last_loss_, last_out_, last_labels_;
   int world_size_ = 1;  // ddp: ranks
+  std::unique_ptr<dist::GradBuckets> buckets_;  // ddp: see SyncGradients
 };
 
-// One c10d collective per iteration on a message of collective_bytes
-// (nccl-tests' sizes: all-gather's output, reduce-scatter's input); reports
-// nccl-tests' algorithm and bus bandwidth.
+// c10d collectives on a message of collective_bytes (nccl-tests' sizes:
+// all-gather's output, reduce-scatter's input); reports nccl-tests'
+// algorithm and bus bandwidth. An iteration is a burst of operations back
+// to back, as nccl-tests issues its iterations between two
+// synchronisations: the loop's per-iteration work (events, clocks) and a
+// window's synchronisation are spread over them. A sample is one operation,
+// and its device time the burst's mean. On the CPU (Gloo, milliseconds an
+// operation, timed by the host clock) a burst is one operation.
 class CollectiveWorkload : public Workload {
  public:
-  CollectiveWorkload(const RunConfig& c, torch::Device device) : Workload(device), c_(c) {
+  CollectiveWorkload(const RunConfig& c, torch::Device device)
+      : Workload(device), c_(c), ops_(device.is_cuda() ? OpsPerIteration(c.collective_bytes) : 1) {
     const torch::ScalarType dtype = OperandType(c.precision);
     const int64_t count = c.collective_bytes / static_cast<int64_t>(torch::elementSize(dtype));
     const int64_t share = count / std::max(1, c.world_size);
@@ -633,7 +654,15 @@ class CollectiveWorkload : public Workload {
         break;
     }
   }
-  int64_t samples_per_iteration() const override { return 1; }
+  int64_t samples_per_iteration() const override { return ops_; }
+
+  absl::Status Flush(std::vector<double>* device_ms) override {
+    const size_t first = device_ms->size();
+    if (auto s = Workload::Flush(device_ms); !s.ok()) return s;
+    for (size_t i = first; i < device_ms->size(); ++i) (*device_ms)[i] /= ops_;
+    return absl::OkStatus();
+  }
+
   void Report(RunOutcome* out) override {
     // Operations per second: back-to-back operations over the windows'
     // time, as nccl-tests averages its iterations.
@@ -656,24 +685,35 @@ class CollectiveWorkload : public Workload {
 
  protected:
   void Compute() override {
-    switch (c_.collective_op) {
-      case CollectiveOp::kAllGather:
-        comm_->AllGather(out_, in_);
-        break;
-      case CollectiveOp::kReduceScatter:
-        comm_->ReduceScatter(out_, in_);
-        break;
-      case CollectiveOp::kBroadcast:
-        comm_->Broadcast(in_);
-        break;
-      default:
-        comm_->AllReduce(in_);
-        break;
+    for (int i = 0; i < ops_; ++i) {
+      switch (c_.collective_op) {
+        case CollectiveOp::kAllGather:
+          comm_->AllGather(out_, in_);
+          break;
+        case CollectiveOp::kReduceScatter:
+          comm_->ReduceScatter(out_, in_);
+          break;
+        case CollectiveOp::kBroadcast:
+          comm_->Broadcast(in_);
+          break;
+        default:
+          comm_->AllReduce(in_);
+          break;
+      }
     }
   }
 
  private:
+  // 20 operations a burst (nccl-tests' default -n) up to 12.8 MiB, fewer
+  // above (256 MiB a burst), one from 256 MiB: a burst stays near a
+  // millisecond or two on NVLink, and a large message is its own burst.
+  static int OpsPerIteration(int64_t bytes) {
+    return static_cast<int>(std::clamp<int64_t>((int64_t{256} << 20) / std::max<int64_t>(1, bytes),
+                                                1, 20));
+  }
+
   const RunConfig c_;
+  const int ops_;  // operations an iteration
   torch::Tensor in_, out_;
 };
 

@@ -16,10 +16,12 @@ class GlooGroup : public Communicator {
     pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
   }
 
-  void AllReduce(torch::Tensor& t) override {
+  std::function<void()> StartAllReduce(torch::Tensor& t) override {
     std::vector<at::Tensor> tensors{t};
-    pg_->allreduce(tensors)->wait();
+    auto work = pg_->allreduce(tensors);
+    return [work] { work->wait(); };
   }
+  void AllReduce(torch::Tensor& t) override { StartAllReduce(t)(); }
   void AllGather(torch::Tensor& out, torch::Tensor& in) override {
     // Gloo of this age has no flat all-gather: one output view per rank.
     std::vector<std::vector<at::Tensor>> outputs{out.chunk(world_size_)};
