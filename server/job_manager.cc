@@ -289,42 +289,22 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& submitted,
-                                           const std::string& schedule_id,
-                                           const std::string& submitted_by) {
-  v1::JobSpec spec = submitted;
-  if (auto s = ExpandEveryGpu(&spec); !s.ok()) return s;
+absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& submitted) const {
+  Plan plan;
+  plan.spec = submitted;
+  const v1::JobSpec& spec = plan.spec;
+  if (auto s = ExpandEveryGpu(&plan.spec); !s.ok()) return s;
   auto configs = ExpandSweep(spec);
   if (!configs.ok()) return configs.status();
-  if (auto s = CheckModels(*configs, nullptr); !s.ok()) return s;
-  // States that could not be stored go first; while they cannot, the store
-  // takes no new job either.
-  if (auto s = FlushUnsaved(); !s.ok()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the daemon's store cannot write, so no job is accepted: ", s.message()));
-  }
-  // After a run could not be stored, a new job waits until the store can
-  // take a run's worth of data again (space freed, retention, a new disk).
-  if (store_full_.load()) {
-    if (auto s = store_->CanWrite(kRunProbeBytes); !s.ok()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the daemon's store cannot take a run, so no job is accepted: ", s.message()));
-    }
-    store_full_.store(false);
-  }
+  plan.runs = std::move(*configs);
+  if (auto s = CheckModels(plan.runs, nullptr); !s.ok()) return s;
   if (spec.timeout_s() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.timeout_s: must be >= 0, got ", spec.timeout_s()));
   }
   v1::Job job;
   *job.mutable_spec() = spec;
-  job.set_state(v1::JOB_STATE_QUEUED);
-  job.set_run_count(configs->size());
-  job.set_schedule_id(schedule_id);
-  job.set_submitted_by(submitted_by);
-  job.set_host_id(host_.host_id());
-  *job.mutable_submit_time() = NowTimestamp();
-  const Needs needs = LeasesOf(job, *configs);
+  const Needs needs = LeasesOf(job, plan.runs);
   const char* ranks_field =
       spec.sweep().world_size_size() > 0 ? "spec.sweep.world_size" : "spec.base.world_size";
   if (needs.any_gpus > host_.gpus_size()) {
@@ -336,7 +316,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& submitted,
   // than the host has cores (and 16), each with a bounded message, or a
   // client could fill its memory.
   const int cpu_ranks = std::min<int>(kMaxCpuRanks, std::max(1u, std::thread::hardware_concurrency()));
-  for (const v1::RunConfig& c : *configs) {
+  for (const v1::RunConfig& c : plan.runs) {
     if (!IsDistributedWorkload(c.workload())) continue;
     const std::string device = DeviceLease(c, host_);
     if (device == "mps") {
@@ -356,6 +336,44 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& submitted,
           " bytes over all ranks on the CPU"));
     }
   }
+  return plan;
+}
+
+absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
+                                           const std::string& schedule_id,
+                                           const std::string& submitted_by) {
+  auto plan = PlanJob(spec);
+  if (!plan.ok()) return plan.status();
+  return Submit(std::move(*plan), schedule_id, submitted_by);
+}
+
+absl::StatusOr<v1::Job> JobManager::Submit(Plan plan, const std::string& schedule_id,
+                                           const std::string& submitted_by) {
+  const v1::JobSpec& spec = plan.spec;
+  // States that could not be stored go first; while they cannot, the store
+  // takes no new job either.
+  if (auto s = FlushUnsaved(); !s.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the daemon's store cannot write, so no job is accepted: ", s.message()));
+  }
+  // After a run could not be stored, a new job waits until the store can
+  // take a run's worth of data again (space freed, retention, a new disk).
+  if (store_full_.load()) {
+    if (auto s = store_->CanWrite(kRunProbeBytes); !s.ok()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the daemon's store cannot take a run, so no job is accepted: ", s.message()));
+    }
+    store_full_.store(false);
+  }
+  v1::Job job;
+  *job.mutable_spec() = spec;
+  job.set_state(v1::JOB_STATE_QUEUED);
+  job.set_run_count(plan.runs.size());
+  job.set_schedule_id(schedule_id);
+  job.set_submitted_by(submitted_by);
+  job.set_host_id(host_.host_id());
+  *job.mutable_submit_time() = NowTimestamp();
+  const Needs needs = LeasesOf(job, plan.runs);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the daemon is shutting down");

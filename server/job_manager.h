@@ -69,11 +69,23 @@ class JobManager {
   // start), and joins every thread. Queued jobs stay queued in the store.
   void Shutdown();
 
-  // Validates spec (InvalidArgument naming the field) and the models it
-  // names (CheckModels), stores a QUEUED job recording submitted_by
-  // and wakes the dispatcher. ResourceExhausted when the queue is full or
-  // submitted_by already has its share of it queued, Unavailable while
-  // shutting down.
+  // A spec as this host will run it: cuda:all rewritten into a lane per
+  // GPU, the sweep expanded (defaults filled), and what a submit checks
+  // before the store (InvalidArgument naming the field): the models it names
+  // (CheckModels), the timeout, GPUs and CPU ranks this host can give.
+  struct Plan {
+    v1::JobSpec spec;
+    std::vector<v1::RunConfig> runs;
+  };
+  absl::StatusOr<Plan> PlanJob(const v1::JobSpec& spec) const;
+
+  // Stores plan as a QUEUED job recording submitted_by and wakes the
+  // dispatcher: the job runs exactly plan's runs. ResourceExhausted when
+  // the store or the queue is full or submitted_by already has its share of
+  // the queue, Unavailable while shutting down.
+  absl::StatusOr<v1::Job> Submit(Plan plan, const std::string& schedule_id,
+                                 const std::string& submitted_by);
+  // PlanJob, then Submit.
   absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& schedule_id,
                                  const std::string& submitted_by);
 

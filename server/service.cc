@@ -465,8 +465,11 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
   const Caller caller = auth_->CallerOf(*context);
-  auto runs = ExpandSweep(request->spec());
-  if (!runs.ok()) return Reply(context, runs.status());
+  // One plan: what a dry run shows is what the job runs (cuda:all's lanes
+  // too), and a dry run is refused where the submit would be.
+  auto plan = jobs_->PlanJob(request->spec());
+  if (!plan.ok()) return Reply(context, plan.status());
+  const std::vector<v1::RunConfig>* runs = &plan->runs;
   if (request->spec().priority() > options_.max_priority_without_admin &&
       caller.role < v1::ROLE_ADMIN) {
     return Reply(context, absl::PermissionDeniedError(absl::StrCat(
@@ -483,15 +486,16 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
                                 "--allow-unconfined-user-models"));
     }
   }
+  // Before the plan moves into the job.
+  for (const v1::RunConfig& r : *runs) *response->add_runs() = r;
   if (request->dry_run()) {
-    *response->mutable_job()->mutable_spec() = request->spec();
+    *response->mutable_job()->mutable_spec() = plan->spec;
     response->mutable_job()->set_run_count(runs->size());
   } else {
-    auto job = jobs_->Submit(request->spec(), "", caller.name);
+    auto job = jobs_->Submit(std::move(*plan), "", caller.name);
     if (!job.ok()) return Reply(context, job.status());
     *response->mutable_job() = std::move(*job);
   }
-  for (auto& r : *runs) *response->add_runs() = std::move(r);
   return Reply(context, absl::OkStatus());
 }
 

@@ -164,16 +164,6 @@ TEST(Cli, FlagsTakeEitherSpellingAndDoNotCarryOverToTheNextCall) {
       << missing_err.str();
 }
 
-TEST(Cli, SpecCountsRuns) {
-  std::ostringstream out, err;
-  EXPECT_EQ(RunCli({"spec", "--workload", "resnet50", "--batch", "32,64",
-                    "--precision", "fp32,bf16"},
-                   out, err),
-            kExitOk)
-      << err.str();
-  EXPECT_NE(out.str().find("4 runs"), std::string::npos) << out.str();
-}
-
 // nccl-tests' -b 8 -e 1K -f 2: "MIN:MAX" sweeps every power of two between.
 TEST(Cli, CollectiveBytesRangeSweepsPowersOfTwo) {
   std::ostringstream out, err;

@@ -298,6 +298,47 @@ TEST(Daemon, BadInputIsInvalidArgumentNamingTheFieldAndUnknownIdsNotFound) {
   }
 }
 
+// A dry run answers with the plan the job would run, and is refused where
+// the submit is: cuda:all on this host without GPUs is INVALID_ARGUMENT
+// either way, and a sweep comes back with its defaults filled and as many
+// runs as the job then has.
+TEST(Daemon, ADryRunIsThePlanTheJobRuns) {
+  Daemon d(FreshDir("dry_run"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  auto submit = [&](const v1::JobSpec& spec, bool dry_run, v1::SubmitJobResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    req.set_dry_run(dry_run);
+    return d.stub()->SubmitJob(&ctx, req, resp);
+  };
+  v1::JobSpec every_gpu = TinySpec();
+  every_gpu.mutable_base()->set_device("cuda:all");
+  for (bool dry_run : {true, false}) {
+    v1::SubmitJobResponse resp;
+    const grpc::Status s = submit(every_gpu, dry_run, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << dry_run;
+    EXPECT_NE(s.error_message().find("spec.base.device: cuda:all"), std::string::npos)
+        << s.error_message();
+  }
+  v1::JobSpec sweep = TinySpec();
+  sweep.mutable_sweep()->add_batch_size(2);
+  sweep.mutable_sweep()->add_batch_size(4);
+  v1::SubmitJobResponse dry, real;
+  ASSERT_TRUE(submit(sweep, true, &dry).ok());
+  ASSERT_TRUE(submit(sweep, false, &real).ok());
+  EXPECT_TRUE(dry.job().job_id().empty());
+  EXPECT_EQ(dry.job().run_count(), 2);
+  EXPECT_EQ(real.job().run_count(), dry.job().run_count());
+  ASSERT_EQ(dry.runs_size(), 2);
+  ASSERT_EQ(real.runs_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(dry.runs(i).batch_size(), 2 << i);
+    EXPECT_FALSE(dry.runs(i).params().model_size().empty());  // defaults filled
+    EXPECT_EQ(dry.runs(i).SerializeAsString(), real.runs(i).SerializeAsString()) << i;
+  }
+}
+
 TEST(Daemon, ListAndQueryFilter) {
   Daemon d(FreshDir("list"));
   ASSERT_TRUE(d.serving()) << d.log();

@@ -41,15 +41,14 @@ v1::JobSpec Distributed(const std::string& workload) {
 }
 
 // ddp of the mlp (a small model: fast on two CPU ranks).
-[[maybe_unused]] v1::JobSpec MlpDdp() {
+v1::JobSpec MlpDdp() {
   v1::JobSpec spec = Distributed("ddp");
   spec.mutable_base()->mutable_params()->set_ddp_model("mlp");
   return spec;
 }
 
 // Submits spec, waits for the job's end, and returns the job and its runs.
-[[maybe_unused]] std::pair<v1::Job, std::vector<v1::Run>> RunToEnd(
-    Daemon& d, const v1::JobSpec& spec) {
+std::pair<v1::Job, std::vector<v1::Run>> RunToEnd(Daemon& d, const v1::JobSpec& spec) {
   std::string id;
   EXPECT_TRUE(SubmitJobSpec(d, spec, &id).ok());
   v1::Job job = WaitForJobEnd(d, id);
@@ -92,9 +91,22 @@ TEST(Distributed, WhatTheHostCannotRunIsInvalidArgumentNamingTheField) {
 }
 
 #ifndef GPUBENCH_TEST_GLOO
+// This build's LibTorch keeps Gloo internal (the wheel): a ddp or collective
+// run on the CPU fails saying so and where Gloo comes from, the job says why,
+// and no worker is left.
 TEST(Distributed, RanksOnTheCpuNeedGloo) {
-  GTEST_SKIP() << "this build's LibTorch keeps Gloo internal (the wheel): ddp and collective "
-                  "run on cuda only, so no rank runs here";
+  Daemon d(FreshDir("dist_no_gloo"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = MlpDdp();
+  spec.mutable_base()->set_world_size(2);
+  const auto [job, runs] = RunToEnd(d, spec);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.error();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE(runs[0].error().find("built without Gloo, so ddp and collective run on cuda only"),
+            std::string::npos)
+      << runs[0].error();
+  EXPECT_TRUE(testing_support::WorkerChildren(d.pid()).empty());
 }
 #else
 // Two ranks, each a worker process, all-reduce and all-gather 64 KiB: rank

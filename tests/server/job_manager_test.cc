@@ -332,9 +332,15 @@ TEST_F(JobManagerTest, CudaAllRunsEachGpusPointsInItsOwnWorkerSideBySide) {
   auto jobs = Manager(script);
   v1::JobSpec spec = Sweep(1);
   spec.mutable_base()->set_device("cuda:all");
+  // The plan (what SubmitJob and a dry run answer) is the rewritten spec's.
+  auto plan = jobs->PlanJob(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->runs.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(plan->runs[i].device(), "cuda:" + std::to_string(i));
   auto job = jobs->Submit(spec, "", "tester");
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_TRUE(job->spec().parallel_devices());
+  EXPECT_EQ(job->spec().SerializeAsString(), plan->spec.SerializeAsString());
   ASSERT_EQ(job->spec().sweep().device_size(), 4);
   EXPECT_EQ(job->run_count(), 4);
   EXPECT_EQ(WaitFor(*jobs, job->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
