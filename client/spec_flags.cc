@@ -1,6 +1,5 @@
 #include "client/spec_flags.h"
 
-#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -218,11 +217,9 @@ const std::map<std::string, Flag>& Flags() {
       {"ddp-bucket-mb",
        Single("ddp: all-reduce gradients in buckets of this many MiB during backward "
               "(default 25, as DistributedDataParallel); 0: one message after backward",
-              ToInt,
+              IntIn(0, 4096),
               [](int64_t v, J* j) {
-                // Out of int's range stays out of the valid one.
-                j->mutable_base()->mutable_params()->set_ddp_bucket_mb(
-                    static_cast<int>(std::clamp<int64_t>(v, -1, int64_t{1} << 30)));
+                j->mutable_base()->mutable_params()->set_ddp_bucket_mb(static_cast<int>(v));
               })},
       {"copy-direction",
        Single("host_to_device, device_to_host, device_to_device",

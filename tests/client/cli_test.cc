@@ -164,6 +164,26 @@ TEST(Cli, FlagsTakeEitherSpellingAndDoNotCarryOverToTheNextCall) {
       << missing_err.str();
 }
 
+// --ddp-bucket-mb 0 (one message after backward) is kept as given, and a
+// value out of range is refused as typed, naming the flag.
+TEST(Cli, DdpBucketMbKeepsZeroAndRefusesWhatIsOutOfRange) {
+  std::ostringstream zero_out, zero_err;
+  ASSERT_EQ(RunCli({"spec", "--workload", "ddp", "--ddp-bucket-mb", "0", "--output", "json"},
+                   zero_out, zero_err),
+            kExitOk)
+      << zero_err.str();
+  EXPECT_NE(zero_out.str().find("\"ddp_bucket_mb\": 0"), std::string::npos) << zero_out.str();
+  for (const char* bad : {"99999999999", "-5", "4097"}) {
+    std::ostringstream bad_out, bad_err;
+    EXPECT_EQ(RunCli({"spec", "--workload", "ddp", "--ddp-bucket-mb", bad}, bad_out, bad_err),
+              kExitUsage)
+        << bad;
+    EXPECT_NE(bad_err.str().find(std::string("--ddp-bucket-mb: must be in [0, 4096], got ") + bad),
+              std::string::npos)
+        << bad_err.str();
+  }
+}
+
 // nccl-tests' -b 8 -e 1K -f 2: "MIN:MAX" sweeps every power of two between.
 TEST(Cli, CollectiveBytesRangeSweepsPowersOfTwo) {
   std::ostringstream out, err;
