@@ -37,6 +37,15 @@ absl::Status CheckConfinement(const std::string& worker_path, const worker::Work
     closedir(dev);
   }
   probe("$TMPDIR", true, true);     // its scratch folder
+  // No child can outlive it, and no network; a UNIX socket, for CUDA (the
+  // MPS control socket).
+  confinement->add_probes()->set_kind(v1::ConfinementProbe::START_PROCESS);
+  for (const char* family : {"inet", "inet6", "unix"}) {
+    v1::ConfinementProbe* p = confinement->add_probes();
+    p->set_kind(v1::ConfinementProbe::OPEN_SOCKET);
+    p->set_path(family);
+    p->set_expect_allowed(std::string(family) == "unix");
+  }
   auto worker = worker::WorkerProcess::Start(worker_path, request, limits);
   if (!worker.ok()) return worker.status();
   v1::WorkerEvent event;

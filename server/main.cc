@@ -290,6 +290,11 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_data_dir).empty() ? DefaultDataDir() : absl::GetFlag(FLAGS_data_dir);
   options.worker_path = absl::GetFlag(FLAGS_worker).empty() ? worker::DefaultWorkerPath()
                                                             : absl::GetFlag(FLAGS_worker);
+  // A worker works in its scratch folder: a relative path would not lead
+  // back to itself.
+  if (const std::string real = RealPath(options.worker_path); !real.empty()) {
+    options.worker_path = real;
+  }
   options.model_dir = data_dir + "/models";
   for (const std::string& root : absl::GetFlag(FLAGS_model_root)) {
     auto canonical = CanonicalDir(root);

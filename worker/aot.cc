@@ -180,6 +180,7 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
       mine.write_trees.push_back(work_dir);
       mine.write_trees.push_back("/proc/self");  // resolves to this child's PID
       mine.forbid_exec = false;                  // Python, then its C++ compiler and ptxas
+      mine.forbid_processes = false;
       if (absl::Status s = Confine(mine); !s.ok()) {
         const std::string line =
             absl::StrCat("gpubench_models.aot: cannot confine the compiler: ", s.message(), "\n");

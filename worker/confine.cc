@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -21,6 +22,8 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #endif
@@ -170,35 +173,68 @@ class RulesetBuilder {
   absl::Status status_;
 };
 
-// Refuses execve and execveat with EPERM (and every syscall of another ABI,
-// which this process never makes: no way around the filter through the
-// 32-bit entry points).
-absl::Status ForbidExec() {
+// The seccomp filter for what policy forbids: execve and execveat, new
+// processes, sockets. Every syscall of another ABI fails, which this
+// process never makes: no way around the filter through the 32-bit entry
+// points.
+absl::Status InstallSeccomp(const ConfinementPolicy& policy) {
 #if defined(__x86_64__)
   constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
 #else
   return absl::FailedPreconditionError("seccomp: no filter for this architecture");
 #endif
-  struct sock_filter filter[] = {
+  auto ret = [](uint32_t value) { return sock_filter BPF_STMT(BPF_RET | BPF_K, value); };
+  const sock_filter allow = ret(SECCOMP_RET_ALLOW);
+  std::vector<sock_filter> filter = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      ret(SECCOMP_RET_ERRNO | ENOSYS),
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-#if defined(__x86_64__)
-      // x32's numbers have bit 30 set.
-      BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 2, 0),
-#else
-      BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0),
-#endif
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 1, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
-  struct sock_fprog program = {static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])),
-                               filter};
+  // "Syscall nr fails with errno": if equal, fall through to the return.
+  auto refuse = [&](uint32_t nr, int error) {
+    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
+    filter.push_back(ret(SECCOMP_RET_ERRNO | static_cast<uint32_t>(error)));
+  };
+#if defined(__x86_64__)
+  // x32's numbers have bit 30 set.
+  filter.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
+  filter.push_back(ret(SECCOMP_RET_ERRNO | EPERM));
+#endif
+  if (policy.forbid_exec) {
+    refuse(__NR_execve, EPERM);
+    refuse(__NR_execveat, EPERM);
+  }
+  if (policy.forbid_sockets) {
+    // socket(family, ...): AF_UNIX passes (CUDA asks for the MPS control
+    // socket at start-up), every other family fails.
+    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 4));
+    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
+    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
+    filter.push_back(allow);
+    filter.push_back(ret(SECCOMP_RET_ERRNO | EACCES));
+    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+  }
+  if (policy.forbid_processes) {
+#ifdef __NR_clone3
+    refuse(__NR_clone3, ENOSYS);  // its flags are in memory, out of a filter's reach
+#else
+    refuse(435, ENOSYS);  // clone3, the same number on every architecture
+#endif
+#if defined(__x86_64__)
+    refuse(__NR_fork, EPERM);
+    refuse(__NR_vfork, EPERM);
+#endif
+    // clone(flags, ...): a thread (CLONE_THREAD in the low word) passes.
+    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3));
+    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
+    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0));
+    filter.push_back(ret(SECCOMP_RET_ERRNO | EPERM));
+  }
+  filter.push_back(allow);
+  struct sock_fprog program = {static_cast<unsigned short>(filter.size()), filter.data()};
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("seccomp filter: ", std::strerror(errno)));
@@ -258,7 +294,9 @@ std::string ConfinementSummary() {
     return "none (Landlock is Linux only)";
 #endif
   }
-  return absl::StrCat("landlock ABI ", abi, ", no_new_privs, seccomp (no execve)");
+  return absl::StrCat("landlock ABI ", abi,
+                      ", no_new_privs, seccomp (no execve, no new process, no network "
+                      "socket but a distributed rank's)");
 }
 
 ConfinementPolicy SystemPolicy() {
@@ -355,7 +393,9 @@ absl::Status Confine(const ConfinementPolicy& policy) {
         absl::StrCat("landlock_restrict_self: ", std::strerror(errno)));
   }
   close(fd);
-  if (status.ok() && policy.forbid_exec) status = ForbidExec();
+  if (status.ok() && (policy.forbid_exec || policy.forbid_processes || policy.forbid_sockets)) {
+    status = InstallSeccomp(policy);
+  }
   return status;
 #else
   (void)policy;

@@ -2,8 +2,9 @@
 // code (TorchScript has file operators; an AOTInductor package is a shared
 // library), so the worker that runs it may read only what it needs and write
 // only its private scratch folder. Linux Landlock for the file system,
-// no_new_privs, and a seccomp filter that refuses execve. Torch-free and
-// proto-free; thread-compatible.
+// no_new_privs, and a seccomp filter that refuses execve, new processes and
+// (but for distributed ranks) network sockets. Torch-free and proto-free;
+// thread-compatible.
 #ifndef GPUBENCH_WORKER_CONFINE_H_
 #define GPUBENCH_WORKER_CONFINE_H_
 
@@ -28,13 +29,21 @@ struct ConfinementPolicy {
   // it was given) still applies to that path alone.
   std::vector<std::string> protected_paths;
   bool forbid_exec = true;  // seccomp: execve and execveat fail with EPERM
+  // seccomp: no new process (fork, vfork, clone without CLONE_THREAD fail
+  // with EPERM; clone3 with ENOSYS, so the C library makes threads with
+  // clone). Threads still start; no child can outlive the worker.
+  bool forbid_processes = true;
+  // seccomp: socket() of any family but AF_UNIX fails with EACCES: no
+  // network (TCP, UDP, raw, netlink). CUDA needs AF_UNIX (the MPS control
+  // socket). Distributed ranks keep their sockets (rendezvous, NCCL, Gloo).
+  bool forbid_sockets = true;
 };
 
 // The Landlock ABI this kernel offers; 0 where it has none (an old kernel,
 // Landlock not enabled at boot, or not Linux).
 int LandlockAbi();
 
-// One line for `gpubench hosts`: "landlock ABI 7, seccomp" where workers can
+// One line for `gpubench hosts`: "landlock ABI 7, ..., seccomp" where workers can
 // be confined, else "none (why)".
 std::string ConfinementSummary();
 
@@ -46,7 +55,8 @@ std::string ConfinementSummary();
 ConfinementPolicy SystemPolicy();
 
 // Applies policy to the calling process and every child it starts: the
-// Landlock ruleset, no_new_privs, and (forbid_exec) the seccomp filter.
+// Landlock ruleset, no_new_privs, and the seccomp filter (what forbid_*
+// names; none when all are false).
 // Must be called while the process has one thread, since both apply to the
 // calling thread and its later children only. FailedPrecondition saying what
 // failed; the process is then unconfined or partly confined, and must not

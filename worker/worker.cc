@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -129,7 +131,7 @@ bool CompilesAny(const std::vector<v1::RunConfig>& runs) {
 
 // What this worker may reach once confined: the system's part, its scratch
 // folder (write), its own /proc/PID, and each user model it was given
-// (read). execve stays refused.
+// (read). No execve, no new process, and no socket but a rank's.
 ConfinementPolicy PolicyFor(const v1::WorkerRequest& request,
                             const std::vector<v1::RunConfig>& runs) {
   const v1::WorkerConfinement& confinement = request.confinement();
@@ -164,6 +166,14 @@ ConfinementPolicy PolicyFor(const v1::WorkerRequest& request,
   // or fails (execve is refused), and no model can plant one.
   if (!request.aot().cache_dir().empty()) policy.read_files.push_back(request.aot().cache_dir());
   policy.forbid_exec = true;
+  policy.forbid_processes = true;
+  // Ranks meet over TCP on loopback and NCCL passes buffers over UNIX
+  // sockets (a one-rank group too); every other worker gets no socket.
+  bool distributed = request.has_rank();
+  for (const v1::RunConfig& config : runs) {
+    distributed = distributed || IsDistributedWorkload(config.workload());
+  }
+  policy.forbid_sockets = !distributed;
   return policy;
 }
 
@@ -174,29 +184,49 @@ absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) 
   int unexpected = 0;
   for (const v1::ConfinementProbe& probe : confinement.probes()) {
     std::string path = probe.path() == "$TMPDIR" ? TempDir() : probe.path();
-    struct stat st;
-    int fd = -1;
-    if (probe.write()) {
-      if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        path += "/gpubench-confinement-check";
-        fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd >= 0) unlink(path.c_str());
-      } else {
-        // Opening for writing would truncate nothing and change nothing.
-        fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-      }
+    std::string what = probe.write() ? "write " : "read  ";
+    bool allowed = false;
+    int error = 0;
+    if (probe.kind() == v1::ConfinementProbe::START_PROCESS) {
+      what = "start ";
+      path = "a child process";
+      const pid_t pid = fork();
+      error = errno;
+      if (pid == 0) _exit(0);
+      allowed = pid > 0;
+      if (allowed) waitpid(pid, nullptr, 0);
+    } else if (probe.kind() == v1::ConfinementProbe::OPEN_SOCKET) {
+      what = "sock  ";
+      const int family = path == "unix" ? AF_UNIX : path == "inet6" ? AF_INET6 : AF_INET;
+      const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      error = errno;
+      allowed = fd >= 0;
+      if (fd >= 0) close(fd);
     } else {
-      fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      struct stat st;
+      int fd = -1;
+      if (probe.write()) {
+        if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+          path += "/gpubench-confinement-check";
+          fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+          if (fd >= 0) unlink(path.c_str());
+        } else {
+          // Opening for writing would truncate nothing and change nothing.
+          fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        }
+      } else {
+        fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      }
+      error = errno;
+      allowed = fd >= 0;
+      if (fd >= 0) close(fd);
     }
-    const int error = errno;
-    const bool allowed = fd >= 0;
-    if (fd >= 0) close(fd);
     const bool as_expected = allowed == probe.expect_allowed();
     if (!as_expected) ++unexpected;
     v1::WorkerEvent event;
     event.mutable_log()->set_text(absl::StrCat(
-        as_expected ? "ok          " : "UNEXPECTED  ", probe.write() ? "write " : "read  ",
-        allowed ? "allowed " : "denied  ", path,
+        as_expected ? "ok          " : "UNEXPECTED  ", what, allowed ? "allowed " : "denied  ",
+        path,
         allowed ? "" : absl::StrCat(" (", std::strerror(error), ")")));
     if (auto s = writer.Write(event); !s.ok()) return s;
   }
