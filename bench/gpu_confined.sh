@@ -7,6 +7,7 @@
 # Usage, in the checkout root with the bundle (deploy/bundle.sh here):
 #   OUT=/tmp/confined bash bench/gpu_confined.sh            (builds build-bundle first)
 #   BUILD=build-wheel ... after FLAVOUR=wheel deploy/build.sh
+#   WORKER_USER=nobody ...  the confined workers also run as that user (a root daemon)
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -16,9 +17,15 @@ if [ "${BUILD:-build-bundle}" = build-bundle ] && [ -z "${SKIP_BUILD:-}" ]; then
     > "$OUT/build.log" 2>&1
   echo "build: exit $? in $(( $(date +%s) - start )) s"
 fi
-rm -rf "$OUT/data" "$OUT/data2"
+# A worker user must pass every folder down to the data directory: not
+# under a 0700 /root.
+export DATA=${DATA:-${WORKER_USER:+/var/tmp/gpubench-confined/data}}
+DATA=${DATA:-$OUT/data}
+rm -rf "$DATA" "$OUT/data2"
+mkdir -p -m 755 "$(dirname "$DATA")"
 echo "== gpubenchd --check-confinement"
-"$B/gpubenchd" --data-dir "$OUT/data" --check-confinement 2>&1 | tee "$OUT/check.txt"
+USER_ARGS=${WORKER_USER:+--worker-user $WORKER_USER}
+"$B/gpubenchd" --data-dir "$DATA" $USER_ARGS --check-confinement 2>&1 | tee "$OUT/check.txt"
 echo "check exit ${PIPESTATUS[0]}"
 
 # A user's model, and a hostile one that tries to read /etc/shadow.
@@ -44,7 +51,7 @@ python3 "$OUT/models.py" "$OUT"  # torch.jit.script reads the classes' source fr
 common=(--warmup 5 --min-iterations 50 --min-time-ms 2000 --max-time-ms 8000)
 r50=(--workload resnet50 --device cuda --mode infer --batch 256 --precision fp16
      --channels-last true "${common[@]}")
-DAEMON_ARGS="--model-root $OUT" start_daemon "${PORT:-50078}" || exit 1
+DAEMON_ARGS="--model-root $OUT $USER_ARGS" start_daemon "${PORT:-50078}" || exit 1
 "$B/gpubench" hosts | grep -i -E "confinement|gpu" | tee "$OUT/hosts.txt"
 submit() {  # name, args...
   local name=$1; shift
@@ -69,14 +76,14 @@ kill -TERM $daemon; wait $daemon 2>/dev/null
 DATA="$OUT/data2" DAEMON_ARGS="--confine-workers=false" start_daemon "$(( ${PORT:-50078} + 1 ))"
 submit r50_unconfined_1 "${r50[@]}"
 kill -TERM $daemon; wait $daemon 2>/dev/null
-start_daemon "${PORT:-50078}"
+DAEMON_ARGS="$USER_ARGS" start_daemon "${PORT:-50078}"
 submit r50_confined_2 "${r50[@]}"
 kill -TERM $daemon; wait $daemon 2>/dev/null
 DATA="$OUT/data2" DAEMON_ARGS="--confine-workers=false" start_daemon "$(( ${PORT:-50078} + 1 ))"
 submit r50_unconfined_2 "${r50[@]}"
 kill -TERM $daemon; wait $daemon 2>/dev/null
 trap - EXIT
-echo "== scratch folders left: $(ls "$OUT/data/work" "$OUT/data2/work" 2>/dev/null | grep -c worker-)"
+echo "== scratch folders left: $(ls "$DATA/work" "$OUT/data2/work" 2>/dev/null | grep -c worker-)"
 echo "== the jobs (throughput samples/s, state, error)"
 for f in r50_confined_1 r50_unconfined_1 r50_confined_2 r50_unconfined_2 graph_profiled \
          aot_mlp aot_r50 ddp_one_rank user_model hostile_model; do

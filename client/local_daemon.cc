@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,12 +53,20 @@ absl::StatusOr<std::unique_ptr<LocalDaemon>> LocalDaemon::Start(
     return absl::FailedPreconditionError(absl::StrCat("cannot write ", log, ": ",
                                                       std::strerror(errno)));
   }
+  const pid_t cli = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     close(log_fd);
     return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid == 0) {
+    // The daemon is the CLI's, for this one job: it dies with the CLI however
+    // the CLI ends (SIGKILL, or a signal that skips ~LocalDaemon), rather than
+    // run on with its worker and keep the data directory. SIGTERM, so that it
+    // stops its worker and lets the store go cleanly. The signal comes when
+    // the forking thread ends: Start runs on the CLI's main thread. A CLI that
+    // died before the prctl is caught by the parent check.
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != cli) _exit(127);
     const int null = open("/dev/null", O_RDONLY);
     dup2(null, 0);
     dup2(log_fd, 1);

@@ -19,8 +19,10 @@ struct LocalDaemonOptions {
   std::vector<std::string> extra_args;  // e.g. --worker PATH
 };
 
-// A gpubenchd child process that lives as long as this object. Its log goes
-// to DATA_DIR/gpubenchd-run.log.
+// A gpubenchd child process that lives as long as this object, and no longer
+// than the thread that started it (PR_SET_PDEATHSIG: SIGTERM when the CLI is
+// killed), so start it on the main thread. Its log goes to
+// DATA_DIR/gpubenchd-run.log.
 class LocalDaemon {
  public:
   // Starts the daemon and waits until it serves. FailedPrecondition with the

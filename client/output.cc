@@ -74,28 +74,6 @@ std::string MarkdownCell(const std::string& cell) {
   return out;
 }
 
-// The UTF-8 length of a bidirectional formatting character at s[i] (LRM,
-// RLM, ALM, the embeddings and overrides U+202A-U+202E, the isolates
-// U+2066-U+2069), else 0. They reorder the text around them on screen, so a
-// name could show something other than what it is.
-size_t BidiControlAt(std::string_view s, size_t i) {
-  auto at = [&](size_t k) -> unsigned char { return i + k < s.size() ? s[i + k] : 0; };
-  if (at(0) == 0xd8 && at(1) == 0x9c) return 2;  // U+061C
-  if (at(0) != 0xe2) return 0;
-  if (at(1) == 0x80 && (at(2) == 0x8e || at(2) == 0x8f || (at(2) >= 0xaa && at(2) <= 0xae))) {
-    return 3;
-  }
-  if (at(1) == 0x81 && at(2) >= 0xa6 && at(2) <= 0xa9) return 3;
-  return 0;
-}
-
-// The code point of the valid UTF-8 sequence of n bytes at s[i].
-unsigned CodePoint(std::string_view s, size_t i, size_t n) {
-  unsigned code = static_cast<unsigned char>(s[i]) & (n == 2 ? 0x1f : 0x0f);
-  for (size_t k = 1; k < n; ++k) code = code << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-  return code;
-}
-
 }  // namespace
 
 std::string JsonString(const std::string& s) {
@@ -118,38 +96,6 @@ std::string JsonString(const std::string& s) {
     }
   }
   return out + "\"";
-}
-
-std::string Printable(std::string_view s, bool keep_newlines) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = s[i];
-    if (c == '\n' && keep_newlines) {
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else if (const size_t n = BidiControlAt(s, i); n > 0) {
-      out += absl::StrFormat("\\u%04x", CodePoint(s, i, n));
-      i += n - 1;
-    } else if (c == 0xc2 && i + 1 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xe0) == 0x80) {
-      // U+0080..U+009F in UTF-8: C1 controls (CSI is U+009B).
-      const unsigned char low = s[++i];
-      out += "\\u00";
-      out += kHex[(low >> 4) & 15];
-      out += kHex[low & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 absl::StatusOr<Format> ParseFormat(const std::string& name) {

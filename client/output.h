@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/printable.h"  // Printable: every cell and message goes through it
 
 namespace gpubench::client {
 
@@ -26,14 +27,6 @@ struct Table {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
 };
-
-// s with every control character (C0, DEL, C1) and every bidirectional
-// formatting character (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)
-// written as an escape ("\x1b", "\n", "\u009b", "\u202e"), so that text a
-// daemon or another user chose (names, labels, errors) cannot move the
-// cursor, recolour or rewrite a terminal, nor show itself reordered.
-// keep_newlines leaves '\n' as it is, for multi-line text such as stderr.
-std::string Printable(std::string_view s, bool keep_newlines = false);
 
 // s as a JSON string literal, quotes included.
 std::string JsonString(const std::string& s);

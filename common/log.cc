@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <mutex>
 
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/printable.h"
 
 namespace gpubench {
 namespace {
@@ -46,23 +46,7 @@ std::string FormatLogLine(LogLevel level, std::string_view program, std::string_
   line += " ";
   line += program;
   line += ": ";
-  for (size_t i = 0; i < message.size(); ++i) {
-    const unsigned char c = message[i];
-    if (c == '\n') {
-      line += "\\n";
-    } else if (c == '\t') {
-      line += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      line += absl::StrFormat("\\x%02x", c);
-    } else if (c == 0xc2 && i + 1 < message.size() &&
-               (static_cast<unsigned char>(message[i + 1]) & 0xe0) == 0x80) {
-      // U+0080..U+009F in UTF-8: C1 controls, which terminals obey too
-      // (U+009B is CSI).
-      line += absl::StrFormat("\\u%04x", static_cast<unsigned char>(message[++i]));
-    } else {
-      line += static_cast<char>(c);
-    }
-  }
+  line += Printable(message);
   return line;
 }
 

@@ -3,8 +3,9 @@
 //   2026-11-25T07:12:03.123Z I gpubenchd: job j1a2 queued by alice (3 runs)
 // The letter is the level (D debug, I info, W warning, E error). Debug lines
 // are written only with SetLogVerbose(true) (gpubenchd -v). A message's
-// control characters (C0 with newlines, DEL, C1) are escaped, so an event
-// never spans two lines nor drives a terminal. Thread-safe: lines from several threads never interleave.
+// control and bidirectional characters are escaped (Printable), so an event
+// never spans two lines nor drives a terminal. Thread-safe: lines from
+// several threads never interleave.
 #ifndef GPUBENCH_COMMON_LOG_H_
 #define GPUBENCH_COMMON_LOG_H_
 

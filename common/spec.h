@@ -55,7 +55,9 @@ std::string MessageToJson(const google::protobuf::Message& message,
 
 // Checks every field a user can get wrong. InvalidArgument names the first
 // bad field by its path, e.g. "spec.sweep.batch_size[2]: must be in
-// [1, 65536], got 0".
+// [1, 65536], got 0". A NUL byte in any string, or another control byte in
+// one that is not free text (the name and label values are), is refused too:
+// "spec.base.params.model_path: contains a NUL byte".
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 
 // Number of runs the spec expands to (the product of non-empty axes),

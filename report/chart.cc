@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/printable.h"
 
 namespace gpubench::report::internal {
 namespace {
@@ -111,7 +112,8 @@ bool Drawable(const LineChart& chart) {
 
 }  // namespace
 
-std::string EscapeHtml(std::string_view s) {
+std::string EscapeHtml(std::string_view text) {
+  const std::string s = Printable(text, /*keep_newlines=*/true);
   std::string out;
   out.reserve(s.size() + 16);
   for (char c : s) {

@@ -16,7 +16,8 @@ namespace gpubench::report::internal {
 // ---------------------------------------------------------------- text
 
 // s with & < > " ' written as character references, safe in HTML text and in
-// quoted attribute values.
+// quoted attribute values, and its control and bidirectional characters as
+// visible escapes (Printable): a name cannot show itself reordered.
 std::string EscapeHtml(std::string_view s);
 
 // The estimated width in px of s in a sans-serif font of font_px: SVG text

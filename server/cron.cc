@@ -168,6 +168,23 @@ absl::StatusOr<absl::Time> CronSchedule::Next(absl::Time after,
   return absl::NotFoundError("cron: no matching time within 5 years");
 }
 
+absl::Status CronSchedule::CheckCanMatch() const {
+  // Restricted days of the week match some day of every month, and when both
+  // day fields are restricted a day matches either: only a day of the month
+  // with "*" for the weekday can miss every month. February counts 29 days:
+  // a leap year comes within Next's 5-year horizon.
+  if (!days_restricted_ || weekdays_restricted_) return absl::OkStatus();
+  static constexpr int kMaxDays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  for (int month = 1; month <= 12; ++month) {
+    if (!months_[month]) continue;
+    for (int day = 1; day <= kMaxDays[month]; ++day) {
+      if (days_[day]) return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(
+      "cron: never matches: none of its months has any of its days of the month");
+}
+
 absl::Status CheckZoneName(const std::string& name) {
   // A tz database name, "Area/Location" segments of [A-Za-z0-9_+-]: never a
   // path of the caller's choosing (cctz opens an absolute name as a file, and

@@ -28,6 +28,11 @@ class CronSchedule {
   // (e.g. "0 0 30 2 *").
   absl::StatusOr<absl::Time> Next(absl::Time after, const absl::TimeZone& tz) const;
 
+  // OK when some calendar date matches; InvalidArgument `cron: never
+  // matches: ...` for an expression whose days of the month fall in none of
+  // its months (e.g. "0 0 30 2 *", February 30th), whatever the zone.
+  absl::Status CheckCanMatch() const;
+
  private:
   bool DayMatches(const absl::CivilDay& day) const;
 

@@ -14,6 +14,7 @@
 #include "common/contention.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/printable.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
@@ -22,6 +23,10 @@
 
 namespace gpubench::server {
 namespace {
+
+// A profiled window's Chrome trace is kept up to this size: a model with
+// millions of operators per step would otherwise fill the store in one run.
+constexpr size_t kMaxTraceBytes = size_t{256} << 20;
 
 using google::protobuf::util::TimeUtil;
 
@@ -249,8 +254,21 @@ void JobManager::Shutdown() {
     r->cv.SignalAll();
   }
   if (dispatcher_.joinable()) dispatcher_.join();
-  absl::MutexLock lock(&mu_);
-  while (job_threads_ > 0) cv_.Wait(&mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    while (job_threads_ > 0) cv_.Wait(&mu_);
+  }
+  // A last try for states the store could not take (space may be free by
+  // now); what still cannot be written reads running at the next start,
+  // which requeues it as interrupted.
+  if (absl::Status s = FlushUnsaved(); !s.ok()) {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, job] : unsaved_) {
+      Log(LogLevel::kError, "job ", id, ": its state (",
+          EnumShortName(v1::JobState_descriptor(), job.state()),
+          ") is lost at shutdown, so the next start requeues it: ", s.message());
+    }
+  }
 }
 
 absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
@@ -421,7 +439,9 @@ absl::StatusOr<v1::Job> JobManager::Submit(Plan plan, const std::string& schedul
 
 JobManager::Load JobManager::CurrentLoad() {
   absl::MutexLock lock(&mu_);
-  return Load{static_cast<int>(queue_.size()), static_cast<int>(running_.size())};
+  Load load{static_cast<int>(queue_.size()), static_cast<int>(running_.size()), {}};
+  for (const auto& [id, job] : unsaved_) ++load.unsaved[job.state()];
+  return load;
 }
 
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
@@ -777,13 +797,26 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
           *e->mutable_run_progress() = event.run_progress();
         }, false, nullptr).IgnoreError();
       } else if (event.has_log()) {
-        Emit(job_id, [&](v1::ProgressEvent* e) { *e->mutable_log() = event.log(); },
-             false, nullptr).IgnoreError();
+        Emit(job_id, [&](v1::ProgressEvent* e) {
+          e->mutable_log()->set_text(Bounded(event.log().text(), kMaxMessageBytes));
+        }, false, nullptr).IgnoreError();
       } else if (event.has_run_finished()) {
         v1::Run run = event.run_finished().run();
+        // The error is the model's to choose (an assert's message): the
+        // store, every reply and the HTML view keep a bounded one.
+        run.set_error(Bounded(run.error(), kMaxMessageBytes));
         current = -1;
         FillContention(job_id, &run);
-        store_error = store(&run, event.run_finished().trace_json());
+        const std::string& trace = event.run_finished().trace_json();
+        const bool trace_fits = trace.size() <= kMaxTraceBytes;
+        if (!trace_fits) {
+          Emit(job_id, [&](v1::ProgressEvent* e) {
+            e->mutable_log()->set_text(absl::StrCat(
+                "run ", run.index(), ": its profiler trace of ", trace.size(),
+                " bytes is over the ", kMaxTraceBytes >> 20, " MiB a run may keep; not stored"));
+          }, true, nullptr).IgnoreError();
+        }
+        store_error = store(&run, trace_fits ? trace : std::string());
         if (!store_error.ok()) {
           if (absl::IsResourceExhausted(store_error)) store_full_.store(true);
           // Nothing more can be kept: stop rather than measure for nothing.

@@ -125,6 +125,9 @@ class JobManager {
   struct Load {
     int queued = 0;
     int running = 0;
+    // Ended jobs whose state the store could not take yet (a full disk),
+    // by that state: the store still holds them as running.
+    std::map<v1::JobState, int> unsaved;
   };
   Load CurrentLoad();
 

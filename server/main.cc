@@ -64,6 +64,10 @@ ABSL_FLAG(int64_t, max_queued_per_submitter, 0,
 ABSL_FLAG(int64_t, upload_idle_timeout_ms, 30000,
           "an upload that sends nothing for this long is cancelled and its share of "
           "--models-quota-bytes freed (0: never)");
+ABSL_FLAG(int64_t, upload_min_bytes_per_second, 1 << 20,
+          "an upload not finished within --upload-idle-timeout-ms plus its size at this "
+          "rate is cancelled and its share of --models-quota-bytes freed, so that a trickle "
+          "cannot hold it (0: no floor)");
 ABSL_FLAG(int64_t, max_job_seconds, 86400, "longest a job may run; bounds spec timeout_s");
 ABSL_FLAG(int64_t, stop_grace_ms, 10000, "SIGTERM to SIGKILL delay for cancel and shutdown");
 ABSL_FLAG(int64_t, max_requeues, 1, "times an interrupted job is requeued");
@@ -106,6 +110,10 @@ ABSL_FLAG(bool, confine_workers, true,
           "each worker confines itself (Landlock, no_new_privs, no execve): it reads only the "
           "system's libraries, the GPU devices and the model it was given, and writes only its "
           "scratch folder (false: unconfined; user models then need admin)");
+ABSL_FLAG(std::string, worker_user, "",
+          "run each worker as this user (a daemon started as root): it opens its models as the "
+          "daemon's user, then becomes this one for good; the data directory and its work "
+          "folder become 0711 (passable, not listable) so its scratch folder is reachable");
 ABSL_FLAG(bool, allow_unconfined_user_models, false,
           "where workers run unconfined (no Landlock, or --confine-workers=false), still run "
           "user models (torchscript) from callers below admin: they can then read and write "
@@ -228,10 +236,11 @@ int main(int argc, char** argv) {
   std::string error;
   // Before any thread or child exists: a worker dying mid-write must not
   // SIGPIPE the daemon, and SIGTERM always means a clean shutdown.
-  if (geteuid() == 0) {
+  if (geteuid() == 0 && absl::GetFlag(FLAGS_worker_user).empty()) {
     Log(LogLevel::kWarning,
-        "running as root; workers load user models as root too. "
-        "Run it as an unprivileged user (deploy/gpubenchd.service)");
+        "running as root; workers load user models as root too (confined, without "
+        "capabilities). Run it as an unprivileged user (deploy/gpubenchd.service), or give "
+        "workers one (--worker-user)");
   }
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGTERM, OnSignal);
@@ -267,7 +276,9 @@ int main(int argc, char** argv) {
       !NonNegative("max-queued-per-submitter", absl::GetFlag(FLAGS_max_queued_per_submitter),
                    &error) ||
       !NonNegative("upload-idle-timeout-ms", absl::GetFlag(FLAGS_upload_idle_timeout_ms),
-                   &error)) {
+                   &error) ||
+      !NonNegative("upload-min-bytes-per-second",
+                   absl::GetFlag(FLAGS_upload_min_bytes_per_second), &error)) {
     Log(LogLevel::kError, error);
     return 2;
   }
@@ -284,6 +295,8 @@ int main(int argc, char** argv) {
       static_cast<int>(std::min<int64_t>(absl::GetFlag(FLAGS_max_queued_per_submitter), 1 << 30));
   service_options.upload_idle_timeout =
       absl::Milliseconds(absl::GetFlag(FLAGS_upload_idle_timeout_ms));
+  service_options.upload_min_bytes_per_second =
+      absl::GetFlag(FLAGS_upload_min_bytes_per_second);
   options.max_requeues = static_cast<int>(std::min<int64_t>(max_requeues, 1 << 30));
   const std::string listen = absl::GetFlag(FLAGS_listen);
   const std::string data_dir =
@@ -338,6 +351,22 @@ int main(int argc, char** argv) {
   MakePrivate(data_dir);
   // Absolute: it becomes each worker's TMPDIR.
   limits.scratch_root = RealPath(limits.scratch_root);
+  if (const std::string user = absl::GetFlag(FLAGS_worker_user); !user.empty()) {
+    auto run_as = worker::WorkerUser(user);
+    if (!run_as.ok()) {
+      Log(LogLevel::kError, run_as.status().message());
+      return 2;
+    }
+    limits.run_as = *run_as;
+    // The worker user reaches its scratch folder (its TMPDIR, by an
+    // absolute path) through these two, and lists neither; every file
+    // here stays 0600 and every other folder 0700.
+    for (const std::string& dir : {data_dir, limits.scratch_root}) chmod(dir.c_str(), 0711);
+    if (auto s = worker::WorkerUserReaches(*run_as, limits.scratch_root); !s.ok()) {
+      Log(LogLevel::kError, s.message());
+      return 2;
+    }
+  }
   if (absl::GetFlag(FLAGS_check_confinement)) {
     if (!limits.confine) {
       Log(LogLevel::kError, "--check-confinement: workers run unconfined here: ",

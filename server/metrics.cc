@@ -68,9 +68,13 @@ void WriteStore(storage::Store* store, const JobManager::Load& load, MetricsWrit
       const auto found = jobs->find(static_cast<v1::JobState>(s));
       double count = found == jobs->end() ? 0 : found->second;
       // The store lags the daemon while it cannot write (a full disk): a
-      // job ended there still reads running in it.
+      // job ended there still reads running in it, and counts here as it
+      // ended.
       if (s == v1::JOB_STATE_QUEUED) count = load.queued;
       if (s == v1::JOB_STATE_RUNNING) count = load.running;
+      if (const auto u = load.unsaved.find(static_cast<v1::JobState>(s)); u != load.unsaved.end()) {
+        count += u->second;
+      }
       out->Sample("gpubench_jobs", {{"state", report::Short(v1::JobState_descriptor(), s)}},
                   count);
     }

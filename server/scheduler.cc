@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/spec.h"
@@ -63,6 +64,8 @@ absl::StatusOr<v1::Schedule> Scheduler::Create(v1::Schedule schedule, absl::Time
   }
   if (auto c = CronSchedule::Parse(schedule.cron()); !c.ok()) {
     return Prefixed(c.status(), "schedule.");
+  } else if (auto can = c->CheckCanMatch(); !can.ok()) {
+    return Prefixed(can, "schedule.");
   }
   if (auto z = LoadZone(schedule.time_zone()); !z.ok()) {
     return Prefixed(z.status(), "schedule.time_zone: ");
@@ -87,6 +90,11 @@ absl::StatusOr<v1::Schedule> Scheduler::Create(v1::Schedule schedule, absl::Time
   *schedule.mutable_create_time() = ToProto(now);
   schedule.clear_last_run_time();
   auto next = NextTime(schedule, now);
+  // No time within Next's horizon is the caller's expression, not a missing
+  // thing: INVALID_ARGUMENT, as for a date CheckCanMatch already refuses.
+  if (!next.ok() && absl::IsNotFound(next.status())) {
+    return absl::InvalidArgumentError(absl::StrCat("schedule.", next.status().message()));
+  }
   if (!next.ok()) return Prefixed(next.status(), "schedule.cron: ");
   *schedule.mutable_next_run_time() = ToProto(*next);
   auto id = store_->schedules().Insert(schedule);

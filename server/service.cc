@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -145,9 +146,17 @@ class FailedStream : public Base {
   void OnDone() override { delete this; }
 };
 
-absl::Status Required(const std::string& value, const char* field) {
-  if (!value.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+// An id the daemon made (a job's, a run's, a schedule's): required, and
+// short, so that a caller's 100 KB "id" is refused here rather than echoed
+// into a NOT_FOUND whose metadata passes gRPC's limit.
+absl::Status RequiredId(const std::string& value, const char* field) {
+  constexpr size_t kMaxIdBytes = 128;
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+  if (value.size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", value.size(), " bytes; an id has at most ", kMaxIdBytes));
+  }
+  return absl::OkStatus();
 }
 
 int64_t Ns(const google::protobuf::Timestamp& t) {
@@ -235,38 +244,33 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
 };
 
 // Receives a model: a header, then chunks into a temporary file; checks size
-// and sha256, then keeps it once per hash under the model directory.
+// and sha256, then keeps it once per hash under the model directory. The idle
+// watch ends it (on its own thread) when it goes quiet or runs past the
+// deadline its size gives, so mu_ orders that ending with the reads.
 class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
  public:
-  UploadReactor(grpc::CallbackServerContext* context, storage::Store* store,
-                const ServiceOptions& options, Caller caller,
-                std::atomic<int64_t>* uploading_bytes, IdleWatch* idle,
+  UploadReactor(storage::Store* store, const ServiceOptions& options, Caller caller,
+                bool shared, UploadLedger* ledger, IdleWatch* idle,
                 v1::UploadModelResponse* response)
       : store_(store),
         options_(options),
         caller_(std::move(caller)),
-        uploading_bytes_(uploading_bytes),
+        shared_(shared),
+        ledger_(ledger),
         idle_(idle),
         response_(response) {
-    idle_token_ = idle_->Watch([this, context] {
-      timed_out_.store(true);
-      context->TryCancel();
-    });
+    idle_token_ = idle_->Watch([this](IdleWatch::Reason why) { Cut(why); });
+    absl::MutexLock lock(&mu_);
     StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;  // the idle watch ended it
     idle_->Touch(idle_token_);
-    absl::Status s = ok                  ? Take()
-                     : timed_out_.load() ? TimedOut()
-                                         : Complete();
+    absl::Status s = ok ? Take() : Complete();
     if (!s.ok() || !ok) {
-      out_.close();
-      std::remove(temp_.c_str());
-      // Stored or dropped: either way no longer in flight, before the
-      // client hears so and sends the next upload.
-      Release();
-      Finish(ToGrpcStatus(s));
+      EndLocked(ToGrpcStatus(s));
       return;
     }
     StartRead(&request_);
@@ -274,25 +278,56 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
 
   void OnDone() override {
     idle_->Unwatch(idle_token_);
-    Release();
+    {
+      absl::MutexLock lock(&mu_);
+      Release();
+    }
     delete this;
   }
 
  private:
-  absl::Status TimedOut() {
-    Log(LogLevel::kInfo, "an upload by ", caller_.name, " sent nothing for ",
-        absl::FormatDuration(idle_->idle()), " and was cancelled; its quota is free again");
-    return absl::DeadlineExceededError(absl::StrCat(
-        "the upload sent nothing for ", absl::FormatDuration(idle_->idle()),
-        " (the daemon's --upload-idle-timeout-ms) and was cancelled"));
+  // On the idle watch's thread: ends the upload with the reason, which the
+  // uploader hears (a TryCancel would tell it only "Cancelled").
+  void Cut(IdleWatch::Reason why) {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    if (why == IdleWatch::Reason::kIdle) {
+      Log(LogLevel::kInfo, "an upload by ", caller_.name, " sent nothing for ",
+          absl::FormatDuration(idle_->idle()), " and was cancelled; its quota is free again");
+      EndLocked(grpc::Status(
+          grpc::StatusCode::CANCELLED,
+          absl::StrCat("the upload sent nothing for ", absl::FormatDuration(idle_->idle()),
+                       " (the daemon's --upload-idle-timeout-ms) and was cancelled")));
+      return;
+    }
+    Log(LogLevel::kInfo, "an upload by ", caller_.name, " had ", received_, " of ",
+        header_.size_bytes(), " bytes after ", absl::FormatDuration(allowed_),
+        " and was cancelled; its quota is free again");
+    EndLocked(grpc::Status(
+        grpc::StatusCode::DEADLINE_EXCEEDED,
+        absl::StrCat("the upload sent ", received_, " of ", header_.size_bytes(),
+                     " bytes in ", absl::FormatDuration(allowed_),
+                     ", the most the daemon allows for that size (--upload-idle-timeout-ms "
+                     "plus size at --upload-min-bytes-per-second ",
+                     options_.upload_min_bytes_per_second, "), and was cancelled")));
   }
 
-  void Release() {
-    uploading_bytes_->fetch_sub(reserved_);
+  // Drops what is not stored and gives the quota back before the client
+  // hears the end and sends its next upload.
+  void EndLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    finished_ = true;
+    out_.close();
+    if (!temp_.empty()) std::remove(temp_.c_str());  // gone already once stored
+    Release();
+    Finish(status);
+  }
+
+  void Release() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ledger_->Release(caller_.name, reserved_);
     reserved_ = 0;
   }
 
-  absl::Status Take() {
+  absl::Status Take() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (request_.has_header()) {
       if (!temp_.empty()) return absl::InvalidArgumentError("header: sent twice");
       header_ = request_.header();
@@ -328,14 +363,17 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
       // The quota counts stored models and the uploads in flight.
       auto stored = store_->models().TotalBytes();
       if (!stored.ok()) return stored.status();
+      if (auto s = ledger_->Reserve(caller_.name, shared_, header_.size_bytes(), *stored,
+                                    options_.models_quota_bytes);
+          !s.ok()) {
+        return s;
+      }
       reserved_ = header_.size_bytes();
-      const int64_t in_flight = uploading_bytes_->fetch_add(reserved_) + reserved_;
-      if (*stored + in_flight > options_.models_quota_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "header.size_bytes: ", header_.size_bytes(), " more bytes would pass the model "
-            "quota of ", options_.models_quota_bytes, " (", *stored, " stored, ",
-            in_flight - reserved_, " uploading); an admin can delete models with "
-            "gpubench model rm"));
+      if (options_.upload_min_bytes_per_second > 0) {
+        allowed_ = std::max(idle_->idle(), absl::ZeroDuration()) +
+                   absl::Seconds(static_cast<double>(header_.size_bytes()) /
+                                 static_cast<double>(options_.upload_min_bytes_per_second));
+        idle_->SetDeadline(idle_token_, absl::Now() + allowed_);
       }
       temp_ = absl::StrCat(options_.model_dir, "/.upload-", header_.sha256(), "-",
                            reinterpret_cast<uintptr_t>(this));
@@ -355,7 +393,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
                 : absl::InternalError(absl::StrCat("cannot write ", temp_));
   }
 
-  absl::Status Complete() {
+  absl::Status Complete() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (temp_.empty()) return absl::InvalidArgumentError("header: missing");
     out_.close();
     if (received_ != header_.size_bytes()) {
@@ -394,18 +432,21 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadModelRequest> {
   storage::Store* const store_;
   const ServiceOptions& options_;
   const Caller caller_;
-  std::atomic<int64_t>* const uploading_bytes_;
+  const bool shared_;  // the daemon tells callers apart: shares apply
+  UploadLedger* const ledger_;
   IdleWatch* const idle_;
   int64_t idle_token_ = 0;
-  std::atomic<bool> timed_out_{false};  // set on the idle watch's thread
-  int64_t reserved_ = 0;  // of *uploading_bytes_, given back in OnDone
   v1::UploadModelResponse* const response_;
-  v1::UploadModelRequest request_;
-  v1::ModelUploadHeader header_;
-  std::string temp_;
-  std::ofstream out_;
-  Sha256 sha_;  // of the chunks so far
-  int64_t received_ = 0;
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;  // in *ledger_, given back at the end
+  absl::Duration allowed_ ABSL_GUARDED_BY(mu_) = absl::InfiniteDuration();
+  v1::UploadModelRequest request_ ABSL_GUARDED_BY(mu_);
+  v1::ModelUploadHeader header_ ABSL_GUARDED_BY(mu_);
+  std::string temp_ ABSL_GUARDED_BY(mu_);
+  std::ofstream out_ ABSL_GUARDED_BY(mu_);
+  Sha256 sha_ ABSL_GUARDED_BY(mu_);  // of the chunks so far
+  int64_t received_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Sends a run's trace: its info, then the uncompressed data in 1 MiB chunks.
@@ -414,9 +455,9 @@ class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
   static constexpr size_t kChunkBytes = 1 << 20;
 
   TraceReactor(storage::Store* store, const std::string& run_id) {
-    auto trace = run_id.empty()
-                     ? absl::InvalidArgumentError("run_id: required")
-                     : store->runs().GetTrace(run_id);
+    const absl::Status id = RequiredId(run_id, "run_id");
+    auto trace = !id.ok() ? absl::StatusOr<std::pair<v1::TraceInfo, std::string>>(id)
+                          : store->runs().GetTrace(run_id);
     if (!trace.ok()) {
       Finish(ToGrpcStatus(trace.status()));
       return;
@@ -452,8 +493,8 @@ class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
 
 grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
     grpc::CallbackServerContext* context, v1::UploadModelResponse* response) {
-  return new UploadReactor(context, store_, options_, auth_->CallerOf(*context),
-                           &uploading_bytes_, &idle_uploads_, response);
+  return new UploadReactor(store_, options_, auth_->CallerOf(*context),
+                           auth_->needs_credentials(), &uploads_, &idle_uploads_, response);
 }
 
 grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
@@ -502,7 +543,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
 grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                    const v1::GetJobRequest* request,
                                                    v1::GetJobResponse* response) {
-  if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
+  if (auto s = RequiredId(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   auto job = jobs_->GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
   *response->mutable_job() = std::move(*job);
@@ -528,11 +569,10 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListJobs(grpc::CallbackServerContext
 
 grpc::ServerWriteReactor<v1::WatchJobResponse>* BenchServiceImpl::WatchJob(
     grpc::CallbackServerContext* /*context*/, const v1::WatchJobRequest* request) {
-  if (request->job_id().empty() || request->after_sequence() < 0 ||
-      !jobs_->GetJob(request->job_id()).ok()) {
+  const absl::Status id = RequiredId(request->job_id(), "job_id");
+  if (!id.ok() || request->after_sequence() < 0 || !jobs_->GetJob(request->job_id()).ok()) {
     grpc::Status status =
-        request->job_id().empty()
-            ? grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job_id: required")
+        !id.ok() ? ToGrpcStatus(id)
         : request->after_sequence() < 0
             ? grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                            "after_sequence: must be >= 0")
@@ -547,7 +587,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContex
                                                       const v1::CancelJobRequest* request,
                                                       v1::CancelJobResponse* response) {
   const Caller caller = auth_->CallerOf(*context);
-  if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
+  if (auto s = RequiredId(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   if (caller.role < v1::ROLE_ADMIN) {
     auto existing = jobs_->GetJob(request->job_id());
     if (!existing.ok()) return Reply(context, existing.status());
@@ -566,7 +606,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* context,
                                                    const v1::GetRunRequest* request,
                                                    v1::GetRunResponse* response) {
-  if (auto s = Required(request->run_id(), "run_id"); !s.ok()) return Reply(context, s);
+  if (auto s = RequiredId(request->run_id(), "run_id"); !s.ok()) return Reply(context, s);
   auto run = store_->runs().Get(request->run_id(), request->include_samples());
   if (!run.ok()) return Reply(context, run.status());
   *response->mutable_run() = std::move(*run);
@@ -576,7 +616,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::GetRun(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* BenchServiceImpl::ListRuns(grpc::CallbackServerContext* context,
                                                      const v1::ListRunsRequest* request,
                                                      v1::ListRunsResponse* response) {
-  if (auto s = Required(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
+  if (auto s = RequiredId(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
   if (auto job = store_->jobs().Get(request->job_id()); !job.ok()) {
     return Reply(context, job.status());
   }
@@ -678,7 +718,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::ListSchedules(
 grpc::ServerUnaryReactor* BenchServiceImpl::DeleteSchedule(
     grpc::CallbackServerContext* context, const v1::DeleteScheduleRequest* request,
     v1::DeleteScheduleResponse*) {
-  if (auto s = Required(request->schedule_id(), "schedule_id"); !s.ok()) {
+  if (auto s = RequiredId(request->schedule_id(), "schedule_id"); !s.ok()) {
     return Reply(context, s);
   }
   return Reply(context, store_->schedules().Delete(request->schedule_id()));

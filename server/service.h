@@ -5,12 +5,14 @@
 #define GPUBENCH_SERVER_SERVICE_H_
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "gpubench/v1/service.grpc.pb.h"
 #include "absl/time/time.h"
 #include "server/auth.h"
 #include "server/idle_watch.h"
+#include "server/upload_ledger.h"
 #include "server/job_manager.h"
 #include "server/scheduler.h"
 #include "storage/store.h"
@@ -39,6 +41,10 @@ struct ServiceOptions {
   // An upload that sends nothing for this long is cancelled and its share of
   // the quota given back (<= 0: never).
   absl::Duration upload_idle_timeout = absl::Seconds(30);
+  // The slowest upload kept: one still unfinished upload_idle_timeout +
+  // size_bytes / this after its header is cancelled, so that a trickle of a
+  // byte per timeout cannot hold its quota for ever (<= 0: no floor).
+  int64_t upload_min_bytes_per_second = int64_t{1} << 20;
 };
 
 // Thread-safe; jobs, store and auth outlive it.
@@ -106,9 +112,9 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
   storage::Store* const store_;
   const Authorizer* const auth_;
   const ServiceOptions options_;
-  // Bytes of uploads in flight, counted against the quota until they end.
-  std::atomic<int64_t> uploading_bytes_{0};
-  // Cancels uploads idle for options_.upload_idle_timeout.
+  // Uploads in flight, counted against the quota until they end.
+  UploadLedger uploads_;
+  // Cancels uploads idle for options_.upload_idle_timeout, or too slow.
   IdleWatch idle_uploads_;
 };
 

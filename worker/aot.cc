@@ -29,6 +29,7 @@
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "worker/ipc.h"
+#include "worker/run_as.h"
 
 #ifndef GPUBENCH_PYTHON_SOURCE_DIR
 #define GPUBENCH_PYTHON_SOURCE_DIR ""
@@ -370,8 +371,24 @@ absl::StatusOr<AotPackage> CompileOrFind(const v1::AotCompileRequest& request,
 // The compile server's life: a request, a reply, until the worker closes
 // its end. A byte on cancel_fd stops the compile in progress and every
 // later one.
+// The package at *path as a copy for hand_to, in a new folder under dir.
+absl::Status HandOver(const v1::RunAs& hand_to, const std::string& dir, AotPackage* package) {
+  std::string folder = dir + "/aot-XXXXXX";
+  if (mkdtemp(folder.data()) == nullptr || chown(folder.c_str(), hand_to.uid(), hand_to.gid())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("execution aot: cannot hand the package over in ", dir));
+  }
+  const std::string copy = folder + "/package.pt2";
+  if (auto s = CopyForUser(package->path, copy, hand_to); !s.ok()) return s;
+  if (package->temporary) std::remove(package->path.c_str());
+  package->path = copy;
+  package->temporary = true;  // the worker removes the copy and its folder
+  return absl::OkStatus();
+}
+
 [[noreturn]] void Serve(int requests_fd, int cancel_fd, const v1::AotSettings& settings,
-                        const std::optional<ConfinementPolicy>& policy) {
+                        const std::optional<ConfinementPolicy>& policy,
+                        const std::optional<v1::RunAs>& hand_to, const std::string& hand_to_dir) {
   ipc::MessageReader reader(requests_fd);
   ipc::MessageWriter writer(requests_fd);
   bool cancelled = false;
@@ -387,6 +404,9 @@ absl::StatusOr<AotPackage> CompileOrFind(const v1::AotCompileRequest& request,
     auto package = check() ? absl::CancelledError("cancelled while compiling")
                            : CompileOrFind(request, settings, check,
                                            policy ? &*policy : nullptr);
+    if (package.ok() && hand_to) {
+      if (auto s = HandOver(*hand_to, hand_to_dir, &*package); !s.ok()) package = s;
+    }
     v1::AotCompileReply reply;
     if (package.ok()) {
       reply.set_path(package->path);
@@ -454,7 +474,8 @@ std::vector<std::string> CompilerTrees(const v1::AotSettings& settings) {
 }
 
 absl::StatusOr<std::unique_ptr<AotCompiler>> AotCompiler::Start(
-    const v1::AotSettings& settings, std::optional<ConfinementPolicy> compiler_policy) {
+    const v1::AotSettings& settings, std::optional<ConfinementPolicy> compiler_policy,
+    std::optional<v1::RunAs> hand_to, const std::string& hand_to_dir) {
   // Made now, so that the worker's domain (which opens it read only) finds
   // it.
   if (!settings.cache_dir().empty()) {
@@ -485,7 +506,7 @@ absl::StatusOr<std::unique_ptr<AotCompiler>> AotCompiler::Start(
     dup2(sockets[1], 3);
     dup2(cancel[0], 4);
     closefrom(5);
-    Serve(3, 4, settings, compiler_policy);
+    Serve(3, 4, settings, compiler_policy, hand_to, hand_to_dir);
   }
   close(sockets[1]);
   close(cancel[0]);

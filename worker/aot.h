@@ -58,8 +58,12 @@ class AotCompiler {
   // compiler_policy (SystemPolicy and the protected paths; the compiler's
   // Python, the twins, its work folder and its /proc/PID are added), every
   // compile is confined; without, none is.
+  // With hand_to (a worker that becomes another user, who cannot read the
+  // cache), each reply names a copy in a folder of its own under
+  // hand_to_dir, owned by that user, which the worker removes after the run.
   static absl::StatusOr<std::unique_ptr<AotCompiler>> Start(
-      const v1::AotSettings& settings, std::optional<ConfinementPolicy> compiler_policy);
+      const v1::AotSettings& settings, std::optional<ConfinementPolicy> compiler_policy,
+      std::optional<v1::RunAs> hand_to = std::nullopt, const std::string& hand_to_dir = "");
 
   // Ends the server and reaps it.
   ~AotCompiler();

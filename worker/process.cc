@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -38,6 +40,55 @@ std::string ExitInfo::Describe() const {
   return absl::StrCat("exit ", exit_code);
 }
 
+absl::StatusOr<v1::RunAs> WorkerUser(const std::string& name) {
+  std::vector<char> buffer(1 << 16);
+  passwd entry;
+  passwd* found = nullptr;
+  if (getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+      found == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("--worker-user: no user named \"", name, "\""));
+  }
+  if (found->pw_uid == 0) {
+    return absl::InvalidArgumentError("--worker-user: must not be root");
+  }
+  if (geteuid() != 0) {
+    return absl::FailedPreconditionError(
+        "--worker-user: only a daemon started as root may start workers as another user");
+  }
+  v1::RunAs run_as;
+  run_as.set_name(name);
+  run_as.set_uid(found->pw_uid);
+  run_as.set_gid(found->pw_gid);
+  int count = 64;
+  std::vector<gid_t> groups(count);
+  if (getgrouplist(name.c_str(), found->pw_gid, groups.data(), &count) < 0) {
+    groups.resize(count);
+    getgrouplist(name.c_str(), found->pw_gid, groups.data(), &count);
+  }
+  for (int i = 0; i < count; ++i) run_as.add_groups(groups[i]);
+  return run_as;
+}
+
+absl::Status WorkerUserReaches(const v1::RunAs& run_as, const std::string& dir) {
+  std::vector<gid_t> groups(run_as.groups().begin(), run_as.groups().end());
+  const pid_t pid = fork();
+  if (pid < 0) return Errno("fork");
+  if (pid == 0) {
+    const bool became = setgroups(groups.size(), groups.data()) == 0 &&
+                        setresgid(run_as.gid(), run_as.gid(), run_as.gid()) == 0 &&
+                        setresuid(run_as.uid(), run_as.uid(), run_as.uid()) == 0;
+    _exit(became && access(dir.c_str(), X_OK) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--worker-user: ", run_as.name(), " cannot reach ", dir,
+      " (its workers' scratch folders); give the data directory a path that user may pass "
+      "(not under a 0700 home such as /root)"));
+}
+
 std::string DefaultWorkerPath() { return InstalledBinary("gpubench-worker", "GPUBENCH_WORKER"); }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
@@ -53,12 +104,18 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   std::string scratch = (limits.scratch_root.empty() ? TempDir() : limits.scratch_root) +
                         "/worker-XXXXXX";
   if (mkdtemp(scratch.data()) == nullptr) return Errno(("mkdtemp " + scratch).c_str());
+  if (limits.run_as && chown(scratch.c_str(), limits.run_as->uid(), limits.run_as->gid()) != 0) {
+    const absl::Status failed = Errno(("chown " + scratch).c_str());
+    RemoveTree(scratch);
+    return failed;
+  }
   v1::WorkerRequest confined = request;
   v1::WorkerConfinement* confinement = confined.mutable_confinement();
   confinement->set_enabled(limits.confine || confinement->probes_size() > 0);
   confinement->set_scratch_dir(scratch);
   for (const std::string& p : limits.protected_paths) confinement->add_protected_paths(p);
   for (const std::string& p : limits.read_paths) confinement->add_read_paths(p);
+  if (limits.run_as) *confinement->mutable_run_as() = *limits.run_as;
   const std::map<std::string, std::string> set = {
       {"TMPDIR", scratch},
       {"TMP", scratch},

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,7 +44,22 @@ struct WorkerLimits {
   bool confine = true;
   std::vector<std::string> protected_paths;  // data directory, token file, TLS key
   std::vector<std::string> read_paths;       // further folders workers may read
+  // gpubenchd --worker-user: each worker becomes this user once it has
+  // opened its models (WorkerConfinement.run_as); its scratch folder is
+  // made its own. Unset: workers stay the daemon's user.
+  std::optional<v1::RunAs> run_as;
 };
+
+// The user named name, for WorkerLimits::run_as: its uid, gid and
+// supplementary groups. InvalidArgument naming --worker-user for an unknown
+// user or root; FailedPrecondition where this process may not switch users
+// (it is not root).
+absl::StatusOr<v1::RunAs> WorkerUser(const std::string& name);
+
+// OK if run_as may pass every folder down to dir and dir itself (a worker
+// reaches its scratch folder under dir by its absolute path), tried in a
+// child that becomes run_as; else FailedPrecondition naming --worker-user.
+absl::Status WorkerUserReaches(const v1::RunAs& run_as, const std::string& dir);
 
 // A running worker as the daemon's job runner sees it: a stream of events
 // and a way to stop it. Next() and Wait() are for one thread; Stop(), Kill()

@@ -30,6 +30,7 @@
 #include "worker/convert.h"
 #include "worker/engine/engine.h"
 #include "worker/ipc.h"
+#include "worker/run_as.h"
 
 namespace gpubench::worker {
 namespace {
@@ -86,13 +87,25 @@ void MaybeInjectFault(int batch_size, int rank) {
   }
 }
 
+// A worker user reads its model through what it opened before it switched:
+// a descriptor, or a copy in its scratch folder.
+void HoldOpen(const HeldModels* held, engine::RunConfig* engine_config) {
+  if (held == nullptr) return;
+  if (auto fd = held->fds.find(engine_config->model_path); fd != held->fds.end()) {
+    engine_config->model_fd = fd->second;
+  }
+  if (auto copy = held->copies.find(engine_config->model_path); copy != held->copies.end()) {
+    engine_config->model_path = copy->second;
+  }
+}
+
 // Sets the file a torchscript run loads and the loader that reads it. An
 // uploaded model (by hash, which wins over a path) lives in the daemon's model
 // directory, and its stored format decides the loader; a path must resolve
 // into one of the request's model roots, checked here again right before the
 // load, and a ".pt2" suffix means an AOTInductor package.
 absl::Status LocateModel(const v1::WorkerRequest& request, const v1::RunConfig& config,
-                         engine::RunConfig* engine_config) {
+                         engine::RunConfig* engine_config, const HeldModels* held = nullptr) {
   if (config.workload() != "torchscript") {
     engine_config->model_path.clear();
     return absl::OkStatus();
@@ -108,16 +121,25 @@ absl::Status LocateModel(const v1::WorkerRequest& request, const v1::RunConfig& 
                 format->second == v1::MODEL_FORMAT_AOTI_PACKAGE
             ? engine::ModelFormat::kAotiPackage
             : engine::ModelFormat::kTorchScript;
+    HoldOpen(held, engine_config);
     return absl::OkStatus();
   }
-  auto resolved = ResolveModelPath(
-      config.params().model_path(),
-      {request.model_roots().begin(), request.model_roots().end()}, "params.model_path");
+  // A worker user may not pass the folders above its model: what it
+  // located before it switched stands.
+  const auto at = held ? held->located.find(config.params().model_path())
+                       : std::map<std::string, std::string>::const_iterator();
+  auto resolved = held && at != held->located.end()
+                      ? absl::StatusOr<std::string>(at->second)
+                      : ResolveModelPath(config.params().model_path(),
+                                         {request.model_roots().begin(),
+                                          request.model_roots().end()},
+                                         "params.model_path");
   if (!resolved.ok()) return resolved.status();
   engine_config->model_path = *resolved;
   engine_config->model_format = absl::EndsWith(*resolved, ".pt2")
                                     ? engine::ModelFormat::kAotiPackage
                                     : engine::ModelFormat::kTorchScript;
+  HoldOpen(held, engine_config);
   return absl::OkStatus();
 }
 
@@ -127,6 +149,30 @@ bool CompilesAny(const std::vector<v1::RunConfig>& runs) {
     if (engine::IsCompiled(ToEngineConfig(config).execution)) return true;
   }
   return false;
+}
+
+// The user models the runs name, by the path the worker loads, and whether
+// each is an AOTInductor package: what it may read once confined, and what
+// it opens before it becomes the worker user. A model root may hold the data
+// directory or a key: a path there is never "the model" (an upload, by hash,
+// is the one file it may name).
+std::map<std::string, bool> UserModels(const v1::WorkerRequest& request,
+                                       const std::vector<v1::RunConfig>& runs) {
+  const v1::WorkerConfinement& confinement = request.confinement();
+  std::map<std::string, bool> models;
+  for (const v1::RunConfig& config : runs) {
+    engine::RunConfig located;
+    if (config.workload() != "torchscript" || !LocateModel(request, config, &located).ok()) {
+      continue;
+    }
+    if (config.params().model_sha256().empty() &&
+        ResolvesWithin(located.model_path, {confinement.protected_paths().begin(),
+                                            confinement.protected_paths().end()})) {
+      continue;
+    }
+    models[located.model_path] = located.model_format == engine::ModelFormat::kAotiPackage;
+  }
+  return models;
 }
 
 // What this worker may reach once confined: the system's part, its scratch
@@ -148,19 +194,8 @@ ConfinementPolicy PolicyFor(const v1::WorkerRequest& request,
     policy.read_files.push_back(nvml);
   }
   if (request.has_rank()) policy.write_trees.push_back("/dev/shm");  // NCCL's buffers
-  for (const v1::RunConfig& config : runs) {
-    engine::RunConfig located;
-    if (config.workload() != "torchscript" || !LocateModel(request, config, &located).ok()) {
-      continue;
-    }
-    // A model root may hold the data directory or a key: a path there is
-    // never "the model" (an upload, by hash, is the one file it may name).
-    if (config.params().model_sha256().empty() &&
-        ResolvesWithin(located.model_path, {confinement.protected_paths().begin(),
-                                            confinement.protected_paths().end()})) {
-      continue;
-    }
-    policy.read_files.push_back(located.model_path);
+  for (const auto& [path, is_package] : UserModels(request, runs)) {
+    policy.read_files.push_back(path);
   }
   // The package cache, read only: a compiled point finds its package there
   // or fails (execve is refused), and no model can plant one.
@@ -182,6 +217,14 @@ ConfinementPolicy PolicyFor(const v1::WorkerRequest& request,
 absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) {
   ipc::MessageWriter writer(out_fd);
   int unexpected = 0;
+  {
+    v1::WorkerEvent user;
+    const bool as_expected = !confinement.has_run_as() || getuid() == confinement.run_as().uid();
+    if (!as_expected) ++unexpected;
+    user.mutable_log()->set_text(absl::StrCat(as_expected ? "ok          " : "UNEXPECTED  ",
+                                              "runs as uid ", getuid(), ", gid ", getgid()));
+    if (auto s = writer.Write(user); !s.ok()) return s;
+  }
   for (const v1::ConfinementProbe& probe : confinement.probes()) {
     std::string path = probe.path() == "$TMPDIR" ? TempDir() : probe.path();
     std::string what = probe.write() ? "write " : "read  ";
@@ -243,7 +286,8 @@ absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) 
 // The job's runs, each compiled package from compiler (null when no run is
 // compiled).
 absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
-                    const std::atomic<bool>* cancel, AotCompiler* compiler) {
+                    const std::atomic<bool>* cancel, AotCompiler* compiler,
+                    const HeldModels& held) {
   ipc::MessageWriter writer(out_fd);
   auto runs = ExpandSweep(request.spec());
   if (!runs.ok()) return runs.status();
@@ -315,7 +359,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     MaybeInjectFault(config.batch_size(), ranked ? rank.rank() : 0);
     const std::string axis = BatchAxisKey(config);
     engine::RunConfig engine_config = ToEngineConfig(config);
-    absl::Status model = LocateModel(request, config, &engine_config);
+    absl::Status model = LocateModel(request, config, &engine_config, &held);
     if (distributed && ranked) {
       engine_config.rank = rank.rank();
       engine_config.world_size = rank.world_size();
@@ -451,18 +495,44 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
         compiler_policy->read_trees.push_back(p);
       }
     }
-    auto started = AotCompiler::Start(request.aot(), std::move(compiler_policy));
+    // A worker user cannot read the cache (the daemon's, 0600): the server
+    // hands it a copy in its scratch folder.
+    std::optional<v1::RunAs> hand_to;
+    if (confinement.has_run_as()) hand_to = confinement.run_as();
+    auto started = AotCompiler::Start(request.aot(), std::move(compiler_policy), hand_to,
+                                      confinement.scratch_dir());
     if (!started.ok()) return started.status();
     compiler = std::move(*started);
   }
-  if (confinement.enabled()) {
-    // Its scratch folder is its current folder: relative paths (LibTorch's
-    // AOTInductor packages, aoti_tmp.cc) land there.
-    if (!confinement.scratch_dir().empty() && chdir(confinement.scratch_dir().c_str()) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot enter the scratch folder ", confinement.scratch_dir(), ": ",
-          std::strerror(errno)));
+  // Its scratch folder is its current folder: relative paths (LibTorch's
+  // AOTInductor packages, aoti_tmp.cc) land there. Entered before it
+  // becomes the worker user, who may not pass the folders above it.
+  if ((confinement.enabled() || confinement.has_run_as()) && !confinement.scratch_dir().empty() &&
+      chdir(confinement.scratch_dir().c_str()) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot enter the scratch folder ", confinement.scratch_dir(), ": ",
+        std::strerror(errno)));
+  }
+  HeldModels held;
+  if (confinement.has_run_as()) {
+    auto opened = HoldModels(UserModels(request, configs), confinement.scratch_dir(),
+                             confinement.run_as());
+    if (!opened.ok()) return opened.status();
+    held = std::move(*opened);
+    for (const v1::RunConfig& config : configs) {
+      engine::RunConfig located;
+      if (config.workload() == "torchscript" && config.params().model_sha256().empty() &&
+          LocateModel(request, config, &located).ok() &&
+          (held.fds.count(located.model_path) || held.copies.count(located.model_path))) {
+        held.located[config.params().model_path()] = located.model_path;
+      }
     }
+    if (auto s = BecomeUser(confinement.run_as()); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot run as ", confinement.run_as().name(), ", so it runs nothing: ", s.message()));
+    }
+  }
+  if (confinement.enabled()) {
     // Before anything of the job's runs, and while this is the only thread.
     if (auto s = Confine(PolicyFor(request, configs)); !s.ok()) {
       return absl::FailedPreconditionError(
@@ -470,7 +540,7 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
     }
   }
   if (confinement.probes_size() > 0) return ReportProbes(confinement, out_fd);
-  return RunJob(request, out_fd, cancel, compiler.get());
+  return RunJob(request, out_fd, cancel, compiler.get(), held);
 }
 
 v1::HostInfo ProbeHost() {

@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "common/printable.h"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,15 @@ TEST(Log, AnEventIsOneLineWhateverItsText) {
   EXPECT_EQ(FormatLogLine(LogLevel::kInfo, "x", "a\xc2"), "I x: a\xc2");
   EXPECT_EQ(FormatLogLine(LogLevel::kWarning, "x", "").substr(0, 2), "W ");
   EXPECT_EQ(FormatLogLine(LogLevel::kDebug, "x", "").substr(0, 2), "D ");
+}
+
+// A model's error is the model's to choose: Bounded keeps its head, whole
+// characters only, and says how much it cut.
+TEST(Bounded, CutsAtACharacterAndSaysHowMuch) {
+  EXPECT_EQ(Bounded("short", 16), "short");
+  EXPECT_EQ(Bounded("abcdefgh", 4), "abcd ... (4 more bytes)");
+  // "é" is two bytes: a cut inside it backs off to before it.
+  EXPECT_EQ(Bounded("ab\xc3\xa9z", 3), "ab ... (3 more bytes)");
 }
 
 }  // namespace

@@ -274,6 +274,50 @@ TEST(EnumNames, ShortNamesRoundTrip) {
   EXPECT_FALSE(ParseEnumShortName(v1::Mode_descriptor(), "fly").ok());
 }
 
+TEST(SpecBounds, NulAndControlBytesAreRefusedInStrings) {
+  // A model_path with a NUL loads the file before it and would be stored
+  // whole; refused over gRPC (a proto) and in a JSON spec alike.
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("torchscript");
+  spec.mutable_base()->mutable_params()->add_inputs()->add_shape(1);
+  spec.mutable_base()->mutable_params()->set_model_path(
+      std::string("/models/ok.pt\0/etc/shadow", 25));
+  absl::Status s = ValidateJobSpec(spec);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.base.params.model_path: contains a NUL byte");
+
+  auto json = ParseJobSpecJson(
+      R"({"base": {"workload": "torchscript", "params": {"modelPath": "/m/ok.pt\u0000/etc/shadow",
+          "inputs": [{"shape": [1]}]}}})");
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(ValidateJobSpec(*json).message(),
+            "spec.base.params.model_path: contains a NUL byte");
+  EXPECT_EQ(ExpandSweep(*json).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Other control bytes in a path or a device name are refused too.
+  spec.mutable_base()->mutable_params()->set_model_path("/models/ok\x01.pt");
+  EXPECT_EQ(ValidateJobSpec(spec).message(),
+            "spec.base.params.model_path: contains the control byte \\x01");
+  spec.mutable_base()->mutable_params()->set_model_path("/models/ok.pt");
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  spec.mutable_sweep()->add_device("cpu");
+  spec.mutable_sweep()->add_device("cpu\n");
+  EXPECT_EQ(ValidateJobSpec(spec).message(),
+            "spec.sweep.device[1]: contains the control byte \\x0a");
+  spec.mutable_sweep()->clear_device();
+
+  // Free text (the name, label values) keeps its tabs, newlines and escapes,
+  // which every output escapes, but not a NUL.
+  spec.set_name("two\tlines\nand \x1b[31mred");
+  (*spec.mutable_labels())["team"] = "vision\tA";
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  spec.set_name(std::string("a\0b", 3));
+  EXPECT_EQ(ValidateJobSpec(spec).message(), "spec.name: contains a NUL byte");
+  spec.set_name("ok");
+  (*spec.mutable_labels())["team"] = std::string("vi\0sion", 7);
+  EXPECT_EQ(ValidateJobSpec(spec).message(), "spec.labels[team]: contains a NUL byte");
+}
+
 }  // namespace
 TEST(Sweep, LargestBatchThatFitIsKeptPerConfig) {
   v1::Job job;

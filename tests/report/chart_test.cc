@@ -137,6 +137,13 @@ TEST(ChartText, IsEscapedEverywhere) {
   EXPECT_NE(bar.find("&lt;u&gt;tip&lt;/u&gt;"), std::string::npos);
 }
 
+// A name another user chose cannot show itself reordered (U+202E) nor carry
+// C1 or escape controls into the page: they become visible escapes.
+TEST(ChartText, ControlAndBidiCharactersShowAsEscapes) {
+  const std::string html = EscapeHtml("job\xe2\x80\xaegnp.exe \xc2\x9b\x1b[2J <b>\nnext");
+  EXPECT_EQ(html, "job\\u202egnp.exe \\u009b\\x1b[2J &lt;b&gt;\nnext");
+}
+
 TEST(ChartLegend, WrapsLongEntriesInsideTheChart) {
   std::vector<Series> one, many;
   for (int i = 0; i < 12; ++i) {

@@ -1,12 +1,16 @@
 // What one caller may take from the others, and what an admin can still do
 // when a limit is hit, against real daemons: a submitter's share of the
 // queue, an idle upload's share of the model quota, `model rm` on a full
-// disk, and schedules whose jobs cannot be submitted or whose time zone is
-// not a zone.
+// disk, schedules whose jobs cannot be submitted or whose time zone is not
+// a zone, a job that ends while the disk is full, and a model's error
+// message, which the model chooses.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +21,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "common/sha256.h"
 #include "google/protobuf/util/time_util.h"
@@ -24,6 +29,7 @@
 #include "storage/store.h"
 #include "tests/support/callers.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/script_model.h"
 
 namespace gpubench {
 namespace {
@@ -57,6 +63,22 @@ grpc::Status UploadBytes(Daemon& d, const std::string& data, const std::string& 
   if (sha256) *sha256 = model.sha256();
   return s;
 }
+
+// A 24 MiB tmpfs at dir for the test's length: a disk to fill.
+class SmallDisk {
+ public:
+  explicit SmallDisk(std::string dir) : dir_(std::move(dir)) {
+    mounted_ = mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=24m") == 0;
+  }
+  ~SmallDisk() {
+    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  const std::string dir_;
+  bool mounted_ = false;
+};
 
 // One submitter may queue half of --max-queue; past it RESOURCE_EXHAUSTED
 // names the limit, and another submitter still gets in.
@@ -129,14 +151,8 @@ TEST(Limits, AnIdleUploadIsCancelledAndItsQuotaFreed) {
 // how room is made: the file goes first, then its row.
 TEST(Limits, ModelRmWorksOnAFullDisk) {
   const std::string dir = FreshDir("limits_full_disk");
-  if (mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=24m") != 0) {
-    GTEST_SKIP() << "cannot mount a small tmpfs here (needs CAP_SYS_ADMIN): "
-                 << std::strerror(errno);
-  }
-  struct Unmount {
-    std::string dir;
-    ~Unmount() { umount2(dir.c_str(), MNT_DETACH); }
-  } unmount{dir};
+  SmallDisk disk(dir);
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (needs CAP_SYS_ADMIN)";
   Daemon d(dir);
   ASSERT_TRUE(d.serving()) << d.log();
   std::string sha256;
@@ -177,6 +193,72 @@ TEST(Limits, ModelRmWorksOnAFullDisk) {
   auto store = storage::Store::Open({dir + "/gpubench.db"});
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_TRUE(absl::IsNotFound((*store)->models().Get(sha256).status()));
+}
+
+// The body of GET path on 127.0.0.1:port (HTTP/1.0: the reply ends with
+// the connection).
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) reply.append(buf, n);
+    }
+  }
+  close(fd);
+  const size_t body = reply.find("\r\n\r\n");
+  return body == std::string::npos ? "" : reply.substr(body + 4);
+}
+
+// A job that ends while the disk is full cannot store its end: the daemon
+// still answers it as ended, /metrics counts it so (not running, not
+// nowhere), and once room returns its state reaches the store at shutdown,
+// so the next start does not run it again.
+TEST(Limits, AJobThatEndsOnAFullDiskCountsAsEndedAndIsStoredWhenRoomReturns) {
+  const std::string dir = FreshDir("limits_full_mid_job");
+  SmallDisk disk(dir);
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (needs CAP_SYS_ADMIN)";
+  std::string id;
+  {
+    Daemon d(dir, {"--metrics-listen", "127.0.0.1:0"});
+    ASSERT_TRUE(d.serving()) << d.log();
+    ASSERT_GT(d.metrics_port(), 0) << d.log();
+    v1::JobSpec spec = TinySpec();
+    spec.mutable_measurement()->set_min_time_ms(400);
+    for (int batch : {1, 2, 3, 4, 5, 6}) spec.mutable_sweep()->add_batch_size(batch);
+    ASSERT_TRUE(Submit(d, spec, "", &id).ok());
+    for (int i = 0; i < 600 && StateOf(d, id) != v1::JOB_STATE_RUNNING; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    {
+      std::ofstream filler(dir + "/filler", std::ios::binary);
+      const std::string block(1 << 16, 'f');
+      while (filler.write(block.data(), block.size())) {
+      }
+    }
+    for (int i = 0; i < 600 && StateOf(d, id) == v1::JOB_STATE_RUNNING; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(StateOf(d, id), v1::JOB_STATE_FAILED);
+    ASSERT_NE(d.log().find("storing it (failed) failed"), std::string::npos)
+        << "the job's end was stored after all; the disk was not full:\n" << d.log();
+    const std::string metrics = HttpGet(d.metrics_port(), "/metrics");
+    EXPECT_NE(metrics.find("gpubench_jobs{state=\"failed\"} 1\n"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("gpubench_jobs{state=\"running\"} 0\n"), std::string::npos) << metrics;
+    std::remove((dir + "/filler").c_str());
+    EXPECT_EQ(d.Stop(SIGTERM), 0);
+  }
+  auto store = storage::Store::Open({dir + "/gpubench.db"});
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto job = (*store)->jobs().Get(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_FAILED);
 }
 
 // A schedule whose job the daemon cannot take (here a queue of 0) records
@@ -242,6 +324,38 @@ TEST(Limits, ATimeZoneThatNamesAFileIsRefused) {
         << s.error_message();
   }
   EXPECT_EQ(d.Stop(SIGTERM), 0);
+}
+
+// A model chooses its error message (an assert's): one of 1 MiB is kept as
+// its first 16 KiB and a note of what was cut, so the store, every reply
+// and the HTML view stay small, and the job's runs are still readable.
+TEST(Limits, AModelsErrorIsKeptBounded) {
+#ifndef GPUBENCH_SCRIPT_MODEL_PATH
+  GTEST_SKIP() << "needs the script_model tool (a build with the worker)";
+#endif
+  const std::string dir = FreshDir("limits_error");
+  const std::string bytes = testing_support::ScriptModel(
+      dir + "/shouting.pt",
+      "def forward(self, x):\n"
+      "    s = \"B\"\n"
+      "    for i in range(20):\n"
+      "        s = s + s\n"
+      "    assert False, s\n"
+      "    return x\n");
+  ASSERT_FALSE(bytes.empty());
+  Daemon d(dir + "/data");
+  ASSERT_TRUE(d.serving()) << d.log();
+  std::string sha;
+  ASSERT_TRUE(UploadBytes(d, bytes, "", &sha).ok());
+  std::string id;
+  ASSERT_TRUE(Submit(d, testing_support::ModelSpec("", sha), "", &id).ok());
+  EXPECT_EQ(testing_support::WaitForJobEnd(d, id).state(), v1::JOB_STATE_FAILED);
+  const std::vector<v1::Run> runs = testing_support::JobRuns(d, id);
+  ASSERT_EQ(runs.size(), 1u);
+  const std::string& error = runs[0].error();
+  EXPECT_NE(error.find("BBBBBBBB"), std::string::npos) << error.substr(0, 200);
+  EXPECT_LT(error.size(), 17u * 1024);
+  EXPECT_NE(error.find(" more bytes)"), std::string::npos) << error.substr(error.size() - 200);
 }
 
 }  // namespace

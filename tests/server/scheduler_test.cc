@@ -249,6 +249,29 @@ TEST_F(SchedulerTest, BadScheduleIsInvalidArgumentNamingTheField) {
   EXPECT_TRUE(store_->schedules().List()->empty());
 }
 
+// A date that never comes is the caller's mistake: INVALID_ARGUMENT naming
+// the cron field (it was NOT_FOUND), and nothing stored.
+TEST_F(SchedulerTest, ACronThatNeverMatchesIsInvalidArgument) {
+  for (const char* never : {"0 0 30 2 *", "0 0 31 4,6,9,11 *", "15 3 30-31 FEB *"}) {
+    v1::Schedule s = Nightly();
+    s.set_cron(never);
+    auto created = scheduler_->Create(s, Utc(2026, 1, 1, 0, 0));
+    ASSERT_FALSE(created.ok()) << never;
+    EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument) << created.status();
+    EXPECT_EQ(created.status().message().rfind("schedule.cron: never matches", 0), 0u)
+        << created.status();
+  }
+  EXPECT_TRUE(store_->schedules().List()->empty());
+  // Dates that do come: a leap day, the 31st of some month, and a weekday
+  // beside an impossible day of the month (either day field matches).
+  for (const char* some : {"0 0 29 2 *", "0 0 31 * *", "0 0 30 2 MON"}) {
+    v1::Schedule s = Nightly();
+    s.set_cron(some);
+    auto created = scheduler_->Create(s, Utc(2026, 1, 1, 0, 0));
+    EXPECT_TRUE(created.ok()) << some << ": " << created.status();
+  }
+}
+
 // A schedule's own fields are bounded, and NaN or infinity is in no range.
 TEST_F(SchedulerTest, NamesCronWindowsAndThresholdsAreBounded) {
   struct Case {

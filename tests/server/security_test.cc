@@ -25,6 +25,7 @@
 #include "storage/store.h"
 #include "tests/support/callers.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/script_model.h"
 
 namespace gpubench {
 namespace {
@@ -40,23 +41,9 @@ using testing_support::WriteTokenFile;
 using testing_support::Auth;
 using testing_support::Submit;
 using testing_support::Upload;
+using testing_support::ModelSpec;
+using testing_support::ScriptModel;
 
-v1::JobSpec ModelSpec(const std::string& path, const std::string& sha256 = "") {
-  v1::JobSpec spec;
-  v1::RunConfig* c = spec.mutable_base();
-  c->set_workload("torchscript");
-  c->set_device("cpu");
-  c->set_mode(v1::MODE_INFER);
-  c->set_batch_size(1);
-  c->mutable_params()->set_model_path(path);
-  c->mutable_params()->set_model_sha256(sha256);
-  auto* in = c->mutable_params()->add_inputs();
-  in->add_shape(1);
-  in->add_shape(16);
-  spec.mutable_measurement()->set_min_iterations(1);
-  spec.mutable_measurement()->set_max_time_ms(500);
-  return spec;
-}
 
 v1::Job WaitForJob(Daemon& d, const std::string& id, const std::string& token = "") {
   for (int i = 0; i < 600; ++i) {
@@ -358,24 +345,6 @@ TEST(Security, PriorityAboveTheCeilingNeedsAdmin) {
 // the daemon runs workers unconfined and says so (tested below).
 bool LandlockAvailable() {
   return syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1 /* VERSION */) > 0;
-}
-
-// A TorchScript archive whose module has these methods, made by LibTorch
-// (tests/tools/script_model.cc), as Python's torch.jit.save would.
-std::string ScriptModel(const std::string& path, const std::string& source) {
-#ifdef GPUBENCH_SCRIPT_MODEL_PATH
-  const std::string command = std::string(GPUBENCH_SCRIPT_MODEL_PATH) + " '" + path + "' '" +
-                              source + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buf[512];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
-  EXPECT_EQ(pclose(pipe), 0) << output;
-#else
-  (void)source;
-#endif
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // A 0600 file at path holding text; returns path.
@@ -687,6 +656,166 @@ TEST(Security, UnconfinedWorkersRunUserModelsOnlyForAdminsUnlessTheOperatorAllow
     Daemon confined(dir + "/c", {"--token-file", tokens});
     ASSERT_TRUE(confined.serving()) << confined.log();
     EXPECT_EQ(host_of(confined).worker_confinement().rfind("landlock ABI", 0), 0u);
+  }
+}
+
+// One submitter cannot hold the models quota against everyone else: its
+// uploads in flight may take at most half the quota (and 2 at a time), and an
+// upload that trickles a byte just inside each idle timeout is still cut off
+// at the idle timeout plus its size at --upload-min-bytes-per-second, its
+// quota given back, with a reason the uploader can read.
+TEST(Security, OneSubmittersTrickledUploadsCannotHoldTheSharedModelQuota) {
+  const std::string dir = FreshDir("sec_upload_share");
+  Daemon d(dir, {"--token-file", WriteTokenFile(dir), "--models-quota-bytes", "4000000",
+                 "--max-model-bytes", "2000000", "--upload-idle-timeout-ms", "1000",
+                 "--upload-min-bytes-per-second", "1000000"});
+  ASSERT_TRUE(d.serving()) << d.log();
+  // Uploads data announced as hashing to sha256, all of it at once.
+  auto upload = [&](const std::string& token, const std::string& data,
+                    const std::string& sha256) {
+    grpc::ClientContext ctx;
+    Auth(&ctx, token);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::UploadModelResponse resp;
+    auto writer = d.stub()->UploadModel(&ctx, &resp);
+    v1::UploadModelRequest req;
+    req.mutable_header()->set_name("m");
+    req.mutable_header()->set_sha256(sha256);
+    req.mutable_header()->set_size_bytes(data.size());
+    writer->Write(req);
+    req.Clear();
+    req.set_chunk(data);
+    writer->Write(req);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  const std::string kNoSuchHash(64, '0');  // never stored: its data does not hash to it
+
+  // Alice announces 1.5 MB of the 4 MB and trickles a byte every 300 ms,
+  // well inside the 1 s idle timeout.
+  const std::string held(1500000, 'h');
+  grpc::ClientContext trickle_ctx;
+  Auth(&trickle_ctx, kAlice);
+  trickle_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::UploadModelResponse trickle_resp;
+  auto trickle = d.stub()->UploadModel(&trickle_ctx, &trickle_resp);
+  {
+    v1::UploadModelRequest req;
+    req.mutable_header()->set_name("trickle");
+    req.mutable_header()->set_sha256(Sha256Hex(held));
+    req.mutable_header()->set_size_bytes(held.size());
+    ASSERT_TRUE(trickle->Write(req));
+  }
+  std::thread trickler([&] {
+    for (size_t at = 0; at < held.size(); ++at) {
+      v1::UploadModelRequest req;
+      req.set_chunk(held.substr(at, 1));
+      if (!trickle->Write(req)) return;  // the daemon ended it
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+
+  // Her second upload of 2 MB would pass her share (half of 4 MB) ...
+  grpc::Status over;
+  for (int i = 0; i < 50; ++i) {  // until the trickled upload's header is taken
+    over = upload(kAlice, std::string(2000000, 'x'), kNoSuchHash);
+    if (over.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << over.error_message();
+  EXPECT_NE(over.error_message().find("alice's share of uploads in flight, half the model "
+                                      "quota (2000000"),
+            std::string::npos)
+      << over.error_message();
+  // A third upload at once is past her share too, however small: she holds
+  // the trickle and a 1000-byte upload that then goes quiet.
+  grpc::ClientContext quiet_ctx;
+  Auth(&quiet_ctx, kAlice);
+  quiet_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::UploadModelResponse quiet_resp;
+  auto quiet = d.stub()->UploadModel(&quiet_ctx, &quiet_resp);
+  {
+    v1::UploadModelRequest req;
+    req.mutable_header()->set_name("quiet");
+    req.mutable_header()->set_sha256(kNoSuchHash);
+    req.mutable_header()->set_size_bytes(1000);
+    ASSERT_TRUE(quiet->Write(req));
+  }
+  grpc::Status third;
+  for (int i = 0; i < 40; ++i) {  // until the quiet upload's header is taken
+    third = upload(kAlice, std::string(1000, 't'), kNoSuchHash);
+    if (third.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << third.error_message();
+  EXPECT_NE(third.error_message().find("alice has 2 uploads in flight, its share (at most 2"),
+            std::string::npos)
+      << third.error_message();
+  // The quiet one is cancelled after the 1 s idle timeout, saying why.
+  grpc::Status idle = quiet->Finish();
+  EXPECT_EQ(idle.error_code(), grpc::StatusCode::CANCELLED) << idle.error_message();
+  EXPECT_NE(idle.error_message().find("sent nothing for 1s"), std::string::npos)
+      << idle.error_message();
+
+  // Bob's 1.5 MB still fits beside hers.
+  const std::string bobs(1500000, 'b');
+  grpc::Status bob = upload(kBob, bobs, Sha256Hex(bobs));
+  EXPECT_TRUE(bob.ok()) << bob.error_message();
+
+  // The trickle is cut off at 1 s + 1.5 MB at 1 MB/s, whatever it sends
+  // (its client's own deadline, 10 s, would say only "Deadline Exceeded").
+  trickler.join();
+  grpc::Status cut = trickle->Finish();
+  EXPECT_EQ(cut.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << cut.error_message();
+  EXPECT_NE(cut.error_message().find("--upload-min-bytes-per-second"), std::string::npos)
+      << cut.error_message();
+  EXPECT_NE(d.log().find("an upload by alice had "), std::string::npos) << d.log();
+
+  // Its quota is free again: Alice's 1.5 MB goes through (3 MB stored of 4).
+  grpc::Status again = upload(kAlice, held, Sha256Hex(held));
+  EXPECT_TRUE(again.ok()) << again.error_message();
+  EXPECT_EQ(d.Stop(SIGTERM), 0);
+}
+
+// An id is the daemon's (a job's, a run's): a caller's 100 KB "id" is
+// INVALID_ARGUMENT naming the field, never echoed back into a NOT_FOUND
+// whose metadata passes gRPC's limit (RESOURCE_EXHAUSTED).
+TEST(Security, AHugeIdIsInvalidArgumentNamingTheField) {
+  Daemon d(FreshDir("sec_huge_id"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string huge(100 * 1024, 'j');
+  {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_job_id(huge);
+    v1::GetJobResponse resp;
+    grpc::Status s = d.stub()->GetJob(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message().size();
+    EXPECT_EQ(s.error_message().rfind("job_id: ", 0), 0u);
+    EXPECT_LT(s.error_message().size(), 200u);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::WatchJobRequest req;
+    req.set_job_id(huge);
+    auto reader = d.stub()->WatchJob(&ctx, req);
+    v1::WatchJobResponse event;
+    while (reader->Read(&event)) {
+    }
+    grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message().size();
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetTraceRequest req;
+    req.set_run_id(huge);
+    auto reader = d.stub()->GetTrace(&ctx, req);
+    v1::GetTraceResponse chunk;
+    while (reader->Read(&chunk)) {
+    }
+    grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message().size();
+    EXPECT_EQ(s.error_message().rfind("run_id: ", 0), 0u);
   }
 }
 

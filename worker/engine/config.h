@@ -85,6 +85,9 @@ struct RunConfig {
   int64_t copy_bytes = 0;              // copy
   CopyDirection copy_direction = CopyDirection::kHostToDevice;
   std::string model_path;              // torchscript / .pt2 file, canonical
+  // An open descriptor of model_path (TorchScript), read instead of the
+  // path: a worker that became another user cannot open the daemon's file.
+  int model_fd = -1;
   ModelFormat model_format = ModelFormat::kTorchScript;  // which loader reads it
   std::vector<TensorSpec> inputs;      // torchscript inputs
   // Execution kAot*: the AOTInductor package compiled from the built-in

@@ -3,6 +3,7 @@
 #include <torch/script.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
+#include <ext/stdio_filebuf.h>  // a model read from a descriptor
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <istream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -918,6 +920,22 @@ class TorchScriptModel : public BenchModel {
   std::vector<torch::Tensor> extra_;
 };
 
+// The TorchScript module of a torchscript run, from its descriptor when the
+// worker holds one (it read the file before it became the worker user),
+// else from its path. The descriptor is duplicated, so every load reads the
+// file from its start.
+torch::jit::Module LoadScript(const RunConfig& c, const torch::Device& device) {
+  if (c.model_fd < 0) return torch::jit::load(c.model_path, device);
+  const int fd = dup(c.model_fd);
+  if (fd < 0 || lseek(fd, 0, SEEK_SET) != 0) {
+    if (fd >= 0) close(fd);
+    throw std::runtime_error("torchscript: cannot read the model it was given");
+  }
+  __gnu_cxx::stdio_filebuf<char> file(fd, std::ios::in);  // closes fd
+  std::istream in(&file);
+  return torch::jit::load(in, device);
+}
+
 #if GPUBENCH_HAS_AOTI
 // An AOTInductor package (.pt2, from torch._inductor.aoti_compile_and_package):
 // compiled for fixed input shapes and one device type; inference only.
@@ -1036,7 +1054,7 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeWorkload(const RunConfig& c,
           TORCH_VERSION, ") has no package loader (2.6 or newer has)"));
 #endif
     }
-    auto model = std::make_shared<TorchScriptModel>(torch::jit::load(c.model_path, device),
+    auto model = std::make_shared<TorchScriptModel>(LoadScript(c, device),
                                                     c.inputs, c.batch_size);
     if (c.mode == Mode::kTrain && model->parameters().empty()) {
       return absl::InvalidArgumentError(
@@ -1248,7 +1266,7 @@ NumericsOutcome CheckNumerics(const RunConfig& c, const torch::Device& device) {
     torch::manual_seed(0);
     if (c.workload != "torchscript") return CreateModel(small);
     return std::shared_ptr<BenchModel>(std::make_shared<TorchScriptModel>(
-        torch::jit::load(c.model_path, on), c.inputs, small.batch_size));
+        LoadScript(c, on), c.inputs, small.batch_size));
   };
   try {
     auto run_model = load(device);
