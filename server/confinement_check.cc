@@ -40,6 +40,7 @@ absl::Status CheckConfinement(const std::string& worker_path, const worker::Work
   // No child can outlive it, and no network; a UNIX socket, for CUDA (the
   // MPS control socket).
   confinement->add_probes()->set_kind(v1::ConfinementProbe::START_PROCESS);
+  confinement->add_probes()->set_kind(v1::ConfinementProbe::IO_URING);
   for (const char* family : {"inet", "inet6", "unix"}) {
     v1::ConfinementProbe* p = confinement->add_probes();
     p->set_kind(v1::ConfinementProbe::OPEN_SOCKET);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -299,8 +300,12 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_upload_min_bytes_per_second);
   options.max_requeues = static_cast<int>(std::min<int64_t>(max_requeues, 1 << 30));
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  const std::string data_dir =
+  std::string data_dir =
       absl::GetFlag(FLAGS_data_dir).empty() ? DefaultDataDir() : absl::GetFlag(FLAGS_data_dir);
+  // Absolute: workers (in their scratch folders) find uploaded models by it.
+  if (char cwd[PATH_MAX]; !data_dir.empty() && data_dir[0] != '/' && getcwd(cwd, sizeof(cwd))) {
+    data_dir = std::string(cwd) + "/" + data_dir;
+  }
   options.worker_path = absl::GetFlag(FLAGS_worker).empty() ? worker::DefaultWorkerPath()
                                                             : absl::GetFlag(FLAGS_worker);
   // A worker works in its scratch folder: a relative path would not lead
@@ -370,7 +375,8 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_check_confinement)) {
     if (!limits.confine) {
       Log(LogLevel::kError, "--check-confinement: workers run unconfined here: ",
-          worker::ConfinementSummary());
+          worker::LandlockAbi() > 0 ? "--confine-workers=false"
+                                    : worker::ConfinementSummary());
       return 1;
     }
     const absl::Status checked =
@@ -417,6 +423,10 @@ int main(int argc, char** argv) {
       : worker::LandlockAbi() > 0
           ? "none (gpubenchd --confine-workers=false)"
           : worker::ConfinementSummary());
+  if (limits.run_as) {
+    host.set_worker_confinement(
+        absl::StrCat(host.worker_confinement(), "; as user ", limits.run_as->name()));
+  }
   host.set_unconfined_user_models_allowed(!limits.confine && allow_unconfined);
   if (!limits.confine) {
     Log(LogLevel::kWarning, "workers run unconfined: ", host.worker_confinement(),

@@ -43,13 +43,16 @@ constexpr uint64_t kReadDir = 1ULL << 3;
 constexpr uint64_t kAbi1All = (1ULL << 13) - 1;  // execute .. make_sym
 constexpr uint64_t kRefer = 1ULL << 13;           // ABI 2
 constexpr uint64_t kTruncate = 1ULL << 14;        // ABI 3
+constexpr uint64_t kNetBindTcp = 1ULL << 0;       // ABI 4
+constexpr uint64_t kNetConnectTcp = 1ULL << 1;    // ABI 4
+constexpr uint64_t kScopeAbstractUnix = 1ULL << 0;  // ABI 6
 constexpr uint64_t kScopeSignal = 1ULL << 1;      // ABI 6
 constexpr uint32_t kCreateRulesetVersion = 1U << 0;
 constexpr int kRulePathBeneath = 1;
 
 struct RulesetAttr {
   uint64_t handled_access_fs = 0;
-  uint64_t handled_access_net = 0;  // ABI 4; left alone (ranks talk TCP)
+  uint64_t handled_access_net = 0;  // ABI 4
   uint64_t scoped = 0;              // ABI 6
 };
 
@@ -207,6 +210,13 @@ absl::Status InstallSeccomp(const ConfinementPolicy& policy) {
     refuse(__NR_execve, EPERM);
     refuse(__NR_execveat, EPERM);
   }
+  // io_uring runs its operations (a socket, a connect, an open) without the
+  // system calls the rest of this filter sees: an outside probe made a TCP
+  // connection through it past the socket rule. Nothing of the worker's
+  // uses it.
+  refuse(__NR_io_uring_setup, ENOSYS);
+  refuse(__NR_io_uring_enter, ENOSYS);
+  refuse(__NR_io_uring_register, ENOSYS);
   if (policy.forbid_sockets) {
     // socket(family, ...): AF_UNIX passes (CUDA asks for the MPS control
     // socket at start-up), every other family fails.
@@ -359,9 +369,16 @@ absl::Status Confine(const ConfinementPolicy& policy) {
   RulesetAttr attr;
   attr.handled_access_fs = HandledFs(abi);
   size_t attr_size = sizeof(uint64_t);
+  if (policy.forbid_sockets && abi >= 4) {
+    // No TCP bind or connect at all (no rule grants a port), whatever
+    // makes the socket: beneath the seccomp filter's socket rule.
+    attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
+    attr_size = 2 * sizeof(uint64_t);
+  }
   if (abi >= 6) {
-    // Signals only to processes of this domain (its own children).
-    attr.scoped = kScopeSignal;
+    // Signals only to processes of this domain (its own children), and
+    // without sockets no abstract UNIX socket of another domain either.
+    attr.scoped = kScopeSignal | (policy.forbid_sockets ? kScopeAbstractUnix : 0);
     attr_size = sizeof(attr);
   }
   const int fd = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0));
@@ -393,9 +410,7 @@ absl::Status Confine(const ConfinementPolicy& policy) {
         absl::StrCat("landlock_restrict_self: ", std::strerror(errno)));
   }
   close(fd);
-  if (status.ok() && (policy.forbid_exec || policy.forbid_processes || policy.forbid_sockets)) {
-    status = InstallSeccomp(policy);
-  }
+  if (status.ok()) status = InstallSeccomp(policy);
   return status;
 #else
   (void)policy;

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -238,6 +239,14 @@ absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) 
       if (pid == 0) _exit(0);
       allowed = pid > 0;
       if (allowed) waitpid(pid, nullptr, 0);
+    } else if (probe.kind() == v1::ConfinementProbe::IO_URING) {
+      what = "uring ";
+      path = "io_uring_setup";
+      uint64_t params[16] = {};  // struct io_uring_params, 120 bytes
+      const long fd = syscall(__NR_io_uring_setup, 1, params);
+      error = errno;
+      allowed = fd >= 0;
+      if (fd >= 0) close(static_cast<int>(fd));
     } else if (probe.kind() == v1::ConfinementProbe::OPEN_SOCKET) {
       what = "sock  ";
       const int family = path == "unix" ? AF_UNIX : path == "inet6" ? AF_INET6 : AF_INET;

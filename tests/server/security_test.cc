@@ -508,7 +508,8 @@ TEST(Security, ConfinementCheckShowsAWorkerCannotOpenTheDaemonsFiles) {
        {"read  denied  " + data + "/gpubench.db", "read  denied  " + tokens,
         "read  denied  " + secret, std::string("read  denied  /etc/shadow"),
         "write denied  " + data, std::string("write denied  /tmp"),
-        std::string("start denied  a child process"), std::string("sock  denied  inet"),
+        std::string("start denied  a child process"),
+        std::string("uring denied  io_uring_setup"), std::string("sock  denied  inet"),
         std::string("sock  denied  inet6"), std::string("sock  allowed unix")}) {
     EXPECT_NE(out.find(denied), std::string::npos) << denied << " in\n" << out;
   }

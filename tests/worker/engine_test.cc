@@ -220,14 +220,15 @@ TEST(Engine, CancelStopsAtAnIterationBoundaryWithPartialFigures) {
 }
 
 TEST(Engine, WaitingForInputIsNotDeviceTime) {
-  // Inline loading at 10 ms a sample dominates a tiny mlp step: the loop is
+  // Inline loading at 25 ms a sample dominates a tiny mlp step: the loop is
   // starved, and the figures must say so rather than call the device busy.
-  // (At 3 ms the step's share passed 0.2 with both cores busy elsewhere.)
+  // (At 3 ms the step's share passed 0.2 with both cores busy elsewhere; at
+  // 10 ms the wheel's mlp step took 12 ms beside another test.)
   RunConfig config = Small("mlp");
   config.mode = Mode::kInfer;
   config.input_source = InputSource::kHost;
   config.pipeline.loader_threads = 0;
-  config.pipeline.extra_cost_us_per_sample = 10000;
+  config.pipeline.extra_cost_us_per_sample = 25000;
   RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
   ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
   EXPECT_GT(out.data_wait_share, 0.8);

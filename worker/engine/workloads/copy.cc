@@ -1,0 +1,61 @@
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "worker/engine/inject.h"
+#include "worker/engine/workload.h"
+
+namespace gpubench::engine {
+namespace {
+
+// One copy of copy_bytes per iteration; reports GB/s.
+class CopyWorkload : public Workload {
+ public:
+  CopyWorkload(const RunConfig& c, torch::Device device)
+      : Workload(device), bytes_(c.copy_bytes) {
+    MaybeInjectOom(bytes_);
+    const bool pinned = c.pipeline.pinned_memory && device.is_cuda();
+    auto host = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pinned);
+    auto dev = torch::TensorOptions().dtype(torch::kUInt8).device(device);
+    switch (c.copy_direction) {
+      case CopyDirection::kDeviceToHost:
+        src_ = torch::randint(256, {bytes_}, dev);
+        dst_ = torch::empty({bytes_}, host);
+        break;
+      case CopyDirection::kDeviceToDevice:
+        src_ = torch::randint(256, {bytes_}, dev);
+        dst_ = torch::empty({bytes_}, dev);
+        break;
+      default:
+        src_ = torch::randint(256, {bytes_}, torch::kUInt8);
+        if (pinned) src_ = src_.pin_memory();
+        dst_ = torch::empty({bytes_}, dev);
+        break;
+    }
+    non_blocking_ = pinned;
+  }
+  int64_t samples_per_iteration() const override { return 1; }
+  void Report(RunOutcome* out) override {
+    if (out->latency_ms.p50 > 0) {
+      out->bandwidth_gb_per_s = bytes_ / (out->latency_ms.p50 * 1e-3) / 1e9;
+    }
+  }
+
+ protected:
+  void Compute() override { dst_.copy_(src_, non_blocking_); }
+
+ private:
+  const int64_t bytes_;
+  bool non_blocking_ = false;
+  torch::Tensor src_, dst_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> NewCopyWorkload(const RunConfig& c, torch::Device device) {
+  return std::make_unique<CopyWorkload>(c, device);
+}
+
+}  // namespace gpubench::engine
