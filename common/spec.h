@@ -1,5 +1,7 @@
-// Job specs: JSON reading and writing, validation and sweep expansion.
-// Works on gpubench.v1 messages; torch-free. Thread-safe (no state).
+// Job specs: JSON reading and writing, config keys and enum names
+// (spec.cc), validation (spec_validate.cc, spec_strings.cc) and sweep
+// expansion with defaults (sweep.cc). Works on gpubench.v1 messages;
+// torch-free. Thread-safe (no state).
 #ifndef GPUBENCH_COMMON_SPEC_H_
 #define GPUBENCH_COMMON_SPEC_H_
 

@@ -1,6 +1,9 @@
 #include "server/confinement_check.h"
 
 #include <dirent.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "gpubench/v1/worker.pb.h"
@@ -47,6 +50,29 @@ absl::Status CheckConfinement(const std::string& worker_path, const worker::Work
     p->set_path(family);
     p->set_expect_allowed(std::string(family) == "unix");
   }
+  // A UNIX socket of the daemon's, listening: the worker may not reach it
+  // (a path socket's connect is not Landlock's to refuse).
+  const std::string listener_path = data_dir + "/.confinement-check.sock";
+  unlink(listener_path.c_str());
+  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  listener_path.copy(address.sun_path, sizeof(address.sun_path) - 1);
+  if (listener >= 0 &&
+      bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      listen(listener, 1) == 0) {
+    v1::ConfinementProbe* p = confinement->add_probes();
+    p->set_kind(v1::ConfinementProbe::CONNECT_UNIX);
+    p->set_path(listener_path);
+  }
+  struct Cleanup {
+    int fd;
+    std::string path;
+    ~Cleanup() {
+      if (fd >= 0) close(fd);
+      unlink(path.c_str());
+    }
+  } cleanup{listener, listener_path};
   auto worker = worker::WorkerProcess::Start(worker_path, request, limits);
   if (!worker.ok()) return worker.status();
   v1::WorkerEvent event;

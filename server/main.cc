@@ -335,7 +335,12 @@ int main(int argc, char** argv) {
        {absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_key),
         absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_client_ca),
         absl::GetFlag(FLAGS_config)}) {
-    if (!path.empty()) limits.protected_paths.push_back(path);
+    // Resolved here: a worker, in its scratch folder, would resolve a
+    // relative one elsewhere and protect nothing.
+    if (!path.empty()) {
+      const std::string real = RealPath(path);
+      limits.protected_paths.push_back(real.empty() ? path : real);
+    }
   }
   limits.read_paths = absl::GetFlag(FLAGS_worker_read_path);
   const bool allow_unconfined = absl::GetFlag(FLAGS_allow_unconfined_user_models);

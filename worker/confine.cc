@@ -218,6 +218,24 @@ absl::Status InstallSeccomp(const ConfinementPolicy& policy) {
   refuse(__NR_io_uring_enter, ENOSYS);
   refuse(__NR_io_uring_register, ENOSYS);
   if (policy.forbid_sockets) {
+    // A UNIX socket reaches no one: connect answers ENOENT (what CUDA's
+    // start-up sees where no MPS control daemon runs), and nothing is sent
+    // to an address (sendto with one, sendmsg, sendmmsg). Landlock does not
+    // check a path socket's connect, and a root worker could otherwise talk
+    // to any socket root may write: its own daemon's, a container runtime's.
+    refuse(__NR_connect, ENOENT);
+    refuse(__NR_sendmsg, EACCES);
+    refuse(__NR_sendmmsg, EACCES);
+    // sendto(fd, buf, len, flags, dest_addr, addrlen): only without dest_addr.
+    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, 6));
+    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[4])));
+    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
+    filter.push_back(
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[4]) + 4));
+    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
+    filter.push_back(allow);
+    filter.push_back(ret(SECCOMP_RET_ERRNO | EACCES));
+    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
     // socket(family, ...): AF_UNIX passes (CUDA asks for the MPS control
     // socket at start-up), every other family fails.
     filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 4));

@@ -34,8 +34,11 @@ struct ConfinementPolicy {
   // clone). Threads still start; no child can outlive the worker.
   bool forbid_processes = true;
   // seccomp: socket() of any family but AF_UNIX fails with EACCES: no
-  // network (TCP, UDP, raw, netlink). CUDA needs AF_UNIX (the MPS control
-  // socket). Distributed ranks keep their sockets (rendezvous, NCCL, Gloo).
+  // network (TCP, UDP, raw, netlink). CUDA makes an AF_UNIX socket (for the
+  // MPS control socket), but its connect fails with ENOENT and nothing is
+  // sent to an address: no UNIX socket of the host either. Landlock adds
+  // its TCP and abstract-socket rules. Distributed ranks keep their sockets
+  // (rendezvous, NCCL, Gloo).
   bool forbid_sockets = true;
 };
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -247,6 +248,16 @@ absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) 
       error = errno;
       allowed = fd >= 0;
       if (fd >= 0) close(static_cast<int>(fd));
+    } else if (probe.kind() == v1::ConfinementProbe::CONNECT_UNIX) {
+      what = "conn  ";
+      const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un address = {};
+      address.sun_family = AF_UNIX;
+      path.copy(address.sun_path, sizeof(address.sun_path) - 1);
+      allowed = fd >= 0 &&
+                connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+      error = errno;
+      if (fd >= 0) close(fd);
     } else if (probe.kind() == v1::ConfinementProbe::OPEN_SOCKET) {
       what = "sock  ";
       const int family = path == "unix" ? AF_UNIX : path == "inet6" ? AF_INET6 : AF_INET;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -29,6 +30,16 @@ using testing_support::ModelSpec;
 using testing_support::ScriptModel;
 
 constexpr char kUser[] = "nobody";
+
+// A fresh folder the worker user may pass down to: under /tmp itself, since
+// the tests' own temporary folder may be a private (0700) one.
+std::string ReachableDir(const std::string& name) {
+  const std::string dir = "/tmp/gpubench_test_" + name + "_" + std::to_string(getpid());
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+  EXPECT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
+  chmod(dir.c_str(), 0755);  // whatever the umask
+  return dir;
+}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -52,7 +63,7 @@ TEST(WorkerUser, AWorkerUserLoadsItsModelsAndReachesNothingOfRoots) {
   if (geteuid() != 0) GTEST_SKIP() << "only root may start workers as another user";
   const passwd* user = getpwnam(kUser);
   if (user == nullptr) GTEST_SKIP() << "no user " << kUser;
-  const std::string dir = FreshDir("worker_user");
+  const std::string dir = ReachableDir("worker_user");
   const std::string roots_only = dir + "/roots_only";  // 0700: the worker user cannot enter
   ASSERT_EQ(mkdir(roots_only.c_str(), 0700), 0);
   const std::string secret = roots_only + "/secret";
@@ -110,7 +121,7 @@ TEST(WorkerUser, TheConfinementCheckShowsTheWorkersUser) {
   if (syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1) <= 0) {
     GTEST_SKIP() << "the kernel has no Landlock";
   }
-  const std::string dir = FreshDir("worker_user_check");
+  const std::string dir = ReachableDir("worker_user_check");
   const std::string command = std::string(GPUBENCH_DAEMON_PATH) + " --data-dir " + dir +
                               "/data --worker " + GPUBENCH_WORKER_PATH + " --worker-user " +
                               kUser + " --check-confinement 2>&1";

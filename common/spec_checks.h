@@ -1,0 +1,31 @@
+// What the spec layer's files share (spec.cc, spec_validate.cc,
+// spec_strings.cc, sweep.cc): not for other layers, which use spec.h.
+#ifndef GPUBENCH_COMMON_SPEC_CHECKS_H_
+#define GPUBENCH_COMMON_SPEC_CHECKS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/message.h"
+#include "gpubench/v1/spec.pb.h"
+
+namespace gpubench {
+
+// INVALID_ARGUMENT "path: what".
+inline absl::Status Invalid(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+// Every string field of message, found by reflection (a field added later
+// is covered too): no NUL anywhere, no control byte outside free text
+// (spec_strings.cc). path is the message's own path.
+absl::Status CheckStringsOf(const std::string& path, const google::protobuf::Message& message);
+
+// The checks of the n-th point of spec's sweep, base and axes combined,
+// which fill in its defaults on the way (spec_validate.cc).
+absl::Status ValidatePoint(const v1::JobSpec& spec, int n, v1::RunConfig* config);
+
+}  // namespace gpubench
+
+#endif  // GPUBENCH_COMMON_SPEC_CHECKS_H_

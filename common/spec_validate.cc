@@ -1,0 +1,617 @@
+#include "common/spec.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/spec_checks.h"
+#include "common/workload_defaults.h"
+
+namespace gpubench {
+namespace {
+
+using google::protobuf::EnumDescriptor;
+
+template <typename T>
+absl::Status CheckRange(const std::string& path, T value, T lo, T hi) {
+  // Written so that NaN, which compares false with everything, fails.
+  if (!(value >= lo && value <= hi)) {
+    return Invalid(path, absl::StrCat("must be in [", lo, ", ", hi, "], got ",
+                                      value));
+  }
+  return absl::OkStatus();
+}
+
+// Zero means "default" for most numeric knobs, so the range admits it.
+template <typename T>
+absl::Status CheckOptionalRange(const std::string& path, T value, T lo, T hi) {
+  if (value == 0) return absl::OkStatus();
+  return CheckRange(path, value, lo, hi);
+}
+
+absl::Status CheckEnum(const std::string& path, const EnumDescriptor* type,
+                       int value) {
+  if (type->FindValueByNumber(value) == nullptr) {
+    return Invalid(path, absl::StrCat("unknown ", type->name(), " value ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWorkload(const std::string& path, const std::string& name) {
+  const auto& all = BuiltinWorkloads();
+  if (std::find(all.begin(), all.end(), name) == all.end()) {
+    return Invalid(path, absl::StrCat("unknown workload \"", name,
+                                      "\"; expected one of ",
+                                      absl::StrJoin(all, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckModelSize(const std::string& path, const std::string& size) {
+  if (size.empty() || size == "small" || size == "medium" || size == "large") {
+    return absl::OkStatus();
+  }
+  return Invalid(path, absl::StrCat("must be small, medium or large, got \"",
+                                    size, "\""));
+}
+
+absl::Status CheckDevice(const std::string& path, const std::string& device) {
+  if (device.empty() || device == "auto" || device == "cpu" ||
+      device == "cuda" || device == "mps" || device == kEveryGpu) {
+    return absl::OkStatus();
+  }
+  // Exactly "cuda:N", N in decimal without sign, space or leading zero:
+  // SimpleAtoi alone takes "cuda: 1" and "cuda:+1", which then hold a lease
+  // of their own beside "cuda:1".
+  const std::string digits = absl::StartsWith(device, "cuda:") ? device.substr(5) : "";
+  int index;
+  if (!digits.empty() && digits.size() <= 2 &&
+      digits.find_first_not_of("0123456789") == std::string::npos &&
+      (digits == "0" || digits[0] != '0') && absl::SimpleAtoi(digits, &index) &&
+      index < 64) {
+    return absl::OkStatus();
+  }
+  return Invalid(path, absl::StrCat("must be auto, cpu, cuda, cuda:N, cuda:all or mps, got \"",
+                                    device, "\""));
+}
+
+constexpr int32_t kMaxBatch = 65536;
+constexpr int64_t kMaxMatmul = 65536;
+constexpr int64_t kMaxCopyBytes = int64_t{64} << 30;
+constexpr int64_t kMaxCollectiveBytes = int64_t{16} << 30;
+constexpr int32_t kMaxWorldSize = 64;
+
+absl::Status CheckBatch(const std::string& path, int32_t batch) {
+  return CheckRange(path, batch, 1, kMaxBatch);
+}
+
+absl::Status ValidatePipeline(const std::string& path,
+                              const v1::InputPipeline& p) {
+  if (auto s = CheckRange(path + ".loader_threads", p.loader_threads(), 0, 256);
+      !s.ok())
+    return s;
+  if (auto s = CheckRange(path + ".prefetch_depth", p.prefetch_depth(), 0, 64);
+      !s.ok())
+    return s;
+  return CheckRange(path + ".extra_cost_us_per_sample",
+                    p.extra_cost_us_per_sample(), 0, 1000000);
+}
+
+// An integer input's [low, high): inside its dtype, not empty.
+absl::Status CheckValueRange(const std::string& in, const v1::TensorSpec& t) {
+  if (t.low() == 0 && t.high() == 0) return absl::OkStatus();
+  int64_t min = 0, max = 0;  // the range [low, high) must lie in [min, max]
+  switch (t.dtype()) {
+    case v1::DTYPE_UINT8: max = 256; break;
+    case v1::DTYPE_INT32: min = -(int64_t{1} << 31), max = int64_t{1} << 31; break;
+    case v1::DTYPE_INT64: min = -(int64_t{1} << 62), max = int64_t{1} << 62; break;
+    default:
+      return Invalid(in + ".low", "a value range applies to integer inputs (int64, int32, uint8)");
+  }
+  if (auto st = CheckRange(in + ".low", t.low(), min, max - 1); !st.ok()) return st;
+  if (auto st = CheckRange(in + ".high", t.high(), min + 1, max); !st.ok()) return st;
+  if (t.high() <= t.low()) return Invalid(in + ".high", "must be greater than low");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateParams(const std::string& path, const std::string& workload,
+                            const v1::WorkloadParams& p) {
+  absl::Status s;
+  if (!(s = CheckModelSize(path + ".model_size", p.model_size())).ok()) return s;
+  if (!(s = CheckOptionalRange(path + ".image_size", p.image_size(), 8, 4096))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".num_classes", p.num_classes(), 2,
+                               1000000))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".sequence_length", p.sequence_length(),
+                               1, 1 << 20))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".num_layers", p.num_layers(), 1, 256))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".hidden_size", p.hidden_size(), 8,
+                               65536))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".num_heads", p.num_heads(), 1, 1024))
+           .ok())
+    return s;
+  // With the workload's defaults for what is left 0: the run gets them.
+  const WorkloadDefaults defaults = DefaultsOf(ModelWorkload(workload, p.ddp_model()));
+  const int hidden = p.hidden_size() != 0 ? p.hidden_size() : defaults.hidden_size;
+  const int heads = p.num_heads() != 0 ? p.num_heads() : defaults.num_heads;
+  if (hidden != 0 && heads != 0 && hidden % heads != 0) {
+    return Invalid(path + (p.num_heads() != 0 ? ".num_heads" : ".hidden_size"),
+                   absl::StrCat("num_heads ", heads, " must divide hidden_size ", hidden));
+  }
+  if (!(s = CheckOptionalRange(path + ".vocab_size", p.vocab_size(), 2,
+                               10000000))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".matmul_m", p.matmul_m(), int64_t{1},
+                               kMaxMatmul))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".matmul_n", p.matmul_n(), int64_t{1},
+                               kMaxMatmul))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".matmul_k", p.matmul_k(), int64_t{1},
+                               kMaxMatmul))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".copy_bytes", p.copy_bytes(), int64_t{1},
+                               kMaxCopyBytes))
+           .ok())
+    return s;
+  if (!(s = CheckEnum(path + ".copy_direction", v1::CopyDirection_descriptor(),
+                      p.copy_direction()))
+           .ok())
+    return s;
+  if (!(s = CheckEnum(path + ".collective_op", v1::CollectiveOp_descriptor(),
+                      p.collective_op()))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".collective_bytes", p.collective_bytes(), int64_t{1},
+                               kMaxCollectiveBytes))
+           .ok())
+    return s;
+  if (p.has_ddp_bucket_mb() && (p.ddp_bucket_mb() < 0 || p.ddp_bucket_mb() > 4096)) {
+    return Invalid(path + ".ddp_bucket_mb",
+                   absl::StrCat("must be 0 (one message after backward) to 4096 MiB, got ",
+                                p.ddp_bucket_mb()));
+  }
+  if (!p.ddp_model().empty() && !IsModelWorkload(p.ddp_model())) {
+    return Invalid(path + ".ddp_model",
+                   absl::StrCat("must be a built-in model (mlp, simple_cnn, resnet18, resnet50, "
+                                "unet, bilstm, cnn_lstm, transformer), got \"",
+                                p.ddp_model().substr(0, 64),
+                                p.ddp_model().size() > 64 ? "..." : "", "\""));
+  }
+  if (!p.model_sha256().empty() && !IsSha256Hex(p.model_sha256())) {
+    return Invalid(path + ".model_sha256", "must be 64 lower-case hex digits");
+  }
+  if (p.model_path().size() > kMaxModelPathBytes) {
+    return Invalid(path + ".model_path",
+                   absl::StrCat("must be at most ", kMaxModelPathBytes, " bytes"));
+  }
+  if (p.inputs_size() > kMaxInputs) {
+    return Invalid(path + ".inputs", absl::StrCat("at most ", kMaxInputs, " inputs"));
+  }
+  for (int i = 0; i < p.inputs_size(); ++i) {
+    const std::string in = absl::StrCat(path, ".inputs[", i, "]");
+    if (p.inputs(i).shape_size() == 0) return Invalid(in + ".shape", "must not be empty");
+    if (p.inputs(i).shape_size() > kMaxInputRank) {
+      return Invalid(in + ".shape", absl::StrCat("at most ", kMaxInputRank, " dimensions"));
+    }
+    for (int d = 0; d < p.inputs(i).shape_size(); ++d) {
+      if (auto st = CheckRange(absl::StrCat(in, ".shape[", d, "]"),
+                               p.inputs(i).shape(d), int64_t{1}, int64_t{1} << 24);
+          !st.ok())
+        return st;
+    }
+    if (auto st = CheckEnum(in + ".dtype", v1::DType_descriptor(), p.inputs(i).dtype());
+        !st.ok())
+      return st;
+    if (auto st = CheckValueRange(in, p.inputs(i)); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
+                               bool workload_swept) {
+  absl::Status s;
+  if (!workload_swept || !c.workload().empty()) {
+    if (!(s = CheckWorkload(path + ".workload", c.workload())).ok()) return s;
+  }
+  if (!(s = ValidateParams(path + ".params", c.workload(), c.params())).ok()) return s;
+  if (c.workload() == "torchscript" && c.params().model_path().empty() &&
+      c.params().model_sha256().empty()) {
+    return Invalid(path + ".params.model_path",
+                   "torchscript needs model_path or model_sha256");
+  }
+  if (c.workload() == "torchscript" && c.params().inputs_size() == 0) {
+    return Invalid(path + ".params.inputs", "torchscript needs its input shapes");
+  }
+  if (!(s = CheckEnum(path + ".mode", v1::Mode_descriptor(), c.mode())).ok())
+    return s;
+  if (!(s = CheckDevice(path + ".device", c.device())).ok()) return s;
+  if (!(s = CheckOptionalRange(path + ".world_size", c.world_size(), 1, kMaxWorldSize)).ok())
+    return s;
+  if (!(s = CheckOptionalRange(path + ".batch_size", c.batch_size(), 1,
+                               kMaxBatch))
+           .ok())
+    return s;
+  if (!(s = CheckEnum(path + ".precision", v1::Precision_descriptor(),
+                      c.precision()))
+           .ok())
+    return s;
+  if (!(s = CheckEnum(path + ".execution", v1::Execution_descriptor(),
+                      c.execution()))
+           .ok())
+    return s;
+  if ((c.execution() == v1::EXECUTION_CUDA_GRAPH ||
+       c.execution() == v1::EXECUTION_AOT_CUDA_GRAPH) &&
+      (c.device() == "cpu" || c.device() == "mps")) {
+    return Invalid(path + ".execution",
+                   absl::StrCat("CUDA graphs need a CUDA device, not \"",
+                                c.device(), "\""));
+  }
+  if (!(s = CheckEnum(path + ".input_source", v1::InputSource_descriptor(),
+                      c.input_source()))
+           .ok())
+    return s;
+  if (!(s = ValidatePipeline(path + ".pipeline", c.pipeline())).ok()) return s;
+  if (!(s = CheckEnum(path + ".optimizer", v1::Optimizer_descriptor(),
+                      c.optimizer()))
+           .ok())
+    return s;
+  return CheckRange(path + ".learning_rate", c.learning_rate(), 0.0, 100.0);
+}
+
+// Validates every value of a repeated sweep field with one check.
+template <typename Values, typename Check>
+absl::Status ForEachValue(const std::string& path, const Values& values,
+                          Check check) {
+  for (int i = 0; i < values.size(); ++i) {
+    if (auto s = check(absl::StrCat(path, "[", i, "]"), values.Get(i)); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename Values>
+absl::Status ForEachEnum(const std::string& path, const Values& values,
+                         const EnumDescriptor* type) {
+  return ForEachValue(path, values, [type](const std::string& p, int v) {
+    return CheckEnum(p, type, v);
+  });
+}
+
+absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
+  absl::Status s;
+  if (!(s = ForEachValue(path + ".workload", w.workload(), CheckWorkload)).ok())
+    return s;
+  if (!(s = ForEachValue(path + ".model_size", w.model_size(), CheckModelSize))
+           .ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".mode", w.mode(), v1::Mode_descriptor())).ok())
+    return s;
+  if (!(s = ForEachValue(path + ".device", w.device(), CheckDevice)).ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".precision", w.precision(),
+                        v1::Precision_descriptor()))
+           .ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".execution", w.execution(),
+                        v1::Execution_descriptor()))
+           .ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".input_source", w.input_source(),
+                        v1::InputSource_descriptor()))
+           .ok())
+    return s;
+  auto range = [](int64_t lo, int64_t hi) {
+    return [lo, hi](const std::string& p, int64_t v) {
+      return CheckRange(p, v, lo, hi);
+    };
+  };
+  if (!(s = ForEachValue(path + ".loader_threads", w.loader_threads(),
+                         range(0, 256)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".prefetch_depth", w.prefetch_depth(),
+                         range(0, 64)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".image_size", w.image_size(), range(8, 4096)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".sequence_length", w.sequence_length(),
+                         range(1, 1 << 20)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".matmul_size", w.matmul_size(),
+                         range(1, kMaxMatmul)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".copy_bytes", w.copy_bytes(),
+                         range(1, kMaxCopyBytes)))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".world_size", w.world_size(), range(1, kMaxWorldSize))).ok())
+    return s;
+  if (!(s = ForEachEnum(path + ".collective_op", w.collective_op(),
+                        v1::CollectiveOp_descriptor()))
+           .ok())
+    return s;
+  if (!(s = ForEachValue(path + ".collective_bytes", w.collective_bytes(),
+                         range(1, kMaxCollectiveBytes)))
+           .ok())
+    return s;
+  return ForEachValue(path + ".batch_size", w.batch_size(), CheckBatch);
+}
+
+absl::Status ValidateMeasurement(const std::string& path,
+                                 const v1::Measurement& m) {
+  absl::Status s;
+  if (!(s = CheckRange(path + ".warmup_iterations", m.warmup_iterations(), 0,
+                       1000000))
+           .ok())
+    return s;
+  if (!(s = CheckRange(path + ".warmup_ms", m.warmup_ms(), int64_t{0},
+                       int64_t{3600000}))
+           .ok())
+    return s;
+  if (!(s = CheckRange(path + ".min_iterations", m.min_iterations(), 0,
+                       10000000))
+           .ok())
+    return s;
+  if (!(s = CheckRange(path + ".min_time_ms", m.min_time_ms(), int64_t{0},
+                       int64_t{86400000}))
+           .ok())
+    return s;
+  if (!(s = CheckRange(path + ".max_time_ms", m.max_time_ms(), int64_t{0},
+                       int64_t{86400000}))
+           .ok())
+    return s;
+  if (m.max_time_ms() != 0 && m.max_time_ms() < m.min_time_ms()) {
+    return Invalid(path + ".max_time_ms",
+                   absl::StrCat("must be at least min_time_ms ", m.min_time_ms(),
+                                ", got ", m.max_time_ms()));
+  }
+  if (!(s = CheckRange(path + ".window_iterations", m.window_iterations(), 0,
+                       1000000))
+           .ok())
+    return s;
+  // Negated so that NaN is refused: it would never count a run as stable.
+  if (!(m.cv_threshold() >= 0 && m.cv_threshold() < 1)) {
+    return Invalid(path + ".cv_threshold",
+                   absl::StrCat("must be in [0, 1), got ", m.cv_threshold()));
+  }
+  if (!(s = CheckRange(path + ".trials", m.trials(), 0, 100)).ok()) return s;
+  return CheckRange(path + ".max_iterations", m.max_iterations(), 0, 100000000);
+}
+
+// What one run's input would weigh, against its bounds: batch × image²
+// (× frames for cnn_lstm), batch × sequence length, and each torchscript
+// input's elements. Sizes left 0 count at the workload's default.
+absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
+  const int64_t batch = c.batch_size() > 0 ? c.batch_size() : kDefaultBatchSize;
+  const WorkloadDefaults defaults = DefaultsOf(ModelWorkload(c.workload(), c.params().ddp_model()));
+  const int64_t image_default = defaults.image_size, tokens_default = defaults.sequence_length;
+  const int64_t image = image_default == 0           ? 0
+                        : c.params().image_size() > 0 ? c.params().image_size()
+                                                      : image_default;
+  const int64_t tokens = tokens_default == 0                ? 0
+                         : c.params().sequence_length() > 0 ? c.params().sequence_length()
+                                                            : tokens_default;
+  const int64_t frames = ModelWorkload(c.workload(), c.params().ddp_model()) == "cnn_lstm" ? tokens : 1;
+  const int64_t pixels = batch * frames * image * image;
+  if (pixels > kMaxBatchPixels) {
+    return Invalid(path, absl::StrCat("batch_size ", batch, " × ",
+                                      frames > 1 ? absl::StrCat(frames, " frames × ") : "",
+                                      "image_size ", image, "² = ", pixels,
+                                      " pixels; at most ", kMaxBatchPixels));
+  }
+  if (batch * tokens > kMaxBatchTokens) {
+    return Invalid(path, absl::StrCat("batch_size ", batch, " × sequence_length ", tokens,
+                                      " = ", batch * tokens, " tokens; at most ",
+                                      kMaxBatchTokens));
+  }
+  for (int i = 0; i < c.params().inputs_size(); ++i) {
+    int64_t elements = batch;
+    const auto& shape = c.params().inputs(i).shape();
+    for (int d = 1; d < shape.size() && elements <= kMaxInputElements; ++d) {
+      elements *= shape.Get(d);
+    }
+    if (elements > kMaxInputElements) {
+      return Invalid(absl::StrCat(path, " params.inputs[", i, "]"),
+                     absl::StrCat("batch_size × the other dimensions exceeds ",
+                                  kMaxInputElements, " elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What compiled execution needs of a whole point, defaults filled in (the
+// mode may come from the sweep, and unset means train).
+absl::Status CheckCompiled(const std::string& path, const v1::RunConfig& c) {
+  if (c.execution() != v1::EXECUTION_AOT && c.execution() != v1::EXECUTION_AOT_CUDA_GRAPH) {
+    return absl::OkStatus();
+  }
+  const std::string& w = c.workload();
+  if (w == "matmul" || w == "copy" || w == "empty" || w == "torchscript") {
+    return Invalid(path + ".execution",
+                   absl::StrCat("aot compiles the built-in models (mlp, simple_cnn, resnet18, "
+                                "resnet50, unet, bilstm, cnn_lstm, transformer), not ", w,
+                                w == "torchscript"
+                                    ? "; upload your model's AOTInductor package (.pt2) "
+                                      "and run it as torchscript"
+                                    : ""));
+  }
+  if (c.mode() != v1::MODE_INFER) {
+    return Invalid(path + ".execution",
+                   "aot compiles inference only (AOTInductor); use mode infer, or "
+                   "execution eager or cuda_graph to train");
+  }
+  if (c.device() == "mps") {
+    return Invalid(path + ".execution", "aot compiles for cpu or cuda, not mps");
+  }
+  return absl::OkStatus();
+}
+
+// What a point of several ranks (ddp, collective) needs, defaults filled in.
+absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
+  const bool distributed = IsDistributedWorkload(c.workload());
+  if (!distributed) {
+    if (c.world_size() > 1) {
+      return Invalid(path + ".world_size",
+                     absl::StrCat("only ddp and collective run on several ranks, not ",
+                                  c.workload()));
+    }
+    return absl::OkStatus();
+  }
+  if (c.device() == kEveryGpu) {
+    return Invalid(path + ".device",
+                   absl::StrCat(c.workload(), " spreads over world_size GPUs: use device cuda "
+                                "(any free GPUs) or cpu, not cuda:all"));
+  }
+  if (c.device() == "mps") {
+    return Invalid(path + ".device", absl::StrCat(c.workload(), " runs on cuda or cpu, not mps"));
+  }
+  if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1) {
+    return Invalid(path + ".device",
+                   absl::StrCat(c.device(), " names one GPU; world_size ", c.world_size(),
+                                " takes any free GPUs: use device cuda"));
+  }
+  if (c.execution() != v1::EXECUTION_EAGER) {
+    return Invalid(path + ".execution", absl::StrCat(c.workload(), " runs eager only"));
+  }
+  if (c.workload() == "ddp") {
+    if (c.mode() != v1::MODE_TRAIN) {
+      return Invalid(path + ".mode", "ddp trains (data-parallel training); use mode train");
+    }
+    if (c.input_source() != v1::INPUT_SOURCE_DEVICE) {
+      return Invalid(path + ".input_source", "ddp takes its input on the device");
+    }
+    return absl::OkStatus();
+  }
+  const int64_t element = c.precision() == v1::PRECISION_FP16 ||
+                                  c.precision() == v1::PRECISION_BF16
+                              ? 2
+                              : 4;
+  const v1::CollectiveOp op = c.params().collective_op();
+  const bool split = op == v1::COLLECTIVE_OP_ALL_GATHER || op == v1::COLLECTIVE_OP_REDUCE_SCATTER;
+  const int64_t unit = element * (split ? c.world_size() : 1);
+  if (c.params().collective_bytes() % unit != 0) {
+    return Invalid(path + ".params.collective_bytes",
+                   absl::StrCat(c.params().collective_bytes(), " is not a multiple of ", unit,
+                                " (", element, "-byte elements",
+                                split ? absl::StrCat(" times world_size ", c.world_size()) : "",
+                                ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+  absl::Status s;
+  if (spec.name().size() > kMaxNameBytes) {
+    return Invalid("spec.name", absl::StrCat("at most ", kMaxNameBytes, " bytes, got ",
+                                             spec.name().size()));
+  }
+  if (spec.labels_size() > kMaxLabels) {
+    return Invalid("spec.labels", absl::StrCat("at most ", kMaxLabels, " labels, got ",
+                                               spec.labels_size()));
+  }
+  for (const auto& [key, value] : spec.labels()) {
+    if (key.empty() || key.size() > kMaxLabelKeyBytes ||
+        key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              "0123456789_.-/") != std::string::npos) {
+      return Invalid("spec.labels",
+                     absl::StrCat("a key must be 1 to ", kMaxLabelKeyBytes,
+                                  " of A-Z a-z 0-9 _ . - /, got \"", absl::CEscape(key.substr(0, 80)),
+                                  "\""));
+    }
+    if (value.size() > kMaxLabelValueBytes) {
+      return Invalid(absl::StrCat("spec.labels[", key, "]"),
+                     absl::StrCat("at most ", kMaxLabelValueBytes, " bytes"));
+    }
+  }
+  // After the label keys' own check, which names what a key may hold.
+  if (!(s = CheckStringsOf("spec", spec)).ok()) return s;
+  if (!(s = ValidateRunConfig("spec.base", spec.base(),
+                              !spec.sweep().workload().empty()))
+           .ok())
+    return s;
+  if (!(s = ValidateSweep("spec.sweep", spec.sweep())).ok()) return s;
+  if (!(s = ValidateMeasurement("spec.measurement", spec.measurement())).ok())
+    return s;
+  if (!(s = CheckRange("spec.profiling.iterations", spec.profiling().iterations(),
+                       0, 1000))
+           .ok())
+    return s;
+  if (!(s = CheckRange("spec.profiling.top_operators",
+                       spec.profiling().top_operators(), 0, 1000))
+           .ok())
+    return s;
+  if (!(s = CheckOptionalRange("spec.telemetry.interval_ms",
+                               spec.telemetry().interval_ms(), 10, 60000))
+           .ok())
+    return s;
+  if (!(s = CheckRange("spec.priority", spec.priority(), -1000, 1000)).ok())
+    return s;
+  if (!(s = CheckRange("spec.timeout_s", spec.timeout_s(), int64_t{0},
+                       int64_t{7 * 86400}))
+           .ok())
+    return s;
+  const int points = CountSweepPoints(spec.sweep());
+  if (points > kMaxSweepPoints) {
+    return Invalid("spec.sweep",
+                   absl::StrCat("expands to more than ", kMaxSweepPoints,
+                                " runs; split the job or drop an axis"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePoint(const v1::JobSpec& spec, int n, v1::RunConfig* config) {
+  // The base and the axes passed one by one; the checks that relate two
+  // fields (a CUDA graph and its device, torchscript and its model, the
+  // batch and the image) must also hold for each combination of values.
+  if (auto s = ValidateRunConfig(absl::StrCat("spec.sweep (run ", n, ")"),
+                                 *config, /*workload_swept=*/false);
+      !s.ok())
+    return s;
+  if (auto s = CheckSize(absl::StrCat("spec (run ", n, " of the sweep)"), *config); !s.ok()) {
+    return s;
+  }
+  FillConfigDefaults(config);
+  if (auto s = CheckCompiled(absl::StrCat("spec.sweep (run ", n, ")"), *config); !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckDistributed(absl::StrCat("spec.sweep (run ", n, ")"), *config); !s.ok()) {
+    return s;
+  }
+  if (spec.check_numerics() && IsDistributedWorkload(config->workload())) {
+    return Invalid("spec.check_numerics",
+                   absl::StrCat("not for ", config->workload(), " (run ", n, " of the sweep)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpubench

@@ -1,0 +1,165 @@
+#include "common/spec.h"
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/spec_checks.h"
+#include "common/workload_defaults.h"
+
+namespace gpubench {
+namespace {
+
+template <typename Values, typename Apply>
+void AddAxis(std::vector<std::function<void(int, v1::RunConfig*)>>* setters,
+             std::vector<int>* sizes, const Values& values, Apply apply) {
+  if (values.empty()) return;
+  sizes->push_back(values.size());
+  setters->push_back([&values, apply](int i, v1::RunConfig* c) {
+    apply(values.Get(i), c);
+  });
+}
+
+}  // namespace
+
+int CountSweepPoints(const v1::Sweep& w) {
+  const int sizes[] = {
+      w.workload_size(),        w.model_size_size(),     w.mode_size(),
+      w.device_size(),          w.precision_size(),      w.channels_last_size(),
+      w.cudnn_benchmark_size(), w.execution_size(),      w.input_source_size(),
+      w.loader_threads_size(),  w.pinned_memory_size(),  w.prefetch_depth_size(),
+      w.image_size_size(),      w.sequence_length_size(), w.matmul_size_size(),
+      w.copy_bytes_size(),      w.batch_size_size(),      w.world_size_size(),
+      w.collective_op_size(),   w.collective_bytes_size()};
+  int64_t product = 1;
+  for (int n : sizes) {
+    if (n == 0) continue;
+    product *= n;
+    if (product > kMaxSweepPoints) return kMaxSweepPoints + 1;
+  }
+  return static_cast<int>(product);
+}
+
+void FillConfigDefaults(v1::RunConfig* c) {
+  v1::WorkloadParams* p = c->mutable_params();
+  if (c->workload() == "ddp" && p->ddp_model().empty()) p->set_ddp_model(kDefaultDdpModel);
+  if (c->workload() == "ddp" && !p->has_ddp_bucket_mb()) p->set_ddp_bucket_mb(kDefaultDdpBucketMb);
+  const WorkloadDefaults d = DefaultsOf(ModelWorkload(c->workload(), p->ddp_model()));
+  if (p->model_size().empty()) p->set_model_size(d.model_size);
+  if (p->image_size() == 0) p->set_image_size(d.image_size);
+  if (p->num_classes() == 0) p->set_num_classes(d.num_classes);
+  if (p->sequence_length() == 0) p->set_sequence_length(d.sequence_length);
+  if (p->num_layers() == 0) p->set_num_layers(d.num_layers);
+  if (p->hidden_size() == 0) p->set_hidden_size(d.hidden_size);
+  if (p->num_heads() == 0) p->set_num_heads(d.num_heads);
+  if (p->vocab_size() == 0) p->set_vocab_size(d.vocab_size);
+  if (p->matmul_m() == 0) p->set_matmul_m(d.matmul_size);
+  if (p->matmul_n() == 0) p->set_matmul_n(d.matmul_size);
+  if (p->matmul_k() == 0) p->set_matmul_k(d.matmul_size);
+  if (p->copy_bytes() == 0) p->set_copy_bytes(d.copy_bytes);
+  if (p->copy_direction() == 0) {
+    p->set_copy_direction(static_cast<v1::CopyDirection>(d.copy_direction));
+  }
+  if (p->collective_bytes() == 0) p->set_collective_bytes(d.collective_bytes);
+  if (p->collective_op() == 0) {
+    p->set_collective_op(static_cast<v1::CollectiveOp>(d.collective_op));
+  }
+  // Only distributed workloads carry a world_size, so that other configs'
+  // keys stay as runs stored before it had one.
+  if (c->world_size() == 0 && IsDistributedWorkload(c->workload())) c->set_world_size(1);
+  if (c->mode() == v1::MODE_UNSPECIFIED) c->set_mode(v1::MODE_TRAIN);
+  if (c->device().empty()) c->set_device("auto");
+  if (c->batch_size() == 0) c->set_batch_size(kDefaultBatchSize);
+  if (c->precision() == v1::PRECISION_UNSPECIFIED) c->set_precision(v1::PRECISION_FP32);
+  if (c->execution() == v1::EXECUTION_UNSPECIFIED) c->set_execution(v1::EXECUTION_EAGER);
+  if (c->input_source() == v1::INPUT_SOURCE_UNSPECIFIED) {
+    c->set_input_source(v1::INPUT_SOURCE_DEVICE);
+  }
+  if (c->input_source() == v1::INPUT_SOURCE_HOST && c->pipeline().prefetch_depth() == 0) {
+    c->mutable_pipeline()->set_prefetch_depth(kDefaultPrefetchDepth);
+  }
+  if (c->optimizer() == v1::OPTIMIZER_UNSPECIFIED) c->set_optimizer(v1::OPTIMIZER_SGD);
+  if (c->learning_rate() == 0) {
+    c->set_learning_rate(c->optimizer() == v1::OPTIMIZER_ADAMW ? kDefaultAdamWLearningRate
+                                                              : kDefaultSgdLearningRate);
+  }
+}
+
+absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
+    const v1::JobSpec& spec) {
+  if (auto s = ValidateJobSpec(spec); !s.ok()) return s;
+  const v1::Sweep& w = spec.sweep();
+  std::vector<std::function<void(int, v1::RunConfig*)>> setters;
+  std::vector<int> sizes;
+  using C = v1::RunConfig;
+  AddAxis(&setters, &sizes, w.workload(),
+          [](const std::string& v, C* c) { c->set_workload(v); });
+  AddAxis(&setters, &sizes, w.model_size(), [](const std::string& v, C* c) {
+    c->mutable_params()->set_model_size(v);
+  });
+  AddAxis(&setters, &sizes, w.mode(),
+          [](int v, C* c) { c->set_mode(static_cast<v1::Mode>(v)); });
+  AddAxis(&setters, &sizes, w.device(),
+          [](const std::string& v, C* c) { c->set_device(v); });
+  AddAxis(&setters, &sizes, w.precision(), [](int v, C* c) {
+    c->set_precision(static_cast<v1::Precision>(v));
+  });
+  AddAxis(&setters, &sizes, w.channels_last(),
+          [](bool v, C* c) { c->set_channels_last(v); });
+  AddAxis(&setters, &sizes, w.cudnn_benchmark(),
+          [](bool v, C* c) { c->set_cudnn_benchmark(v); });
+  AddAxis(&setters, &sizes, w.execution(), [](int v, C* c) {
+    c->set_execution(static_cast<v1::Execution>(v));
+  });
+  AddAxis(&setters, &sizes, w.input_source(), [](int v, C* c) {
+    c->set_input_source(static_cast<v1::InputSource>(v));
+  });
+  AddAxis(&setters, &sizes, w.loader_threads(), [](int v, C* c) {
+    c->mutable_pipeline()->set_loader_threads(v);
+  });
+  AddAxis(&setters, &sizes, w.pinned_memory(), [](bool v, C* c) {
+    c->mutable_pipeline()->set_pinned_memory(v);
+  });
+  AddAxis(&setters, &sizes, w.prefetch_depth(), [](int v, C* c) {
+    c->mutable_pipeline()->set_prefetch_depth(v);
+  });
+  AddAxis(&setters, &sizes, w.image_size(),
+          [](int v, C* c) { c->mutable_params()->set_image_size(v); });
+  AddAxis(&setters, &sizes, w.sequence_length(),
+          [](int v, C* c) { c->mutable_params()->set_sequence_length(v); });
+  AddAxis(&setters, &sizes, w.matmul_size(), [](int64_t v, C* c) {
+    c->mutable_params()->set_matmul_m(v);
+    c->mutable_params()->set_matmul_n(v);
+    c->mutable_params()->set_matmul_k(v);
+  });
+  AddAxis(&setters, &sizes, w.copy_bytes(),
+          [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); });
+  AddAxis(&setters, &sizes, w.batch_size(),
+          [](int v, C* c) { c->set_batch_size(v); });
+  AddAxis(&setters, &sizes, w.world_size(), [](int v, C* c) { c->set_world_size(v); });
+  AddAxis(&setters, &sizes, w.collective_op(), [](int v, C* c) {
+    c->mutable_params()->set_collective_op(static_cast<v1::CollectiveOp>(v));
+  });
+  AddAxis(&setters, &sizes, w.collective_bytes(),
+          [](int64_t v, C* c) { c->mutable_params()->set_collective_bytes(v); });
+
+  const int total = CountSweepPoints(w);
+  std::vector<v1::RunConfig> runs;
+  runs.reserve(total);
+  std::vector<int> index(sizes.size(), 0);
+  for (int n = 0; n < total; ++n) {
+    v1::RunConfig config = spec.base();
+    for (size_t a = 0; a < setters.size(); ++a) setters[a](index[a], &config);
+    if (auto s = ValidatePoint(spec, n, &config); !s.ok()) return s;
+    runs.push_back(std::move(config));
+    // Odometer increment, last axis fastest.
+    for (int a = static_cast<int>(sizes.size()) - 1; a >= 0; --a) {
+      if (++index[a] < sizes[a]) break;
+      index[a] = 0;
+    }
+  }
+  return runs;
+}
+
+}  // namespace gpubench

@@ -1,0 +1,233 @@
+#include "server/job_manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/contention.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "common/printable.h"
+#include "common/spec.h"
+#include "google/protobuf/util/time_util.h"
+#include "common/sha256.h"
+#include "server/rank_group.h"
+#include "server/job_manager_internal.h"
+#include "worker/process.h"
+
+namespace gpubench::server {
+
+using google::protobuf::util::TimeUtil;
+
+namespace {
+
+// A config's device as a lease: auto and cuda resolved.
+std::string DeviceLease(const v1::RunConfig& c, const v1::HostInfo& host) {
+  const std::string& d = c.device();
+  if (d.empty() || d == "auto") {
+    return host.gpus_size() > 0 ? "cuda:0" : host.mps_available() ? "mps" : "cpu";
+  }
+  return d == "cuda" ? "cuda:0" : d;
+}
+
+// A distributed point on device cuda (or auto on a GPU host): its ranks take
+// any world_size of the host's GPUs, chosen when the job starts. On cuda:N
+// (one rank) it takes that GPU, on the CPU the CPU.
+bool TakesAnyGpus(const v1::RunConfig& c, const std::string& lease) {
+  return IsDistributedWorkload(c.workload()) && absl::StartsWith(lease, "cuda:") &&
+         !absl::StartsWith(c.device(), "cuda:");
+}
+
+}  // namespace
+
+absl::StatusOr<JobManager::Needs> JobManager::LeasesOf(const v1::Job& job) const {
+  auto configs = ExpandSweep(job.spec());
+  if (!configs.ok()) return configs.status();
+  return LeasesOf(job, *configs);
+}
+
+JobManager::Needs JobManager::LeasesOf(const v1::Job& job,
+                                       const std::vector<v1::RunConfig>& configs) const {
+  Needs needs;
+  std::set<std::string>& leases = needs.leases;
+  const bool exclusive =
+      job.spec().has_exclusive() ? job.spec().exclusive() : !job.schedule_id().empty();
+  if (exclusive) leases.insert(JobQueue::kWholeHost);
+  for (const v1::RunConfig& c : configs) {
+    std::string d = DeviceLease(c, host_);
+    if (TakesAnyGpus(c, d)) {
+      needs.any_gpus = std::max(needs.any_gpus, c.world_size());
+      continue;
+    }
+    leases.insert(d);
+    // A CPU figure measured beside a GPU job's host thread is a figure of both.
+    if (d == "cpu") leases.insert(JobQueue::kWholeHost);
+  }
+  return needs;
+}
+
+absl::Status JobManager::ExpandEveryGpu(v1::JobSpec* spec) const {
+  const bool in_base = spec->base().device() == kEveryGpu;
+  const bool in_sweep = std::find(spec->sweep().device().begin(), spec->sweep().device().end(),
+                                  kEveryGpu) != spec->sweep().device().end();
+  if (!in_base && !in_sweep) return absl::OkStatus();
+  if (host_.gpus_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        in_sweep ? "spec.sweep.device" : "spec.base.device", ": ", kEveryGpu,
+        " runs on each GPU of the host, and this host has none"));
+  }
+  std::vector<std::string> devices;
+  if (in_sweep) {
+    for (const std::string& d : spec->sweep().device()) {
+      if (d != kEveryGpu) devices.push_back(d);
+    }
+  }
+  for (int i = 0; i < host_.gpus_size(); ++i) {
+    const std::string gpu = GpuLease(i);
+    if (std::find(devices.begin(), devices.end(), gpu) == devices.end()) devices.push_back(gpu);
+  }
+  spec->mutable_sweep()->clear_device();
+  for (const std::string& d : devices) spec->mutable_sweep()->add_device(d);
+  if (in_base) spec->mutable_base()->set_device(GpuLease(0));
+  spec->set_parallel_devices(true);
+  return absl::OkStatus();
+}
+
+std::vector<JobManager::Lane> JobManager::LanesOf(const v1::Job& job,
+                                                  const std::vector<v1::RunConfig>& configs,
+                                                  const std::set<std::string>& leases) const {
+  // The job's GPUs, lowest first: a distributed group's ranks take them in
+  // order.
+  std::vector<std::string> gpus;
+  for (int i = 0; i < 64; ++i) {
+    if (leases.count(GpuLease(i))) gpus.push_back(GpuLease(i));
+  }
+  std::vector<Lane> lanes;
+  std::map<std::string, size_t> by_key;
+  for (int i = 0; i < static_cast<int>(configs.size()); ++i) {
+    const v1::RunConfig& c = configs[i];
+    const std::string device = DeviceLease(c, host_);
+    std::string key;
+    v1::RankAssignment rank;
+    if (IsDistributedWorkload(c.workload())) {
+      const int k = std::max(1, c.world_size());
+      rank.set_world_size(k);
+      for (int r = 0; r < k; ++r) {
+        if (!TakesAnyGpus(c, device)) {
+          rank.add_devices(device);  // the CPU, or world_size 1 on a named GPU
+        } else {
+          rank.add_devices(r < static_cast<int>(gpus.size()) ? gpus[r] : GpuLease(r));
+        }
+      }
+      key = absl::StrCat("ranks ", absl::StrJoin(rank.devices(), ","));
+    } else if (job.spec().parallel_devices()) {
+      key = absl::StrCat("device ", device);
+    }
+    auto [it, added] = by_key.emplace(key, lanes.size());
+    if (added) {
+      Lane lane;
+      lane.rank = rank;
+      // Only GPUs run side by side: a CPU run beside them would measure both.
+      lane.parallel = job.spec().parallel_devices() && rank.world_size() == 0 &&
+                      absl::StartsWith(device, "cuda:");
+      lanes.push_back(std::move(lane));
+    }
+    lanes[it->second].indices.push_back(i);
+  }
+  return lanes;
+}
+
+absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
+                                     v1::WorkerRequest* request) const {
+  for (const v1::RunConfig& c : configs) {
+    if (c.workload() != "torchscript") continue;
+    const std::string& sha256 = c.params().model_sha256();
+    if (sha256.empty()) {
+      auto resolved = ResolveModelPath(c.params().model_path(), options_.model_roots,
+                                       "spec.base.params.model_path");
+      if (!resolved.ok()) return resolved.status();
+      // A model root above the data directory or a key does not make them
+      // models (a worker could not read them anyway): the same refusal.
+      if (ResolvesWithin(*resolved, options_.worker_limits.protected_paths)) {
+        return ResolveModelPath("", {}, "spec.base.params.model_path").status();
+      }
+      continue;
+    }
+    auto model = store_->models().Get(sha256);
+    if (absl::IsNotFound(model.status())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.base.params.model_sha256: no model ", sha256,
+          " on this daemon; upload it first (gpubench model upload)"));
+    }
+    if (!model.ok()) return model.status();
+    if (model->format() == v1::MODEL_FORMAT_AOTI_PACKAGE &&
+        model->uploader_role() != v1::ROLE_ADMIN && !options_.allow_uploaded_aoti) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "spec.base.params.model_sha256: ", sha256,
+          " is an AOTInductor package (native code) uploaded without the admin role; "
+          "an admin must upload it, or the operator must start gpubenchd with "
+          "--allow-uploaded-aoti"));
+    }
+    if (request) (*request->mutable_model_formats())[sha256] = model->format();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& submitted) const {
+  Plan plan;
+  plan.spec = submitted;
+  const v1::JobSpec& spec = plan.spec;
+  if (auto s = ExpandEveryGpu(&plan.spec); !s.ok()) return s;
+  auto configs = ExpandSweep(spec);
+  if (!configs.ok()) return configs.status();
+  plan.runs = std::move(*configs);
+  if (auto s = CheckModels(plan.runs, nullptr); !s.ok()) return s;
+  if (spec.timeout_s() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.timeout_s: must be >= 0, got ", spec.timeout_s()));
+  }
+  v1::Job job;
+  *job.mutable_spec() = spec;
+  const Needs needs = LeasesOf(job, plan.runs);
+  const char* ranks_field =
+      spec.sweep().world_size_size() > 0 ? "spec.sweep.world_size" : "spec.base.world_size";
+  if (needs.any_gpus > host_.gpus_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ranks_field, ": ", needs.any_gpus, " ranks on cuda need as many GPUs; this host has ",
+        host_.gpus_size()));
+  }
+  // Each rank is a worker with LibTorch loaded: on the CPU, no more of them
+  // than the host has cores (and 16), each with a bounded message, or a
+  // client could fill its memory.
+  const int cpu_ranks = std::min<int>(kMaxCpuRanks, std::max(1u, std::thread::hardware_concurrency()));
+  for (const v1::RunConfig& c : plan.runs) {
+    if (!IsDistributedWorkload(c.workload())) continue;
+    const std::string device = DeviceLease(c, host_);
+    if (device == "mps") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.base.device: ", c.workload(), " runs on cuda or cpu; this host's auto is mps"));
+    }
+    if (device != "cpu") continue;
+    if (c.world_size() > cpu_ranks) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ranks_field, ": ", c.world_size(), " ranks on the CPU; this host takes at most ",
+          cpu_ranks, " (one per core, 16 at most)"));
+    }
+    if (c.params().collective_bytes() * c.world_size() > kMaxCpuCollectiveBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.base.params.collective_bytes: ", c.params().collective_bytes(), " bytes on ",
+          c.world_size(), " CPU ranks; at most ", kMaxCpuCollectiveBytes,
+          " bytes over all ranks on the CPU"));
+    }
+  }
+  return plan;
+}
+
+}  // namespace gpubench::server

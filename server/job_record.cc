@@ -1,0 +1,165 @@
+#include "server/job_manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/contention.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "common/printable.h"
+#include "common/spec.h"
+#include "google/protobuf/util/time_util.h"
+#include "common/sha256.h"
+#include "server/rank_group.h"
+#include "server/job_manager_internal.h"
+#include "worker/process.h"
+
+namespace gpubench::server {
+
+using google::protobuf::util::TimeUtil;
+
+absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& job_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = unsaved_.find(job_id); it != unsaved_.end()) return it->second;
+  }
+  return store_->jobs().Get(job_id);
+}
+
+void JobManager::OverlayUnsaved(std::vector<v1::Job>* jobs) {
+  absl::MutexLock lock(&mu_);
+  for (v1::Job& job : *jobs) {
+    if (auto it = unsaved_.find(job.job_id()); it != unsaved_.end()) job = it->second;
+  }
+}
+
+void JobManager::RememberUnsavedLocked(const v1::Job& job, const absl::Status& why) {
+  // The store cannot write: this daemon still knows the truth, serves it
+  // (GetJob, ListJobs) and writes it when the store takes writes again.
+  Log(LogLevel::kError, "job ", job.job_id(), ": storing it (",
+      EnumShortName(v1::JobState_descriptor(), job.state()), ") failed: ", why.message());
+  unsaved_[job.job_id()] = job;
+}
+
+absl::Status JobManager::FlushUnsaved() {
+  std::map<std::string, v1::Job> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    pending = unsaved_;
+  }
+  for (const auto& [id, job] : pending) {
+    if (auto s = store_->jobs().Update(job); !s.ok()) return s;
+    absl::MutexLock lock(&mu_);
+    auto it = unsaved_.find(id);
+    // Unless it changed again meanwhile.
+    if (it != unsaved_.end() && it->second.SerializeAsString() == job.SerializeAsString()) {
+      unsaved_.erase(it);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string& trace) {
+  run->set_job_id(job->job_id());
+  run->set_host_id(host_.host_id());
+  if (!trace.empty()) {
+    v1::ProfileSummary* p = run->mutable_result()->mutable_profile();
+    p->set_has_trace(true);
+    p->set_trace_size_bytes(trace.size());
+    p->set_trace_sha256(Sha256Hex(trace));
+  }
+  if (!job->schedule_id().empty() && run_hook_) run_hook_(*job, run);
+  absl::Status stored = Emit(job->job_id(), [&](v1::ProgressEvent* e) {
+    *e->mutable_run_finished()->mutable_run() = *run;
+  }, true, run, trace);
+  if (!stored.ok()) return stored;
+  CountFinishedRun(*run, job);
+  if (auto s = store_->jobs().Update(*job); !s.ok()) {
+    absl::MutexLock lock(&mu_);
+    RememberUnsavedLocked(*job, s);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::Emit(const std::string& job_id,
+                              const std::function<void(v1::ProgressEvent*)>& fill,
+                              bool durable, const v1::Run* run_to_store,
+                              const std::string& trace_json) {
+  std::function<absl::Status(v1::ProgressEvent*)> persist;
+  if (run_to_store != nullptr) {
+    persist = [&](v1::ProgressEvent* e) -> absl::Status {
+      auto id = store_->runs().Insert(*run_to_store, *e, trace_json);
+      if (id.ok()) {
+        Log(LogLevel::kDebug, "job ", job_id, ": run ", run_to_store->index(), " stored as ", *id,
+            " (", EnumShortName(v1::RunState_descriptor(), run_to_store->state()), ", ",
+            run_to_store->result().throughput_samples_per_s(), " samples/s)");
+        if (e->has_run_finished()) e->mutable_run_finished()->mutable_run()->set_run_id(*id);
+        return absl::OkStatus();
+      }
+      // The run is lost to the store; say so where watchers and the log see
+      // it, and let the caller fail the job.
+      Log(LogLevel::kError, "job ", job_id, ": storing a run failed: ", id.status().message());
+      e->clear_run_finished();
+      e->mutable_log()->set_text(absl::StrCat("storing run ", run_to_store->index(),
+                                              " failed: ", id.status().message()));
+      return id.status();
+    };
+  } else if (durable) {
+    persist = [&](v1::ProgressEvent* e) {
+      store_->jobs().AppendEvent(*e).IgnoreError();
+      return absl::OkStatus();
+    };
+  }
+  return events_.Append(job_id, fill, persist);
+}
+
+absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
+                                  const std::string& error) {
+  job->set_state(state);
+  job->set_error(error);
+  Log(state == v1::JOB_STATE_FAILED ? LogLevel::kWarning : LogLevel::kInfo, "job ",
+      job->job_id(), " ", EnumShortName(v1::JobState_descriptor(), state),
+      error.empty() ? "" : ": ", error);
+  if (IsTerminal(state) && job->end_time().seconds() == 0) {
+    *job->mutable_end_time() = NowTimestamp();
+  }
+  return events_.Append(
+      job->job_id(),
+      [&](v1::ProgressEvent* e) {
+        e->mutable_state_changed()->set_state(state);
+        e->mutable_state_changed()->set_error(error);
+      },
+      [&](v1::ProgressEvent* e) {
+        const absl::Status stored = store_->jobs().Update(*job, *e);
+        absl::MutexLock lock(&mu_);
+        if (stored.ok()) {
+          unsaved_.erase(job->job_id());
+        } else {
+          RememberUnsavedLocked(*job, stored);
+        }
+        return stored;
+      },
+      Ends(*job) ? EventLog::End::kEnded : EventLog::End::kNotEnded);
+}
+
+absl::Status JobManager::EventsAfter(const std::string& job_id, int64_t after_sequence,
+                                     std::vector<v1::ProgressEvent>* events, bool* ended) {
+  return events_.EventsAfter(
+      job_id, after_sequence,
+      [&]() -> absl::StatusOr<bool> {
+        auto job = GetJob(job_id);
+        if (!job.ok()) return job.status();
+        return Ends(*job);
+      },
+      events, ended);
+}
+
+}  // namespace gpubench::server
