@@ -72,7 +72,10 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
 
   v1::WorkerRequest& request = start->request;
   request.set_job_id(job_id);
+  // The job's settings only: each worker gets its runs from the plan.
   *request.mutable_spec() = job.spec();
+  request.mutable_spec()->clear_base();
+  request.mutable_spec()->clear_sweep();
   request.set_model_dir(options_.model_dir);
   for (const std::string& root : options_.model_roots) request.add_model_roots(root);
   *request.mutable_aot() = options_.aot;
@@ -80,6 +83,7 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   auto configs = ExpandSweep(job.spec());
   absl::Status models = configs.ok() ? CheckModels(*configs, &request) : configs.status();
   if (configs.ok()) start->configs = std::move(*configs);
+  request.set_job_run_count(start->configs.size());
   if (!models.ok()) {
     SetState(&job, v1::JOB_STATE_FAILED, std::string(models.message())).IgnoreError();
     return false;
@@ -103,9 +107,7 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   }
   for (const v1::Run& r : *done_runs) {
     start->stored.insert(r.index());
-    if (r.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
-      start->request.add_out_of_memory_indices(r.index());
-    }
+    if (r.state() == v1::RUN_STATE_OUT_OF_MEMORY) *start->request.add_out_of_memory() = r.config();
   }
   job.set_runs_done(start->stored.size());
   // Only a measured run makes a job a success: runs out of memory or
@@ -183,7 +185,8 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
   if (lane.rank.world_size() > 0) *request.mutable_rank() = lane.rank;
   const std::vector<v1::RunConfig>* configs = &start.configs;
   const std::set<int> mine(lane.indices.begin(), lane.indices.end());
-  // What the workers skip: the other lanes' points and the stored ones.
+  // The lane's runs still to do are those not in `stored` (the other
+  // lanes' count as stored): each pass's worker gets them from the plan.
   std::set<int> stored = start.stored;
   for (int i = 0; i < static_cast<int>(configs->size()); ++i) {
     if (!mine.count(i)) stored.insert(i);
@@ -213,8 +216,13 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
       exit = worker::ExitInfo{0, 0, ""};
       break;
     }
-    request.clear_skip_indices();
-    for (int index : stored) request.add_skip_indices(index);
+    request.clear_runs();
+    for (int i : lane.indices) {
+      if (stored.count(i)) continue;
+      v1::PlannedRun* run = request.add_runs();
+      run->set_index(i);
+      *run->mutable_config() = (*configs)[i];
+    }
     absl::StatusOr<std::unique_ptr<worker::Worker>> process;
     {
       absl::MutexLock lock(&running->group_mu);
@@ -253,9 +261,21 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
         break;
       }
       if (!*got) break;
+      // A worker runs only what it was given, and a run once: anything
+      // else is a worker (or the code in it) writing what it should not.
+      const int reported = event.has_run_started()    ? event.run_started().index()
+                           : event.has_run_finished() ? event.run_finished().run().index()
+                                                      : -1;
+      if ((event.has_run_started() || event.has_run_finished()) &&
+          (!mine.count(reported) || stored.count(reported))) {
+        stream = absl::DataLossError(absl::StrCat(
+            "the worker reported run ", reported, ", which it was not given to run"));
+        (*process)->Kill();
+        break;
+      }
       if (event.has_run_started()) {
         current = event.run_started().index();
-        current_config = event.run_started().config();
+        current_config = (*configs)[current];
         {
           absl::MutexLock lock(&mu_);
           std::set<std::string>& others = beside_[job_id];
@@ -277,6 +297,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
         }, false, nullptr).IgnoreError();
       } else if (event.has_run_finished()) {
         v1::Run run = event.run_finished().run();
+        *run.mutable_config() = (*configs)[run.index()];  // the plan's, whatever it said
         // The error is the model's to choose (an assert's message): the
         // store, every reply and the HTML view keep a bounded one.
         run.set_error(Bounded(run.error(), kMaxMessageBytes));
@@ -300,9 +321,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
         }
         stored.insert(run.index());
         ++stored_now;
-        if (run.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
-          request.add_out_of_memory_indices(run.index());
-        }
+        if (run.state() == v1::RUN_STATE_OUT_OF_MEMORY) *request.add_out_of_memory() = run.config();
         any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED;
       } else if (event.has_done()) {
         done = true;
@@ -372,7 +391,7 @@ JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running
     store_error = store(&crashed, "");
     if (!store_error.ok()) break;
     stored.insert(current);
-    if (out_of_memory) request.add_out_of_memory_indices(current);
+    if (out_of_memory) *request.add_out_of_memory() = current_config;
     crash = exit;
     ++crashes;
   }

@@ -19,15 +19,6 @@
 
 namespace gpubench::server {
 
-// Static facts about this machine: hostname, OS, kernel, CPU, memory.
-v1::HostInfo ProbeMachine(const std::string& address);
-
-// ProbeMachine plus what `gpubench-worker --probe` reports (GPUs, CUDA,
-// cuDNN, torch). A worker that cannot probe leaves those fields empty and
-// its error in *warning.
-v1::HostInfo ProbeHost(const std::string& address, const std::string& worker_path,
-                       std::string* warning);
-
 // Limits and switches of the front end.
 struct ServiceOptions {
   std::string model_dir;                        // uploaded models, by sha256

@@ -114,8 +114,10 @@ absl::Status LocateModel(const v1::WorkerRequest& request, const v1::RunConfig& 
   }
   const std::string& sha256 = config.params().model_sha256();
   if (!sha256.empty()) {
-    // ExpandSweep, at the top of RunJob, refused a sha256 that is not 64 hex
-    // digits: it cannot reach outside the model directory.
+    // 64 hex digits: it cannot reach outside the model directory.
+    if (!IsSha256Hex(sha256)) {
+      return absl::InvalidArgumentError("params.model_sha256: not 64 lower-case hex digits");
+    }
     engine_config->model_path = ModelPath(request.model_dir(), sha256);
     auto format = request.model_formats().find(sha256);
     engine_config->model_format =
@@ -309,10 +311,6 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
                     const std::atomic<bool>* cancel, AotCompiler* compiler,
                     const HeldModels& held) {
   ipc::MessageWriter writer(out_fd);
-  auto runs = ExpandSweep(request.spec());
-  if (!runs.ok()) return runs.status();
-  const std::set<int> skip(request.skip_indices().begin(),
-                           request.skip_indices().end());
   measure::MeasureConfig measure = ToMeasureConfig(request.spec().measurement());
   const v1::Profiling& profiling = request.spec().profiling();
   measure.profile = profiling.enabled();
@@ -331,9 +329,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     auto [at, added] = oom_batch.emplace(BatchAxisKey(config), config.batch_size());
     if (!added) at->second = std::min(at->second, config.batch_size());
   };
-  for (int index : request.out_of_memory_indices()) {
-    if (index >= 0 && index < static_cast<int>(runs->size())) ran_out((*runs)[index]);
-  }
+  for (const v1::RunConfig& config : request.out_of_memory()) ran_out(config);
   // A rank of a distributed run: rank 0 opens the rendezvous store first
   // and reports its port, with which the daemon starts the other ranks.
   const v1::RankAssignment& rank = request.rank();
@@ -359,9 +355,9 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
   }
   int executed = 0;
   bool cancelled = false;
-  for (int i = 0; i < static_cast<int>(runs->size()); ++i) {
-    if (skip.count(i)) continue;
-    const v1::RunConfig& config = (*runs)[i];
+  for (const v1::PlannedRun& planned : request.runs()) {
+    const int i = planned.index();
+    const v1::RunConfig& config = planned.config();
     const bool distributed = IsDistributedWorkload(config.workload());
     v1::Run run;
     std::string trace_json;  // of the profiled window, if one ran
@@ -373,7 +369,7 @@ absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
     v1::WorkerEvent started;
     started.mutable_run_started()->set_index(i);
     *started.mutable_run_started()->mutable_config() = config;
-    started.mutable_run_started()->set_run_count(runs->size());
+    started.mutable_run_started()->set_run_count(request.job_run_count());
     if (auto s = writer.Write(started); !s.ok()) return s;
 
     MaybeInjectFault(config.batch_size(), ranked ? rank.rank() : 0);
@@ -497,11 +493,8 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
   if (!got.ok()) return got.status();
   if (!*got) return absl::InvalidArgumentError("no WorkerRequest on stdin");
   const v1::WorkerConfinement& confinement = request.confinement();
-  // A spec that does not expand confines the worker all the same (RunJob
-  // then reports why).
-  auto runs = ExpandSweep(request.spec());
-  const std::vector<v1::RunConfig> none;
-  const std::vector<v1::RunConfig>& configs = runs.ok() ? *runs : none;
+  std::vector<v1::RunConfig> configs;
+  for (const v1::PlannedRun& run : request.runs()) configs.push_back(run.config());
   // The compile server, forked while this is the only thread and before the
   // worker's domain: each compile gets a domain of its own.
   std::unique_ptr<AotCompiler> compiler;

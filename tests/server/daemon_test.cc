@@ -337,6 +337,16 @@ TEST(Daemon, ADryRunIsThePlanTheJobRuns) {
     EXPECT_FALSE(dry.runs(i).params().model_size().empty());  // defaults filled
     EXPECT_EQ(dry.runs(i).SerializeAsString(), real.runs(i).SerializeAsString()) << i;
   }
+  // And what the worker ran and the daemon stored is that plan, run by run.
+  ASSERT_EQ(WaitForEnd(d, real.job().job_id()), v1::JOB_STATE_SUCCEEDED);
+  const std::vector<v1::Run> ran = ListRuns(d, real.job().job_id(), false);
+  ASSERT_EQ(ran.size(), 2u);
+  for (const v1::Run& run : ran) {
+    ASSERT_GE(run.index(), 0);
+    ASSERT_LT(run.index(), 2);
+    EXPECT_EQ(run.config().SerializeAsString(), real.runs(run.index()).SerializeAsString())
+        << run.index();
+  }
 }
 
 TEST(Daemon, ListAndQueryFilter) {

@@ -37,6 +37,8 @@ struct Script {
   bool hang = false;         // every worker waits in its first run until stopped
   bool ignore_stop = false;  // ... and only a kill ends it
   std::string hang_only_on;  // with hang: only workers of jobs on this device
+  int rogue_index = -1;      // reports its second run under this index instead
+  bool rogue_config = false; // reports each run with batch size 999
 };
 
 // A worker that plays the event stream of a real one for its request.
@@ -48,12 +50,12 @@ class FakeWorker : public worker::Worker {
         script_(script),
         crash_(first && script.crash_at >= 0),
         hang_(script.hang && (script.hang_only_on.empty() ||
-                              request.spec().base().device() == script.hang_only_on)),
+                              (request.runs_size() > 0 &&
+                               request.runs(0).config().device() == script.hang_only_on))),
         rank0_(request.has_rank() && request.rank().rank() == 0) {
-    auto configs = ExpandSweep(request.spec());
-    std::set<int> skip(request.skip_indices().begin(), request.skip_indices().end());
-    for (int i = 0; configs.ok() && i < static_cast<int>(configs->size()); ++i) {
-      if (!skip.count(i)) runs_.push_back({i, (*configs)[i], int(configs->size())});
+    // What a real worker runs: the runs the daemon gave it, nothing else.
+    for (const v1::PlannedRun& run : request.runs()) {
+      runs_.push_back({run.index(), run.config(), request.job_run_count()});
     }
   }
 
@@ -71,7 +73,9 @@ class FakeWorker : public worker::Worker {
       End(0, 0);
       return true;
     }
-    const Planned& run = runs_[step_ / 2];
+    Planned run = runs_[step_ / 2];
+    if (step_ / 2 == 1 && script_.rogue_index >= 0) run.index = script_.rogue_index;
+    if (script_.rogue_config) run.config.set_batch_size(999);
     if (step_ % 2 == 0) {
       ++step_;
       event->mutable_run_started()->set_index(run.index);
@@ -255,6 +259,27 @@ TEST_F(JobManagerTest, AWorkerCrashFailsOnlyItsRunAndAFreshWorkerGoesOn) {
   EXPECT_EQ(done.runs_done(), 3);
 }
 
+// A worker runs what the plan gave it: a run it reports under another
+// index is refused and the worker stopped, and a config it reports is
+// replaced by the plan's.
+TEST_F(JobManagerTest, AWorkerIsHeldToThePlan) {
+  Script script;
+  script.rogue_index = 7;
+  script.rogue_config = true;
+  auto jobs = Manager(script);
+  auto job = jobs->Submit(Sweep(3), "", "tester");
+  ASSERT_TRUE(job.ok()) << job.status();
+  v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(done.error().find("reported run 7, which it was not given"), std::string::npos)
+      << done.error();
+  auto runs = store_->runs().List(job->job_id(), false);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);  // run 0; nothing under index 7
+  EXPECT_EQ((*runs)[0].index(), 0);
+  EXPECT_EQ((*runs)[0].config().batch_size(), 1);  // the plan's, not the 999 reported
+}
+
 TEST_F(JobManagerTest, CancelStopsARunningWorkerAndEndsTheJobCancelled) {
   Script script;
   script.hang = true;
@@ -355,7 +380,17 @@ TEST_F(JobManagerTest, CudaAllRunsEachGpusPointsInItsOwnWorkerSideBySide) {
   {
     std::lock_guard<std::mutex> lock(requests_mu_);
     ASSERT_EQ(requests_.size(), 4u);
-    for (const v1::WorkerRequest& r : requests_) EXPECT_EQ(r.skip_indices_size(), 3);
+    // Each lane's worker gets its one run of the plan, and no sweep to
+    // expand again.
+    std::set<std::string> devices;
+    for (const v1::WorkerRequest& r : requests_) {
+      ASSERT_EQ(r.runs_size(), 1);
+      EXPECT_EQ(r.job_run_count(), 4);
+      EXPECT_FALSE(r.spec().has_sweep());
+      EXPECT_FALSE(r.spec().has_base());
+      devices.insert(r.runs(0).config().device());
+    }
+    EXPECT_EQ(devices, (std::set<std::string>{"cuda:0", "cuda:1", "cuda:2", "cuda:3"}));
     // The lanes share the first lane's process group, so that each counts
     // the others as its job's own, not as contention.
     EXPECT_EQ(requests_[0].process_group(), 0);  // a new group (the fake's 1000)

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/spec.h"
 #include "worker/process.h"
 
 namespace gpubench::worker {
@@ -17,6 +18,15 @@ std::vector<v1::Run> RunJob(const v1::JobSpec& spec, ExitInfo* exit,
   v1::WorkerRequest request;
   request.set_job_id("test");
   *request.mutable_spec() = spec;
+  // The daemon's part: the plan's runs, each with its index.
+  auto configs = ExpandSweep(spec);
+  EXPECT_TRUE(configs.ok()) << configs.status();
+  for (size_t i = 0; configs.ok() && i < configs->size(); ++i) {
+    v1::PlannedRun* run = request.add_runs();
+    run->set_index(static_cast<int>(i));
+    *run->mutable_config() = (*configs)[i];
+  }
+  request.set_job_run_count(request.runs_size());
   for (const auto& root : model_roots) request.add_model_roots(root);
   auto process = WorkerProcess::Start(GPUBENCH_WORKER_PATH, request);
   EXPECT_TRUE(process.ok()) << process.status();
