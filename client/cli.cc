@@ -3,14 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
-#include <set>
-#include <sstream>
-#include <thread>
 
 #include "absl/algorithm/container.h"
-#include "absl/base/const_init.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/commandlineflag.h"
 #include "absl/strings/match.h"
@@ -20,10 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
-#include "client/analyses.h"
 #include "client/cli_internal.h"
-#include "client/gbench.h"
 #include "client/local_daemon.h"
 #include "client/spec_flags.h"
 #include "common/flags.h"
@@ -474,89 +466,6 @@ const std::vector<std::string>& Args::All(const std::string& name) const {
   return it == options.end() ? kNone : it->second;
 }
 
-absl::StatusOr<std::vector<Daemon>> ConnectAll(const Args& a, bool all_fleet) {
-  std::vector<std::string> flags;
-  for (const std::string& h : a.All("host")) {
-    for (absl::string_view part : absl::StrSplit(h, ',', absl::SkipWhitespace())) {
-      flags.emplace_back(part);
-    }
-  }
-  auto hosts = ResolveHosts(flags, all_fleet);
-  if (!hosts.ok()) return hosts.status();
-  std::vector<Daemon> daemons;
-  for (HostEntry& h : *hosts) {
-    Daemon d;
-    d.stub = v1::BenchService::NewStub(Dial(h));
-    d.host = std::move(h);
-    daemons.push_back(std::move(d));
-  }
-  return daemons;
-}
-
-absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
-                         std::vector<v1::Run>* runs) {
-  runs->clear();
-  v1::ListRunsRequest req;
-  req.set_job_id(job_id);
-  req.set_include_samples(include_samples);
-  do {
-    auto resp = d.Call(&v1::BenchService::Stub::ListRuns, req);
-    if (!resp.ok()) return resp.status();
-    runs->insert(runs->end(), resp->runs().begin(), resp->runs().end());
-    req.set_page_token(resp->next_page_token());
-  } while (!req.page_token().empty());
-  return absl::OkStatus();
-}
-
-absl::Status ListPeakRuns(const Daemon& d, const v1::Job& job, const std::vector<v1::Run>& runs,
-                          std::vector<v1::Run>* peak_runs) {
-  peak_runs->clear();
-  if (!report::AnyRooflineFigures(report::RunPointers(runs))) return absl::OkStatus();
-  for (const char* workload : {"matmul", "copy"}) {
-    v1::QueryRunsRequest req;
-    req.set_workload(workload);
-    req.set_host_id(job.host_id());
-    req.add_states(v1::RUN_STATE_SUCCEEDED);
-    for (int page = 0; page < 10; ++page) {
-      auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req);
-      if (!resp.ok()) return resp.status();
-      peak_runs->insert(peak_runs->end(), resp->runs().begin(), resp->runs().end());
-      if (resp->next_page_token().empty()) break;
-      req.set_page_token(resp->next_page_token());
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Daemon> ConnectOne(const Args& a) {
-  auto all = ConnectAll(a, /*all_fleet=*/false);
-  if (!all.ok()) return all.status();
-  return std::move(all->front());
-}
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  // gRPC's codes are the canonical codes absl's are.
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
-
-int CallFailed(const HostEntry& host, const absl::Status& s, std::ostream& err) {
-  if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
-    err << "gpubench: cannot reach a daemon at " << host.address << " (" << host.name
-        << "): " << Printable(std::string(s.message())) << "\n  start one with `gpubenchd --listen "
-        << host.address << "` or pass --host / GPUBENCH_HOST\n";
-    return kExitUnreachable;
-  }
-  if (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s)) {
-    err << "gpubench: " << host.name << ": " << Printable(std::string(s.message()))
-        << (absl::IsUnauthenticated(s)
-                ? "\n  set the host's token (or token_file) in the fleet file\n"
-                : "\n");
-    return kExitAuth;
-  }
-  err << "gpubench: " << host.name << ": " << Printable(std::string(s.message())) << "\n";
-  return absl::IsInvalidArgument(s) ? kExitUsage : kExitJobFailed;
-}
-
 int Usage(std::ostream& err, const std::string& message) {
   err << "gpubench: " << message << "; see gpubench --help\n";
   return kExitUsage;
@@ -572,12 +481,6 @@ absl::Status TimeRange(const Args& a, google::protobuf::Timestamp* after,
         google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(*t));
   }
   return absl::OkStatus();
-}
-
-void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call) {
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < daemons.size(); ++i) threads.emplace_back([&call, i] { call(i); });
-  for (auto& t : threads) t.join();
 }
 
 absl::StatusOr<absl::Time> ParseWhen(const std::string& flag, const std::string& text) {
@@ -596,149 +499,6 @@ absl::StatusOr<absl::Time> ParseWhen(const std::string& flag, const std::string&
   if (absl::ParseTime("%Y-%m-%d", text, absl::LocalTimeZone(), &t, &error)) return t;
   return absl::InvalidArgumentError(absl::StrCat(
       "--", flag, ": \"", text, "\" is not a date (2026-11-20), a time (RFC 3339) or an age (36h, 7d)"));
-}
-
-Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
-  Table t;
-  if (with_job_column) t.header.push_back("job");
-  for (const char* h : {"#", "config", "device", "state", "samples/s", "95% CI", "p50 ms",
-                        "p95 ms", "p99 ms", "wait%", "peak mem", "loss", "notes"}) {
-    t.header.push_back(h);
-  }
-  for (const v1::Run& r : runs) {
-    const auto& res = r.result();
-    const bool measured =
-        r.state() == v1::RUN_STATE_SUCCEEDED || r.state() == v1::RUN_STATE_CANCELLED;
-    std::vector<std::string> row;
-    if (with_job_column) row.push_back(r.job_id());
-    row.push_back(absl::StrCat(r.index()));
-    row.push_back(DescribeConfig(r.config()));
-    row.push_back(res.resolved_device().empty() ? "-" : res.resolved_device());
-    row.push_back(Short(v1::RunState_descriptor(), r.state()));
-    std::vector<std::string> notes;
-    if (measured) {
-      row.push_back(absl::StrFormat("%.1f", res.throughput_samples_per_s()));
-      row.push_back(absl::StrFormat("%.1f-%.1f", res.throughput_ci_low(), res.throughput_ci_high()));
-      row.push_back(absl::StrFormat("%.3f", res.latency().p50_ms()));
-      row.push_back(absl::StrFormat("%.3f", res.latency().p95_ms()));
-      row.push_back(absl::StrFormat("%.3f", res.latency().p99_ms()));
-      row.push_back(absl::StrFormat("%.1f", 100 * res.data_wait_share()));
-      if (res.bandwidth_gb_per_s() > 0) {
-        notes.push_back(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()));
-      }
-      if (std::string rate = FlopRate(res.achieved_tflops() * 1e12); !rate.empty()) {
-        notes.push_back(rate);
-      }
-      if (res.compile_cached()) {
-        notes.push_back("compiled package cached");
-      } else if (res.compile_ms() > 0) {
-        notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
-      }
-      if (!res.stable()) notes.push_back("unstable");
-      if (std::string n = NumericsNote(res.numerics()); !n.empty()) notes.push_back(n);
-      if (res.telemetry().throttled()) notes.push_back("throttled");
-      if (res.contention().contended()) notes.push_back("contended");
-    } else {
-      for (int i = 0; i < 6; ++i) row.push_back("-");
-    }
-    const int64_t mem = res.memory().peak_device_allocated_bytes() > 0
-                            ? res.memory().peak_device_allocated_bytes()
-                            : res.memory().peak_host_rss_bytes();
-    row.push_back(Bytes(mem));
-    row.push_back(measured && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0
-                      ? absl::StrFormat("%.3f>%.3f", res.first_loss(), res.last_loss())
-                      : "-");
-    if (r.history().verdict() == v1::VERDICT_REGRESSED ||
-        r.history().verdict() == v1::VERDICT_IMPROVED) {
-      notes.push_back(absl::StrFormat("%s x%.3f vs history",
-                                      Short(v1::Verdict_descriptor(), r.history().verdict()),
-                                      r.history().ratio()));
-    }
-    if (!r.error().empty()) notes.push_back(r.error().substr(0, 100));
-    row.push_back(notes.empty() ? "-" : absl::StrJoin(notes, "; "));
-    t.rows.push_back(std::move(row));
-  }
-  return t;
-}
-
-// Kernel names carry whole template signatures; tables show the name and
-// elide the arguments: "at::native::batch_norm_kernel<…>(…)".
-std::string ShortOperatorName(std::string name) {
-  if (name.rfind("void ", 0) == 0) name = name.substr(5);
-  if (name.size() <= 80) return name;
-  const size_t cut = name.find_first_of("<(");
-  if (cut != std::string::npos && cut > 0 && cut < 76) {
-    return name.substr(0, cut) + (name[cut] == '<' ? "<…>(…)" : "(…)");
-  }
-  return name.substr(0, 77) + "...";
-}
-
-void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
-              std::ostream& out, const std::vector<v1::Run>& peak_runs) {
-  if (format == Format::kGbench) {
-    PrintGbench(runs, "gpubench show " + job.job_id(), out);
-    return;
-  }
-  const std::vector<const v1::Run*> pointers = report::RunPointers(runs);
-  const auto speedups = report::DeviceSpeedups(pointers, job.spec().profiling().iterations());
-  const auto roofline = report::Roofline(pointers, report::PeaksOf(pointers, peak_runs));
-  if (format == Format::kJson) {
-    std::vector<std::string> run_json;
-    for (v1::Run r : runs) {
-      r.clear_samples();
-      r.clear_telemetry_series();
-      run_json.push_back(MessageToJson(r));
-    }
-    out << "{\"job\": " << MessageToJson(job) << ",\n\"runs\": ["
-        << absl::StrJoin(run_json, ",\n") << "],\n\"device_speedups\": "
-        << DeviceSpeedupsJson(speedups)
-        << ",\n\"roofline\": " << RooflineJson(roofline)
-        << ",\n\"distributed\": " << DistributedJson(runs) << "}\n";
-    return;
-  }
-  if (format == Format::kTable) {
-    out << "job " << job.job_id() << "  " << Printable(job.spec().name()) << "  state "
-        << Short(v1::JobState_descriptor(), job.state()) << "\n";
-  }
-  PrintTable(RunsTable(runs, false), format, out);
-  if (format == Format::kTable || format == Format::kMarkdown) {
-    PrintDeviceSpeedups(speedups, format, out);
-    PrintRoofline(roofline, format, out);
-    PrintDistributed(runs, format, out);
-  }
-  if (format == Format::kTable) {
-    for (const v1::Run& r : runs) {
-      const v1::ProfileSummary& p = r.result().profile();
-      if (p.top_operators().empty()) continue;
-      out << "\nrun " << r.index() << " profile (" << (p.device_times() ? "device" : "CPU")
-          << " self time; trace: gpubench trace " << r.run_id() << " -o trace.json)\n";
-      Table ops;
-      ops.header = {"operator", "calls", "self ms", "share", "category"};
-      for (const auto& op : p.top_operators()) {
-        ops.rows.push_back({ShortOperatorName(op.name()), absl::StrCat(op.count()),
-                            absl::StrFormat("%.3f", op.self_time_us() / 1e3),
-                            absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
-      }
-      PrintTable(ops, format, out);
-      std::vector<std::string> parts;
-      for (const auto& c : p.categories()) {
-        parts.push_back(absl::StrFormat("%s %.1f%%", c.category(), 100 * c.share()));
-      }
-      out << "by category: " << absl::StrJoin(parts, ", ") << "\n";
-    }
-  }
-  const bool any_oom = std::any_of(runs.begin(), runs.end(), [](const v1::Run& r) {
-    return r.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
-           r.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
-  });
-  if (format == Format::kTable && any_oom) {
-    for (const auto& [key, batch] : job.max_batch_size_fits()) {
-      auto config = ParseConfigKey(key);
-      if (!config.ok()) continue;
-      config->set_batch_size(batch);
-      out << "largest batch that fit: " << DescribeConfig(*config) << "\n";
-    }
-  }
 }
 
 absl::StatusOr<v1::JobSpec> BuildSpec(const Args& a, const std::string& spec_path) {

@@ -1,0 +1,102 @@
+// The CLI's daemon client: connecting to one daemon or the fleet, paging
+// through a job's runs, and how a failed call reads.
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/cli.h"
+#include "client/cli_internal.h"
+#include "report/roofline.h"
+
+namespace gpubench::client {
+
+absl::StatusOr<std::vector<Daemon>> ConnectAll(const Args& a, bool all_fleet) {
+  std::vector<std::string> flags;
+  for (const std::string& h : a.All("host")) {
+    for (absl::string_view part : absl::StrSplit(h, ',', absl::SkipWhitespace())) {
+      flags.emplace_back(part);
+    }
+  }
+  auto hosts = ResolveHosts(flags, all_fleet);
+  if (!hosts.ok()) return hosts.status();
+  std::vector<Daemon> daemons;
+  for (HostEntry& h : *hosts) {
+    Daemon d;
+    d.stub = v1::BenchService::NewStub(Dial(h));
+    d.host = std::move(h);
+    daemons.push_back(std::move(d));
+  }
+  return daemons;
+}
+
+absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
+                         std::vector<v1::Run>* runs) {
+  runs->clear();
+  v1::ListRunsRequest req;
+  req.set_job_id(job_id);
+  req.set_include_samples(include_samples);
+  do {
+    auto resp = d.Call(&v1::BenchService::Stub::ListRuns, req);
+    if (!resp.ok()) return resp.status();
+    runs->insert(runs->end(), resp->runs().begin(), resp->runs().end());
+    req.set_page_token(resp->next_page_token());
+  } while (!req.page_token().empty());
+  return absl::OkStatus();
+}
+
+absl::Status ListPeakRuns(const Daemon& d, const v1::Job& job, const std::vector<v1::Run>& runs,
+                          std::vector<v1::Run>* peak_runs) {
+  peak_runs->clear();
+  if (!report::AnyRooflineFigures(report::RunPointers(runs))) return absl::OkStatus();
+  for (const char* workload : {"matmul", "copy"}) {
+    v1::QueryRunsRequest req;
+    req.set_workload(workload);
+    req.set_host_id(job.host_id());
+    req.add_states(v1::RUN_STATE_SUCCEEDED);
+    for (int page = 0; page < 10; ++page) {
+      auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req);
+      if (!resp.ok()) return resp.status();
+      peak_runs->insert(peak_runs->end(), resp->runs().begin(), resp->runs().end());
+      if (resp->next_page_token().empty()) break;
+      req.set_page_token(resp->next_page_token());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Daemon> ConnectOne(const Args& a) {
+  auto all = ConnectAll(a, /*all_fleet=*/false);
+  if (!all.ok()) return all.status();
+  return std::move(all->front());
+}
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  // gRPC's codes are the canonical codes absl's are.
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+int CallFailed(const HostEntry& host, const absl::Status& s, std::ostream& err) {
+  if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
+    err << "gpubench: cannot reach a daemon at " << host.address << " (" << host.name
+        << "): " << Printable(std::string(s.message())) << "\n  start one with `gpubenchd --listen "
+        << host.address << "` or pass --host / GPUBENCH_HOST\n";
+    return kExitUnreachable;
+  }
+  if (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s)) {
+    err << "gpubench: " << host.name << ": " << Printable(std::string(s.message()))
+        << (absl::IsUnauthenticated(s)
+                ? "\n  set the host's token (or token_file) in the fleet file\n"
+                : "\n");
+    return kExitAuth;
+  }
+  err << "gpubench: " << host.name << ": " << Printable(std::string(s.message())) << "\n";
+  return absl::IsInvalidArgument(s) ? kExitUsage : kExitJobFailed;
+}
+
+void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call) {
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < daemons.size(); ++i) threads.emplace_back([&call, i] { call(i); });
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace gpubench::client

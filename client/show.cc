@@ -1,0 +1,163 @@
+// `gpubench show`'s output: a job's runs as a table (or CSV, JSON,
+// Markdown), with the analyses they support.
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/analyses.h"
+#include "client/cli.h"
+#include "client/cli_internal.h"
+#include "client/gbench.h"
+#include "common/spec.h"
+
+namespace gpubench::client {
+namespace {
+
+// Kernel names carry whole template signatures; tables show the name and
+// elide the arguments: "at::native::batch_norm_kernel<…>(…)".
+std::string ShortOperatorName(std::string name) {
+  if (name.rfind("void ", 0) == 0) name = name.substr(5);
+  if (name.size() <= 80) return name;
+  const size_t cut = name.find_first_of("<(");
+  if (cut != std::string::npos && cut > 0 && cut < 76) {
+    return name.substr(0, cut) + (name[cut] == '<' ? "<…>(…)" : "(…)");
+  }
+  return name.substr(0, 77) + "...";
+}
+
+}  // namespace
+
+Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
+  Table t;
+  if (with_job_column) t.header.push_back("job");
+  for (const char* h : {"#", "config", "device", "state", "samples/s", "95% CI", "p50 ms",
+                        "p95 ms", "p99 ms", "wait%", "peak mem", "loss", "notes"}) {
+    t.header.push_back(h);
+  }
+  for (const v1::Run& r : runs) {
+    const auto& res = r.result();
+    const bool measured =
+        r.state() == v1::RUN_STATE_SUCCEEDED || r.state() == v1::RUN_STATE_CANCELLED;
+    std::vector<std::string> row;
+    if (with_job_column) row.push_back(r.job_id());
+    row.push_back(absl::StrCat(r.index()));
+    row.push_back(DescribeConfig(r.config()));
+    row.push_back(res.resolved_device().empty() ? "-" : res.resolved_device());
+    row.push_back(Short(v1::RunState_descriptor(), r.state()));
+    std::vector<std::string> notes;
+    if (measured) {
+      row.push_back(absl::StrFormat("%.1f", res.throughput_samples_per_s()));
+      row.push_back(absl::StrFormat("%.1f-%.1f", res.throughput_ci_low(), res.throughput_ci_high()));
+      row.push_back(absl::StrFormat("%.3f", res.latency().p50_ms()));
+      row.push_back(absl::StrFormat("%.3f", res.latency().p95_ms()));
+      row.push_back(absl::StrFormat("%.3f", res.latency().p99_ms()));
+      row.push_back(absl::StrFormat("%.1f", 100 * res.data_wait_share()));
+      if (res.bandwidth_gb_per_s() > 0) {
+        notes.push_back(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()));
+      }
+      if (std::string rate = FlopRate(res.achieved_tflops() * 1e12); !rate.empty()) {
+        notes.push_back(rate);
+      }
+      if (res.compile_cached()) {
+        notes.push_back("compiled package cached");
+      } else if (res.compile_ms() > 0) {
+        notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
+      }
+      if (!res.stable()) notes.push_back("unstable");
+      if (std::string n = NumericsNote(res.numerics()); !n.empty()) notes.push_back(n);
+      if (res.telemetry().throttled()) notes.push_back("throttled");
+      if (res.contention().contended()) notes.push_back("contended");
+    } else {
+      for (int i = 0; i < 6; ++i) row.push_back("-");
+    }
+    const int64_t mem = res.memory().peak_device_allocated_bytes() > 0
+                            ? res.memory().peak_device_allocated_bytes()
+                            : res.memory().peak_host_rss_bytes();
+    row.push_back(Bytes(mem));
+    row.push_back(measured && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0
+                      ? absl::StrFormat("%.3f>%.3f", res.first_loss(), res.last_loss())
+                      : "-");
+    if (r.history().verdict() == v1::VERDICT_REGRESSED ||
+        r.history().verdict() == v1::VERDICT_IMPROVED) {
+      notes.push_back(absl::StrFormat("%s x%.3f vs history",
+                                      Short(v1::Verdict_descriptor(), r.history().verdict()),
+                                      r.history().ratio()));
+    }
+    if (!r.error().empty()) notes.push_back(r.error().substr(0, 100));
+    row.push_back(notes.empty() ? "-" : absl::StrJoin(notes, "; "));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
+              std::ostream& out, const std::vector<v1::Run>& peak_runs) {
+  if (format == Format::kGbench) {
+    PrintGbench(runs, "gpubench show " + job.job_id(), out);
+    return;
+  }
+  const std::vector<const v1::Run*> pointers = report::RunPointers(runs);
+  const auto speedups = report::DeviceSpeedups(pointers, job.spec().profiling().iterations());
+  const auto roofline = report::Roofline(pointers, report::PeaksOf(pointers, peak_runs));
+  if (format == Format::kJson) {
+    std::vector<std::string> run_json;
+    for (v1::Run r : runs) {
+      r.clear_samples();
+      r.clear_telemetry_series();
+      run_json.push_back(MessageToJson(r));
+    }
+    out << "{\"job\": " << MessageToJson(job) << ",\n\"runs\": ["
+        << absl::StrJoin(run_json, ",\n") << "],\n\"device_speedups\": "
+        << DeviceSpeedupsJson(speedups)
+        << ",\n\"roofline\": " << RooflineJson(roofline)
+        << ",\n\"distributed\": " << DistributedJson(runs) << "}\n";
+    return;
+  }
+  if (format == Format::kTable) {
+    out << "job " << job.job_id() << "  " << Printable(job.spec().name()) << "  state "
+        << Short(v1::JobState_descriptor(), job.state()) << "\n";
+  }
+  PrintTable(RunsTable(runs, false), format, out);
+  if (format == Format::kTable || format == Format::kMarkdown) {
+    PrintDeviceSpeedups(speedups, format, out);
+    PrintRoofline(roofline, format, out);
+    PrintDistributed(runs, format, out);
+  }
+  if (format == Format::kTable) {
+    for (const v1::Run& r : runs) {
+      const v1::ProfileSummary& p = r.result().profile();
+      if (p.top_operators().empty()) continue;
+      out << "\nrun " << r.index() << " profile (" << (p.device_times() ? "device" : "CPU")
+          << " self time; trace: gpubench trace " << r.run_id() << " -o trace.json)\n";
+      Table ops;
+      ops.header = {"operator", "calls", "self ms", "share", "category"};
+      for (const auto& op : p.top_operators()) {
+        ops.rows.push_back({ShortOperatorName(op.name()), absl::StrCat(op.count()),
+                            absl::StrFormat("%.3f", op.self_time_us() / 1e3),
+                            absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
+      }
+      PrintTable(ops, format, out);
+      std::vector<std::string> parts;
+      for (const auto& c : p.categories()) {
+        parts.push_back(absl::StrFormat("%s %.1f%%", c.category(), 100 * c.share()));
+      }
+      out << "by category: " << absl::StrJoin(parts, ", ") << "\n";
+    }
+  }
+  const bool any_oom = std::any_of(runs.begin(), runs.end(), [](const v1::Run& r) {
+    return r.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
+           r.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
+  });
+  if (format == Format::kTable && any_oom) {
+    for (const auto& [key, batch] : job.max_batch_size_fits()) {
+      auto config = ParseConfigKey(key);
+      if (!config.ok()) continue;
+      config->set_batch_size(batch);
+      out << "largest batch that fit: " << DescribeConfig(*config) << "\n";
+    }
+  }
+}
+
+}  // namespace gpubench::client
