@@ -132,6 +132,7 @@ class JobManager {
   Load CurrentLoad();
 
  private:
+  friend class LanePasses;  // job_run.cc: one lane's workers, pass by pass
   struct Running;
 
   // Every model the runs name may be loaded: a model_path resolves into a
@@ -193,6 +194,8 @@ class JobManager {
   // worker that dies in a run fails that run and the next pass goes on.
   Passes RunPasses(const std::shared_ptr<Running>& running, const JobStart& start,
                    const Lane& lane);
+  // Records, as a run of job_id starts, the jobs running beside it.
+  void NoteJobsBeside(const std::string& job_id);
   // Every lane of the job (parallel ones side by side), their passes merged.
   Passes RunLanes(const std::shared_ptr<Running>& running, JobStart* start);
   // The job's final state (or its requeue after a shutdown), and retention.

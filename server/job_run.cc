@@ -173,229 +173,280 @@ JobManager::Passes JobManager::RunLanes(const std::shared_ptr<Running>& running,
   return r;
 }
 
-JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running,
-                                        const JobStart& start, const Lane& lane) {
-  // One worker (or one group of ranks) per pass. A worker that dies inside
-  // a run costs that run only: it is stored as failed, and the rest of the
-  // lane goes on in a fresh worker. Every pass stores at least one run or
-  // ends the lane.
-  const std::string& job_id = running->job.job_id();
-  v1::Job& job = running->job;
-  v1::WorkerRequest request = start.request;
-  if (lane.rank.world_size() > 0) *request.mutable_rank() = lane.rank;
-  const std::vector<v1::RunConfig>* configs = &start.configs;
-  const std::set<int> mine(lane.indices.begin(), lane.indices.end());
-  // The lane's runs still to do are those not in `stored` (the other
-  // lanes' count as stored): each pass's worker gets them from the plan.
-  std::set<int> stored = start.stored;
-  for (int i = 0; i < static_cast<int>(configs->size()); ++i) {
-    if (!mine.count(i)) stored.insert(i);
-  }
-  auto all_stored = [&] {
-    return std::all_of(lane.indices.begin(), lane.indices.end(),
-                       [&](int i) { return stored.count(i) > 0; });
-  };
-  Passes r;
-  bool& done = r.done;
-  bool& cancelled_by_worker = r.cancelled_by_worker;
-  absl::Status& stream = r.stream;
-  absl::Status& store_error = r.store_error;
-  worker::ExitInfo& exit = r.exit;
-  worker::ExitInfo& crash = r.crash;
-  int& crashes = r.crashes;
-  bool& any_ok = r.any_ok;
-  bool stopped = false;
-  auto store = [&](v1::Run* run, const std::string& trace) {
-    absl::MutexLock lock(&running->store_mu);
-    return StoreRun(&job, run, trace);
-  };
-  for (int pass = 0; !done && !stopped; ++pass) {
-    if (all_stored()) {
-      // Nothing is left for a worker (every point stored, or crashed).
-      done = true;
-      exit = worker::ExitInfo{0, 0, ""};
-      break;
+// One lane of a job, pass by pass: a worker (or a group of ranks) per
+// pass, each given the lane's runs of the plan not yet stored. A worker
+// that dies inside a run costs that run only: it is stored as failed, and
+// the rest of the lane goes on in a fresh worker. Every pass stores at
+// least one run or ends the lane.
+class LanePasses {
+ public:
+  LanePasses(JobManager* jobs, const std::shared_ptr<JobManager::Running>& running,
+             const JobManager::JobStart& start, const JobManager::Lane& lane)
+      : jobs_(jobs),
+        running_(running),
+        configs_(start.configs),
+        lane_(lane),
+        job_id_(running->job.job_id()),
+        request_(start.request),
+        mine_(lane.indices.begin(), lane.indices.end()),
+        stored_(start.stored) {
+    if (lane.rank.world_size() > 0) *request_.mutable_rank() = lane.rank;
+    // The other lanes' runs count as stored: never this lane's to run.
+    for (int i = 0; i < static_cast<int>(configs_.size()); ++i) {
+      if (!mine_.count(i)) stored_.insert(i);
     }
-    request.clear_runs();
-    for (int i : lane.indices) {
-      if (stored.count(i)) continue;
-      v1::PlannedRun* run = request.add_runs();
+  }
+
+  JobManager::Passes Run() {
+    for (int pass = 0; !r_.done && !stopped_; ++pass) {
+      if (AllStored()) {
+        // Nothing is left for a worker (every point stored, or crashed).
+        r_.done = true;
+        r_.exit = worker::ExitInfo{0, 0, ""};
+        break;
+      }
+      auto process = Start(pass);
+      if (!process.ok()) {
+        r_.stream = absl::UnavailableError(
+            absl::StrCat("cannot start the worker: ", process.status().message()));
+        break;
+      }
+      Pass p;
+      Read(process->get(), &p);
+      if (!AfterExit(process->get(), p)) break;
+    }
+    return r_;
+  }
+
+ private:
+  // What one worker did.
+  struct Pass {
+    int current = -1;    // the run it was in, if any
+    int stored_now = 0;  // runs it finished and were stored
+  };
+
+  bool AllStored() const {
+    return std::all_of(lane_.indices.begin(), lane_.indices.end(),
+                       [&](int i) { return stored_.count(i) > 0; });
+  }
+
+  absl::StatusOr<std::unique_ptr<worker::Worker>> Start(int pass) {
+    request_.clear_runs();
+    for (int i : lane_.indices) {
+      if (stored_.count(i)) continue;
+      v1::PlannedRun* run = request_.add_runs();
       run->set_index(i);
-      *run->mutable_config() = (*configs)[i];
+      *run->mutable_config() = configs_[i];
     }
     absl::StatusOr<std::unique_ptr<worker::Worker>> process;
     {
-      absl::MutexLock lock(&running->group_mu);
-      request.set_process_group(running->group_workers > 0 ? running->process_group : 0);
-      process = lane.rank.world_size() > 0 ? StartRankGroup(launcher_.get(), request)
-                                           : launcher_->Start(request);
-      if (process.ok() && running->group_workers++ == 0) {
-        running->process_group = (*process)->ProcessGroup();
+      absl::MutexLock lock(&running_->group_mu);
+      request_.set_process_group(running_->group_workers > 0 ? running_->process_group : 0);
+      process = lane_.rank.world_size() > 0 ? StartRankGroup(jobs_->launcher_.get(), request_)
+                                            : jobs_->launcher_->Start(request_);
+      if (process.ok() && running_->group_workers++ == 0) {
+        running_->process_group = (*process)->ProcessGroup();
       }
     }
-    if (!process.ok()) {
-      stream = absl::UnavailableError(
-          absl::StrCat("cannot start the worker: ", process.status().message()));
-      break;
-    }
-    Log(LogLevel::kDebug, "job ", job_id, ": worker started (pass ", pass + 1, ", ",
-        stored.size() - (configs->size() - lane.indices.size()), " run(s) already stored",
-        lane.rank.world_size() > 0 ? absl::StrCat(", ", lane.rank.world_size(), " ranks") : "",
+    if (!process.ok()) return process.status();
+    Log(LogLevel::kDebug, "job ", job_id_, ": worker started (pass ", pass + 1, ", ",
+        stored_.size() - (configs_.size() - lane_.indices.size()), " run(s) already stored",
+        lane_.rank.world_size() > 0 ? absl::StrCat(", ", lane_.rank.world_size(), " ranks") : "",
         ")");
     {
-      absl::MutexLock lock(&running->mu);
+      absl::MutexLock lock(&running_->mu);
       // A stop that came while no worker ran must not be missed.
-      stopped = running->cancel || running->shutdown || running->timed_out;
-      running->processes.insert(process->get());
+      stopped_ = running_->cancel || running_->shutdown || running_->timed_out;
+      running_->processes.insert(process->get());
     }
-    if (stopped) (*process)->Stop();
-    int current = -1;  // the run the worker is in, if any
-    int stored_now = 0;
-    v1::RunConfig current_config;
+    if (stopped_) (*process)->Stop();
+    return process;
+  }
+
+  // The worker's events until it ends (or is killed), then its exit.
+  void Read(worker::Worker* process, Pass* p) {
     while (true) {
       v1::WorkerEvent event;
-      auto got = (*process)->Next(&event);
+      auto got = process->Next(&event);
       if (!got.ok()) {
-        stream = got.status();
-        (*process)->Kill();
+        r_.stream = got.status();
+        process->Kill();
         break;
       }
-      if (!*got) break;
-      // A worker runs only what it was given, and a run once: anything
-      // else is a worker (or the code in it) writing what it should not.
-      const int reported = event.has_run_started()    ? event.run_started().index()
-                           : event.has_run_finished() ? event.run_finished().run().index()
-                                                      : -1;
-      if ((event.has_run_started() || event.has_run_finished()) &&
-          (!mine.count(reported) || stored.count(reported))) {
-        stream = absl::DataLossError(absl::StrCat(
-            "the worker reported run ", reported, ", which it was not given to run"));
-        (*process)->Kill();
-        break;
-      }
-      if (event.has_run_started()) {
-        current = event.run_started().index();
-        current_config = (*configs)[current];
-        {
-          absl::MutexLock lock(&mu_);
-          std::set<std::string>& others = beside_[job_id];
-          others.clear();
-          for (const auto& entry : running_) {
-            if (entry.first != job_id) others.insert(entry.first);
-          }
-        }
-        Emit(job_id, [&](v1::ProgressEvent* e) {
-          *e->mutable_run_started() = event.run_started();
-        }, true, nullptr).IgnoreError();
-      } else if (event.has_run_progress()) {
-        Emit(job_id, [&](v1::ProgressEvent* e) {
-          *e->mutable_run_progress() = event.run_progress();
-        }, false, nullptr).IgnoreError();
-      } else if (event.has_log()) {
-        Emit(job_id, [&](v1::ProgressEvent* e) {
-          e->mutable_log()->set_text(Bounded(event.log().text(), kMaxMessageBytes));
-        }, false, nullptr).IgnoreError();
-      } else if (event.has_run_finished()) {
-        v1::Run run = event.run_finished().run();
-        *run.mutable_config() = (*configs)[run.index()];  // the plan's, whatever it said
-        // The error is the model's to choose (an assert's message): the
-        // store, every reply and the HTML view keep a bounded one.
-        run.set_error(Bounded(run.error(), kMaxMessageBytes));
-        current = -1;
-        FillContention(job_id, &run);
-        const std::string& trace = event.run_finished().trace_json();
-        const bool trace_fits = trace.size() <= kMaxTraceBytes;
-        if (!trace_fits) {
-          Emit(job_id, [&](v1::ProgressEvent* e) {
-            e->mutable_log()->set_text(absl::StrCat(
-                "run ", run.index(), ": its profiler trace of ", trace.size(),
-                " bytes is over the ", kMaxTraceBytes >> 20, " MiB a run may keep; not stored"));
-          }, true, nullptr).IgnoreError();
-        }
-        store_error = store(&run, trace_fits ? trace : std::string());
-        if (!store_error.ok()) {
-          if (absl::IsResourceExhausted(store_error)) store_full_.store(true);
-          // Nothing more can be kept: stop rather than measure for nothing.
-          (*process)->Kill();
-          break;
-        }
-        stored.insert(run.index());
-        ++stored_now;
-        if (run.state() == v1::RUN_STATE_OUT_OF_MEMORY) *request.add_out_of_memory() = run.config();
-        any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED;
-      } else if (event.has_done()) {
-        done = true;
-        cancelled_by_worker = event.done().cancelled();
-      }
+      if (!*got || !Take(event, process, p)) break;
     }
-    exit = (*process)->Wait();
+    r_.exit = process->Wait();
+  }
+
+  // One event; false when the worker was killed over it.
+  bool Take(const v1::WorkerEvent& event, worker::Worker* process, Pass* p) {
+    // A worker runs only what it was given, and a run once: anything else
+    // is a worker (or the code in it) writing what it should not.
+    const int reported = event.has_run_started()    ? event.run_started().index()
+                         : event.has_run_finished() ? event.run_finished().run().index()
+                                                    : -1;
+    if ((event.has_run_started() || event.has_run_finished()) &&
+        (!mine_.count(reported) || stored_.count(reported))) {
+      r_.stream = absl::DataLossError(absl::StrCat(
+          "the worker reported run ", reported, ", which it was not given to run"));
+      process->Kill();
+      return false;
+    }
+    if (event.has_run_started()) {
+      p->current = event.run_started().index();
+      jobs_->NoteJobsBeside(job_id_);
+      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+        *e->mutable_run_started() = event.run_started();
+      }, true, nullptr).IgnoreError();
+    } else if (event.has_run_progress()) {
+      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+        *e->mutable_run_progress() = event.run_progress();
+      }, false, nullptr).IgnoreError();
+    } else if (event.has_log()) {
+      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+        e->mutable_log()->set_text(Bounded(event.log().text(), kMaxMessageBytes));
+      }, false, nullptr).IgnoreError();
+    } else if (event.has_run_finished()) {
+      p->current = -1;
+      if (!Finished(event.run_finished(), process)) return false;
+      ++p->stored_now;
+    } else if (event.has_done()) {
+      r_.done = true;
+      r_.cancelled_by_worker = event.done().cancelled();
+    }
+    return true;
+  }
+
+  // Stores a finished run; false (the worker killed) when the store cannot.
+  bool Finished(const v1::RunFinished& finished, worker::Worker* process) {
+    v1::Run run = finished.run();
+    *run.mutable_config() = configs_[run.index()];  // the plan's, whatever it said
+    // The error is the model's to choose (an assert's message): the store,
+    // every reply and the HTML view keep a bounded one.
+    run.set_error(Bounded(run.error(), kMaxMessageBytes));
+    jobs_->FillContention(job_id_, &run);
+    const std::string& trace = finished.trace_json();
+    const bool trace_fits = trace.size() <= kMaxTraceBytes;
+    if (!trace_fits) {
+      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+        e->mutable_log()->set_text(absl::StrCat(
+            "run ", run.index(), ": its profiler trace of ", trace.size(), " bytes is over the ",
+            kMaxTraceBytes >> 20, " MiB a run may keep; not stored"));
+      }, true, nullptr).IgnoreError();
+    }
+    r_.store_error = Store(&run, trace_fits ? trace : std::string());
+    if (!r_.store_error.ok()) {
+      if (absl::IsResourceExhausted(r_.store_error)) jobs_->store_full_.store(true);
+      // Nothing more can be kept: stop rather than measure for nothing.
+      process->Kill();
+      return false;
+    }
+    stored_.insert(run.index());
+    if (run.state() == v1::RUN_STATE_OUT_OF_MEMORY) *request_.add_out_of_memory() = run.config();
+    r_.any_ok |= run.state() == v1::RUN_STATE_SUCCEEDED;
+    return true;
+  }
+
+  // After the worker's exit: true to go on with a fresh worker.
+  bool AfterExit(worker::Worker* process, const Pass& p) {
     {
-      absl::MutexLock lock(&running->group_mu);
-      if (--running->group_workers == 0) running->process_group = 0;
+      absl::MutexLock lock(&running_->group_mu);
+      if (--running_->group_workers == 0) running_->process_group = 0;
     }
     std::string limit_hit;
     bool out_of_memory = false;
     {
-      absl::MutexLock lock(&running->mu);
-      running->processes.erase(process->get());
-      stopped = running->cancel || running->shutdown || running->timed_out;
-      if (auto hit = running->limit_hits.find(process->get()); hit != running->limit_hits.end()) {
+      absl::MutexLock lock(&running_->mu);
+      running_->processes.erase(process);
+      stopped_ = running_->cancel || running_->shutdown || running_->timed_out;
+      if (auto hit = running_->limit_hits.find(process); hit != running_->limit_hits.end()) {
         limit_hit = std::move(hit->second.first);
         out_of_memory = hit->second.second;
-        running->limit_hits.erase(hit);
+        running_->limit_hits.erase(hit);
       }
     }
-    if (done || stopped || !store_error.ok() || !stream.ok() || exit.ok()) break;
+    if (r_.done || stopped_ || !r_.store_error.ok() || !r_.stream.ok() || r_.exit.ok()) {
+      return false;
+    }
+    int current = p.current;
     if (current < 0 && !limit_hit.empty()) {
       // Killed for a limit before its first event: it was starting the
       // next run to do.
-      for (int i = 0; i < static_cast<int>(configs->size()); ++i) {
-        if (!stored.count(i)) {
-          current = i;
-          current_config = (*configs)[i];
-          break;
-        }
+      for (int i = 0; i < static_cast<int>(configs_.size()) && current < 0; ++i) {
+        if (!stored_.count(i)) current = i;
       }
     }
-    if (current < 0 || stored.count(current)) {
+    if (current < 0 || stored_.count(current)) {
       // Died between runs. A group whose rank failed its run (stored) and
       // stopped goes on with the rest in fresh workers; otherwise there is
       // no culprit to blame.
-      if (lane.rank.world_size() > 0 && stored_now > 0) {
-        crash = exit;
-        ++crashes;
-        continue;
-      }
-      break;
+      if (lane_.rank.world_size() == 0 || p.stored_now == 0) return false;
+      r_.crash = r_.exit;
+      ++r_.crashes;
+      return true;
     }
+    if (!StoreCrashed(current, limit_hit, out_of_memory)) return false;
+    r_.crash = r_.exit;
+    ++r_.crashes;
+    return true;
+  }
+
+  // The run a worker died in (or was killed in at a limit), failed.
+  bool StoreCrashed(int index, const std::string& limit_hit, bool out_of_memory) {
+    const worker::ExitInfo& exit = r_.exit;
     v1::Run crashed;
-    crashed.set_job_id(job_id);
-    crashed.set_index(current);
-    *crashed.mutable_config() = current_config;
+    crashed.set_job_id(job_id_);
+    crashed.set_index(index);
+    *crashed.mutable_config() = configs_[index];
     // Killed at the memory limit, the run ran out of (host) memory: the
     // larger batch sizes of its config are skipped, as after the engine's
     // own out-of-memory error. CPU runs reach this: Linux overcommits.
     crashed.set_state(out_of_memory ? v1::RUN_STATE_OUT_OF_MEMORY : v1::RUN_STATE_FAILED);
-    crashed.set_error(absl::StrCat(limit_hit.empty() ? "the worker died in this run ("
-                                                     : "the daemon killed the worker in this run: " +
-                                                           limit_hit + " (",
-                                   exit.Describe(),
-                                   "); the rest of the sweep went on in a fresh worker. "
-                                   "Its stderr ended: ",
-                                   exit.stderr_tail.substr(
-                                       exit.stderr_tail.size() > 2000
-                                           ? exit.stderr_tail.size() - 2000
-                                           : 0)));
+    crashed.set_error(absl::StrCat(
+        limit_hit.empty() ? "the worker died in this run ("
+                          : "the daemon killed the worker in this run: " + limit_hit + " (",
+        exit.Describe(),
+        "); the rest of the sweep went on in a fresh worker. Its stderr ended: ",
+        exit.stderr_tail.substr(exit.stderr_tail.size() > 2000 ? exit.stderr_tail.size() - 2000
+                                                               : 0)));
     *crashed.mutable_start_time() = NowTimestamp();
     *crashed.mutable_end_time() = crashed.start_time();
-    store_error = store(&crashed, "");
-    if (!store_error.ok()) break;
-    stored.insert(current);
-    if (out_of_memory) *request.add_out_of_memory() = current_config;
-    crash = exit;
-    ++crashes;
+    r_.store_error = Store(&crashed, "");
+    if (!r_.store_error.ok()) return false;
+    stored_.insert(index);
+    if (out_of_memory) *request_.add_out_of_memory() = configs_[index];
+    return true;
   }
-  return r;
+
+  absl::Status Store(v1::Run* run, const std::string& trace) {
+    absl::MutexLock lock(&running_->store_mu);
+    return jobs_->StoreRun(&running_->job, run, trace);
+  }
+
+  JobManager* const jobs_;
+  const std::shared_ptr<JobManager::Running>& running_;
+  const std::vector<v1::RunConfig>& configs_;
+  const JobManager::Lane& lane_;
+  const std::string& job_id_;
+  v1::WorkerRequest request_;
+  const std::set<int> mine_;
+  std::set<int> stored_;  // this lane's stored runs, and every other lane's
+  JobManager::Passes r_;
+  bool stopped_ = false;
+};
+
+JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running,
+                                        const JobStart& start, const Lane& lane) {
+  return LanePasses(this, running, start, lane).Run();
+}
+
+void JobManager::NoteJobsBeside(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  std::set<std::string>& others = beside_[job_id];
+  others.clear();
+  for (const auto& entry : running_) {
+    if (entry.first != job_id) others.insert(entry.first);
+  }
 }
 
 void JobManager::EndJob(Running* running, const Passes& passes) {
