@@ -305,184 +305,228 @@ absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) 
   return absl::OkStatus();
 }
 
-// The job's runs, each compiled package from compiler (null when no run is
-// compiled).
-absl::Status RunJob(const v1::WorkerRequest& request, int out_fd,
-                    const std::atomic<bool>* cancel, AotCompiler* compiler,
-                    const HeldModels& held) {
-  ipc::MessageWriter writer(out_fd);
-  measure::MeasureConfig measure = ToMeasureConfig(request.spec().measurement());
-  const v1::Profiling& profiling = request.spec().profiling();
+// How every run of the job is measured: the spec's job-wide settings.
+measure::MeasureConfig MeasureConfigOf(const v1::JobSpec& spec) {
+  measure::MeasureConfig measure = ToMeasureConfig(spec.measurement());
+  const v1::Profiling& profiling = spec.profiling();
   measure.profile = profiling.enabled();
   if (profiling.iterations() > 0) measure.profile_iterations = profiling.iterations();
   measure.profile_shapes = profiling.record_shapes();
   measure.profile_memory = profiling.profile_memory();
   if (profiling.top_operators() > 0) measure.profile_top_operators = profiling.top_operators();
-  measure.telemetry = !request.spec().telemetry().disabled();
-  measure.check_numerics = request.spec().check_numerics();
-  if (request.spec().telemetry().interval_ms() > 0) {
-    measure.telemetry_interval_ms = request.spec().telemetry().interval_ms();
+  measure.telemetry = !spec.telemetry().disabled();
+  measure.check_numerics = spec.check_numerics();
+  if (spec.telemetry().interval_ms() > 0) {
+    measure.telemetry_interval_ms = spec.telemetry().interval_ms();
   }
-  // Smallest batch size that ran out of memory, per batch-size axis.
-  std::map<std::string, int> oom_batch;
-  auto ran_out = [&](const v1::RunConfig& config) {
-    auto [at, added] = oom_batch.emplace(BatchAxisKey(config), config.batch_size());
+  return measure;
+}
+
+// The runs the daemon gave this worker, one after the other, each
+// reported as it starts, progresses and finishes. compiler: where execution
+// aot gets its packages (null when no run is compiled).
+class JobRunner {
+ public:
+  JobRunner(const v1::WorkerRequest& request, int out_fd, const std::atomic<bool>* cancel,
+            AotCompiler* compiler, const HeldModels& held)
+      : request_(request),
+        writer_(out_fd),
+        cancel_(cancel),
+        compiler_(compiler),
+        held_(held),
+        measure_(MeasureConfigOf(request.spec())),
+        rank_(request.rank()),
+        ranked_(request.has_rank()) {
+    for (const v1::RunConfig& config : request.out_of_memory()) RanOutOfMemory(config);
+  }
+
+  absl::Status Run() {
+    if (ranked_ && (rank_.world_size() < 1 || rank_.rank() < 0 ||
+                    rank_.rank() >= rank_.world_size() ||
+                    rank_.devices_size() != rank_.world_size())) {
+      return absl::InvalidArgumentError("rank: needs 0 <= rank < world_size, a device per rank");
+    }
+    // Test hook: GPUBENCH_INJECT_OOM_RANK keeps the engine's injected
+    // out-of-memory (GPUBENCH_INJECT_OOM_ABOVE_BYTES) to that rank.
+    const char* oom_rank = std::getenv("GPUBENCH_INJECT_OOM_RANK");
+    int only_rank = 0;
+    if (oom_rank != nullptr && absl::SimpleAtoi(oom_rank, &only_rank) &&
+        only_rank != (ranked_ ? rank_.rank() : 0)) {
+      unsetenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
+    }
+    // A rank of a distributed run: rank 0 opens the rendezvous store first
+    // and reports its port, with which the daemon starts the other ranks.
+    if (ranked_ && rank_.rank() == 0) {
+      auto port = engine::OpenRendezvous(rank_.world_size());
+      if (!port.ok()) return port.status();
+      v1::WorkerEvent opened;
+      opened.mutable_rendezvous()->set_store_port(*port);
+      if (auto s = writer_.Write(opened); !s.ok()) return s;
+    }
+    for (const v1::PlannedRun& planned : request_.runs()) {
+      if (auto s = RunPlanned(planned); !s.ok()) return s;
+    }
+    // Every rank is done with the group here: end it before the process
+    // exits, while the CUDA driver is still up.
+    engine::CloseGroup();
+    v1::WorkerEvent done;
+    done.mutable_done()->set_runs_executed(executed_);
+    done.mutable_done()->set_cancelled(cancelled_ || (cancel_ != nullptr && cancel_->load()));
+    return writer_.Write(done);
+  }
+
+ private:
+  // The smallest batch size that ran out of memory, per batch-size axis.
+  void RanOutOfMemory(const v1::RunConfig& config) {
+    auto [at, added] = oom_batch_.emplace(BatchAxisKey(config), config.batch_size());
     if (!added) at->second = std::min(at->second, config.batch_size());
-  };
-  for (const v1::RunConfig& config : request.out_of_memory()) ran_out(config);
-  // A rank of a distributed run: rank 0 opens the rendezvous store first
-  // and reports its port, with which the daemon starts the other ranks.
-  const v1::RankAssignment& rank = request.rank();
-  const bool ranked = request.has_rank();
-  if (ranked && (rank.world_size() < 1 || rank.rank() < 0 || rank.rank() >= rank.world_size() ||
-                 rank.devices_size() != rank.world_size())) {
-    return absl::InvalidArgumentError("rank: needs 0 <= rank < world_size, a device per rank");
   }
-  // Test hook: GPUBENCH_INJECT_OOM_RANK keeps the engine's injected
-  // out-of-memory (GPUBENCH_INJECT_OOM_ABOVE_BYTES) to that rank.
-  const char* oom_rank = std::getenv("GPUBENCH_INJECT_OOM_RANK");
-  int only_rank = 0;
-  if (oom_rank != nullptr && absl::SimpleAtoi(oom_rank, &only_rank) &&
-      only_rank != (ranked ? rank.rank() : 0)) {
-    unsetenv("GPUBENCH_INJECT_OOM_ABOVE_BYTES");
-  }
-  if (ranked && rank.rank() == 0) {
-    auto port = engine::OpenRendezvous(rank.world_size());
-    if (!port.ok()) return port.status();
-    v1::WorkerEvent opened;
-    opened.mutable_rendezvous()->set_store_port(*port);
-    if (auto s = writer.Write(opened); !s.ok()) return s;
-  }
-  int executed = 0;
-  bool cancelled = false;
-  for (const v1::PlannedRun& planned : request.runs()) {
+
+  // One run: started, measured (or failed, cancelled, skipped), finished.
+  absl::Status RunPlanned(const v1::PlannedRun& planned) {
     const int i = planned.index();
     const v1::RunConfig& config = planned.config();
     const bool distributed = IsDistributedWorkload(config.workload());
     v1::Run run;
     std::string trace_json;  // of the profiled window, if one ran
-    run.set_job_id(request.job_id());
+    run.set_job_id(request_.job_id());
     run.set_index(i);
     *run.mutable_config() = config;
     *run.mutable_start_time() = Now();
-
     v1::WorkerEvent started;
     started.mutable_run_started()->set_index(i);
     *started.mutable_run_started()->mutable_config() = config;
-    started.mutable_run_started()->set_run_count(request.job_run_count());
-    if (auto s = writer.Write(started); !s.ok()) return s;
+    started.mutable_run_started()->set_run_count(request_.job_run_count());
+    if (auto s = writer_.Write(started); !s.ok()) return s;
 
-    MaybeInjectFault(config.batch_size(), ranked ? rank.rank() : 0);
-    const std::string axis = BatchAxisKey(config);
+    MaybeInjectFault(config.batch_size(), ranked_ ? rank_.rank() : 0);
     engine::RunConfig engine_config = ToEngineConfig(config);
-    absl::Status model = LocateModel(request, config, &engine_config, &held);
-    if (distributed && ranked) {
-      engine_config.rank = rank.rank();
-      engine_config.world_size = rank.world_size();
-      engine_config.store_port = rank.store_port();
-      engine_config.device = rank.devices(rank.rank());
-      for (const std::string& d : rank.devices()) {
-        run.mutable_result()->add_rank_devices(d);
-      }
-    } else if (distributed && config.world_size() > 1) {
-      model = absl::FailedPreconditionError(
-          "world_size > 1: the daemon starts a worker per rank; this worker got no rank");
-    } else if (distributed) {
-      auto port = engine::OpenRendezvous(1);  // a group of one, this worker alone
-      if (!port.ok()) model = port.status();
-    }
-    auto oom = oom_batch.find(axis);
-    if (!model.ok()) {
+    const absl::Status ready = Prepare(config, &engine_config, &run);
+    auto oom = oom_batch_.find(BatchAxisKey(config));
+    if (!ready.ok()) {
       run.set_state(v1::RUN_STATE_FAILED);
-      run.set_error(std::string(model.message()));
-    } else if (cancelled) {
+      run.set_error(std::string(ready.message()));
+    } else if (cancelled_) {
       run.set_state(v1::RUN_STATE_CANCELLED);
       run.set_error("job cancelled before this run started");
-    } else if (oom != oom_batch.end() && engine_config.batch_size >= oom->second) {
+    } else if (oom != oom_batch_.end() && engine_config.batch_size >= oom->second) {
       run.set_state(v1::RUN_STATE_SKIPPED_AFTER_OOM);
       run.set_error("batch size " + std::to_string(oom->second) +
                     " of the same config ran out of memory");
-    } else {
-      absl::Status write_status;
-      auto progress = [&](const measure::Progress& p) {
-        v1::WorkerEvent event;
-        v1::RunProgress* rp = event.mutable_run_progress();
-        rp->set_index(i);
-        rp->set_phase(p.phase);
-        rp->set_iterations(p.iterations);
-        rp->set_throughput_samples_per_s(p.throughput_samples_per_s);
-        rp->set_elapsed_ms(p.elapsed_ms);
-        rp->set_eta_ms(p.eta_ms);
-        // Written between windows, outside the timed region.
-        if (write_status.ok()) write_status = writer.Write(event);
-      };
-      // Compiled execution: the package first (compiled now, or cached).
-      std::optional<AotPackage> package;
-      absl::Status compiled;
-      if (engine::IsCompiled(engine_config.execution)) {
-        auto target = engine::CompileTarget(engine_config.device);
-        auto made = !target.ok()        ? absl::StatusOr<AotPackage>(target.status())
-                    : compiler == nullptr ? absl::InternalError("execution aot: no compiler")
-                                          : compiler->Ensure(engine_config, *target, cancel);
-        if (made.ok()) {
-          package = *made;
-          engine_config.aot_package = made->path;
-        } else {
-          compiled = made.status();
-        }
-      }
-      engine::RunOutcome outcome;
-      if (compiled.ok()) {
-        outcome = engine::RunOne(engine_config, measure, progress, cancel);
-      } else {
-        outcome.status = absl::IsCancelled(compiled) ? engine::RunStatus::kCancelled
-                                                     : engine::RunStatus::kFailed;
-        outcome.error = std::string(compiled.message());
-      }
-      if (package) {
-        outcome.compile_ms = package->compile_ms;  // 0 when it came from the cache
-        outcome.compile_cached = package->cached;
-        if (package->temporary) {
-          std::remove(package->path.c_str());
-          rmdir(package->path.substr(0, package->path.rfind('/')).c_str());
-        }
-      }
-      if (!write_status.ok()) return write_status;
-      FillRun(outcome, &run);
-      trace_json = outcome.trace_json;
-      if (!outcome.profile_error.empty()) {
-        v1::WorkerEvent log;
-        log.mutable_log()->set_text(outcome.profile_error);
-        if (auto s = writer.Write(log); !s.ok()) return s;
-      }
-      ++executed;
-      if (outcome.status == engine::RunStatus::kOutOfMemory) ran_out(config);
-      if (outcome.status == engine::RunStatus::kCancelled) cancelled = true;
+    } else if (auto s = Execute(i, config, &engine_config, &run, &trace_json); !s.ok()) {
+      return s;
     }
     *run.mutable_end_time() = Now();
+    const v1::RunState state = run.state();
     v1::WorkerEvent finished;
     *finished.mutable_run_finished()->mutable_run() = std::move(run);
     finished.mutable_run_finished()->set_trace_json(std::move(trace_json));
-    const bool group_broken = distributed && ranked &&
-                              finished.run_finished().run().state() != v1::RUN_STATE_SUCCEEDED &&
-                              finished.run_finished().run().state() != v1::RUN_STATE_CANCELLED &&
-                              finished.run_finished().run().state() != v1::RUN_STATE_SKIPPED_AFTER_OOM;
-    if (auto s = writer.Write(finished); !s.ok()) return s;
-    if (group_broken) {
+    if (auto s = writer_.Write(finished); !s.ok()) return s;
+    if (distributed && ranked_ && state != v1::RUN_STATE_SUCCEEDED &&
+        state != v1::RUN_STATE_CANCELLED && state != v1::RUN_STATE_SKIPPED_AFTER_OOM) {
       // The other ranks may wait in a collective this rank will never
       // join: the daemon stops the group and goes on in fresh workers.
-      return absl::AbortedError(absl::StrCat("rank ", rank.rank(), "'s run ", i, " failed"));
+      return absl::AbortedError(absl::StrCat("rank ", rank_.rank(), "'s run ", i, " failed"));
     }
+    return absl::OkStatus();
   }
-  // Every rank is done with the group here: end it before the process
-  // exits, while the CUDA driver is still up.
-  engine::CloseGroup();
-  v1::WorkerEvent done;
-  done.mutable_done()->set_runs_executed(executed);
-  done.mutable_done()->set_cancelled(cancelled ||
-                                     (cancel != nullptr && cancel->load()));
-  return writer.Write(done);
-}
+
+  // Where the run's model is, and for ddp and collective this worker's
+  // rank (or a group of one). Not OK: the run fails with it.
+  absl::Status Prepare(const v1::RunConfig& config, engine::RunConfig* engine_config,
+                       v1::Run* run) {
+    absl::Status model = LocateModel(request_, config, engine_config, &held_);
+    if (!IsDistributedWorkload(config.workload())) return model;
+    if (ranked_) {
+      engine_config->rank = rank_.rank();
+      engine_config->world_size = rank_.world_size();
+      engine_config->store_port = rank_.store_port();
+      engine_config->device = rank_.devices(rank_.rank());
+      for (const std::string& d : rank_.devices()) run->mutable_result()->add_rank_devices(d);
+      return model;
+    }
+    if (config.world_size() > 1) {
+      return absl::FailedPreconditionError(
+          "world_size > 1: the daemon starts a worker per rank; this worker got no rank");
+    }
+    auto port = engine::OpenRendezvous(1);  // a group of one, this worker alone
+    return port.ok() ? model : port.status();
+  }
+
+  // Measures the run (its package first, for execution aot) into run. Not
+  // OK only where the event stream broke.
+  absl::Status Execute(int index, const v1::RunConfig& config, engine::RunConfig* engine_config,
+                       v1::Run* run, std::string* trace_json) {
+    absl::Status write_status;
+    auto progress = [&](const measure::Progress& p) {
+      v1::WorkerEvent event;
+      v1::RunProgress* rp = event.mutable_run_progress();
+      rp->set_index(index);
+      rp->set_phase(p.phase);
+      rp->set_iterations(p.iterations);
+      rp->set_throughput_samples_per_s(p.throughput_samples_per_s);
+      rp->set_elapsed_ms(p.elapsed_ms);
+      rp->set_eta_ms(p.eta_ms);
+      // Written between windows, outside the timed region.
+      if (write_status.ok()) write_status = writer_.Write(event);
+    };
+    // Compiled execution: the package first (compiled now, or cached).
+    std::optional<AotPackage> package;
+    absl::Status compiled;
+    if (engine::IsCompiled(engine_config->execution)) {
+      auto target = engine::CompileTarget(engine_config->device);
+      auto made = !target.ok()         ? absl::StatusOr<AotPackage>(target.status())
+                  : compiler_ == nullptr ? absl::InternalError("execution aot: no compiler")
+                                         : compiler_->Ensure(*engine_config, *target, cancel_);
+      if (made.ok()) {
+        package = *made;
+        engine_config->aot_package = made->path;
+      } else {
+        compiled = made.status();
+      }
+    }
+    engine::RunOutcome outcome;
+    if (compiled.ok()) {
+      outcome = engine::RunOne(*engine_config, measure_, progress, cancel_);
+    } else {
+      outcome.status = absl::IsCancelled(compiled) ? engine::RunStatus::kCancelled
+                                                   : engine::RunStatus::kFailed;
+      outcome.error = std::string(compiled.message());
+    }
+    if (package) {
+      outcome.compile_ms = package->compile_ms;  // 0 when it came from the cache
+      outcome.compile_cached = package->cached;
+      if (package->temporary) {
+        std::remove(package->path.c_str());
+        rmdir(package->path.substr(0, package->path.rfind('/')).c_str());
+      }
+    }
+    if (!write_status.ok()) return write_status;
+    FillRun(outcome, run);
+    *trace_json = outcome.trace_json;
+    if (!outcome.profile_error.empty()) {
+      v1::WorkerEvent log;
+      log.mutable_log()->set_text(outcome.profile_error);
+      if (auto s = writer_.Write(log); !s.ok()) return s;
+    }
+    ++executed_;
+    if (outcome.status == engine::RunStatus::kOutOfMemory) RanOutOfMemory(config);
+    if (outcome.status == engine::RunStatus::kCancelled) cancelled_ = true;
+    return absl::OkStatus();
+  }
+
+  const v1::WorkerRequest& request_;
+  ipc::MessageWriter writer_;
+  const std::atomic<bool>* const cancel_;
+  AotCompiler* const compiler_;
+  const HeldModels& held_;
+  const measure::MeasureConfig measure_;
+  const v1::RankAssignment& rank_;
+  const bool ranked_;
+  std::map<std::string, int> oom_batch_;
+  int executed_ = 0;
+  bool cancelled_ = false;
+};
 
 }  // namespace
 
@@ -553,7 +597,7 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
     }
   }
   if (confinement.probes_size() > 0) return ReportProbes(confinement, out_fd);
-  return RunJob(request, out_fd, cancel, compiler.get(), held);
+  return JobRunner(request, out_fd, cancel, compiler.get(), held).Run();
 }
 
 v1::HostInfo ProbeHost() {
