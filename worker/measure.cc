@@ -47,166 +47,212 @@ Clock* SteadyClock() {
   return &clock;
 }
 
-absl::StatusOr<Outcome> Measure(const measure::MeasureConfig& config,
-                                int64_t samples_per_iteration, Clock* clock,
-                                Stepper* stepper, const ProgressFn& progress,
-                                const std::atomic<bool>* cancel) {
-  Outcome out;
-  std::vector<double> device_ms;
-  double wait_ms = 0;
-  const int window = std::max(1, config.window_iterations);
-  stepper->Reserve(window);
-  // Sized up front so that no timed window reallocates.
-  const int64_t per_trial = config.max_iterations > 0 ? config.max_iterations : 1 << 16;
-  const size_t expected = static_cast<size_t>(
-      std::min<int64_t>(per_trial * std::max(1, config.trials) + window, 1 << 20));
-  for (auto* v : {&out.device_ms, &out.host_ms, &out.data_wait_ms}) v->reserve(expected);
-  device_ms.reserve(window);
+namespace {
 
-  std::optional<Range> warmup(std::in_place, stepper, "warm-up", 0);
-  // Cold start: the first iteration alone, issued and finished.
-  {
-    const int64_t start = clock->NowNs();
-    if (auto s = stepper->Step(&wait_ms); !s.ok()) return s;
-    if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
-    out.cold_start_ms = (clock->NowNs() - start) / kNsPerMs;
+// One Measure call: warm-up, the trials' windows, then the interval.
+class Measurer {
+ public:
+  Measurer(const MeasureConfig& config, int64_t samples_per_iteration, Clock* clock,
+           Stepper* stepper, const ProgressFn& progress, const std::atomic<bool>* cancel)
+      : config_(config),
+        samples_per_iteration_(samples_per_iteration),
+        clock_(clock),
+        stepper_(stepper),
+        progress_(progress),
+        cancel_(cancel),
+        window_(std::max(1, config.window_iterations)) {
+    stepper_->Reserve(window_);
+    // Sized up front so that no timed window reallocates.
+    const int64_t per_trial = config.max_iterations > 0 ? config.max_iterations : 1 << 16;
+    const size_t expected = static_cast<size_t>(
+        std::min<int64_t>(per_trial * std::max(1, config.trials) + window_, 1 << 20));
+    for (auto* v : {&out_.device_ms, &out_.host_ms, &out_.data_wait_ms}) v->reserve(expected);
+    device_ms_.reserve(window_);
   }
-  {
-    const int64_t start = clock->NowNs();
+
+  absl::StatusOr<Outcome> Run() {
+    {
+      Range warmup(stepper_, "warm-up", 0);
+      if (auto s = WarmUp(); !s.ok()) return s;
+    }
+    stepper_->OnMeasureBegin();
+    const int trials = std::max(1, config_.trials);
+    out_.stable = true;
+    for (int t = 0; t < trials && !Cancelled(cancel_); ++t) {
+      if (auto s = MeasureTrial(); !s.ok()) return s;
+    }
+    Interval();
+    out_.cancelled = Cancelled(cancel_);
+    if (out_.cancelled) out_.stable = false;
+    return std::move(out_);
+  }
+
+ private:
+  // The first iteration alone (issued and finished: the cold start), then
+  // warmup_iterations for at most half of max_time_ms, and warmup_ms.
+  absl::Status WarmUp() {
+    double wait_ms = 0;
+    {
+      const int64_t start = clock_->NowNs();
+      if (auto s = stepper_->Step(&wait_ms); !s.ok()) return s;
+      if (auto s = stepper_->Flush(&device_ms_); !s.ok()) return s;
+      out_.cold_start_ms = (clock_->NowNs() - start) / kNsPerMs;
+    }
+    const int64_t start = clock_->NowNs();
     int done = 1;
     // A slow step (a long model on a CPU) does not spend more than half of
     // max_time_ms warming up by count; warmup_ms, when set, is kept.
-    while (!stepper->Agree(Cancelled(cancel) ||
-                           !((done < config.warmup_iterations &&
-                              clock->NowNs() - start < config.max_time_ms * kNsPerMs / 2) ||
-                             clock->NowNs() - start < config.warmup_ms * kNsPerMs))) {
-      if (auto s = stepper->Step(&wait_ms); !s.ok()) return s;
+    auto warming = [&] {
+      const int64_t elapsed = clock_->NowNs() - start;
+      return (done < config_.warmup_iterations && elapsed < config_.max_time_ms * kNsPerMs / 2) ||
+             elapsed < config_.warmup_ms * kNsPerMs;
+    };
+    while (!stepper_->Agree(Cancelled(cancel_) || !warming())) {
+      if (auto s = stepper_->Step(&wait_ms); !s.ok()) return s;
       ++done;
-      if (done % std::max(1, config.window_iterations) == 0) {
-        device_ms.clear();
-        if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
-        if (progress) {
-          progress({"warmup", done, 0, (clock->NowNs() - start) / kNsPerMs, 0});
+      if (done % window_ == 0) {
+        device_ms_.clear();
+        if (auto s = stepper_->Flush(&device_ms_); !s.ok()) return s;
+        if (progress_) {
+          progress_({"warmup", done, 0, (clock_->NowNs() - start) / kNsPerMs, 0});
         }
       }
     }
-    device_ms.clear();
-    if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
+    device_ms_.clear();
+    return stepper_->Flush(&device_ms_);
   }
-  warmup.reset();
 
-  stepper->OnMeasureBegin();
-  int window_index = 0;
-  const int trials = std::max(1, config.trials);
-  // Time per sample of each window and of each trial, for the interval.
-  std::vector<double> window_ms_per_sample, trial_ms_per_sample;
-  out.stable = true;
-  for (int t = 0; t < trials && !Cancelled(cancel); ++t) {
+  // One window of iterations; its wall time in *wall_ms and its count in *n.
+  absl::Status Window(int* n, double* wall_ms) {
+    Range window_range(stepper_, "window", window_index_++);
+    const int64_t window_start = clock_->NowNs();
+    const size_t first = out_.host_ms.size();
+    for (*n = 0; *n < window_ && !Cancelled(cancel_); ++*n) {
+      const int64_t step_start = clock_->NowNs();
+      double wait = 0;
+      {
+        Range iteration(stepper_, "iteration", *n);
+        if (auto s = stepper_->Step(&wait); !s.ok()) return s;
+      }
+      out_.host_ms.push_back((clock_->NowNs() - step_start) / kNsPerMs);
+      out_.data_wait_ms.push_back(wait);
+    }
+    device_ms_.clear();
+    if (auto s = stepper_->Flush(&device_ms_); !s.ok()) return s;
+    *wall_ms = (clock_->NowNs() - window_start) / kNsPerMs;
+    if (device_ms_.size() == static_cast<size_t>(*n)) {
+      out_.device_ms.insert(out_.device_ms.end(), device_ms_.begin(), device_ms_.end());
+    } else {
+      // No device timer: the host clock around a synchronous step, less
+      // the time it waited for input, is the device time.
+      for (size_t i = first; i < out_.host_ms.size(); ++i) {
+        out_.device_ms.push_back(std::max(0.0, out_.host_ms[i] - out_.data_wait_ms[i]));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Windows until the trial is done (enough, and stable), out of time or
+  // capped; every rank agrees on each stop.
+  absl::Status MeasureTrial() {
     std::vector<double> windows;
     std::vector<double> trial_latency;
     double trial_ms = 0;
     int trial_iterations = 0;
     bool stable = false;
-    const int64_t trial_start = clock->NowNs();
+    const int64_t trial_start = clock_->NowNs();
     while (true) {
-      Range window_range(stepper, "window", window_index++);
-      const int64_t window_start = clock->NowNs();
       int n = 0;
-      const size_t first = out.host_ms.size();
-      for (; n < window && !Cancelled(cancel); ++n) {
-        const int64_t step_start = clock->NowNs();
-        double wait = 0;
-        {
-          Range iteration(stepper, "iteration", n);
-          if (auto s = stepper->Step(&wait); !s.ok()) return s;
-        }
-        out.host_ms.push_back((clock->NowNs() - step_start) / kNsPerMs);
-        out.data_wait_ms.push_back(wait);
-      }
-      device_ms.clear();
-      if (auto s = stepper->Flush(&device_ms); !s.ok()) return s;
-      const double wall_ms = (clock->NowNs() - window_start) / kNsPerMs;
-      if (device_ms.size() == static_cast<size_t>(n)) {
-        out.device_ms.insert(out.device_ms.end(), device_ms.begin(),
-                             device_ms.end());
-      } else {
-        // No device timer: the host clock around a synchronous step, less
-        // the time it waited for input, is the device time.
-        for (size_t i = first; i < out.host_ms.size(); ++i) {
-          out.device_ms.push_back(std::max(0.0, out.host_ms[i] - out.data_wait_ms[i]));
-        }
-      }
-      trial_latency.insert(trial_latency.end(), out.device_ms.end() - n,
-                           out.device_ms.end());
+      double wall_ms = 0;
+      if (auto s = Window(&n, &wall_ms); !s.ok()) return s;
+      trial_latency.insert(trial_latency.end(), out_.device_ms.end() - n, out_.device_ms.end());
       if (n == 0) break;
       trial_ms += wall_ms;
       trial_iterations += n;
-      windows.push_back(n * samples_per_iteration / (wall_ms / 1e3));
-      window_ms_per_sample.push_back(wall_ms / (n * samples_per_iteration));
-      const double elapsed_ms = (clock->NowNs() - trial_start) / kNsPerMs;
+      windows.push_back(n * samples_per_iteration_ / (wall_ms / 1e3));
+      window_ms_per_sample_.push_back(wall_ms / (n * samples_per_iteration_));
+      const double elapsed_ms = (clock_->NowNs() - trial_start) / kNsPerMs;
       if (windows.size() >= 3) {
         const std::vector<double> last(windows.end() - 3, windows.end());
-        out.window_cv = stats::CoefficientOfVariation(last);
-        stable = out.window_cv < config.cv_threshold;
+        out_.window_cv = stats::CoefficientOfVariation(last);
+        stable = out_.window_cv < config_.cv_threshold;
       }
-      if (progress) {
-        progress({"measure", out.iterations + trial_iterations,
-                  trial_iterations * samples_per_iteration / (trial_ms / 1e3),
-                  elapsed_ms,
-                  std::max(0.0, config.max_time_ms - elapsed_ms)});
+      if (progress_) {
+        progress_({"measure", out_.iterations + trial_iterations,
+                   trial_iterations * samples_per_iteration_ / (trial_ms / 1e3), elapsed_ms,
+                   std::max(0.0, config_.max_time_ms - elapsed_ms)});
       }
-      const bool done = trial_iterations >= config.min_iterations &&
-                        elapsed_ms >= config.min_time_ms && stable;
-      const bool out_of_time = elapsed_ms >= config.max_time_ms;
-      const bool capped = config.max_iterations > 0 && trial_iterations >= config.max_iterations;
-      if (!stepper->Agree(Cancelled(cancel) || done || out_of_time || capped)) continue;
+      const bool done = trial_iterations >= config_.min_iterations &&
+                        elapsed_ms >= config_.min_time_ms && stable;
+      const bool out_of_time = elapsed_ms >= config_.max_time_ms;
+      const bool capped = config_.max_iterations > 0 && trial_iterations >= config_.max_iterations;
+      if (!stepper_->Agree(Cancelled(cancel_) || done || out_of_time || capped)) continue;
       if (out_of_time && !done) stable = false;
       break;
     }
-    out.window_throughput.insert(out.window_throughput.end(), windows.begin(),
-                                 windows.end());
+    out_.window_throughput.insert(out_.window_throughput.end(), windows.begin(), windows.end());
     Trial trial;
     trial.iterations = trial_iterations;
     trial.measured_ms = trial_ms;
     trial.throughput_samples_per_s =
-        trial_ms > 0 ? trial_iterations * samples_per_iteration / (trial_ms / 1e3)
-                     : 0;
+        trial_ms > 0 ? trial_iterations * samples_per_iteration_ / (trial_ms / 1e3) : 0;
     trial.p50_ms = stats::Summarize(trial_latency).p50;
-    out.trials.push_back(trial);
-    out.measured_ms += trial_ms;
-    out.iterations += trial_iterations;
+    out_.trials.push_back(trial);
+    out_.measured_ms += trial_ms;
+    out_.iterations += trial_iterations;
     if (trial_iterations > 0) {
-      trial_ms_per_sample.push_back(trial_ms / (trial_iterations * samples_per_iteration));
+      trial_ms_per_sample_.push_back(trial_ms / (trial_iterations * samples_per_iteration_));
     }
-    out.stable = out.stable && stable;
+    out_.stable = out_.stable && stable;
+    return absl::OkStatus();
   }
+
   // The point estimate is total samples / total time, i.e. 1 / (mean time
   // per sample); the interval is that mean's t interval, inverted. Trials
   // are independent; consecutive windows less so, so windows serve only
   // when there is a single trial.
-  if (out.iterations > 0 && out.measured_ms > 0) {
-    const double per_sample = out.measured_ms / (out.iterations * samples_per_iteration);
+  void Interval() {
+    if (out_.iterations <= 0 || out_.measured_ms <= 0) return;
+    const double per_sample = out_.measured_ms / (out_.iterations * samples_per_iteration_);
     // Fewer than two windows (a slow model against max_time_ms): the
     // iterations' own spread is all there is.
     std::vector<double> iteration_ms_per_sample;
-    if (trial_ms_per_sample.size() < 2 && window_ms_per_sample.size() < 2) {
-      for (double ms : out.device_ms) iteration_ms_per_sample.push_back(ms / samples_per_iteration);
+    if (trial_ms_per_sample_.size() < 2 && window_ms_per_sample_.size() < 2) {
+      for (double ms : out_.device_ms) iteration_ms_per_sample.push_back(ms / samples_per_iteration_);
     }
-    const std::vector<double>& spread = trial_ms_per_sample.size() >= 2    ? trial_ms_per_sample
-                                        : window_ms_per_sample.size() >= 2 ? window_ms_per_sample
-                                                                           : iteration_ms_per_sample;
+    const std::vector<double>& spread = trial_ms_per_sample_.size() >= 2    ? trial_ms_per_sample_
+                                        : window_ms_per_sample_.size() >= 2 ? window_ms_per_sample_
+                                                                            : iteration_ms_per_sample;
     double half = 0;
     if (spread.size() >= 2) {
-      half = stats::TCritical95(static_cast<int>(spread.size()) - 1) *
-             stats::Stddev(spread) / std::sqrt(static_cast<double>(spread.size()));
+      half = stats::TCritical95(static_cast<int>(spread.size()) - 1) * stats::Stddev(spread) /
+             std::sqrt(static_cast<double>(spread.size()));
     }
-    out.throughput_ci_high = per_sample - half > 0 ? 1e3 / (per_sample - half)
-                                                   : std::numeric_limits<double>::infinity();
-    out.throughput_ci_low = 1e3 / (per_sample + half);
+    out_.throughput_ci_high = per_sample - half > 0 ? 1e3 / (per_sample - half)
+                                                    : std::numeric_limits<double>::infinity();
+    out_.throughput_ci_low = 1e3 / (per_sample + half);
   }
-  out.cancelled = Cancelled(cancel);
-  if (out.cancelled) out.stable = false;
-  return out;
+
+  const MeasureConfig& config_;
+  const int64_t samples_per_iteration_;
+  Clock* const clock_;
+  Stepper* const stepper_;
+  const ProgressFn& progress_;
+  const std::atomic<bool>* const cancel_;
+  const int window_;
+  Outcome out_;
+  std::vector<double> device_ms_;  // the last Flush's
+  int window_index_ = 0;
+  // Time per sample of each window and of each trial, for the interval.
+  std::vector<double> window_ms_per_sample_, trial_ms_per_sample_;
+};
+
+}  // namespace
+
+absl::StatusOr<Outcome> Measure(const MeasureConfig& config, int64_t samples_per_iteration,
+                                Clock* clock, Stepper* stepper, const ProgressFn& progress,
+                                const std::atomic<bool>* cancel) {
+  return Measurer(config, samples_per_iteration, clock, stepper, progress, cancel).Run();
 }
 
 }  // namespace gpubench::measure
