@@ -1,15 +1,8 @@
 #include "worker/worker.h"
 
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <cstdlib>
@@ -17,7 +10,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -29,6 +21,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "worker/aot.h"
 #include "worker/confine.h"
+#include "worker/confinement_probes.h"
 #include "worker/convert.h"
 #include "worker/engine/engine.h"
 #include "worker/ipc.h"
@@ -214,95 +207,6 @@ ConfinementPolicy PolicyFor(const v1::WorkerRequest& request,
   }
   policy.forbid_sockets = !distributed;
   return policy;
-}
-
-// gpubenchd --check-confinement: each probe once, confined, as a log line
-// "allowed PATH" / "denied PATH (why)" with "ok" or "UNEXPECTED".
-absl::Status ReportProbes(const v1::WorkerConfinement& confinement, int out_fd) {
-  ipc::MessageWriter writer(out_fd);
-  int unexpected = 0;
-  {
-    v1::WorkerEvent user;
-    const bool as_expected = !confinement.has_run_as() || getuid() == confinement.run_as().uid();
-    if (!as_expected) ++unexpected;
-    user.mutable_log()->set_text(absl::StrCat(as_expected ? "ok          " : "UNEXPECTED  ",
-                                              "runs as uid ", getuid(), ", gid ", getgid()));
-    if (auto s = writer.Write(user); !s.ok()) return s;
-  }
-  for (const v1::ConfinementProbe& probe : confinement.probes()) {
-    std::string path = probe.path() == "$TMPDIR" ? TempDir() : probe.path();
-    std::string what = probe.write() ? "write " : "read  ";
-    bool allowed = false;
-    int error = 0;
-    if (probe.kind() == v1::ConfinementProbe::START_PROCESS) {
-      what = "start ";
-      path = "a child process";
-      const pid_t pid = fork();
-      error = errno;
-      if (pid == 0) _exit(0);
-      allowed = pid > 0;
-      if (allowed) waitpid(pid, nullptr, 0);
-    } else if (probe.kind() == v1::ConfinementProbe::IO_URING) {
-      what = "uring ";
-      path = "io_uring_setup";
-      uint64_t params[16] = {};  // struct io_uring_params, 120 bytes
-      const long fd = syscall(__NR_io_uring_setup, 1, params);
-      error = errno;
-      allowed = fd >= 0;
-      if (fd >= 0) close(static_cast<int>(fd));
-    } else if (probe.kind() == v1::ConfinementProbe::CONNECT_UNIX) {
-      what = "conn  ";
-      const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_un address = {};
-      address.sun_family = AF_UNIX;
-      path.copy(address.sun_path, sizeof(address.sun_path) - 1);
-      allowed = fd >= 0 &&
-                connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-      error = errno;
-      if (fd >= 0) close(fd);
-    } else if (probe.kind() == v1::ConfinementProbe::OPEN_SOCKET) {
-      what = "sock  ";
-      const int family = path == "unix" ? AF_UNIX : path == "inet6" ? AF_INET6 : AF_INET;
-      const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      error = errno;
-      allowed = fd >= 0;
-      if (fd >= 0) close(fd);
-    } else {
-      struct stat st;
-      int fd = -1;
-      if (probe.write()) {
-        if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-          path += "/gpubench-confinement-check";
-          fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-          if (fd >= 0) unlink(path.c_str());
-        } else {
-          // Opening for writing would truncate nothing and change nothing.
-          fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-        }
-      } else {
-        fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      }
-      error = errno;
-      allowed = fd >= 0;
-      if (fd >= 0) close(fd);
-    }
-    const bool as_expected = allowed == probe.expect_allowed();
-    if (!as_expected) ++unexpected;
-    v1::WorkerEvent event;
-    event.mutable_log()->set_text(absl::StrCat(
-        as_expected ? "ok          " : "UNEXPECTED  ", what, allowed ? "allowed " : "denied  ",
-        path,
-        allowed ? "" : absl::StrCat(" (", std::strerror(error), ")")));
-    if (auto s = writer.Write(event); !s.ok()) return s;
-  }
-  v1::WorkerEvent done;
-  done.mutable_done()->set_runs_executed(0);
-  if (auto s = writer.Write(done); !s.ok()) return s;
-  if (unexpected > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(unexpected, " confinement check(s) did not go as expected"));
-  }
-  return absl::OkStatus();
 }
 
 // How every run of the job is measured: the spec's job-wide settings.
