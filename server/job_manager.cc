@@ -230,6 +230,7 @@ void JobManager::DispatchLoop() {
   while (!stopping_) {
     std::optional<JobQueue::Started> next = queue_.TakeStartable();
     if (!next) {
+      idle_at_pushes_ = queue_.pushes();
       cv_.Wait(&mu_);
       continue;
     }
@@ -241,6 +242,11 @@ void JobManager::DispatchLoop() {
     ++job_threads_;
     std::thread([this, start] { RunJob(start); }).detach();
   }
+}
+
+bool JobManager::DispatcherIdle() {
+  absl::MutexLock lock(&mu_);
+  return idle_at_pushes_ == queue_.pushes();
 }
 
 bool JobManager::Ends(const v1::Job& job) const {

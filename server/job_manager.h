@@ -23,6 +23,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/worker.pb.h"
 #include "server/event_log.h"
+#include "server/job_clock.h"
 #include "server/job_queue.h"
 #include "storage/store.h"
 #include "worker/process.h"
@@ -30,6 +31,7 @@
 namespace gpubench::server {
 
 struct DaemonOptions {
+  JobClock* clock = nullptr;          // null: the real one (tests give a manual one)
   std::string worker_path;            // the gpubench-worker binary
   std::string model_dir;              // uploaded models, by sha256
   std::vector<std::string> model_roots;  // canonical dirs params.model_path may name
@@ -130,6 +132,11 @@ class JobManager {
     std::map<v1::JobState, int> unsaved;
   };
   Load CurrentLoad();
+
+  // True once the dispatcher has looked at every job queued so far and is
+  // waiting, having found none it could start: a test's "nothing started"
+  // holds from then on, without waiting on the clock.
+  bool DispatcherIdle();
 
  private:
   friend class LanePasses;  // job_run.cc: one lane's workers, pass by pass
@@ -243,6 +250,7 @@ class JobManager {
   absl::Mutex mu_;
   absl::CondVar cv_;  // signalled when the fields below change
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t idle_at_pushes_ ABSL_GUARDED_BY(mu_) = -1;  // queue_.pushes() when last idle
   JobQueue queue_ ABSL_GUARDED_BY(mu_){host_.gpus_size()};
   std::map<std::string, std::shared_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
   // For each running job, the other jobs that ran during its current run.

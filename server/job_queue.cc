@@ -12,6 +12,7 @@ std::string GpuLease(int index) { return absl::StrCat("cuda:", index); }
 void JobQueue::Push(const std::string& job_id, int priority, int64_t submit_ns, Leases leases,
                     int any_gpus, const std::string& submitter) {
   Remove(job_id);
+  ++pushes_;
   auto key = std::make_tuple(-priority, submit_ns, job_id);
   order_.insert(key);
   queued_[job_id] = Entry{key, std::move(leases), std::max(0, any_gpus), submitter};

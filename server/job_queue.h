@@ -56,6 +56,8 @@ class JobQueue {
   void Release(const Leases& leases);
 
   size_t size() const { return order_.size(); }
+  // Jobs ever pushed: what a look at the queue has seen.
+  int64_t pushes() const { return pushes_; }
   // The queued jobs of one submitter.
   int QueuedBy(const std::string& submitter) const;
   bool busy(const std::string& lease) const { return busy_.count(lease) > 0; }
@@ -73,6 +75,7 @@ class JobQueue {
   std::set<std::tuple<int, int64_t, std::string>> order_;
   std::map<std::string, Entry> queued_;
   Leases busy_;
+  int64_t pushes_ = 0;
 };
 
 // The lease name of GPU `index`: "cuda:<index>".

@@ -534,28 +534,28 @@ void JobManager::FillContention(const std::string& job_id, v1::Run* run) {
 }
 
 void JobManager::Watchdog(std::shared_ptr<Running> running) {
-  using Clock = std::chrono::steady_clock;
+  JobClock* clock = options_.clock != nullptr ? options_.clock : JobClock::Real();
   const int64_t limit_s =
       running->job.spec().timeout_s() > 0
           ? std::min(running->job.spec().timeout_s(), options_.max_job_seconds)
           : options_.max_job_seconds;
-  const auto deadline = Clock::now() + std::chrono::seconds(limit_s);
+  const absl::Time deadline = clock->Now() + absl::Seconds(limit_s);
   // The memory limit is a poll of the worker's RSS: an rlimit would break
   // CUDA (worker/process.h). The scratch folder's is a poll too.
   const bool watch = options_.worker_max_rss_bytes > 0 || options_.worker_max_scratch_bytes > 0;
-  const auto poll = std::chrono::milliseconds(watch ? 200 : 0);
   absl::MutexLock lock(&running->mu);
   bool stop = false;
   while (!stop) {
-    const auto wake = poll.count() > 0 ? std::min(deadline, Clock::now() + poll) : deadline;
+    const absl::Time wake = watch ? std::min(deadline, clock->Now() + absl::Milliseconds(200))
+                                  : deadline;
     // Until a stop, the next poll or the deadline.
     while (!(stop = running->finished || running->cancel || running->shutdown) &&
-           Clock::now() < wake) {
-      running->cv.WaitWithTimeout(&running->mu, absl::FromChrono(wake - Clock::now()));
+           clock->Now() < wake) {
+      clock->WaitUntil(&running->cv, &running->mu, wake);
     }
     if (running->finished) return;
     if (stop) break;
-    if (Clock::now() >= deadline) {
+    if (clock->Now() >= deadline) {
       running->timed_out = true;
       break;
     }
@@ -582,9 +582,9 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
     }
   }
   for (worker::Worker* process : running->processes) process->Stop();
-  const auto kill_at = Clock::now() + std::chrono::milliseconds(options_.stop_grace_ms);
-  while (!running->finished && Clock::now() < kill_at) {
-    running->cv.WaitWithTimeout(&running->mu, absl::FromChrono(kill_at - Clock::now()));
+  const absl::Time kill_at = clock->Now() + absl::Milliseconds(options_.stop_grace_ms);
+  while (!running->finished && clock->Now() < kill_at) {
+    clock->WaitUntil(&running->cv, &running->mu, kill_at);
   }
   if (!running->finished) {
     for (worker::Worker* process : running->processes) process->Kill();

@@ -196,8 +196,9 @@ class JobManagerTest : public ::testing::Test {
     host_.set_host_id("test-host");
   }
 
-  std::unique_ptr<JobManager> Manager(Script script) {
+  std::unique_ptr<JobManager> Manager(Script script, JobClock* clock = nullptr) {
     DaemonOptions options;
+    options.clock = clock;
     options.stop_grace_ms = 200;
     auto jobs = std::make_unique<JobManager>(
         options, store_.get(), host_,
@@ -225,6 +226,14 @@ class JobManagerTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return job;
+  }
+  // Until the dispatcher has looked at every queued job and started none
+  // more (or 20 s pass).
+  static void WaitForIdle(JobManager& jobs) {
+    for (int i = 0; i < 2000 && !jobs.DispatcherIdle(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(jobs.DispatcherIdle());
   }
   static bool Terminal(const v1::Job& j) {
     return j.state() == v1::JOB_STATE_SUCCEEDED || j.state() == v1::JOB_STATE_FAILED ||
@@ -332,8 +341,10 @@ TEST_F(JobManagerTest, JobsOnOtherGpusRunBesideAndSaySoWhileCpuAndExclusiveJobsW
   EXPECT_EQ(c.jobs_beside(0), gpu0->job_id());
   EXPECT_TRUE(c.contended());
   EXPECT_GT(c.cpu_count(), 0);
-  // The CPU job and the schedule's job wait while cuda:0 is busy.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The CPU job and the schedule's job wait while cuda:0 is busy: the
+  // dispatcher has looked at them and started neither.
+  WaitForIdle(*jobs);
+  EXPECT_EQ(jobs->CurrentLoad().queued, 2);  // neither was taken from the queue
   EXPECT_EQ(jobs->GetJob(cpu->job_id())->state(), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(jobs->GetJob(scheduled->job_id())->state(), v1::JOB_STATE_QUEUED);
   ASSERT_TRUE(jobs->Cancel(gpu0->job_id()).ok());
@@ -439,7 +450,8 @@ TEST_F(JobManagerTest, AJobOfKGpusTakesKFreeOnesAndItsRanksGetThem) {
   ASSERT_TRUE(three.ok()) << three.status();
   // Four GPUs wanted, three free: the 4-rank job waits and keeps them, so
   // the 3-rank job queued after it waits too.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  WaitForIdle(*jobs);
+  EXPECT_EQ(jobs->CurrentLoad().queued, 2);  // neither was taken from the queue
   EXPECT_EQ(jobs->GetJob(wide->job_id())->state(), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(jobs->GetJob(three->job_id())->state(), v1::JOB_STATE_QUEUED);
   ASSERT_TRUE(jobs->Cancel(first->job_id()).ok());
@@ -471,16 +483,31 @@ TEST_F(JobManagerTest, AJobOfKGpusTakesKFreeOnesAndItsRanksGetThem) {
       << too_wide.status();
 }
 
+// On a clock that moves only when told: the job runs until its hour is up,
+// its worker ignores the stop, and after the grace it is killed.
 TEST_F(JobManagerTest, AWorkerThatIgnoresStopIsKilledAtTheTimeout) {
   Script script;
   script.hang = true;
   script.ignore_stop = true;
-  auto jobs = Manager(script);
-  auto job = jobs->Submit(Sweep(2, /*timeout_s=*/1), "", "tester");
+  ManualJobClock clock;
+  auto jobs = Manager(script, &clock);
+  const absl::Time submitted = clock.Now();
+  auto job = jobs->Submit(Sweep(2, /*timeout_s=*/3600), "", "tester");
   ASSERT_TRUE(job.ok());
-  v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
+  WaitFor(*jobs, job->job_id(), [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
+  // A minute at a time until the job ends (at most two hours).
+  v1::Job done;
+  for (int minute = 0; minute < 120; ++minute) {
+    done = *jobs->GetJob(job->job_id());
+    if (Terminal(done)) break;
+    clock.Advance(absl::Minutes(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the watchdog looks
+  }
+  done = WaitFor(*jobs, job->job_id(), Terminal);
   EXPECT_EQ(done.state(), v1::JOB_STATE_FAILED);
-  EXPECT_NE(done.error().find("timed out after 1 s"), std::string::npos) << done.error();
+  EXPECT_GE(clock.Now() - submitted, absl::Hours(1));  // not a minute early
+  EXPECT_LE(clock.Now() - submitted, absl::Minutes(70));   // nor long after
+  EXPECT_NE(done.error().find("timed out after 3600 s"), std::string::npos) << done.error();
   EXPECT_NE(done.worker_exit().find("signal 9"), std::string::npos) << done.worker_exit();
 }
 

@@ -558,15 +558,19 @@ TEST(Store, ReadsDoNotWaitForAWriteInProgress) {
   sqlite3* other = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-  std::atomic<bool> write_done{false};
+  std::atomic<bool> write_started{false}, write_done{false};
   std::thread writer([&] {
     v1::Job running = job;
     running.set_job_id(id);
     running.set_state(v1::JOB_STATE_RUNNING);
+    write_started = true;
     EXPECT_TRUE((*store)->jobs().Update(running).ok());  // waits for `other`
     write_done = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the writer is waiting
+  // The reads come once the writer is inside its write, however slowly its
+  // thread started: otherwise there would be no write for them to wait on.
+  while (!write_started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto read = (*store)->jobs().Get(id);
   auto listed = (*store)->jobs().List({}, 10, "");
   const bool read_during_write = !write_done.load();
