@@ -1,0 +1,290 @@
+// The CLI without a daemon: flags, help, completion, `spec`, output
+// escaping and the comparison's statistics. Built with the CLI alone
+// (GPUBENCH_BUILD_SERVER=OFF and no worker) as in every other build.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/cli.h"
+#include "client/compare.h"
+#include "client/output.h"
+#include "common/stats.h"
+#include "tests/support/command.h"
+
+namespace gpubench::client {
+namespace {
+
+// The CLI has no LibTorch of its own, and says where a daemon's is.
+TEST(Cli, VersionFlagAndCommandSayTheSame) {
+  std::ostringstream out, err, out2, err2;
+  EXPECT_EQ(RunCli({"--version"}, out, err), kExitOk) << err.str();
+  EXPECT_EQ(out.str().rfind("gpubench 0.1.0\n", 0), 0u) << out.str();
+  EXPECT_NE(out.str().find("LibTorch: none in the CLI"), std::string::npos) << out.str();
+  EXPECT_EQ(RunCli({"version"}, out2, err2), kExitOk);
+  EXPECT_EQ(out2.str(), out.str());
+}
+
+// What bash offers after `gpubench WORDS<TAB>` with the generated script.
+std::string Complete(const std::string& script, const std::string& words) {
+  const std::string path = ::testing::TempDir() + "/gpubench_completion.bash";
+  std::ofstream(path) << script;
+  return testing_support::RunCommand("bash -c 'source " + path + "; COMP_WORDS=(gpubench " +
+                                      words +
+                                      "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _gpubench; "
+                                      "echo \"${COMPREPLY[*]}\"'")
+      .output;
+}
+
+// The script comes from the command table: commands, the options every
+// command has, and the spec flags only where a command takes them.
+TEST(Cli, CompletionOffersCommandsOptionsAndSpecFlagsWhereTheyApply) {
+  std::ostringstream bash, err;
+  ASSERT_EQ(RunCli({"completion", "bash"}, bash, err), kExitOk) << err.str();
+  EXPECT_EQ(Complete(bash.str(), "sub"), "submit\n");
+  EXPECT_EQ(Complete(bash.str(), "re"), "regressions report results\n");
+  EXPECT_EQ(Complete(bash.str(), "submit --wor"), "--worker --workload --world-size\n");
+  EXPECT_EQ(Complete(bash.str(), "hosts --wor"), "--worker\n");  // hosts takes no spec
+  EXPECT_EQ(Complete(bash.str(), "jobs --hos"), "--host --host-id --hosts\n");
+  std::ostringstream zsh, usage, usage_err;
+  ASSERT_EQ(RunCli({"completion", "zsh"}, zsh, err), kExitOk);
+  EXPECT_EQ(zsh.str().rfind("autoload -U +X bashcompinit && bashcompinit\n", 0), 0u);
+  EXPECT_EQ(RunCli({"completion", "fish"}, usage, usage_err), kExitUsage);
+  // zsh takes the script (through its bashcompinit) and registers it.
+  const std::string path = ::testing::TempDir() + "/gpubench_completion.zsh";
+  std::ofstream(path) << zsh.str();
+  EXPECT_EQ(std::system(("zsh -c 'autoload -U +X compinit && compinit -u && source " + path +
+                         " && (( $+functions[_gpubench] ))'")
+                            .c_str()),
+            0)
+      << "zsh (Debian's zsh package) did not load the script";
+}
+
+TEST(Cli, BadFlagIsAUsageErrorNamingIt) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"run", "--precision", "fp17"}, out, err), kExitUsage);
+  EXPECT_NE(err.str().find("--precision"), std::string::npos) << err.str();
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunCli({"run", "--batch", "0"}, out2, err2), kExitUsage);
+  EXPECT_NE(err2.str().find("--batch"), std::string::npos) << err2.str();
+}
+
+TEST(Cli, EveryCommandHasHelpWithItsUsage) {
+  std::ostringstream top, top_err;
+  ASSERT_EQ(RunCli({"--help"}, top, top_err), kExitOk);
+  for (const char* command : {"submit", "watch", "show", "cancel", "jobs", "runs", "hosts",
+                              "compare", "regressions", "trace", "schedule", "model",
+                              "report", "run", "spec", "completion", "version"}) {
+    // Listed in gpubench --help, and its own help starts with its usage.
+    EXPECT_NE(top.str().find(std::string("\n  ") + command + " "), std::string::npos)
+        << command;
+    std::ostringstream out, err;
+    EXPECT_EQ(RunCli({command, "--help"}, out, err), kExitOk) << command;
+    EXPECT_EQ(out.str().rfind(std::string("usage: gpubench ") + command, 0), 0u)
+        << command << ":\n" << out.str();
+    EXPECT_NE(out.str().find("example"), std::string::npos) << command << ":\n" << out.str();
+  }
+}
+
+// Options and spec flags take "--name=value" and "--name value"; the
+// options are Abseil flags, which belong to the process, so one call's must
+// not carry over into the next.
+TEST(Cli, FlagsTakeEitherSpellingAndDoNotCarryOverToTheNextCall) {
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{"version", "--output=yaml"},
+        std::vector<std::string>{"version", "--output", "yaml"}}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(RunCli(argv, out, err), kExitUsage) << argv[1];
+    EXPECT_NE(err.str().find("--output: \"yaml\""), std::string::npos) << err.str();
+  }
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"version"}, out, err), kExitOk) << err.str();
+  std::ostringstream spec_out, spec_err;
+  EXPECT_EQ(RunCli({"spec", "--workload=resnet50", "--batch", "32,64", "--precision=fp32,bf16"},
+                   spec_out, spec_err),
+            kExitOk)
+      << spec_err.str();
+  EXPECT_NE(spec_out.str().find("4 runs"), std::string::npos) << spec_out.str();
+  std::ostringstream missing_out, missing_err;
+  EXPECT_EQ(RunCli({"jobs", "--since"}, missing_out, missing_err), kExitUsage);
+  EXPECT_NE(missing_err.str().find("--since needs a value"), std::string::npos)
+      << missing_err.str();
+}
+
+// --ddp-bucket-mb 0 (one message after backward) is kept as given, and a
+// value out of range is refused as typed, naming the flag.
+TEST(Cli, DdpBucketMbKeepsZeroAndRefusesWhatIsOutOfRange) {
+  std::ostringstream zero_out, zero_err;
+  ASSERT_EQ(RunCli({"spec", "--workload", "ddp", "--ddp-bucket-mb", "0", "--output", "json"},
+                   zero_out, zero_err),
+            kExitOk)
+      << zero_err.str();
+  EXPECT_NE(zero_out.str().find("\"ddp_bucket_mb\": 0"), std::string::npos) << zero_out.str();
+  for (const char* bad : {"99999999999", "-5", "4097"}) {
+    std::ostringstream bad_out, bad_err;
+    EXPECT_EQ(RunCli({"spec", "--workload", "ddp", "--ddp-bucket-mb", bad}, bad_out, bad_err),
+              kExitUsage)
+        << bad;
+    EXPECT_NE(bad_err.str().find(std::string("--ddp-bucket-mb: must be in [0, 4096], got ") + bad),
+              std::string::npos)
+        << bad_err.str();
+  }
+}
+
+// nccl-tests' -b 8 -e 1K -f 2: "MIN:MAX" sweeps every power of two between.
+TEST(Cli, CollectiveBytesRangeSweepsPowersOfTwo) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"spec", "--workload", "collective", "--collective-bytes", "8:1024",
+                    "--collective-op", "all_reduce,broadcast", "--output", "json"},
+                   out, err),
+            kExitOk)
+      << err.str();
+  EXPECT_NE(out.str().find("16 runs"), std::string::npos) << out.str();  // 8 sizes x 2 ops
+  std::ostringstream bad_out, bad_err;
+  EXPECT_NE(RunCli({"spec", "--workload", "collective", "--collective-bytes", "64:8"}, bad_out,
+                   bad_err),
+            kExitOk);
+  EXPECT_NE(bad_err.str().find("--collective-bytes: range 64:8"), std::string::npos)
+      << bad_err.str();
+}
+
+// Which cells a spreadsheet would take for formulas, and which are numbers
+// it must still read as numbers.
+TEST(Output, CsvCellsThatWouldBeFormulasStartWithAQuote) {
+  Table t;
+  t.header = {"a"};
+  for (const char* cell : {"-1.5", "+3", "-2e-3", "12", "-", "=1+1", "+1+cmd|' /C calc'!A0",
+                           "-1+1", "@SUM(A1:A2)", "-inf", "\tx", "\r=1", "a=b"}) {
+    t.rows.push_back({cell});
+  }
+  std::ostringstream out;
+  PrintTable(t, Format::kCsv, out);
+  EXPECT_EQ(out.str(),
+            "a\n-1.5\n+3\n-2e-3\n12\n-\n\"'=1+1\"\n\"'+1+cmd|' /C calc'!A0\"\n\"'-1+1\"\n"
+            "\"'@SUM(A1:A2)\"\n\"'-inf\"\n\\tx\n\\x0d=1\na=b\n");
+  // A header is not Printable'd first: its own tab is caught too.
+  Table h;
+  h.header = {"\t=1", "-5"};
+  std::ostringstream header;
+  PrintTable(h, Format::kCsv, header);
+  EXPECT_EQ(header.str(), "\"'\t=1\",-5\n");
+}
+
+// Run-level figures of n repetitions around center, lognormal noise of
+// sigma (how much whole runs vary).
+std::vector<double> Runs(double center, int n, double sigma, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::lognormal_distribution<double> noise(0, sigma);
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(center * noise(rng));
+  return v;
+}
+
+// A/A: identical jobs, 5 runs a side, runs varying by 3% (a host-bound
+// case). The verdict may claim a difference in at most 5% of pairs; with 3%
+// noise most pairs are "too noisy to tell", which is the honest answer.
+TEST(CompareStats, IdenticalRunsAreRarelyCalledDifferent) {
+  int claimed = 0, too_noisy = 0;
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    const Comparison c = CompareRepetitions(Runs(1, 5, 0.03, seed), Runs(1, 5, 0.03, seed + 1000), {});
+    claimed += c.verdict == Verdict::kFaster || c.verdict == Verdict::kSlower;
+    too_noisy += c.verdict == Verdict::kTooNoisy;
+  }
+  EXPECT_LE(claimed, 10);  // 5% of 200
+  EXPECT_GT(too_noisy, 150);
+  // Runs that vary by 0.2% (GPU-bound): the same question has an answer.
+  int no_difference = 0;
+  for (uint32_t seed = 0; seed < 50; ++seed) {
+    const Comparison c = CompareRepetitions(Runs(1, 5, 0.002, seed), Runs(1, 5, 0.002, seed + 1000), {});
+    no_difference += c.verdict == Verdict::kNoDifference;
+  }
+  EXPECT_GE(no_difference, 45);
+}
+
+TEST(CompareStats, APlantedSlowdownBeyondTheNoiseIsFound) {
+  int found = 0;
+  for (uint32_t seed = 0; seed < 50; ++seed) {
+    // 3% slower where runs vary by 0.5%, and 10% slower where they vary by 3%.
+    const Comparison gpu = CompareRepetitions(Runs(1, 5, 0.005, seed), Runs(1.03, 5, 0.005, seed + 1000), {});
+    const Comparison host = CompareRepetitions(Runs(1, 5, 0.03, seed), Runs(1.10, 5, 0.03, seed + 1000), {});
+    found += (gpu.verdict == Verdict::kSlower) + (host.verdict == Verdict::kSlower);
+    EXPECT_NE(gpu.verdict, Verdict::kFaster);
+    EXPECT_NE(host.verdict, Verdict::kFaster);
+  }
+  EXPECT_GE(found, 90);  // of 100
+  const Comparison faster = CompareRepetitions(Runs(1.10, 5, 0.01, 1), Runs(1, 5, 0.01, 2), {});
+  EXPECT_EQ(faster.verdict, Verdict::kFaster);
+  EXPECT_NEAR(faster.speedup.value, 1.10, 0.03);
+  EXPECT_GT(faster.speedup.ci95.low, 1);
+  EXPECT_EQ(faster.baseline_runs, 5);
+}
+
+TEST(CompareStats, TooLittleEvidenceSaysSoInsteadOfGuessing) {
+  // One run a side: however different, how much runs vary is unknown.
+  const Comparison single = CompareRepetitions({1.0}, {1.5}, {});
+  EXPECT_EQ(single.verdict, Verdict::kTooNoisy);
+  EXPECT_NE(single.why.find("--repeat"), std::string::npos) << single.why;
+  // Three a side can never reach p < 0.05 (the smallest p is 0.1).
+  const Comparison three = CompareRepetitions({1.0, 1.001, 0.999}, {2.0, 2.001, 1.999}, {});
+  EXPECT_EQ(three.verdict, Verdict::kTooNoisy);
+  EXPECT_NE(three.why.find("can never reach"), std::string::npos) << three.why;
+  // Identical values: nothing varies and nothing changed.
+  const Comparison same = CompareRepetitions({2, 2, 2, 2, 2}, {2, 2, 2, 2, 2}, {});
+  EXPECT_EQ(same.verdict, Verdict::kNoDifference);
+  EXPECT_EQ(CompareRepetitions({}, {1, 2}, {}).verdict, Verdict::kNotComparable);
+}
+
+TEST(CompareStats, OneRunAgainstItsHistoryUsesTheHistorysNoise) {
+  const std::vector<double> history = {1.000, 1.002, 0.998, 1.001, 0.999, 1.000, 1.0015};
+  EXPECT_EQ(CompareRepetitions(history, {1.10}, {}).verdict, Verdict::kSlower);
+  EXPECT_EQ(CompareRepetitions(history, {1.003}, {}).verdict, Verdict::kNoDifference);
+  const std::vector<double> noisy = {1.0, 0.85, 1.15, 1.0, 0.9, 1.1, 0.95};
+  const Comparison unsure = CompareRepetitions(noisy, {1.10}, {});
+  EXPECT_EQ(unsure.verdict, Verdict::kTooNoisy);
+  EXPECT_NEAR(unsure.noise, 0.104, 0.01);
+}
+
+TEST(CompareStats, MannWhitneyMatchesTheTextbook) {
+  // Complete separation, 5 a side: U = 0; exactly 2 of the C(10, 5) = 252
+  // orderings are as extreme, p = 0.00794 (the normal approximation's z is
+  // still reported: -2.507).
+  const stats::RankTest t = *stats::MannWhitneyU({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10});
+  EXPECT_DOUBLE_EQ(t.u, 0);
+  EXPECT_TRUE(t.exact);
+  EXPECT_NEAR(t.z, -2.5067, 1e-3);
+  EXPECT_NEAR(t.p_value, 2.0 / 252, 1e-9);
+  // U = 3 of 9 at 3 a side: P(U <= 3) = 7/20, so p = 0.7.
+  EXPECT_NEAR(stats::MannWhitneyU({1, 3, 5}, {2, 4, 6})->p_value, 0.7, 1e-9);
+  // Ties share ranks (the normal approximation); all equal means no evidence.
+  EXPECT_DOUBLE_EQ(stats::MannWhitneyU({3, 3, 3}, {3, 3, 3})->p_value, 1);
+  EXPECT_DOUBLE_EQ(stats::MannWhitneyU({1, 2, 2}, {2, 3, 4})->u, 1.0);
+  EXPECT_FALSE(stats::MannWhitneyU({1, 2, 2}, {2, 3, 4})->exact);
+  // Student's t: the textbook 95% points.
+  EXPECT_NEAR(stats::StudentTwoSidedP(2.776, 4), 0.05, 1e-3);
+  EXPECT_NEAR(stats::StudentTwoSidedP(1.96, 1e6), 0.05, 1e-3);
+  EXPECT_NEAR(stats::StudentTwoSidedP(0, 7), 1, 1e-12);
+}
+
+// Four NaNs in a damaged run once made compare spin at 100% CPU in the tie
+// ranking; now the statistics refuse them and the comparison says why.
+TEST(CompareStats, NonFiniteFiguresAreRefusedNotRanked) {
+  const double nan = std::nan("");
+  std::vector<double> damaged = Runs(1, 300, 0.03, 7);
+  for (int i : {3, 50, 51, 200}) damaged[i] = nan;
+  auto rank = stats::MannWhitneyU(Runs(1, 300, 0.03, 8), damaged);
+  EXPECT_EQ(rank.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(rank.status().message().find("candidate samples[3]"), std::string::npos)
+      << rank.status();
+  EXPECT_FALSE(stats::RatioOfMedians({1, 2, INFINITY}, {1, 2, 3}).ok());
+  const Comparison c = CompareRepetitions(Runs(1, 5, 0.03, 8), {1, nan, 1}, {});
+  EXPECT_EQ(c.verdict, Verdict::kNotComparable);
+  EXPECT_NE(c.why.find("not a finite number"), std::string::npos) << c.why;
+}
+
+}  // namespace
+}  // namespace gpubench::client
