@@ -32,13 +32,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-// The config with its batch size cleared: runs that share it lie on one
-// batch-size axis.
-std::string BatchAxisKey(v1::RunConfig config) {
-  config.clear_batch_size();
-  return config.SerializeAsString();
-}
-
 google::protobuf::Timestamp Now() {
   return NowTimestamp();
 }
@@ -280,9 +273,11 @@ class JobRunner {
   }
 
  private:
-  // The smallest batch size that ran out of memory, per batch-size axis.
+  // The smallest batch size that ran out of memory, per batch-size axis
+  // (the config's key without its batch size, as the job's
+  // max_batch_size_fits counts them).
   void RanOutOfMemory(const v1::RunConfig& config) {
-    auto [at, added] = oom_batch_.emplace(BatchAxisKey(config), config.batch_size());
+    auto [at, added] = oom_batch_.emplace(ConfigKeyWithoutBatch(config), config.batch_size());
     if (!added) at->second = std::min(at->second, config.batch_size());
   }
 
@@ -306,7 +301,7 @@ class JobRunner {
     MaybeInjectFault(config.batch_size(), ranked_ ? rank_.rank() : 0);
     engine::RunConfig engine_config = ToEngineConfig(config);
     const absl::Status ready = Prepare(config, &engine_config, &run);
-    auto oom = oom_batch_.find(BatchAxisKey(config));
+    auto oom = oom_batch_.find(ConfigKeyWithoutBatch(config));
     if (!ready.ok()) {
       run.set_state(v1::RUN_STATE_FAILED);
       run.set_error(std::string(ready.message()));
