@@ -239,68 +239,13 @@ absl::Status Daemon::Serve() {
   jobs_->SetRunHook([scheduler](const v1::Job& job, v1::Run* run) {
     scheduler->CompareWithHistory(job, run);
   });
-  auto secrets = ReadSecrets(config_);
-  if (!secrets.ok()) return secrets.status();
-  auto auth_options = AuthFor(config_, &*secrets);
-  if (!auth_options.ok()) return auth_options.status();
-  const bool tokens_required =
-      !auth_options->tokens.empty() || !secrets->client_ca.empty();
-  auto auth = Authorizer::Create(std::move(*auth_options));
-  if (!auth.ok()) return Refused(auth.status().message());
-  auth_ = *auth;
-  grpc::SslServerCredentialsOptions ssl;
-  if (!secrets->cert.empty()) {
-    ssl.pem_key_cert_pairs.push_back({secrets->key, secrets->cert});
-    if (!secrets->client_ca.empty()) {
-      ssl.pem_root_certs = secrets->client_ca;
-      ssl.client_certificate_request =
-          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-    }
-  }
-  auto credentials = ServerCredentialsFor(
-      config_.listen, secrets->cert.empty() ? nullptr : &ssl, auth_);
-  if (!credentials.ok()) return Usage(credentials.status().message());
-  service_ = std::make_unique<BenchServiceImpl>(jobs_.get(), scheduler_.get(),
-                                                store_.get(), auth_.get(),
-                                                config_.service);
-  // The standard services fleets' tools speak: grpc.health.v1.Health (for
-  // Kubernetes' probes and load balancers; it answers without a token, see
-  // auth.cc) and server reflection (grpcurl and the like; the read role).
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(config_.listen, *credentials, &port);
-  builder.RegisterService(service_.get());
-  builder.SetMaxReceiveMessageSize(8 << 20);
-  // What the CLI accepts (client/fleet.cc); a larger reply would fail there.
-  builder.SetMaxSendMessageSize(64 << 20);
-  server_ = builder.BuildAndStart();
-  if (!server_ || port == 0)
-    return Refused(absl::StrCat("cannot listen on ", config_.listen));
-  // The health service alone on a port of its own, for probes that speak no
-  // TLS: it says whether the daemon serves and nothing else (no BenchService
-  // there; reflection lists only health).
-  int health_port = 0;
-  if (!config_.health_listen.empty()) {
-    grpc::ServerBuilder health_builder;
-    health_builder.AddListeningPort(
-        config_.health_listen, grpc::InsecureServerCredentials(), &health_port);
-    health_builder.SetMaxReceiveMessageSize(4 << 10);
-    // gRPC 1.51 gives this server (no callback service) a second listening
-    // socket per poller through SO_REUSEPORT, and with port 0 binds that one
-    // to a port of its own: one port, the one logged below.
-    health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    health_server_ = health_builder.BuildAndStart();
-    if (!health_server_ || health_port == 0) {
-      return Refused(absl::StrCat("--health-listen: cannot listen on ",
-                                  config_.health_listen));
-    }
-  }
+  Listening listening;
+  if (auto s = Listen(&listening); !s.ok()) return s;
   // Not ready until the queue is recovered; not ready again once stopping.
   SetServing(false);
-  if (auto s = jobs_->Start(); !s.ok())
+  if (auto s = jobs_->Start(); !s.ok()) {
     return Refused(absl::StrCat("recovery failed: ", s.message()));
+  }
   scheduler_->Start();
   if (!config_.metrics_listen.empty()) {
     HttpOptions http_options;
@@ -308,41 +253,99 @@ absl::Status Daemon::Serve() {
     http_options.tls_cert_file = config_.tls_cert;
     http_options.tls_key_file = config_.tls_key;
     http_options.metrics_without_token = config_.metrics_without_token;
-    auto started =
-        HttpFront::Start(http_options, jobs_.get(), store_.get(), auth_.get());
+    auto started = HttpFront::Start(http_options, jobs_.get(), store_.get(), auth_.get());
     if (!started.ok()) return Usage(started.status().message());
     http_ = *std::move(started);
   }
   SetServing(true);
-  // Where `gpubench run` finds this daemon: the address with the port chosen.
+  Announce(listening);
+  return absl::OkStatus();
+}
+
+// The credentials, the authorizer, BenchService's server and the health
+// port's.
+absl::Status Daemon::Listen(Listening* listening) {
+  auto secrets = ReadSecrets(config_);
+  if (!secrets.ok()) return secrets.status();
+  auto auth_options = AuthFor(config_, &*secrets);
+  if (!auth_options.ok()) return auth_options.status();
+  listening->tls = !secrets->cert.empty();
+  listening->tokens_required = !auth_options->tokens.empty() || !secrets->client_ca.empty();
+  auto auth = Authorizer::Create(std::move(*auth_options));
+  if (!auth.ok()) return Refused(auth.status().message());
+  auth_ = *auth;
+  grpc::SslServerCredentialsOptions ssl;
+  if (listening->tls) {
+    ssl.pem_key_cert_pairs.push_back({secrets->key, secrets->cert});
+    if (!secrets->client_ca.empty()) {
+      ssl.pem_root_certs = secrets->client_ca;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+  }
+  auto credentials =
+      ServerCredentialsFor(config_.listen, listening->tls ? &ssl : nullptr, auth_);
+  if (!credentials.ok()) return Usage(credentials.status().message());
+  service_ = std::make_unique<BenchServiceImpl>(jobs_.get(), scheduler_.get(), store_.get(),
+                                                auth_.get(), config_.service);
+  // The standard services fleets' tools speak: grpc.health.v1.Health (for
+  // Kubernetes' probes and load balancers; it answers without a token, see
+  // auth.cc) and server reflection (grpcurl and the like; the read role).
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config_.listen, *credentials, &listening->port);
+  builder.RegisterService(service_.get());
+  builder.SetMaxReceiveMessageSize(8 << 20);
+  // What the CLI accepts (client/fleet.cc); a larger reply would fail there.
+  builder.SetMaxSendMessageSize(64 << 20);
+  server_ = builder.BuildAndStart();
+  if (!server_ || listening->port == 0) {
+    return Refused(absl::StrCat("cannot listen on ", config_.listen));
+  }
+  if (config_.health_listen.empty()) return absl::OkStatus();
+  // The health service alone on a port of its own, for probes that speak no
+  // TLS: it says whether the daemon serves and nothing else (no BenchService
+  // there; reflection lists only health).
+  grpc::ServerBuilder health_builder;
+  health_builder.AddListeningPort(config_.health_listen, grpc::InsecureServerCredentials(),
+                                  &listening->health_port);
+  health_builder.SetMaxReceiveMessageSize(4 << 10);
+  // gRPC 1.51 gives this server (no callback service) a second listening
+  // socket per poller through SO_REUSEPORT, and with port 0 binds that one
+  // to a port of its own: one port, the one logged below.
+  health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  health_server_ = health_builder.BuildAndStart();
+  if (!health_server_ || listening->health_port == 0) {
+    return Refused(absl::StrCat("--health-listen: cannot listen on ", config_.health_listen));
+  }
+  return absl::OkStatus();
+}
+
+// Where `gpubench run` and --port-file's reader find this daemon, and the
+// log line that says it serves.
+void Daemon::Announce(const Listening& l) {
   const std::string& listen = config_.listen;
   const std::string served =
-      absl::EndsWith(listen, ":0")
-          ? absl::StrCat(listen.substr(0, listen.size() - 1), port)
-          : listen;
-  if (auto s = lock_->SetAddress(served); !s.ok())
-    Log(LogLevel::kWarning, "", s.message());
+      absl::EndsWith(listen, ":0") ? absl::StrCat(listen.substr(0, listen.size() - 1), l.port)
+                                   : listen;
+  if (auto s = lock_->SetAddress(served); !s.ok()) Log(LogLevel::kWarning, "", s.message());
   if (!config_.port_file.empty()) {
     const std::string tmp = config_.port_file + ".tmp";
     std::ofstream out(tmp);
-    out << port << "\n";
-    if (http_)
-      out << http_->port() << "\n";  // the metrics port, when serving one
+    out << l.port << "\n";
+    if (http_) out << http_->port() << "\n";  // the metrics port, when serving one
     out.close();
     std::rename(tmp.c_str(), config_.port_file.c_str());
   }
-  Log(LogLevel::kInfo, "gpubenchd ", kGpubenchVersion, " serving on ", listen,
-      " (port ", port, secrets->cert.empty() ? "" : ", TLS",
-      tokens_required ? ", token required" : "", "), data in ",
+  Log(LogLevel::kInfo, "gpubenchd ", kGpubenchVersion, " serving on ", listen, " (port ", l.port,
+      l.tls ? ", TLS" : "", l.tokens_required ? ", token required" : "", "), data in ",
       config_.data_dir, ", ", host_.gpus_size(), " GPU(s)",
-      http_ ? absl::StrCat("; metrics and HTML view on ",
-                           config_.metrics_listen, " (port ", http_->port(),
-                           secrets->cert.empty() ? "" : ", HTTPS", ")")
+      http_ ? absl::StrCat("; metrics and HTML view on ", config_.metrics_listen, " (port ",
+                           http_->port(), l.tls ? ", HTTPS" : "", ")")
             : "",
-      health_server_ ? absl::StrCat("; health on ", config_.health_listen,
-                                    " (port ", health_port, ")")
-                     : "");
-  return absl::OkStatus();
+      health_server_
+          ? absl::StrCat("; health on ", config_.health_listen, " (port ", l.health_port, ")")
+          : "");
 }
 
 void Daemon::SetServing(bool serving) {

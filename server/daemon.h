@@ -63,6 +63,15 @@ class Daemon {
   explicit Daemon(DaemonConfig config) : config_(std::move(config)) {}
   absl::Status Open();
   absl::Status Serve();
+  // What the servers listen on, once they do.
+  struct Listening {
+    int port = 0;
+    int health_port = 0;
+    bool tls = false;
+    bool tokens_required = false;
+  };
+  absl::Status Listen(Listening* listening);
+  void Announce(const Listening& listening);
   void SetServing(bool serving);
 
   DaemonConfig config_;
