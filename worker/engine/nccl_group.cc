@@ -115,7 +115,7 @@ class NcclGroup : public Communicator {
   }
   void AllGather(torch::Tensor& out, torch::Tensor& in) override {
     ncclDataType_t type;
-    if (ncclComm_t comm = Direct(in, &type)) {
+    if (ncclComm_t comm = out.is_contiguous() ? Direct(in, &type) : nullptr) {
       Check(calls_->all_gather(in.data_ptr(), out.data_ptr(), in.numel(), type,
                                comm, Stream(in)));
       return;
@@ -124,7 +124,7 @@ class NcclGroup : public Communicator {
   }
   void ReduceScatter(torch::Tensor& out, torch::Tensor& in) override {
     ncclDataType_t type;
-    if (ncclComm_t comm = Direct(in, &type)) {
+    if (ncclComm_t comm = out.is_contiguous() ? Direct(in, &type) : nullptr) {
       Check(calls_->reduce_scatter(in.data_ptr(), out.data_ptr(), out.numel(),
                                    type, ncclSum, comm, Stream(in)));
       return;
@@ -150,7 +150,8 @@ class NcclGroup : public Communicator {
  private:
   // The communicator to call NCCL on for t (contiguous, of a type NCCL
   // takes), or null: c10d then runs the operation (and creates the
-  // communicator, the first time).
+  // communicator, the first time). An output must be contiguous too: NCCL
+  // writes it as one flat buffer.
   ncclComm_t Direct(const torch::Tensor& t, ncclDataType_t* type) {
     if (calls_ == nullptr || !t.is_cuda() || !t.is_contiguous() ||
         !NcclType(t, type)) {
