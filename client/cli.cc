@@ -363,6 +363,16 @@ example: gpubench run --workload mlp --model-size small,medium,large --device cp
 Validates a spec and prints it with the number of runs its sweep expands to.
 example: gpubench spec --workload resnet50 --batch 32,64 --precision fp32,bf16
 )"},
+      {"workloads", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false,
+       WorkloadsCommand,
+       R"(  workloads [NAME]               list the built-in workloads, their parameters and
+                         defaults, and what applies to each)",
+       R"(usage: gpubench workloads [NAME]
+Lists each built-in workload (or NAME alone): what it measures, the
+parameters it reads with their defaults (params.NAME in a spec, --NAME as a
+flag where one exists), and which modes, executions and devices apply.
+example: gpubench workloads transformer
+)"},
       {"completion", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false,
        CompletionCommand,
        R"(  completion bash|zsh            print shell completion for gpubench)",

@@ -142,6 +142,7 @@ int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err);
 int HostsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int CompareCommand(const Args& a, std::ostream& out, std::ostream& err);
 int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err);
+int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err);  // workloads_command.cc
 int ReportCommand(const Args& a, std::ostream& out, std::ostream& err);
 
 // Builds the spec from a JSON file (positional[0] when given) and flags;

@@ -129,8 +129,9 @@ const std::map<std::string, Flag>& Flags() {
   using J = v1::JobSpec;
   static const auto* flags = new std::map<std::string, Flag>{
       {"workload",
-       Axis("workload name(s): mlp, simple_cnn, resnet18, resnet50, unet, bilstm, "
-            "cnn_lstm, transformer, matmul, copy, empty, torchscript, collective, ddp",
+       Axis(absl::StrCat("workload name(s): ",
+                         WorkloadNames([](const WorkloadInfo&) { return true; }),
+                         " (gpubench workloads)"),
             AsString, [](const std::string& v, C* c) { c->set_workload(v); },
             [](const std::string& v, S* s) { s->add_workload(v); })},
       {"model-size",

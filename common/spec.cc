@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/strict_json.h"
 #include "common/spec_checks.h"
-#include "common/workload_defaults.h"
+#include "common/workload_registry.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -26,14 +26,6 @@ using google::protobuf::EnumDescriptor;
 bool IsSha256Hex(std::string_view s) {
   return s.size() == 64 &&
          s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
-
-const std::vector<std::string>& BuiltinWorkloads() {
-  static const auto* kNames = new std::vector<std::string>{
-      "mlp",      "simple_cnn",  "resnet18", "resnet50", "unet",  "bilstm",
-      "cnn_lstm", "transformer", "matmul",   "copy",     "empty",
-      "torchscript", "collective", "ddp"};
-  return *kNames;
 }
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {

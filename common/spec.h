@@ -14,7 +14,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
 #include "gpubench/v1/spec.pb.h"
-#include "common/workload_defaults.h"  // IsModelWorkload, IsDistributedWorkload
+#include "common/workload_registry.h"  // IsModelWorkload, IsDistributedWorkload
 
 namespace gpubench {
 
@@ -36,9 +36,6 @@ inline constexpr int kMaxJsonDepth = 32;             // nesting of a spec's JSON
 
 // True for exactly 64 lower-case hex digits: a sha256 as the API spells it.
 bool IsSha256Hex(std::string_view s);
-
-// The built-in workload names, in the order the docs list them.
-const std::vector<std::string>& BuiltinWorkloads();
 
 // Device "cuda:all": the same runs on each of the daemon's GPUs, side by side
 // (JobSpec.parallel_devices); the daemon replaces it by cuda:0 ... cuda:N-1.
@@ -74,7 +71,7 @@ int CountSweepPoints(const v1::Sweep& sweep);
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(const v1::JobSpec& spec);
 
 // Fills every field of `config` that was left 0 or empty with what it means
-// (common/workload_defaults.h: batch 32, the workload's image size, fp32,
+// (common/workload_registry.h: batch 32, the workload's image size, fp32,
 // eager, "auto", ...): ExpandSweep's configs, and so every stored run's,
 // carry them, and compare field by field.
 void FillConfigDefaults(v1::RunConfig* config);

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/spec_checks.h"
-#include "common/workload_defaults.h"
+#include "common/workload_registry.h"
 
 namespace gpubench {
 namespace {
@@ -47,11 +47,9 @@ absl::Status CheckEnum(const std::string& path, const EnumDescriptor* type,
 }
 
 absl::Status CheckWorkload(const std::string& path, const std::string& name) {
-  const auto& all = BuiltinWorkloads();
-  if (std::find(all.begin(), all.end(), name) == all.end()) {
-    return Invalid(path, absl::StrCat("unknown workload \"", name,
-                                      "\"; expected one of ",
-                                      absl::StrJoin(all, ", ")));
+  if (FindWorkload(name) == nullptr) {
+    return Invalid(path, absl::StrCat("unknown workload \"", name, "\"; expected one of ",
+                                      WorkloadNames([](const WorkloadInfo&) { return true; })));
   }
   return absl::OkStatus();
 }
@@ -123,32 +121,38 @@ absl::Status CheckValueRange(const std::string& in, const v1::TensorSpec& t) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateParams(const std::string& path, const std::string& workload,
-                            const v1::WorkloadParams& p) {
-  absl::Status s;
-  if (!(s = CheckModelSize(path + ".model_size", p.model_size())).ok()) return s;
-  if (!(s = CheckOptionalRange(path + ".image_size", p.image_size(), 8, 4096))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".num_classes", p.num_classes(), 2,
-                               1000000))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".sequence_length", p.sequence_length(),
-                               1, 1 << 20))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".num_layers", p.num_layers(), 1, 256))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".hidden_size", p.hidden_size(), 8,
-                               65536))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".num_heads", p.num_heads(), 1, 1024))
-           .ok())
-    return s;
-  // With the workload's defaults for what is left 0: the run gets them.
+// The integer parameters' bounds, where a spec sets them (0: the
+// workload's default).
+struct ParamBound {
+  const char* field;
+  int64_t (*get)(const v1::WorkloadParams&);
+  int64_t lo, hi;
+};
+
+const ParamBound kParamBounds[] = {
+    {"image_size", [](const v1::WorkloadParams& p) -> int64_t { return p.image_size(); }, 8, 4096},
+    {"num_classes", [](const v1::WorkloadParams& p) -> int64_t { return p.num_classes(); }, 2,
+     1000000},
+    {"sequence_length",
+     [](const v1::WorkloadParams& p) -> int64_t { return p.sequence_length(); }, 1, 1 << 20},
+    {"num_layers", [](const v1::WorkloadParams& p) -> int64_t { return p.num_layers(); }, 1, 256},
+    {"hidden_size", [](const v1::WorkloadParams& p) -> int64_t { return p.hidden_size(); }, 8,
+     65536},
+    {"num_heads", [](const v1::WorkloadParams& p) -> int64_t { return p.num_heads(); }, 1, 1024},
+    {"vocab_size", [](const v1::WorkloadParams& p) -> int64_t { return p.vocab_size(); }, 2,
+     10000000},
+    {"matmul_m", [](const v1::WorkloadParams& p) { return p.matmul_m(); }, 1, kMaxMatmul},
+    {"matmul_n", [](const v1::WorkloadParams& p) { return p.matmul_n(); }, 1, kMaxMatmul},
+    {"matmul_k", [](const v1::WorkloadParams& p) { return p.matmul_k(); }, 1, kMaxMatmul},
+    {"copy_bytes", [](const v1::WorkloadParams& p) { return p.copy_bytes(); }, 1, kMaxCopyBytes},
+    {"collective_bytes", [](const v1::WorkloadParams& p) { return p.collective_bytes(); }, 1,
+     kMaxCollectiveBytes},
+};
+
+// num_heads divides hidden_size, with the workload's defaults for what is
+// left 0: the run gets them.
+absl::Status CheckHeads(const std::string& path, const std::string& workload,
+                        const v1::WorkloadParams& p) {
   const WorkloadDefaults defaults = DefaultsOf(ModelWorkload(workload, p.ddp_model()));
   const int hidden = p.hidden_size() != 0 ? p.hidden_size() : defaults.hidden_size;
   const int heads = p.num_heads() != 0 ? p.num_heads() : defaults.num_heads;
@@ -156,57 +160,10 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
     return Invalid(path + (p.num_heads() != 0 ? ".num_heads" : ".hidden_size"),
                    absl::StrCat("num_heads ", heads, " must divide hidden_size ", hidden));
   }
-  if (!(s = CheckOptionalRange(path + ".vocab_size", p.vocab_size(), 2,
-                               10000000))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".matmul_m", p.matmul_m(), int64_t{1},
-                               kMaxMatmul))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".matmul_n", p.matmul_n(), int64_t{1},
-                               kMaxMatmul))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".matmul_k", p.matmul_k(), int64_t{1},
-                               kMaxMatmul))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".copy_bytes", p.copy_bytes(), int64_t{1},
-                               kMaxCopyBytes))
-           .ok())
-    return s;
-  if (!(s = CheckEnum(path + ".copy_direction", v1::CopyDirection_descriptor(),
-                      p.copy_direction()))
-           .ok())
-    return s;
-  if (!(s = CheckEnum(path + ".collective_op", v1::CollectiveOp_descriptor(),
-                      p.collective_op()))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".collective_bytes", p.collective_bytes(), int64_t{1},
-                               kMaxCollectiveBytes))
-           .ok())
-    return s;
-  if (p.has_ddp_bucket_mb() && (p.ddp_bucket_mb() < 0 || p.ddp_bucket_mb() > 4096)) {
-    return Invalid(path + ".ddp_bucket_mb",
-                   absl::StrCat("must be 0 (one message after backward) to 4096 MiB, got ",
-                                p.ddp_bucket_mb()));
-  }
-  if (!p.ddp_model().empty() && !IsModelWorkload(p.ddp_model())) {
-    return Invalid(path + ".ddp_model",
-                   absl::StrCat("must be a built-in model (mlp, simple_cnn, resnet18, resnet50, "
-                                "unet, bilstm, cnn_lstm, transformer), got \"",
-                                p.ddp_model().substr(0, 64),
-                                p.ddp_model().size() > 64 ? "..." : "", "\""));
-  }
-  if (!p.model_sha256().empty() && !IsSha256Hex(p.model_sha256())) {
-    return Invalid(path + ".model_sha256", "must be 64 lower-case hex digits");
-  }
-  if (p.model_path().size() > kMaxModelPathBytes) {
-    return Invalid(path + ".model_path",
-                   absl::StrCat("must be at most ", kMaxModelPathBytes, " bytes"));
-  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateInputs(const std::string& path, const v1::WorkloadParams& p) {
   if (p.inputs_size() > kMaxInputs) {
     return Invalid(path + ".inputs", absl::StrCat("at most ", kMaxInputs, " inputs"));
   }
@@ -228,6 +185,56 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
     if (auto st = CheckValueRange(in, p.inputs(i)); !st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+// The bound of the parameter field; a sweep's axis of it holds each value
+// to the same.
+const ParamBound& BoundOf(std::string_view field) {
+  for (const ParamBound& b : kParamBounds) {
+    if (field == b.field) return b;
+  }
+  std::abort();  // a name of this file's own
+}
+
+absl::Status ValidateParams(const std::string& path, const std::string& workload,
+                            const v1::WorkloadParams& p) {
+  absl::Status s;
+  if (!(s = CheckModelSize(path + ".model_size", p.model_size())).ok()) return s;
+  for (const ParamBound& b : kParamBounds) {
+    if (!(s = CheckOptionalRange(absl::StrCat(path, ".", b.field), b.get(p), b.lo, b.hi)).ok()) {
+      return s;
+    }
+  }
+  if (!(s = CheckHeads(path, workload, p)).ok()) return s;
+  if (!(s = CheckEnum(path + ".copy_direction", v1::CopyDirection_descriptor(),
+                      p.copy_direction()))
+           .ok())
+    return s;
+  if (!(s = CheckEnum(path + ".collective_op", v1::CollectiveOp_descriptor(),
+                      p.collective_op()))
+           .ok())
+    return s;
+  if (p.has_ddp_bucket_mb() && (p.ddp_bucket_mb() < 0 || p.ddp_bucket_mb() > 4096)) {
+    return Invalid(path + ".ddp_bucket_mb",
+                   absl::StrCat("must be 0 (one message after backward) to 4096 MiB, got ",
+                                p.ddp_bucket_mb()));
+  }
+  if (!p.ddp_model().empty() && !IsModelWorkload(p.ddp_model())) {
+    return Invalid(path + ".ddp_model",
+                   absl::StrCat("must be a built-in model (",
+                                WorkloadNames([](const WorkloadInfo& w) { return w.model; }),
+                                "), got \"",
+                                p.ddp_model().substr(0, 64),
+                                p.ddp_model().size() > 64 ? "..." : "", "\""));
+  }
+  if (!p.model_sha256().empty() && !IsSha256Hex(p.model_sha256())) {
+    return Invalid(path + ".model_sha256", "must be 64 lower-case hex digits");
+  }
+  if (p.model_path().size() > kMaxModelPathBytes) {
+    return Invalid(path + ".model_path",
+                   absl::StrCat("must be at most ", kMaxModelPathBytes, " bytes"));
+  }
+  return ValidateInputs(path, p);
 }
 
 absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
@@ -329,6 +336,7 @@ absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
       return CheckRange(p, v, lo, hi);
     };
   };
+  auto bound = [&range](const ParamBound& b) { return range(b.lo, b.hi); };
   if (!(s = ForEachValue(path + ".loader_threads", w.loader_threads(),
                          range(0, 256)))
            .ok())
@@ -337,19 +345,19 @@ absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
                          range(0, 64)))
            .ok())
     return s;
-  if (!(s = ForEachValue(path + ".image_size", w.image_size(), range(8, 4096)))
+  if (!(s = ForEachValue(path + ".image_size", w.image_size(), bound(BoundOf("image_size"))))
            .ok())
     return s;
   if (!(s = ForEachValue(path + ".sequence_length", w.sequence_length(),
-                         range(1, 1 << 20)))
+                         bound(BoundOf("sequence_length"))))
            .ok())
     return s;
   if (!(s = ForEachValue(path + ".matmul_size", w.matmul_size(),
-                         range(1, kMaxMatmul)))
+                         bound(BoundOf("matmul_m"))))
            .ok())
     return s;
   if (!(s = ForEachValue(path + ".copy_bytes", w.copy_bytes(),
-                         range(1, kMaxCopyBytes)))
+                         bound(BoundOf("copy_bytes"))))
            .ok())
     return s;
   if (!(s = ForEachValue(path + ".world_size", w.world_size(), range(1, kMaxWorldSize))).ok())
@@ -359,7 +367,7 @@ absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
            .ok())
     return s;
   if (!(s = ForEachValue(path + ".collective_bytes", w.collective_bytes(),
-                         range(1, kMaxCollectiveBytes)))
+                         bound(BoundOf("collective_bytes"))))
            .ok())
     return s;
   return ForEachValue(path + ".batch_size", w.batch_size(), CheckBatch);
@@ -408,18 +416,23 @@ absl::Status ValidateMeasurement(const std::string& path,
 
 // What one run's input would weigh, against its bounds: batch × image²
 // (× frames for cnn_lstm), batch × sequence length, and each torchscript
-// input's elements. Sizes left 0 count at the workload's default.
+// input's elements; and the model's own floor on the image. Defaults
+// filled in.
 absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
-  const int64_t batch = c.batch_size() > 0 ? c.batch_size() : kDefaultBatchSize;
-  const WorkloadDefaults defaults = DefaultsOf(ModelWorkload(c.workload(), c.params().ddp_model()));
-  const int64_t image_default = defaults.image_size, tokens_default = defaults.sequence_length;
-  const int64_t image = image_default == 0           ? 0
-                        : c.params().image_size() > 0 ? c.params().image_size()
-                                                      : image_default;
-  const int64_t tokens = tokens_default == 0                ? 0
-                         : c.params().sequence_length() > 0 ? c.params().sequence_length()
-                                                            : tokens_default;
-  const int64_t frames = ModelWorkload(c.workload(), c.params().ddp_model()) == "cnn_lstm" ? tokens : 1;
+  const WorkloadInfo* model = FindWorkload(ModelWorkload(c.workload(), c.params().ddp_model()));
+  if (model == nullptr) return absl::OkStatus();  // ddp_model was refused already
+  const SampleShape shape = model->sample;
+  const int64_t batch = c.batch_size();
+  const bool images = shape == SampleShape::kImage || shape == SampleShape::kFrames;
+  const bool sequence = shape == SampleShape::kTokens || shape == SampleShape::kFrames;
+  const int64_t image = images ? c.params().image_size() : 0;
+  const int64_t tokens = sequence ? c.params().sequence_length() : 0;
+  if (images && image < model->min_image_size) {
+    return Invalid(path + ".params.image_size",
+                   absl::StrCat(model->name, " needs at least ", model->min_image_size,
+                                " pixels (its pools), got ", image));
+  }
+  const int64_t frames = shape == SampleShape::kFrames ? tokens : 1;
   const int64_t pixels = batch * frames * image * image;
   if (pixels > kMaxBatchPixels) {
     return Invalid(path, absl::StrCat("batch_size ", batch, " × ",
@@ -427,19 +440,19 @@ absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
                                       "image_size ", image, "² = ", pixels,
                                       " pixels; at most ", kMaxBatchPixels));
   }
-  if (batch * tokens > kMaxBatchTokens) {
+  if (shape == SampleShape::kTokens && batch * tokens > kMaxBatchTokens) {
     return Invalid(path, absl::StrCat("batch_size ", batch, " × sequence_length ", tokens,
                                       " = ", batch * tokens, " tokens; at most ",
                                       kMaxBatchTokens));
   }
   for (int i = 0; i < c.params().inputs_size(); ++i) {
     int64_t elements = batch;
-    const auto& shape = c.params().inputs(i).shape();
-    for (int d = 1; d < shape.size() && elements <= kMaxInputElements; ++d) {
-      elements *= shape.Get(d);
+    const auto& dims = c.params().inputs(i).shape();
+    for (int d = 1; d < dims.size() && elements <= kMaxInputElements; ++d) {
+      elements *= dims.Get(d);
     }
     if (elements > kMaxInputElements) {
-      return Invalid(absl::StrCat(path, " params.inputs[", i, "]"),
+      return Invalid(absl::StrCat(path, ".params.inputs[", i, "]"),
                      absl::StrCat("batch_size × the other dimensions exceeds ",
                                   kMaxInputElements, " elements"));
     }
@@ -447,41 +460,56 @@ absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
   return absl::OkStatus();
 }
 
-// What compiled execution needs of a whole point, defaults filled in (the
-// mode may come from the sweep, and unset means train).
-absl::Status CheckCompiled(const std::string& path, const v1::RunConfig& c) {
-  if (c.execution() != v1::EXECUTION_AOT && c.execution() != v1::EXECUTION_AOT_CUDA_GRAPH) {
-    return absl::OkStatus();
-  }
-  const std::string& w = c.workload();
-  if (w == "matmul" || w == "copy" || w == "empty" || w == "torchscript") {
+// Whether the point's mode, execution, input and device apply to its
+// workload (the registry's entry), defaults filled in.
+absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c) {
+  const WorkloadInfo& w = *FindWorkload(c.workload());
+  const bool compiled =
+      c.execution() == v1::EXECUTION_AOT || c.execution() == v1::EXECUTION_AOT_CUDA_GRAPH;
+  if (compiled && !w.compiles) {
     return Invalid(path + ".execution",
-                   absl::StrCat("aot compiles the built-in models (mlp, simple_cnn, resnet18, "
-                                "resnet50, unet, bilstm, cnn_lstm, transformer), not ", w,
-                                w == "torchscript"
+                   absl::StrCat("aot compiles the built-in models (",
+                                WorkloadNames([](const WorkloadInfo& i) { return i.compiles; }),
+                                "), not ", w.name,
+                                w.name == "torchscript"
                                     ? "; upload your model's AOTInductor package (.pt2) "
                                       "and run it as torchscript"
                                     : ""));
   }
-  if (c.mode() != v1::MODE_INFER) {
+  if (compiled && c.mode() != v1::MODE_INFER) {
     return Invalid(path + ".execution",
                    "aot compiles inference only (AOTInductor); use mode infer, or "
                    "execution eager or cuda_graph to train");
   }
-  if (c.device() == "mps") {
+  if (compiled && c.device() == "mps") {
     return Invalid(path + ".execution", "aot compiles for cpu or cuda, not mps");
+  }
+  if (c.execution() == v1::EXECUTION_CUDA_GRAPH && !w.graphs) {
+    return Invalid(path + ".execution", absl::StrCat(w.name, " runs eager only"));
+  }
+  if (c.mode() == v1::MODE_INFER && !w.infers) {
+    return Invalid(path + ".mode", absl::StrCat(w.name, " trains only; use mode train"));
+  }
+  if (c.mode() == v1::MODE_TRAIN && !w.trains) {
+    return Invalid(path + ".mode", absl::StrCat(w.name, " infers only; use mode infer"));
+  }
+  if (c.input_source() == v1::INPUT_SOURCE_HOST && !w.host_input) {
+    return Invalid(path + ".input_source",
+                   absl::StrCat(w.name, " takes its input on the device"));
+  }
+  if (c.device() == "mps" && !w.on_mps) {
+    return Invalid(path + ".device", absl::StrCat(w.name, " runs on cuda or cpu, not mps"));
   }
   return absl::OkStatus();
 }
 
 // What a point of several ranks (ddp, collective) needs, defaults filled in.
 absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
-  const bool distributed = IsDistributedWorkload(c.workload());
-  if (!distributed) {
+  if (!IsDistributedWorkload(c.workload())) {
     if (c.world_size() > 1) {
       return Invalid(path + ".world_size",
-                     absl::StrCat("only ddp and collective run on several ranks, not ",
-                                  c.workload()));
+                     absl::StrCat(c.workload(), " runs on one rank; several ranks are for ",
+                                  WorkloadNames([](const WorkloadInfo& w) { return w.distributed; })));
     }
     return absl::OkStatus();
   }
@@ -489,9 +517,6 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
     return Invalid(path + ".device",
                    absl::StrCat(c.workload(), " spreads over world_size GPUs: use device cuda "
                                 "(any free GPUs) or cpu, not cuda:all"));
-  }
-  if (c.device() == "mps") {
-    return Invalid(path + ".device", absl::StrCat(c.workload(), " runs on cuda or cpu, not mps"));
   }
   if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1) {
     return Invalid(path + ".device",
@@ -501,15 +526,7 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
   if (c.execution() != v1::EXECUTION_EAGER) {
     return Invalid(path + ".execution", absl::StrCat(c.workload(), " runs eager only"));
   }
-  if (c.workload() == "ddp") {
-    if (c.mode() != v1::MODE_TRAIN) {
-      return Invalid(path + ".mode", "ddp trains (data-parallel training); use mode train");
-    }
-    if (c.input_source() != v1::INPUT_SOURCE_DEVICE) {
-      return Invalid(path + ".input_source", "ddp takes its input on the device");
-    }
-    return absl::OkStatus();
-  }
+  if (c.workload() != "collective") return absl::OkStatus();
   const int64_t element = c.precision() == v1::PRECISION_FP16 ||
                                   c.precision() == v1::PRECISION_BF16
                               ? 2
@@ -593,20 +610,13 @@ absl::Status ValidatePoint(const v1::JobSpec& spec, int n, v1::RunConfig* config
   // The base and the axes passed one by one; the checks that relate two
   // fields (a CUDA graph and its device, torchscript and its model, the
   // batch and the image) must also hold for each combination of values.
-  if (auto s = ValidateRunConfig(absl::StrCat("spec.sweep (run ", n, ")"),
-                                 *config, /*workload_swept=*/false);
-      !s.ok())
-    return s;
-  if (auto s = CheckSize(absl::StrCat("spec (run ", n, " of the sweep)"), *config); !s.ok()) {
-    return s;
-  }
+  const std::string path = absl::StrCat("spec.sweep (run ", n, ")");
+  if (auto s = ValidateRunConfig(path, *config, /*workload_swept=*/false); !s.ok()) return s;
   FillConfigDefaults(config);
-  if (auto s = CheckCompiled(absl::StrCat("spec.sweep (run ", n, ")"), *config); !s.ok()) {
-    return s;
+  for (auto check : {CheckSize, CheckApplies, CheckDistributed}) {
+    if (auto s = check(path, *config); !s.ok()) return s;
   }
-  if (auto s = CheckDistributed(absl::StrCat("spec.sweep (run ", n, ")"), *config); !s.ok()) {
-    return s;
-  }
+  // A kernel's run says it has no model to check; ranks cannot be checked.
   if (spec.check_numerics() && IsDistributedWorkload(config->workload())) {
     return Invalid("spec.check_numerics",
                    absl::StrCat("not for ", config->workload(), " (run ", n, " of the sweep)"));

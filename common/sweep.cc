@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/spec_checks.h"
-#include "common/workload_defaults.h"
+#include "common/workload_registry.h"
 
 namespace gpubench {
 namespace {

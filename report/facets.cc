@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "report/format.h"
-#include "common/workload_defaults.h"
+#include "common/workload_registry.h"
 
 namespace gpubench::report {
 namespace internal {
@@ -18,8 +18,8 @@ std::string OnOff(bool b) { return b ? "on" : "off"; }
 // Measures a model, which has a mode and a batch; the kernels and the empty
 // workload have neither.
 bool RunsModel(const v1::RunConfig& c) {
-  return c.workload() != "matmul" && c.workload() != "copy" &&
-         c.workload() != "empty" && c.workload() != "collective";
+  const WorkloadInfo* w = FindWorkload(c.workload());
+  return w == nullptr || w->batched;
 }
 
 // The facets DescribeConfig names, in its order: what runs, how, then where;

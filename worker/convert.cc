@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/workload_defaults.h"
+#include "common/workload_registry.h"
 
 namespace gpubench::worker {
 namespace {
@@ -58,7 +58,7 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   c.collective_bytes = p.collective_bytes();
   c.ddp_model = p.ddp_model();
   c.ddp_bucket_mb = p.has_ddp_bucket_mb() ? p.ddp_bucket_mb() : kDefaultDdpBucketMb;
-  c.world_size = v.world_size();
+  c.world_size = std::max(1, v.world_size());  // 0: one rank
   c.model_path = p.model_path();
   for (const auto& in : p.inputs()) {
     engine::TensorSpec t;
@@ -87,7 +87,6 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   c.pipeline.non_blocking = v.pipeline().non_blocking() || v.pipeline().pinned_memory();
   c.optimizer = static_cast<engine::Optimizer>(v.optimizer());
   c.learning_rate = v.learning_rate();
-  engine::ApplyWorkloadDefaults(&c);
   return c;
 }
 

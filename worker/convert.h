@@ -10,7 +10,8 @@
 
 namespace gpubench::worker {
 
-// A validated v1 config as the engine takes it, workload defaults applied.
+// A planned v1 config (validated, its defaults filled: ExpandSweep) as the
+// engine takes it.
 engine::RunConfig ToEngineConfig(const v1::RunConfig& config);
 
 // Measurement rules with every unset (zero) field at its default.

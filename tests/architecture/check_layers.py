@@ -16,7 +16,7 @@ TORCH_FREE_WORKER = ["worker/ipc.h", "worker/process.h", "worker/confine.h", "wo
 # (files under this path, the include prefixes they may use), most specific
 # first. "gpubench/" is the generated protobuf code.
 RULES = [
-    ("worker/engine/", ["worker/engine/", "common/stats.h", "common/workload_defaults.h"] + TORCH_FREE_WORKER[3:]),
+    ("worker/engine/", ["worker/engine/", "common/stats.h", "common/workload_registry.h"] + TORCH_FREE_WORKER[3:]),
     ("worker/ipc.", TORCH_FREE_WORKER + ["common/", "gpubench/"]),
     ("worker/process.", TORCH_FREE_WORKER + ["common/", "gpubench/"]),
     ("worker/confine.", TORCH_FREE_WORKER + ["common/"]),

@@ -94,6 +94,32 @@ TEST(Cli, EveryCommandHasHelpWithItsUsage) {
 // Options and spec flags take "--name=value" and "--name value"; the
 // options are Abseil flags, which belong to the process, so one call's must
 // not carry over into the next.
+// `gpubench workloads` lists what a spec may name, with the defaults a run
+// of it gets and what applies.
+TEST(Cli, WorkloadsListsEachWorkloadWithItsDefaults) {
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCli({"workloads"}, out, err), kExitOk) << err.str();
+  EXPECT_EQ(out.str().rfind("mlp:", 0), 0u);
+  for (const char* name : {"resnet50:", "transformer:", "matmul:", "torchscript:",
+                           "collective:", "ddp:"}) {
+    EXPECT_NE(out.str().find(std::string("\n") + name), std::string::npos) << name;
+  }
+  std::ostringstream one, one_err;
+  ASSERT_EQ(RunCli({"workloads", "transformer"}, one, one_err), kExitOk);
+  EXPECT_NE(one.str().find("sequence_length=512 num_layers=6 hidden_size=512 num_heads=8"),
+            std::string::npos)
+      << one.str();
+  EXPECT_EQ(one.str().find("mlp:"), std::string::npos);
+  std::ostringstream ddp, ddp_err;
+  ASSERT_EQ(RunCli({"workloads", "ddp"}, ddp, ddp_err), kExitOk);
+  EXPECT_NE(ddp.str().find("applies: train; eager; cpu, cuda; world_size ranks"),
+            std::string::npos)
+      << ddp.str();
+  std::ostringstream bad, bad_err;
+  EXPECT_EQ(RunCli({"workloads", "resnet1000"}, bad, bad_err), kExitUsage);
+  EXPECT_NE(bad_err.str().find("unknown workload \"resnet1000\""), std::string::npos);
+}
+
 TEST(Cli, FlagsTakeEitherSpellingAndDoNotCarryOverToTheNextCall) {
   for (const std::vector<std::string>& argv :
        {std::vector<std::string>{"version", "--output=yaml"},

@@ -75,7 +75,7 @@ TEST(Distributed, WhatTheHostCannotRunIsInvalidArgumentNamingTheField) {
   ExpectInvalid(d, every_gpu, "spec.base.device: cuda:all");
   v1::JobSpec not_distributed = Distributed("mlp");
   not_distributed.mutable_base()->set_world_size(2);
-  ExpectInvalid(d, not_distributed, "world_size: only ddp and collective");
+  ExpectInvalid(d, not_distributed, "world_size: mlp runs on one rank");
   v1::JobSpec split = Distributed("collective");
   split.mutable_base()->set_world_size(3);
   split.mutable_base()->mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_GATHER);

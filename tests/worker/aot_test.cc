@@ -10,18 +10,17 @@
 
 #include "absl/strings/str_join.h"
 #include "tests/support/command.h"
+#include "tests/support/planned_config.h"
 #include "worker/engine/engine.h"
 
 namespace gpubench::worker {
 namespace {
 
 engine::RunConfig Config(const std::string& workload) {
-  engine::RunConfig c;
-  c.workload = workload;
+  engine::RunConfig c = testing_support::Planned(workload);
   c.mode = engine::Mode::kInfer;
   c.execution = engine::Execution::kAot;
   c.batch_size = 8;
-  engine::ApplyWorkloadDefaults(&c);
   return c;
 }
 

@@ -64,12 +64,12 @@ struct PipelineConfig {
   bool non_blocking = true;          // non_blocking copy on a side stream
 };
 
-// One fully resolved sweep point. Defaults are filled by the converter, so
+// One fully resolved sweep point. Defaults are filled by the plan, so
 // every field here is meaningful.
 struct RunConfig {
   std::string workload;                // "mlp", "resnet50", ...
-  // Zero or empty workload parameters mean "the workload's default";
-  // ApplyWorkloadDefaults fills them in.
+  // The plan filled every workload parameter (common/sweep.cc's
+  // FillConfigDefaults, the one filler); the engine fills nothing.
   std::string model_size;              // mlp: small, medium, large
   int image_size = 0;                  // square side in pixels
   int num_classes = 0;                 // output classes
@@ -115,13 +115,9 @@ struct RunConfig {
   InputSource input_source = InputSource::kDevice;
   PipelineConfig pipeline;
   Optimizer optimizer = Optimizer::kSgd;
-  double learning_rate = 0;  // 0: 0.01 for SGD, 0.001 for AdamW
+  double learning_rate = 0;
 };
 
-// Fills every zero or empty workload parameter of config with the default of
-// config->workload (see WorkloadParams in spec.proto), and learning_rate from
-// the optimizer. Leaves fields that were set alone.
-void ApplyWorkloadDefaults(RunConfig* config);
 
 }  // namespace gpubench::engine
 

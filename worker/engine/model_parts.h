@@ -345,23 +345,21 @@ class ImageClassifier : public BenchModel {
 };
 
 // ---------------------------------------------------------------------------
-// The models, by file.
+// The models' engine halves, each built from a complete config (its torch-free
+// half, common/workloads/NAME.cc, gave the defaults and the spec's bounds),
+// listed once in CreateModel (models.cc).
+
+using ModelOrError = absl::StatusOr<std::shared_ptr<BenchModel>>;
 
 // models_vision.cc
-std::shared_ptr<BenchModel> NewMlp(int64_t image_size, const std::vector<int64_t>& hidden,
-                                   int64_t num_classes);
-std::shared_ptr<BenchModel> NewSimpleCnn(int64_t image_size, int64_t num_classes);
-std::shared_ptr<BenchModel> NewResNet(int64_t image_size, int64_t num_classes, bool bottleneck,
-                                      const std::vector<int64_t>& blocks_per_stage);
-std::shared_ptr<BenchModel> NewUNet(int64_t image_size, int64_t num_classes);
+ModelOrError NewMlp(const RunConfig& c);
+ModelOrError NewSimpleCnn(const RunConfig& c);
+ModelOrError NewResNet(const RunConfig& c);  // resnet18, resnet50
+ModelOrError NewUNet(const RunConfig& c);
 // models_sequence.cc
-std::shared_ptr<BenchModel> NewBiLstm(int64_t sequence_length, int64_t vocab_size,
-                                      int64_t num_classes);
-std::shared_ptr<BenchModel> NewCnnLstm(int64_t sequence_length, int64_t image_size,
-                                       int64_t num_classes);
-std::shared_ptr<BenchModel> NewTransformer(int64_t sequence_length, int64_t num_layers,
-                                           int64_t hidden, int64_t heads, bool decoder,
-                                           int64_t vocab_size, int64_t num_classes);
+ModelOrError NewBiLstm(const RunConfig& c);
+ModelOrError NewCnnLstm(const RunConfig& c);
+ModelOrError NewTransformer(const RunConfig& c);
 
 }  // namespace gpubench::engine
 

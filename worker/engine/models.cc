@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -14,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "common/workload_defaults.h"  // IsModelWorkload
+#include "common/workload_registry.h"
 #include "worker/engine/config.h"
 #include "worker/engine/model_parts.h"
 
@@ -50,79 +51,35 @@ int64_t CountParameters(const torch::nn::Module& module) {
   return count;
 }
 
-absl::StatusOr<std::shared_ptr<BenchModel>> CreateModel(
-    const RunConfig& config) {
-  RunConfig c = config;
-  ApplyWorkloadDefaults(&c);
+absl::StatusOr<std::shared_ptr<BenchModel>> CreateModel(const RunConfig& c) {
+  // One line per built-in model: its name and its engine half.
+  static const std::pair<const char*, ModelOrError (*)(const RunConfig&)> kModels[] = {
+      {"mlp", NewMlp},       {"simple_cnn", NewSimpleCnn}, {"resnet18", NewResNet},
+      {"resnet50", NewResNet}, {"unet", NewUNet},          {"bilstm", NewBiLstm},
+      {"cnn_lstm", NewCnnLstm}, {"transformer", NewTransformer}};
   const std::string& w = c.workload;
-  if (!IsModelWorkload(w)) {
+  const WorkloadInfo* info = FindWorkload(w);
+  const auto* entry = std::find_if(std::begin(kModels), std::end(kModels),
+                                   [&w](const auto& m) { return w == m.first; });
+  if (info == nullptr || entry == std::end(kModels)) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.base.workload: not a built-in model: \"", w, "\""));
   }
-  // Every model has classes; image and sequence sizes where they apply.
+  // What the sample's shape needs (the spec's bounds hold these for a
+  // planned config; a config built in C++ gets the same message).
+  const SampleShape shape = info->sample;
+  const bool images = shape == SampleShape::kImage || shape == SampleShape::kFrames;
+  const bool sequence = shape == SampleShape::kTokens || shape == SampleShape::kFrames;
   absl::Status status = CheckAtLeast("num_classes", c.num_classes, 1, w);
+  if (status.ok() && images) {
+    status = CheckAtLeast("image_size", c.image_size, std::max(1, info->min_image_size), w);
+  }
+  if (status.ok() && sequence) status = CheckAtLeast("sequence_length", c.sequence_length, 1, w);
+  if (status.ok() && shape == SampleShape::kTokens) {
+    status = CheckAtLeast("vocab_size", c.vocab_size, 1, w);
+  }
   if (!status.ok()) return status;
-
-  if (w == "mlp") {
-    std::vector<int64_t> hidden;
-    if (c.model_size == "small") {
-      hidden = {10};
-    } else if (c.model_size == "medium") {
-      hidden = {128, 128};
-    } else if (c.model_size == "large") {
-      hidden = {2048, 192};
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "spec.base.params.model_size: must be small, medium or large, got \"",
-          c.model_size, "\""));
-    }
-    status = CheckAtLeast("image_size", c.image_size, 1, w);
-    if (!status.ok()) return status;
-    return NewMlp(c.image_size, hidden, c.num_classes);
-  }
-  if (w == "simple_cnn") {
-    // Two 2x2 max pools must leave at least one pixel.
-    status = CheckAtLeast("image_size", c.image_size, 4, w);
-    if (!status.ok()) return status;
-    return NewSimpleCnn(c.image_size, c.num_classes);
-  }
-  if (w == "resnet18" || w == "resnet50") {
-    status = CheckAtLeast("image_size", c.image_size, 1, w);
-    if (!status.ok()) return status;
-    return w == "resnet18"
-               ? NewResNet(c.image_size, c.num_classes, false, {2, 2, 2, 2})
-               : NewResNet(c.image_size, c.num_classes, true, {3, 4, 6, 3});
-  }
-  if (w == "unet") {
-    // Four 2x2 max pools must leave at least one pixel.
-    status = CheckAtLeast("image_size", c.image_size, 16, w);
-    if (!status.ok()) return status;
-    return NewUNet(c.image_size, c.num_classes);
-  }
-  status = CheckAtLeast("sequence_length", c.sequence_length, 1, w);
-  if (!status.ok()) return status;
-  if (w == "cnn_lstm") {
-    status = CheckAtLeast("image_size", c.image_size, 1, w);
-    if (!status.ok()) return status;
-    return NewCnnLstm(c.sequence_length, c.image_size, c.num_classes);
-  }
-  status = CheckAtLeast("vocab_size", c.vocab_size, 1, w);
-  if (!status.ok()) return status;
-  if (w == "bilstm") {
-    return NewBiLstm(c.sequence_length, c.vocab_size, c.num_classes);
-  }
-  // transformer
-  status = CheckAtLeast("num_layers", c.num_layers, 1, w);
-  if (status.ok()) status = CheckAtLeast("num_heads", c.num_heads, 1, w);
-  if (status.ok()) status = CheckAtLeast("hidden_size", c.hidden_size, 1, w);
-  if (!status.ok()) return status;
-  if (c.hidden_size % c.num_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.base.params.hidden_size: must be a multiple of num_heads (",
-        c.num_heads, "), got ", c.hidden_size));
-  }
-  return NewTransformer(c.sequence_length, c.num_layers, c.hidden_size, c.num_heads,
-                        c.decoder, c.vocab_size, c.num_classes);
+  return entry->second(c);
 }
 
 }  // namespace gpubench::engine

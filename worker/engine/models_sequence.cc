@@ -228,21 +228,30 @@ class Transformer : public BenchModel {
 
 }  // namespace
 
-std::shared_ptr<BenchModel> NewBiLstm(int64_t sequence_length, int64_t vocab_size,
-                                      int64_t num_classes) {
-  return std::make_shared<BiLstm>(sequence_length, vocab_size, num_classes);
+ModelOrError NewBiLstm(const RunConfig& c) {
+  return std::make_shared<BiLstm>(c.sequence_length, c.vocab_size, c.num_classes);
 }
 
-std::shared_ptr<BenchModel> NewCnnLstm(int64_t sequence_length, int64_t image_size,
-                                       int64_t num_classes) {
-  return std::make_shared<CnnLstm>(sequence_length, image_size, num_classes);
+ModelOrError NewCnnLstm(const RunConfig& c) {
+  return std::make_shared<CnnLstm>(c.sequence_length, c.image_size, c.num_classes);
 }
 
-std::shared_ptr<BenchModel> NewTransformer(int64_t sequence_length, int64_t num_layers,
-                                           int64_t hidden, int64_t heads, bool decoder,
-                                           int64_t vocab_size, int64_t num_classes) {
-  return std::make_shared<Transformer>(sequence_length, num_layers, hidden, heads, decoder,
-                                       vocab_size, num_classes);
+ModelOrError NewTransformer(const RunConfig& c) {
+  for (const auto& [field, value] : {std::pair<const char*, int>{"num_layers", c.num_layers},
+                                     {"num_heads", c.num_heads},
+                                     {"hidden_size", c.hidden_size}}) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.base.params.", field, ": must be at least 1 for transformer, got ", value));
+    }
+  }
+  if (c.hidden_size % c.num_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.base.params.hidden_size: must be a multiple of num_heads (", c.num_heads,
+        "), got ", c.hidden_size));
+  }
+  return std::make_shared<Transformer>(c.sequence_length, c.num_layers, c.hidden_size,
+                                       c.num_heads, c.decoder, c.vocab_size, c.num_classes);
 }
 
 }  // namespace gpubench::engine

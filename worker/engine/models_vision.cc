@@ -266,22 +266,37 @@ class UNet : public BenchModel {
 
 }  // namespace
 
-std::shared_ptr<BenchModel> NewMlp(int64_t image_size, const std::vector<int64_t>& hidden,
-                                   int64_t num_classes) {
-  return std::make_shared<Mlp>(image_size, hidden, num_classes);
+ModelOrError NewMlp(const RunConfig& c) {
+  std::vector<int64_t> hidden;
+  if (c.model_size == "small") {
+    hidden = {10};
+  } else if (c.model_size == "medium") {
+    hidden = {128, 128};
+  } else if (c.model_size == "large") {
+    hidden = {2048, 192};
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.base.params.model_size: must be small, medium or large, got \"", c.model_size,
+        "\""));
+  }
+  return std::make_shared<Mlp>(c.image_size, hidden, c.num_classes);
 }
 
-std::shared_ptr<BenchModel> NewSimpleCnn(int64_t image_size, int64_t num_classes) {
-  return std::make_shared<SimpleCnn>(image_size, num_classes);
+ModelOrError NewSimpleCnn(const RunConfig& c) {
+  return std::make_shared<SimpleCnn>(c.image_size, c.num_classes);
 }
 
-std::shared_ptr<BenchModel> NewResNet(int64_t image_size, int64_t num_classes, bool bottleneck,
-                                      const std::vector<int64_t>& blocks_per_stage) {
-  return std::make_shared<ResNet>(image_size, num_classes, bottleneck, blocks_per_stage);
+ModelOrError NewResNet(const RunConfig& c) {
+  if (c.workload == "resnet18") {
+    return std::make_shared<ResNet>(c.image_size, c.num_classes, false,
+                                    std::vector<int64_t>{2, 2, 2, 2});
+  }
+  return std::make_shared<ResNet>(c.image_size, c.num_classes, true,
+                                  std::vector<int64_t>{3, 4, 6, 3});
 }
 
-std::shared_ptr<BenchModel> NewUNet(int64_t image_size, int64_t num_classes) {
-  return std::make_shared<UNet>(image_size, num_classes);
+ModelOrError NewUNet(const RunConfig& c) {
+  return std::make_shared<UNet>(c.image_size, c.num_classes);
 }
 
 }  // namespace gpubench::engine

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "common/workload_defaults.h"
+#include "common/workload_registry.h"
 #include "worker/engine/models.h"
 #include "worker/engine/workload.h"
 
@@ -124,7 +124,8 @@ NumericsOutcome CheckNumerics(const RunConfig& c, const torch::Device& device) {
               "eager run of the same config";
     return n;
   }
-  if (c.workload != "torchscript" && !IsModelWorkload(c.workload)) {
+  const WorkloadInfo* workload = FindWorkload(c.workload);
+  if (workload == nullptr || !workload->checks_numerics) {
     n.error = absl::StrCat(c.workload, " is not a model");
     return n;
   }

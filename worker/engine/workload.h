@@ -162,14 +162,19 @@ class Workload : public measure::Stepper {
 std::unique_ptr<Workload> NewNetworkWorkload(const RunConfig& c, torch::Device device,
                                              std::shared_ptr<BenchModel> model,
                                              const MeasureConfig& m);
-std::unique_ptr<Workload> NewCollectiveWorkload(const RunConfig& c, torch::Device device);
-std::unique_ptr<Workload> NewMatmulWorkload(const RunConfig& c, torch::Device device);
-std::unique_ptr<Workload> NewCopyWorkload(const RunConfig& c, torch::Device device);
-std::unique_ptr<Workload> NewEmptyWorkload(const RunConfig& c, torch::Device device);
-// A user's model: TorchScript, or an AOTInductor package (workloads/torchscript.cc).
-absl::StatusOr<std::unique_ptr<Workload>> NewTorchScriptWorkload(const RunConfig& c,
-                                                                  torch::Device device,
-                                                                  const MeasureConfig& m);
+// The other workloads' engine halves, one file each (workloads/NAME.cc),
+// listed once in MakeWorkload (engine.cc).
+using WorkloadOrError = absl::StatusOr<std::unique_ptr<Workload>>;
+WorkloadOrError NewCollectiveWorkload(const RunConfig& c, torch::Device device,
+                                      const MeasureConfig& m);
+WorkloadOrError NewMatmulWorkload(const RunConfig& c, torch::Device device,
+                                  const MeasureConfig& m);
+WorkloadOrError NewCopyWorkload(const RunConfig& c, torch::Device device, const MeasureConfig& m);
+WorkloadOrError NewEmptyWorkload(const RunConfig& c, torch::Device device,
+                                 const MeasureConfig& m);
+// A user's model: TorchScript, or an AOTInductor package.
+WorkloadOrError NewTorchScriptWorkload(const RunConfig& c, torch::Device device,
+                                       const MeasureConfig& m);
 // A user's TorchScript module at batch_size, for the numerics check.
 std::shared_ptr<BenchModel> LoadTorchScriptModel(const RunConfig& c, const torch::Device& device,
                                                  int64_t batch_size);

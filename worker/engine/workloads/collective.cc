@@ -106,7 +106,8 @@ class CollectiveWorkload : public Workload {
 
 }  // namespace
 
-std::unique_ptr<Workload> NewCollectiveWorkload(const RunConfig& c, torch::Device device) {
+WorkloadOrError NewCollectiveWorkload(const RunConfig& c, torch::Device device,
+                                 const MeasureConfig& /*m*/) {
   return std::make_unique<CollectiveWorkload>(c, device);
 }
 

@@ -54,7 +54,8 @@ class CopyWorkload : public Workload {
 
 }  // namespace
 
-std::unique_ptr<Workload> NewCopyWorkload(const RunConfig& c, torch::Device device) {
+WorkloadOrError NewCopyWorkload(const RunConfig& c, torch::Device device,
+                                 const MeasureConfig& /*m*/) {
   return std::make_unique<CopyWorkload>(c, device);
 }
 

@@ -23,7 +23,8 @@ class EmptyWorkload : public Workload {
 
 }  // namespace
 
-std::unique_ptr<Workload> NewEmptyWorkload(const RunConfig& /*c*/, torch::Device device) {
+WorkloadOrError NewEmptyWorkload(const RunConfig& /*c*/, torch::Device device,
+                                 const MeasureConfig& /*m*/) {
   return std::make_unique<EmptyWorkload>(device);
 }
 

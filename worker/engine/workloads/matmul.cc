@@ -41,7 +41,8 @@ class MatmulWorkload : public Workload {
 
 }  // namespace
 
-std::unique_ptr<Workload> NewMatmulWorkload(const RunConfig& c, torch::Device device) {
+WorkloadOrError NewMatmulWorkload(const RunConfig& c, torch::Device device,
+                                 const MeasureConfig& /*m*/) {
   return std::make_unique<MatmulWorkload>(c, device);
 }
 

@@ -1,4 +1,4 @@
-"""The workloads' default parameters: common/workload_defaults.h's table
+"""The workloads' default parameters: the registry's entries (common/workloads/NAME.cc)
 (tests/worker/aot_test checks the two agree). Torch-free."""
 
 DEFAULTS = {

@@ -1,0 +1,80 @@
+#include "common/workload_registry.h"
+
+#include <utility>
+
+#include "common/workloads/builtin.h"
+
+namespace gpubench {
+
+const std::vector<const WorkloadInfo*>& Workloads() {
+  // One line per workload: its entry, common/workloads/NAME.cc.
+  static const auto* kAll = new std::vector<const WorkloadInfo*>{
+      new WorkloadInfo(workloads::Mlp()),         new WorkloadInfo(workloads::SimpleCnn()),
+      new WorkloadInfo(workloads::ResNet18()),    new WorkloadInfo(workloads::ResNet50()),
+      new WorkloadInfo(workloads::UNet()),        new WorkloadInfo(workloads::BiLstm()),
+      new WorkloadInfo(workloads::CnnLstm()),     new WorkloadInfo(workloads::Transformer()),
+      new WorkloadInfo(workloads::Matmul()),      new WorkloadInfo(workloads::Copy()),
+      new WorkloadInfo(workloads::Empty()),       new WorkloadInfo(workloads::TorchScript()),
+      new WorkloadInfo(workloads::Collective()),  new WorkloadInfo(workloads::Ddp()),
+  };
+  return *kAll;
+}
+
+const WorkloadInfo* FindWorkload(std::string_view name) {
+  for (const WorkloadInfo* w : Workloads()) {
+    if (w->name == name) return w;
+  }
+  return nullptr;
+}
+
+std::string WorkloadNames(bool (*pick)(const WorkloadInfo&)) {
+  std::string names;
+  for (const WorkloadInfo* w : Workloads()) {
+    if (!pick(*w)) continue;
+    if (!names.empty()) names += ", ";
+    names += w->name;
+  }
+  return names;
+}
+
+bool IsModelWorkload(std::string_view workload) {
+  const WorkloadInfo* w = FindWorkload(workload);
+  return w != nullptr && w->model;
+}
+
+bool IsDistributedWorkload(std::string_view workload) {
+  const WorkloadInfo* w = FindWorkload(workload);
+  return w != nullptr && w->distributed;
+}
+
+std::string_view ModelWorkload(std::string_view workload, std::string_view ddp_model) {
+  if (workload != "ddp") return workload;
+  return ddp_model.empty() ? std::string_view(kDefaultDdpModel) : ddp_model;
+}
+
+std::string DefaultText(const WorkloadInfo& w, std::string_view param) {
+  const WorkloadDefaults& d = w.defaults;
+  if (param == "model_size") return d.model_size;
+  if (param == "ddp_model") return kDefaultDdpModel;
+  if (param == "ddp_bucket_mb") return std::to_string(kDefaultDdpBucketMb);
+  if (param == "copy_direction") return d.copy_direction == 1 ? "host_to_device" : "";
+  if (param == "collective_op") return d.collective_op == 1 ? "all_reduce" : "";
+  const std::pair<std::string_view, int64_t> numbers[] = {
+      {"image_size", d.image_size},   {"num_classes", d.num_classes},
+      {"sequence_length", d.sequence_length}, {"num_layers", d.num_layers},
+      {"hidden_size", d.hidden_size}, {"num_heads", d.num_heads},
+      {"vocab_size", d.vocab_size},   {"matmul_m", d.matmul_size},
+      {"matmul_n", d.matmul_size},    {"matmul_k", d.matmul_size},
+      {"copy_bytes", d.copy_bytes},   {"collective_bytes", d.collective_bytes}};
+  for (const auto& [name, value] : numbers) {
+    if (param == name && value != 0) return std::to_string(value);
+  }
+  return "";
+}
+
+WorkloadDefaults DefaultsOf(std::string_view workload) {
+  const WorkloadInfo* w = FindWorkload(workload);
+  return w != nullptr ? w->defaults : WorkloadDefaults{};
+}
+
+}  // namespace gpubench

@@ -1,0 +1,108 @@
+// The built-in workloads, each declared once: its parameters' defaults,
+// the floors its model needs, which options apply (modes, execution,
+// ranks, input), and its one-line summary. The spec layer validates and
+// fills configs from it, the CLI lists it, the report asks it what a run
+// measures, and the engine reads the same defaults. Each workload's entry is
+// its own file, common/workloads/NAME.cc, listed once in
+// workload_registry.cc. Plain C++: no protobuf, no torch; thread-safe
+// (immutable after first use).
+#ifndef GPUBENCH_COMMON_WORKLOAD_REGISTRY_H_
+#define GPUBENCH_COMMON_WORKLOAD_REGISTRY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpubench {
+
+inline constexpr int kDefaultBatchSize = 32;
+inline constexpr double kDefaultSgdLearningRate = 1e-2;
+inline constexpr double kDefaultAdamWLearningRate = 1e-3;
+inline constexpr int kDefaultPrefetchDepth = 2;
+inline constexpr char kDefaultDdpModel[] = "resnet50";
+// ddp's gradient bucket cap in MiB, as DistributedDataParallel's
+// bucket_cap_mb.
+inline constexpr int kDefaultDdpBucketMb = 25;
+
+// A workload's parameters where a spec leaves them 0 or empty; 0 or ""
+// where the workload has no such parameter.
+struct WorkloadDefaults {
+  const char* model_size = "";
+  int image_size = 0;
+  int num_classes = 0;
+  int sequence_length = 0;
+  int num_layers = 0;
+  int hidden_size = 0;
+  int num_heads = 0;
+  int vocab_size = 0;
+  int64_t matmul_size = 0;     // M, N and K each
+  int64_t copy_bytes = 0;
+  int copy_direction = 0;      // gpubench.v1.CopyDirection's number
+  int64_t collective_bytes = 0;
+  int collective_op = 0;       // gpubench.v1.CollectiveOp's number
+};
+
+// What one sample of the workload's input is, for the size bounds.
+enum class SampleShape {
+  kNone,    // a kernel: no batch of samples (matmul, copy, collective, empty)
+  kImage,   // image_size² pixels
+  kFrames,  // sequence_length frames of image_size² pixels
+  kTokens,  // sequence_length tokens
+  kGiven,   // the user's own inputs (torchscript)
+};
+
+struct WorkloadInfo {
+  std::string name;
+  std::string summary;  // one line, for `gpubench workloads` and --help
+  // A built-in network: ddp can train it, aot compiles it, check_numerics
+  // checks it.
+  bool model = false;
+  // One worker per rank, world_size ranks (ddp, collective).
+  bool distributed = false;
+  // Runs batches of samples in a mode (train, infer); a kernel (matmul,
+  // copy, collective, empty) has neither.
+  bool batched = true;
+  bool trains = true;            // mode train applies
+  bool infers = true;            // mode infer applies
+  bool compiles = false;         // execution aot / aot_cuda_graph
+  bool graphs = true;            // execution cuda_graph
+  bool host_input = true;        // input_source host (the loader pipeline)
+  bool checks_numerics = false;  // check_numerics
+  bool on_mps = true;            // device mps
+  SampleShape sample = SampleShape::kNone;
+  int min_image_size = 0;        // the model's floor beyond the spec's (pools)
+  // The WorkloadParams fields it reads, in the order `workloads` lists them.
+  std::vector<std::string> params;
+  WorkloadDefaults defaults;
+};
+
+// Every built-in workload, in the order the CLI lists them.
+const std::vector<const WorkloadInfo*>& Workloads();
+
+// The workload named name, or nullptr.
+const WorkloadInfo* FindWorkload(std::string_view name);
+
+// The names of the workloads for which pick(info) holds, joined with ", ".
+std::string WorkloadNames(bool (*pick)(const WorkloadInfo&));
+
+// The built-in models: what the engine builds, ddp trains and aot compiles.
+bool IsModelWorkload(std::string_view workload);
+
+// ddp and collective: one worker per rank, world_size ranks.
+bool IsDistributedWorkload(std::string_view workload);
+
+// The workload whose model (and defaults) a run uses: ddp trains ddp_model
+// (default resnet50); any other workload is its own.
+std::string_view ModelWorkload(std::string_view workload, std::string_view ddp_model);
+
+// The default of one of w.params as text ("224", "small"), "" where it has
+// none (a path, an option off).
+std::string DefaultText(const WorkloadInfo& w, std::string_view param);
+
+// The defaults of workload; all zero for an unknown name.
+WorkloadDefaults DefaultsOf(std::string_view workload);
+
+}  // namespace gpubench
+
+#endif  // GPUBENCH_COMMON_WORKLOAD_REGISTRY_H_

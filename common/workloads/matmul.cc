@@ -1,0 +1,16 @@
+// matmul: one GEMM, C = A·B, the roofline's compute peak.
+#include "common/workloads/builtin.h"
+
+namespace gpubench::workloads {
+
+WorkloadInfo Matmul() {
+  WorkloadInfo w;
+  w.name = "matmul";
+  w.batched = false;
+  w.summary = "one matrix product M×K by K×N in the run's precision: achieved TFLOP/s";
+  w.params = {"matmul_m", "matmul_n", "matmul_k"};
+  w.defaults.matmul_size = 4096;
+  return w;
+}
+
+}  // namespace gpubench::workloads
