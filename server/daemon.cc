@@ -17,8 +17,8 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "server/host_probe.h"
-#include "worker/confine.h"
-#include "worker/process.h"
+#include "launcher/confine.h"
+#include "launcher/process.h"
 
 namespace gpubench::server {
 namespace {

@@ -26,7 +26,7 @@
 #include "server/job_clock.h"
 #include "server/job_queue.h"
 #include "storage/store.h"
-#include "worker/process.h"
+#include "launcher/process.h"
 
 namespace gpubench::server {
 

@@ -17,7 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "server/job_manager.h"
-#include "worker/process.h"
+#include "launcher/process.h"
 
 namespace gpubench::server {
 

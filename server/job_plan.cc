@@ -20,7 +20,7 @@
 #include "common/sha256.h"
 #include "server/rank_group.h"
 #include "server/job_manager_internal.h"
-#include "worker/process.h"
+#include "launcher/process.h"
 
 namespace gpubench::server {
 

@@ -20,7 +20,7 @@
 #include "common/sha256.h"
 #include "server/rank_group.h"
 #include "server/job_manager_internal.h"
-#include "worker/process.h"
+#include "launcher/process.h"
 
 namespace gpubench::server {
 
@@ -541,7 +541,7 @@ void JobManager::Watchdog(std::shared_ptr<Running> running) {
           : options_.max_job_seconds;
   const absl::Time deadline = clock->Now() + absl::Seconds(limit_s);
   // The memory limit is a poll of the worker's RSS: an rlimit would break
-  // CUDA (worker/process.h). The scratch folder's is a poll too.
+  // CUDA (launcher/process.h). The scratch folder's is a poll too.
   const bool watch = options_.worker_max_rss_bytes > 0 || options_.worker_max_scratch_bytes > 0;
   absl::MutexLock lock(&running->mu);
   bool stop = false;

@@ -25,8 +25,8 @@
 #include "server/confinement_check.h"
 #include "server/daemon.h"
 #include "server/host_probe.h"
-#include "worker/confine.h"
-#include "worker/process.h"
+#include "launcher/confine.h"
+#include "launcher/process.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "gpubench/v1/job.pb.h"
-#include "worker/telemetry.h"
+#include "launcher/telemetry.h"
 
 namespace gpubench::storage {
 class Store;

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpubench/v1/worker.pb.h"
-#include "worker/process.h"
+#include "launcher/process.h"
 
 namespace gpubench::server {
 

@@ -28,7 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "common/paths.h"
 #include "common/sha256.h"
-#include "worker/ipc.h"
+#include "launcher/ipc.h"
 #include "worker/run_as.h"
 
 #ifndef GPUBENCH_PYTHON_SOURCE_DIR

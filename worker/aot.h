@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpubench/v1/worker.pb.h"
-#include "worker/confine.h"
+#include "launcher/confine.h"
 #include "worker/engine/config.h"
 
 namespace gpubench::worker {

@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/paths.h"
-#include "worker/ipc.h"
+#include "launcher/ipc.h"
 
 namespace gpubench::worker {
 namespace {

@@ -20,11 +20,11 @@
 #include "common/version.h"
 #include "google/protobuf/util/time_util.h"
 #include "worker/aot.h"
-#include "worker/confine.h"
+#include "launcher/confine.h"
 #include "worker/confinement_probes.h"
 #include "worker/convert.h"
 #include "worker/engine/engine.h"
-#include "worker/ipc.h"
+#include "launcher/ipc.h"
 #include "worker/run_as.h"
 
 namespace gpubench::worker {

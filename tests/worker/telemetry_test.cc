@@ -1,6 +1,6 @@
 // Telemetry without a GPU: the NVML loader's clean failure, host sampling,
 // and the summary and throttle rules on recorded samples.
-#include "worker/telemetry.h"
+#include "launcher/telemetry.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "common/spec.h"
-#include "worker/process.h"
+#include "launcher/process.h"
 
 namespace gpubench::worker {
 namespace {

@@ -14,7 +14,7 @@
 #include "common/stats.h"
 #include "worker/engine/config.h"
 #include "worker/profile_table.h"
-#include "worker/telemetry.h"
+#include "launcher/telemetry.h"
 #include "worker/measure.h"
 
 namespace gpubench::engine {

@@ -5,8 +5,8 @@
 // no_new_privs, and a seccomp filter that refuses execve, new processes and
 // (but for distributed ranks) network sockets. Torch-free and proto-free;
 // thread-compatible.
-#ifndef GPUBENCH_WORKER_CONFINE_H_
-#define GPUBENCH_WORKER_CONFINE_H_
+#ifndef GPUBENCH_LAUNCHER_CONFINE_H_
+#define GPUBENCH_LAUNCHER_CONFINE_H_
 
 #include <string>
 #include <vector>
@@ -68,4 +68,4 @@ absl::Status Confine(const ConfinementPolicy& policy);
 
 }  // namespace gpubench::worker
 
-#endif  // GPUBENCH_WORKER_CONFINE_H_
+#endif  // GPUBENCH_LAUNCHER_CONFINE_H_

@@ -1,4 +1,4 @@
-#include "worker/ipc.h"
+#include "launcher/ipc.h"
 
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/util/delimited_message_util.h"

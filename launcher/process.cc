@@ -1,4 +1,4 @@
-#include "worker/process.h"
+#include "launcher/process.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -22,7 +22,7 @@
 #include "common/paths.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/delimited_message_util.h"
-#include "worker/telemetry.h"
+#include "launcher/telemetry.h"
 
 namespace gpubench::worker {
 namespace {

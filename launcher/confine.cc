@@ -1,4 +1,4 @@
-#include "worker/confine.h"
+#include "launcher/confine.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 // Starts gpubench-worker as a child process and talks to it over pipes, and
 // the Worker / WorkerLauncher interfaces the daemon's job runner drives.
 // Torch-free.
-#ifndef GPUBENCH_WORKER_PROCESS_H_
-#define GPUBENCH_WORKER_PROCESS_H_
+#ifndef GPUBENCH_LAUNCHER_PROCESS_H_
+#define GPUBENCH_LAUNCHER_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpubench/v1/worker.pb.h"
-#include "worker/ipc.h"
+#include "launcher/ipc.h"
 
 namespace gpubench::worker {
 
@@ -39,7 +39,7 @@ struct WorkerLimits {
   // Each worker gets a private scratch folder (0700) under scratch_root
   // (empty: TempDir()), its TMPDIR and caches, removed once it is gone.
   std::string scratch_root;
-  // The worker confines itself (worker/confine.h) and fails rather than run
+  // The worker confines itself (launcher/confine.h) and fails rather than run
   // unconfined. Off only where the host cannot and the operator allowed it.
   bool confine = true;
   std::vector<std::string> protected_paths;  // data directory, token file, TLS key
@@ -157,4 +157,4 @@ std::string DefaultWorkerPath();
 
 }  // namespace gpubench::worker
 
-#endif  // GPUBENCH_WORKER_PROCESS_H_
+#endif  // GPUBENCH_LAUNCHER_PROCESS_H_

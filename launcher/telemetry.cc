@@ -1,4 +1,4 @@
-#include "worker/telemetry.h"
+#include "launcher/telemetry.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

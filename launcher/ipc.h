@@ -1,7 +1,7 @@
 // Length-delimited protobuf messages over file descriptors: the pipe
 // protocol between a parent (daemon or CLI) and gpubench-worker.
-#ifndef GPUBENCH_WORKER_IPC_H_
-#define GPUBENCH_WORKER_IPC_H_
+#ifndef GPUBENCH_LAUNCHER_IPC_H_
+#define GPUBENCH_LAUNCHER_IPC_H_
 
 #include <memory>
 
@@ -38,4 +38,4 @@ class MessageReader {
 
 }  // namespace gpubench::ipc
 
-#endif  // GPUBENCH_WORKER_IPC_H_
+#endif  // GPUBENCH_LAUNCHER_IPC_H_

@@ -2,8 +2,8 @@
 // NVIDIA GPUs (libnvidia-ml.so.1 loaded at run time, so the binaries start
 // on hosts without a driver), /proc for CPU and MPS runs. Torch-free and
 // proto-free; convert.cc maps it to gpubench.v1.
-#ifndef GPUBENCH_WORKER_TELEMETRY_H_
-#define GPUBENCH_WORKER_TELEMETRY_H_
+#ifndef GPUBENCH_LAUNCHER_TELEMETRY_H_
+#define GPUBENCH_LAUNCHER_TELEMETRY_H_
 
 #include <sys/types.h>
 
@@ -108,7 +108,7 @@ std::unique_ptr<Source> OpenNvml(const std::string& device_id, int index, std::s
 // This process's CPU utilisation and RSS from /proc/self.
 std::unique_ptr<Source> OpenHost();
 
-// Set ("1") by the launcher (worker/process.h) in a worker's environment:
+// Set ("1") by the launcher (launcher/process.h) in a worker's environment:
 // the worker's process group holds its job's processes and nothing else.
 inline constexpr char kJobProcessGroupEnv[] = "GPUBENCH_JOB_PROCESS_GROUP";
 
@@ -172,4 +172,4 @@ class Sampler {
 
 }  // namespace gpubench::telemetry
 
-#endif  // GPUBENCH_WORKER_TELEMETRY_H_
+#endif  // GPUBENCH_LAUNCHER_TELEMETRY_H_
