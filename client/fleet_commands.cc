@@ -28,7 +28,6 @@ using google::protobuf::util::TimeUtil;
 
 constexpr int kHistoryRuns = 7;
 
-std::string GiB(int64_t bytes) { return absl::StrFormat("%.1f GiB", bytes / double(1 << 30)); }
 
 struct Side {
   std::string name;  // host, job or run it came from
@@ -331,91 +330,6 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
 }
 
 }  // namespace
-
-int HostsCommand(const Args& a, std::ostream& out, std::ostream& err) {
-  auto daemons = ConnectAll(a, /*all_fleet=*/true);
-  if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
-  std::vector<v1::HostInfo> infos(daemons->size());
-  std::vector<absl::Status> status(daemons->size());
-  ForEachDaemon(*daemons, [&](size_t i) {
-    auto resp = (*daemons)[i].Call(&v1::BenchService::Stub::GetHostInfo,
-                                   v1::GetHostInfoRequest(), /*deadline_s=*/10);
-    status[i] = resp.status();
-    if (resp.ok()) infos[i] = resp->host();
-  });
-  int code = kExitOk;
-  for (size_t i = 0; i < daemons->size(); ++i) {
-    if (!status[i].ok()) code = std::max(code, CallFailed((*daemons)[i].host, status[i], err));
-  }
-  // A daemon that refused the caller answered: it is reachable, and why it
-  // refused is what the user needs (a token, a role).
-  auto refused = [&](size_t i) {
-    return absl::IsUnauthenticated(status[i]) || absl::IsPermissionDenied(status[i]);
-  };
-  if (a.format == Format::kJson) {
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < infos.size(); ++i) {
-      parts.push_back(absl::StrCat(
-          "{\"name\": ", JsonString((*daemons)[i].host.name), ", \"reachable\": ",
-          status[i].ok() || refused(i) ? "true" : "false",
-          status[i].ok() ? absl::StrCat(", \"host\": ", MessageToJson(infos[i], false)) : "",
-          refused(i) ? absl::StrCat(", \"refused\": ", JsonString(std::string(status[i].message())))
-                     : "",
-          "}"));
-    }
-    out << "[" << absl::StrJoin(parts, ",\n ") << "]\n";
-    return code;
-  }
-  // Side by side: one column per host.
-  Table t;
-  t.header = {"host"};
-  for (const Daemon& d : *daemons) t.header.push_back(d.host.name);
-  auto row = [&](const std::string& name, const std::function<std::string(const v1::HostInfo&)>& f) {
-    std::vector<std::string> r = {name};
-    for (size_t i = 0; i < infos.size(); ++i) {
-      if (status[i].ok()) {
-        r.push_back(f(infos[i]));
-      } else if (name != "hostname") {
-        r.push_back("-");
-      } else if (refused(i)) {
-        r.push_back(absl::StrCat("refused: ", status[i].message()));
-      } else {
-        r.push_back("unreachable");
-      }
-    }
-    t.rows.push_back(std::move(r));
-  };
-  row("hostname", [](const v1::HostInfo& h) { return h.hostname(); });
-  row("gpus", [](const v1::HostInfo& h) {
-    if (h.gpus().empty()) return std::string(h.mps_available() ? "Apple MPS" : "none");
-    std::map<std::string, int> count;
-    for (const auto& g : h.gpus()) ++count[absl::StrCat(g.name(), " ", GiB(g.memory_bytes()))];
-    std::vector<std::string> parts;
-    for (const auto& [name, n] : count) parts.push_back(absl::StrCat(n, "x ", name));
-    return absl::StrJoin(parts, ", ");
-  });
-  row("compute capability", [](const v1::HostInfo& h) {
-    return h.gpus().empty() ? std::string("-") : h.gpus(0).compute_capability();
-  });
-  row("driver", [](const v1::HostInfo& h) { return h.driver_version().empty() ? "-" : h.driver_version(); });
-  row("cuda", [](const v1::HostInfo& h) { return h.cuda_version().empty() ? "-" : h.cuda_version(); });
-  row("cudnn", [](const v1::HostInfo& h) { return h.cudnn_version().empty() ? "-" : h.cudnn_version(); });
-  row("torch", [](const v1::HostInfo& h) { return h.torch_version(); });
-  row("cpu", [](const v1::HostInfo& h) {
-    return absl::StrCat(h.cpu_model(), " (", h.cpu_cores(), " cores)");
-  });
-  row("memory", [](const v1::HostInfo& h) { return GiB(h.memory_bytes()); });
-  row("os", [](const v1::HostInfo& h) { return absl::StrCat(h.os(), " ", h.kernel()); });
-  row("gpubench", [](const v1::HostInfo& h) { return h.gpubench_version(); });
-  row("worker confinement", [](const v1::HostInfo& h) {
-    if (h.worker_confinement().empty()) return std::string("-");  // a daemon before it
-    return h.unconfined_user_models_allowed()
-               ? absl::StrCat(h.worker_confinement(), "; user models allowed unconfined")
-               : h.worker_confinement();
-  });
-  PrintTable(t, a.format, out);
-  return code;
-}
 
 // compare A B --repeat N: A and B are jobs (their specs) or spec files,
 // measured N times each on one host, alternating A B A B, so that whatever

@@ -108,88 +108,92 @@ absl::StatusOr<Format> ParseFormat(const std::string& name) {
       "--output: \"", name, "\" is not one of table, json, csv, markdown, gbench"));
 }
 
-void PrintTable(const Table& raw, Format format, std::ostream& out) {
-  // JSON escapes on its own; the other formats print cells as they are.
-  Table printable;
-  if (format != Format::kJson) {
-    printable.header = raw.header;
-    for (const auto& row : raw.rows) {
-      std::vector<std::string>& cells = printable.rows.emplace_back();
-      for (const std::string& c : row) cells.push_back(Printable(c));
+namespace {
+
+const std::string& CellOf(const std::vector<std::string>& row, size_t i) {
+  static const std::string kEmpty;
+  return i < row.size() ? row[i] : kEmpty;
+}
+
+// CSV and Markdown: a line per row, each cell escaped, between open and
+// close and joined by separator; Markdown's rule under the header.
+void PrintDelimited(const Table& table, std::string (*escape)(const std::string&),
+                    const char* open, const char* separator, const char* close, bool rule,
+                    std::ostream& out) {
+  const size_t columns = table.header.size();
+  auto line = [&](const std::vector<std::string>& row) {
+    std::vector<std::string> cells;
+    for (size_t i = 0; i < columns; ++i) cells.push_back(escape(CellOf(row, i)));
+    out << open << absl::StrJoin(cells, separator) << close << "\n";
+  };
+  line(table.header);
+  if (rule) {
+    out << "|";
+    for (size_t i = 0; i < columns; ++i) out << " --- |";
+    out << "\n";
+  }
+  for (const auto& row : table.rows) line(row);
+}
+
+void PrintJson(const Table& table, std::ostream& out) {
+  out << "[";
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    out << (r ? ",\n " : "\n ") << "{";
+    for (size_t i = 0; i < table.header.size(); ++i) {
+      out << (i ? ", " : "") << JsonString(table.header[i]) << ": "
+          << JsonString(CellOf(table.rows[r], i));
+    }
+    out << "}";
+  }
+  out << "\n]\n";
+}
+
+// Columns padded to their widest cell; numeric ones right-aligned.
+void PrintAligned(const Table& table, std::ostream& out) {
+  const size_t columns = table.header.size();
+  std::vector<size_t> width(columns, 0);
+  std::vector<bool> numeric(columns, true);
+  for (size_t i = 0; i < columns; ++i) width[i] = table.header[i].size();
+  for (const auto& row : table.rows) {
+    for (size_t i = 0; i < columns; ++i) {
+      const std::string& c = CellOf(row, i);
+      width[i] = std::max(width[i], c.size());
+      if (!c.empty() && c != "-" && !LooksNumeric(c)) numeric[i] = false;
     }
   }
-  const Table& table = format == Format::kJson ? raw : printable;
-  const size_t columns = table.header.size();
-  auto cell = [&](const std::vector<std::string>& row, size_t i) -> const std::string& {
-    static const std::string kEmpty;
-    return i < row.size() ? row[i] : kEmpty;
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string text;
+    for (size_t i = 0; i < columns; ++i) {
+      const std::string& c = CellOf(row, i);
+      const std::string pad(width[i] - std::min(width[i], c.size()), ' ');
+      const bool last = i + 1 == columns;
+      text += numeric[i] ? pad + c : (last ? c : c + pad);
+      if (!last) text += "  ";
+    }
+    out << text << "\n";
   };
+  line(table.header);
+  for (const auto& row : table.rows) line(row);
+}
+
+}  // namespace
+
+void PrintTable(const Table& raw, Format format, std::ostream& out) {
+  // JSON escapes on its own; the other formats print cells as they are.
+  if (format == Format::kJson) return PrintJson(raw, out);
+  Table table;
+  table.header = raw.header;
+  for (const auto& row : raw.rows) {
+    std::vector<std::string>& cells = table.rows.emplace_back();
+    for (const std::string& c : row) cells.push_back(Printable(c));
+  }
   switch (format) {
-    case Format::kCsv: {
-      std::vector<std::string> cells;
-      for (const auto& h : table.header) cells.push_back(CsvCell(h));
-      out << absl::StrJoin(cells, ",") << "\n";
-      for (const auto& row : table.rows) {
-        cells.clear();
-        for (size_t i = 0; i < columns; ++i) cells.push_back(CsvCell(cell(row, i)));
-        out << absl::StrJoin(cells, ",") << "\n";
-      }
-      return;
-    }
-    case Format::kJson: {
-      out << "[";
-      for (size_t r = 0; r < table.rows.size(); ++r) {
-        out << (r ? ",\n " : "\n ") << "{";
-        for (size_t i = 0; i < columns; ++i) {
-          out << (i ? ", " : "") << JsonString(table.header[i]) << ": "
-              << JsonString(cell(table.rows[r], i));
-        }
-        out << "}";
-      }
-      out << "\n]\n";
-      return;
-    }
-    case Format::kMarkdown: {
-      std::vector<std::string> cells;
-      for (const auto& h : table.header) cells.push_back(MarkdownCell(h));
-      out << "| " << absl::StrJoin(cells, " | ") << " |\n|";
-      for (size_t i = 0; i < columns; ++i) out << " --- |";
-      out << "\n";
-      for (const auto& row : table.rows) {
-        cells.clear();
-        for (size_t i = 0; i < columns; ++i) cells.push_back(MarkdownCell(cell(row, i)));
-        out << "| " << absl::StrJoin(cells, " | ") << " |\n";
-      }
-      return;
-    }
-    case Format::kGbench:  // not a table: the commands that take it print runs
-    case Format::kTable: {
-      std::vector<size_t> width(columns, 0);
-      std::vector<bool> numeric(columns, true);
-      for (size_t i = 0; i < columns; ++i) width[i] = table.header[i].size();
-      for (const auto& row : table.rows) {
-        for (size_t i = 0; i < columns; ++i) {
-          width[i] = std::max(width[i], cell(row, i).size());
-          if (!cell(row, i).empty() && cell(row, i) != "-" && !LooksNumeric(cell(row, i))) {
-            numeric[i] = false;
-          }
-        }
-      }
-      auto line = [&](const std::vector<std::string>& row) {
-        std::string text;
-        for (size_t i = 0; i < columns; ++i) {
-          const std::string& c = cell(row, i);
-          const std::string pad(width[i] - std::min(width[i], c.size()), ' ');
-          const bool last = i + 1 == columns;
-          text += numeric[i] ? pad + c : (last ? c : c + pad);
-          if (!last) text += "  ";
-        }
-        out << text << "\n";
-      };
-      line(table.header);
-      for (const auto& row : table.rows) line(row);
-      return;
-    }
+    case Format::kCsv:
+      return PrintDelimited(table, CsvCell, "", ",", "", /*rule=*/false, out);
+    case Format::kMarkdown:
+      return PrintDelimited(table, MarkdownCell, "| ", " | ", " |", /*rule=*/true, out);
+    default:  // kTable; kGbench is not a table: the commands that take it print runs
+      return PrintAligned(table, out);
   }
 }
 

@@ -22,6 +22,14 @@ inline absl::Status Invalid(const std::string& path, const std::string& what) {
 // (spec_strings.cc). path is the message's own path.
 absl::Status CheckStringsOf(const std::string& path, const google::protobuf::Message& message);
 
+// The checks of one point, defaults filled in (spec_point.cc), path its
+// name in messages ("spec.sweep (run 3)"): the input's size against its
+// bounds and the model's floor; whether its mode, execution, input and
+// device apply to the workload; what a point of several ranks needs.
+absl::Status CheckSize(const std::string& path, const v1::RunConfig& c);
+absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c);
+absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c);
+
 // The checks of the n-th point of spec's sweep, base and axes combined,
 // which fill in its defaults on the way (spec_validate.cc).
 absl::Status ValidatePoint(const v1::JobSpec& spec, int n, v1::RunConfig* config);

@@ -176,6 +176,68 @@ class RulesetBuilder {
   absl::Status status_;
 };
 
+using Filter = std::vector<sock_filter>;
+
+sock_filter Ret(uint32_t value) { return sock_filter BPF_STMT(BPF_RET | BPF_K, value); }
+
+sock_filter LoadNr() {
+  return sock_filter BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+}
+
+// "Syscall nr fails with errno": if equal, fall through to the return.
+void Refuse(Filter* filter, uint32_t nr, int error) {
+  filter->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
+  filter->push_back(Ret(SECCOMP_RET_ERRNO | static_cast<uint32_t>(error)));
+}
+
+// A UNIX socket reaches no one: connect answers ENOENT (what CUDA's start-up
+// sees where no MPS control daemon runs), and nothing is sent to an address
+// (sendto with one, sendmsg, sendmmsg). Landlock does not check a path
+// socket's connect, and a root worker could otherwise talk to any socket
+// root may write: its own daemon's, a container runtime's. socket() of any
+// family but AF_UNIX fails (CUDA asks for the MPS control socket).
+void AddSocketRules(Filter* filter) {
+  Refuse(filter, __NR_connect, ENOENT);
+  Refuse(filter, __NR_sendmsg, EACCES);
+  Refuse(filter, __NR_sendmmsg, EACCES);
+  // sendto(fd, buf, len, flags, dest_addr, addrlen): only without dest_addr.
+  filter->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, 6));
+  filter->push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[4])));
+  filter->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
+  filter->push_back(
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[4]) + 4));
+  filter->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
+  filter->push_back(Ret(SECCOMP_RET_ALLOW));
+  filter->push_back(Ret(SECCOMP_RET_ERRNO | EACCES));
+  filter->push_back(LoadNr());
+  // socket(family, ...)
+  filter->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 4));
+  filter->push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
+  filter->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
+  filter->push_back(Ret(SECCOMP_RET_ALLOW));
+  filter->push_back(Ret(SECCOMP_RET_ERRNO | EACCES));
+  filter->push_back(LoadNr());
+}
+
+// No new process: clone3, fork and vfork fail, and clone unless it makes a
+// thread (CLONE_THREAD in the low word). Must come last: it leaves the
+// argument loaded.
+void AddProcessRules(Filter* filter) {
+#ifdef __NR_clone3
+  Refuse(filter, __NR_clone3, ENOSYS);  // its flags are in memory, out of a filter's reach
+#else
+  Refuse(filter, 435, ENOSYS);  // clone3, the same number on every architecture
+#endif
+#if defined(__x86_64__)
+  Refuse(filter, __NR_fork, EPERM);
+  Refuse(filter, __NR_vfork, EPERM);
+#endif
+  filter->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3));
+  filter->push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
+  filter->push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0));
+  filter->push_back(Ret(SECCOMP_RET_ERRNO | EPERM));
+}
+
 // The seccomp filter for what policy forbids: execve and execveat, new
 // processes, sockets. Every syscall of another ABI fails, which this
 // process never makes: no way around the filter through the 32-bit entry
@@ -188,80 +250,31 @@ absl::Status InstallSeccomp(const ConfinementPolicy& policy) {
 #else
   return absl::FailedPreconditionError("seccomp: no filter for this architecture");
 #endif
-  auto ret = [](uint32_t value) { return sock_filter BPF_STMT(BPF_RET | BPF_K, value); };
-  const sock_filter allow = ret(SECCOMP_RET_ALLOW);
-  std::vector<sock_filter> filter = {
+  Filter filter = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
-      ret(SECCOMP_RET_ERRNO | ENOSYS),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-  };
-  // "Syscall nr fails with errno": if equal, fall through to the return.
-  auto refuse = [&](uint32_t nr, int error) {
-    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
-    filter.push_back(ret(SECCOMP_RET_ERRNO | static_cast<uint32_t>(error)));
+      Ret(SECCOMP_RET_ERRNO | ENOSYS),
+      LoadNr(),
   };
 #if defined(__x86_64__)
   // x32's numbers have bit 30 set.
   filter.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
-  filter.push_back(ret(SECCOMP_RET_ERRNO | EPERM));
+  filter.push_back(Ret(SECCOMP_RET_ERRNO | EPERM));
 #endif
   if (policy.forbid_exec) {
-    refuse(__NR_execve, EPERM);
-    refuse(__NR_execveat, EPERM);
+    Refuse(&filter, __NR_execve, EPERM);
+    Refuse(&filter, __NR_execveat, EPERM);
   }
   // io_uring runs its operations (a socket, a connect, an open) without the
   // system calls the rest of this filter sees: an outside probe made a TCP
   // connection through it past the socket rule. Nothing of the worker's
   // uses it.
-  refuse(__NR_io_uring_setup, ENOSYS);
-  refuse(__NR_io_uring_enter, ENOSYS);
-  refuse(__NR_io_uring_register, ENOSYS);
-  if (policy.forbid_sockets) {
-    // A UNIX socket reaches no one: connect answers ENOENT (what CUDA's
-    // start-up sees where no MPS control daemon runs), and nothing is sent
-    // to an address (sendto with one, sendmsg, sendmmsg). Landlock does not
-    // check a path socket's connect, and a root worker could otherwise talk
-    // to any socket root may write: its own daemon's, a container runtime's.
-    refuse(__NR_connect, ENOENT);
-    refuse(__NR_sendmsg, EACCES);
-    refuse(__NR_sendmmsg, EACCES);
-    // sendto(fd, buf, len, flags, dest_addr, addrlen): only without dest_addr.
-    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, 6));
-    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[4])));
-    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
-    filter.push_back(
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[4]) + 4));
-    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
-    filter.push_back(allow);
-    filter.push_back(ret(SECCOMP_RET_ERRNO | EACCES));
-    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-    // socket(family, ...): AF_UNIX passes (CUDA asks for the MPS control
-    // socket at start-up), every other family fails.
-    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 4));
-    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
-    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
-    filter.push_back(allow);
-    filter.push_back(ret(SECCOMP_RET_ERRNO | EACCES));
-    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-  }
-  if (policy.forbid_processes) {
-#ifdef __NR_clone3
-    refuse(__NR_clone3, ENOSYS);  // its flags are in memory, out of a filter's reach
-#else
-    refuse(435, ENOSYS);  // clone3, the same number on every architecture
-#endif
-#if defined(__x86_64__)
-    refuse(__NR_fork, EPERM);
-    refuse(__NR_vfork, EPERM);
-#endif
-    // clone(flags, ...): a thread (CLONE_THREAD in the low word) passes.
-    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3));
-    filter.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
-    filter.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0));
-    filter.push_back(ret(SECCOMP_RET_ERRNO | EPERM));
-  }
-  filter.push_back(allow);
+  Refuse(&filter, __NR_io_uring_setup, ENOSYS);
+  Refuse(&filter, __NR_io_uring_enter, ENOSYS);
+  Refuse(&filter, __NR_io_uring_register, ENOSYS);
+  if (policy.forbid_sockets) AddSocketRules(&filter);
+  if (policy.forbid_processes) AddProcessRules(&filter);
+  filter.push_back(Ret(SECCOMP_RET_ALLOW));
   struct sock_fprog program = {static_cast<unsigned short>(filter.size()), filter.data()};
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
     return absl::FailedPreconditionError(

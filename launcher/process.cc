@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/environment.h"
 #include "common/paths.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/delimited_message_util.h"
@@ -91,16 +92,11 @@ absl::Status WorkerUserReaches(const v1::RunAs& run_as, const std::string& dir) 
 
 std::string DefaultWorkerPath() { return InstalledBinary("gpubench-worker", "GPUBENCH_WORKER"); }
 
-absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
-    const std::string& worker_path, const v1::WorkerRequest& request,
-    const WorkerLimits& limits) {
-  if (access(worker_path.c_str(), X_OK) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("worker binary ", worker_path, " is not executable"));
-  }
-  // The scratch folder, the request that names it and the environment
-  // that points every cache at it, all built before the fork: between fork
-  // and exec the child only calls async-signal-safe functions.
+namespace {
+
+// The worker's scratch folder (its TMPDIR, the one place it writes), owned
+// by the user it runs as.
+absl::StatusOr<std::string> MakeScratch(const WorkerLimits& limits) {
   std::string scratch = (limits.scratch_root.empty() ? TempDir() : limits.scratch_root) +
                         "/worker-XXXXXX";
   if (mkdtemp(scratch.data()) == nullptr) return Errno(("mkdtemp " + scratch).c_str());
@@ -109,6 +105,12 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     RemoveTree(scratch);
     return failed;
   }
+  return scratch;
+}
+
+// request with the confinement the worker applies to itself.
+v1::WorkerRequest Confined(const v1::WorkerRequest& request, const WorkerLimits& limits,
+                           const std::string& scratch) {
   v1::WorkerRequest confined = request;
   v1::WorkerConfinement* confinement = confined.mutable_confinement();
   confinement->set_enabled(limits.confine || confinement->probes_size() > 0);
@@ -116,7 +118,73 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   for (const std::string& p : limits.protected_paths) confinement->add_protected_paths(p);
   for (const std::string& p : limits.read_paths) confinement->add_read_paths(p);
   if (limits.run_as) *confinement->mutable_run_as() = *limits.run_as;
-  const std::map<std::string, std::string> set = {
+  return confined;
+}
+
+// In the forked child, async-signal-safe calls only: the job's process
+// group, the limits, the pipes as stdin, stdout and stderr, no other
+// descriptor, then the worker. Never returns.
+[[noreturn]] void ExecWorker(const std::string& worker_path, char* const* envp, const int in[2],
+                             const int out[2], const int err[2], pid_t group,
+                             const WorkerLimits& limits) {
+  // The worker dies with the thread that started it (a daemon killed with
+  // SIGKILL must not leave a worker holding the GPU).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The job's group, so that its telemetry tells the job's processes from
+  // the others; a new one where that group is gone (EPERM). The parent
+  // does the same, as a shell does, so that the group is set whichever
+  // runs first.
+  if (group <= 0 || setpgid(0, group) != 0) setpgid(0, 0);
+  if (limits.max_open_files > 0) {
+    const struct rlimit files = {static_cast<rlim_t>(limits.max_open_files),
+                                 static_cast<rlim_t>(limits.max_open_files)};
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  if (!limits.core_dumps) {
+    const struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+  }
+  dup2(in[0], STDIN_FILENO);
+  dup2(out[1], STDOUT_FILENO);
+  dup2(err[1], STDERR_FILENO);
+  // Landlock checks opens, not descriptors already open: the worker
+  // inherits none of the daemon's (an upload being written, the store).
+  closefrom(3);
+  char* const argv[] = {const_cast<char*>(worker_path.c_str()), nullptr};
+  execve(worker_path.c_str(), argv, envp);
+  _exit(127);
+}
+
+// The request, length-delimited, written fully (it is small next to a pipe
+// buffer anyway); a worker that died meanwhile is reported by Next and Wait.
+void WriteRequest(int fd, const v1::WorkerRequest& request) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream sink(&bytes);
+  google::protobuf::util::SerializeDelimitedToZeroCopyStream(request, &sink);
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += n;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
+    const std::string& worker_path, const v1::WorkerRequest& request,
+    const WorkerLimits& limits) {
+  if (access(worker_path.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker binary ", worker_path, " is not executable"));
+  }
+  // The scratch folder, the request that names it and the environment
+  // that points every cache at it, all built before the fork.
+  absl::StatusOr<std::string> made = MakeScratch(limits);
+  if (!made.ok()) return made.status();
+  const std::string scratch = *made;
+  std::vector<std::string> env = EnvironmentWith({
       {"TMPDIR", scratch},
       {"TMP", scratch},
       {"TEMP", scratch},
@@ -124,16 +192,8 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
       {"CUDA_CACHE_PATH", scratch + "/cuda"},
       {"TRITON_HOME", scratch},
       {telemetry::kJobProcessGroupEnv, "1"},
-  };
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (set.count(entry.substr(0, entry.find('='))) == 0) env.push_back(entry);
-  }
-  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
-  std::vector<char*> envp;
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  });
+  const std::vector<char*> envp = EnvironmentPointers(env);
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     const absl::Status failed = Errno("pipe");
@@ -147,34 +207,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     RemoveTree(scratch);
     return failed;
   }
-  if (pid == 0) {
-    // The worker dies with the thread that started it (a daemon killed with
-    // SIGKILL must not leave a worker holding the GPU).
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // The job's group, so that its telemetry tells the job's processes from
-    // the others; a new one where that group is gone (EPERM). The parent
-    // does the same, as a shell does, so that the group is set whichever
-    // runs first.
-    if (group <= 0 || setpgid(0, group) != 0) setpgid(0, 0);
-    if (limits.max_open_files > 0) {
-      const struct rlimit files = {static_cast<rlim_t>(limits.max_open_files),
-                                   static_cast<rlim_t>(limits.max_open_files)};
-      setrlimit(RLIMIT_NOFILE, &files);
-    }
-    if (!limits.core_dumps) {
-      const struct rlimit none = {0, 0};
-      setrlimit(RLIMIT_CORE, &none);
-    }
-    dup2(in[0], STDIN_FILENO);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    // Landlock checks opens, not descriptors already open: the worker
-    // inherits none of the daemon's (an upload being written, the store).
-    closefrom(3);
-    char* const argv[] = {const_cast<char*>(worker_path.c_str()), nullptr};
-    execve(worker_path.c_str(), argv, envp.data());
-    _exit(127);
-  }
+  if (pid == 0) ExecWorker(worker_path, envp.data(), in, out, err, group, limits);
   close(in[0]);
   close(out[1]);
   close(err[1]);
@@ -182,20 +215,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   if (group <= 0 || setpgid(pid, group) != 0) setpgid(pid, pid);
   pid_t pgid = getpgid(pid);
   if (pgid < 0) pgid = pid;  // already gone; its group went with it
-  // The request is small next to a pipe buffer, but write it fully anyway.
-  const std::string bytes = [&] {
-    std::string s;
-    google::protobuf::io::StringOutputStream sink(&s);
-    google::protobuf::util::SerializeDelimitedToZeroCopyStream(confined, &sink);
-    return s;
-  }();
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = write(in[1], bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the worker died; Next() and Wait() report it
-    written += n;
-  }
+  WriteRequest(in[1], Confined(request, limits, scratch));
   close(in[1]);
   return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, pgid, out[0], err[0], scratch));
 }

@@ -195,146 +195,155 @@ Scale NiceScale(double max_value, int ticks) {
   return s;
 }
 
-std::string RenderLineChart(LineChart chart) {
-  if (!Drawable(chart)) return "";
-  constexpr double kLeft = 66, kRight = 18, kTop = 40, kPlotHeight = 210,
-                   kPad = 12;
-  const double plot_width = kChartWidth - kLeft - kRight;
+namespace {
 
-  double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min,
-         y_max = 0;
-  double y_min_positive = std::numeric_limits<double>::infinity();
-  std::vector<double> xs;
-  for (Series& s : chart.series) {
-    std::stable_sort(
-        s.points.begin(), s.points.end(),
-        [](const auto& a, const auto& b) { return a.first < b.first; });
+constexpr double kLineLeft = 66, kLineRight = 18, kLineTop = 40, kPlotHeight = 210,
+                 kLinePad = 12;
+constexpr double kPlotWidth = kChartWidth - kLineLeft - kLineRight;
+
+// A line chart's axes, fitted to its points: where a value lands (px, py)
+// and where the ticks go.
+struct LineAxes {
+  double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min;
+  bool log_x = false, log_y = false;
+  double y_lo = 0, y_hi = 1;
+  std::vector<double> xs;  // the x ticks
+  std::vector<double> y_ticks;
+
+  double px(double x) const {
+    auto fx = [this](double v) { return log_x ? std::log2(v) : v; };
+    return kLineLeft + kLinePad +
+           (fx(x) - fx(x_min)) / (fx(x_max) - fx(x_min)) * (kPlotWidth - 2 * kLinePad);
+  }
+  double py(double y) const {
+    const double f = log_y ? (std::log10(std::max(y, y_lo)) - std::log10(y_lo)) /
+                                 (std::log10(y_hi) - std::log10(y_lo))
+                           : (y - y_lo) / (y_hi - y_lo);
+    return kLineTop + kPlotHeight - f * kPlotHeight;
+  }
+};
+
+// Sorts each series by x and fits the axes: a log x axis where x spans 4×
+// or more (batch sizes double from point to point), a log y axis where
+// asked and the values span 30× or more.
+LineAxes FitAxes(LineChart* chart) {
+  LineAxes a;
+  double y_max = 0, y_min_positive = std::numeric_limits<double>::infinity();
+  for (Series& s : chart->series) {
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const auto& p, const auto& q) { return p.first < q.first; });
     for (const auto& [x, y] : s.points) {
-      x_min = std::min(x_min, x);
-      x_max = std::max(x_max, x);
+      a.x_min = std::min(a.x_min, x);
+      a.x_max = std::max(a.x_max, x);
       y_max = std::max(y_max, y);
       if (y > 0) y_min_positive = std::min(y_min_positive, y);
-      xs.push_back(x);
+      a.xs.push_back(x);
     }
   }
-  std::sort(xs.begin(), xs.end());
-  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  // Batch sizes double from point to point; a log axis spaces them evenly.
-  const bool log_x = x_min > 0 && x_max / x_min >= 4;
-  auto fx = [&](double x) { return log_x ? std::log2(x) : x; };
-  auto px = [&](double x) {
-    return kLeft + kPad +
-           (fx(x) - fx(x_min)) / (fx(x_max) - fx(x_min)) *
-               (plot_width - 2 * kPad);
-  };
-  const bool log_y = chart.log_y_when_wide && y_min_positive < y_max &&
-                     y_max / y_min_positive >= 30;
-  std::vector<double> y_ticks;
-  double y_lo = 0, y_hi = 1;
-  if (log_y) {
-    y_lo = std::pow(10.0, std::floor(std::log10(y_min_positive)));
-    y_hi = std::pow(10.0, std::ceil(std::log10(y_max)));
-    const bool many_decades = y_hi / y_lo > 1e4;
-    for (double decade = y_lo; decade <= y_hi * 1.001; decade *= 10) {
+  std::sort(a.xs.begin(), a.xs.end());
+  a.xs.erase(std::unique(a.xs.begin(), a.xs.end()), a.xs.end());
+  a.log_x = a.x_min > 0 && a.x_max / a.x_min >= 4;
+  if (!a.log_x && a.xs.size() > 12) {  // too many to label: a nice scale instead
+    a.xs.clear();
+    const Scale scale = NiceScale(a.x_max);
+    for (double v = 0; v <= scale.max + scale.step * 1e-6; v += scale.step) {
+      if (v >= a.x_min && v <= a.x_max) a.xs.push_back(v);
+    }
+  }
+  a.log_y = chart->log_y_when_wide && y_min_positive < y_max && y_max / y_min_positive >= 30;
+  if (a.log_y) {
+    a.y_lo = std::pow(10.0, std::floor(std::log10(y_min_positive)));
+    a.y_hi = std::pow(10.0, std::ceil(std::log10(y_max)));
+    const bool many_decades = a.y_hi / a.y_lo > 1e4;
+    for (double decade = a.y_lo; decade <= a.y_hi * 1.001; decade *= 10) {
       for (double m : {1.0, 2.0, 5.0}) {
-        if ((m == 1.0 || !many_decades) && decade * m <= y_hi * 1.001) {
-          y_ticks.push_back(decade * m);
+        if ((m == 1.0 || !many_decades) && decade * m <= a.y_hi * 1.001) {
+          a.y_ticks.push_back(decade * m);
         }
       }
     }
   } else {
     const Scale scale = NiceScale(y_max * 1.04);
-    y_hi = scale.max;
-    for (double v = 0; v <= scale.max + scale.step * 1e-6; v += scale.step)
-      y_ticks.push_back(v);
-  }
-  auto py = [&](double y) {
-    const double f = log_y
-                         ? (std::log10(std::max(y, y_lo)) - std::log10(y_lo)) /
-                               (std::log10(y_hi) - std::log10(y_lo))
-                         : (y - y_lo) / (y_hi - y_lo);
-    return kTop + kPlotHeight - f * kPlotHeight;
-  };
-
-  std::vector<LegendEntry> legend;
-  for (const Series& s : chart.series) {
-    legend.push_back(
-        {s.label, s.color, s.dashed ? Mark::kDashedLine : Mark::kLine});
-  }
-  int rows = 0;
-  const double legend_top = kTop + kPlotHeight + 62;
-  const std::string legend_svg = Legend(legend, legend_top, &rows);
-  const double height = legend_top + (rows - 1) * kLegendRow + 10;
-
-  std::string svg = SvgOpen(height, chart.title);
-  // Horizontal grid and y ticks.
-  for (double v : y_ticks) {
-    const double y = py(v);
-    absl::StrAppend(&svg, "<line x1=\"", Px(kLeft), "\" y1=\"", Px(y),
-                    "\" x2=\"", Px(kLeft + plot_width), "\" y2=\"", Px(y),
-                    "\" stroke=\"", kGrid, "\"/>");
-    absl::StrAppend(&svg, "<text x=\"", Px(kLeft - 6), "\" y=\"", Px(y + 4),
-                    "\" text-anchor=\"end\" fill=\"", kMutedInk, "\">",
-                    TickLabel(v), "</text>");
-  }
-  // x ticks at the data's own x values, dropping any that would collide.
-  if (!log_x && xs.size() > 12) {
-    xs.clear();
-    const Scale s = NiceScale(x_max);
-    for (double v = 0; v <= s.max + s.step * 1e-6; v += s.step) {
-      if (v >= x_min && v <= x_max) xs.push_back(v);
+    a.y_hi = scale.max;
+    for (double v = 0; v <= scale.max + scale.step * 1e-6; v += scale.step) {
+      a.y_ticks.push_back(v);
     }
   }
+  return a;
+}
+
+// The grid, the ticks (x ticks that would collide dropped), the axes and
+// their labels.
+void AppendFrame(const LineChart& chart, const LineAxes& a, std::string* svg) {
+  for (double v : a.y_ticks) {
+    const double y = a.py(v);
+    absl::StrAppend(svg, "<line x1=\"", Px(kLineLeft), "\" y1=\"", Px(y), "\" x2=\"",
+                    Px(kLineLeft + kPlotWidth), "\" y2=\"", Px(y), "\" stroke=\"", kGrid,
+                    "\"/>");
+    absl::StrAppend(svg, "<text x=\"", Px(kLineLeft - 6), "\" y=\"", Px(y + 4),
+                    "\" text-anchor=\"end\" fill=\"", kMutedInk, "\">", TickLabel(v),
+                    "</text>");
+  }
+  const double bottom = kLineTop + kPlotHeight;
   double last_right = -1e9;
-  for (double v : xs) {
+  for (double v : a.xs) {
     const std::string label = TickLabel(v);
-    const double x = px(v);
+    const double x = a.px(v);
     const double half = TextWidth(label) / 2;
     if (x - half < last_right + 8) continue;
     last_right = x + half;
-    absl::StrAppend(&svg, "<line x1=\"", Px(x), "\" y1=\"", Px(kTop),
-                    "\" x2=\"", Px(x), "\" y2=\"", Px(kTop + kPlotHeight),
-                    "\" stroke=\"", kGrid, "\"/>");
-    absl::StrAppend(&svg, "<line x1=\"", Px(x), "\" y1=\"",
-                    Px(kTop + kPlotHeight), "\" x2=\"", Px(x), "\" y2=\"",
-                    Px(kTop + kPlotHeight + 4), "\" stroke=\"", kAxis, "\"/>");
-    absl::StrAppend(&svg, "<text x=\"", Px(x), "\" y=\"",
-                    Px(kTop + kPlotHeight + 18),
-                    "\" text-anchor=\"middle\" fill=\"", kMutedInk, "\">",
-                    label, "</text>");
+    absl::StrAppend(svg, "<line x1=\"", Px(x), "\" y1=\"", Px(kLineTop), "\" x2=\"", Px(x),
+                    "\" y2=\"", Px(bottom), "\" stroke=\"", kGrid, "\"/>");
+    absl::StrAppend(svg, "<line x1=\"", Px(x), "\" y1=\"", Px(bottom), "\" x2=\"", Px(x),
+                    "\" y2=\"", Px(bottom + 4), "\" stroke=\"", kAxis, "\"/>");
+    absl::StrAppend(svg, "<text x=\"", Px(x), "\" y=\"", Px(bottom + 18),
+                    "\" text-anchor=\"middle\" fill=\"", kMutedInk, "\">", label, "</text>");
   }
-  // Axes and their labels.
-  absl::StrAppend(&svg, "<path d=\"M", Px(kLeft), " ", Px(kTop), " V",
-                  Px(kTop + kPlotHeight), " H", Px(kLeft + plot_width),
-                  "\" fill=\"none\" stroke=\"", kAxis, "\"/>");
-  absl::StrAppend(&svg, "<text x=\"", Px(kLeft + plot_width / 2), "\" y=\"",
-                  Px(kTop + kPlotHeight + 38), "\" text-anchor=\"middle\">",
-                  EscapeHtml(chart.x_label + (log_x ? " (log scale)" : "")),
-                  "</text>");
-  absl::StrAppend(
-      &svg, "<text transform=\"translate(16 ", Px(kTop + kPlotHeight / 2),
-      ") rotate(-90)\" text-anchor=\"middle\">",
-      EscapeHtml(chart.y_label + (log_y ? " (log scale)" : "")), "</text>");
-  // Lines, then points over them.
+  absl::StrAppend(svg, "<path d=\"M", Px(kLineLeft), " ", Px(kLineTop), " V", Px(bottom), " H",
+                  Px(kLineLeft + kPlotWidth), "\" fill=\"none\" stroke=\"", kAxis, "\"/>");
+  absl::StrAppend(svg, "<text x=\"", Px(kLineLeft + kPlotWidth / 2), "\" y=\"",
+                  Px(bottom + 38), "\" text-anchor=\"middle\">",
+                  EscapeHtml(chart.x_label + (a.log_x ? " (log scale)" : "")), "</text>");
+  absl::StrAppend(svg, "<text transform=\"translate(16 ", Px(kLineTop + kPlotHeight / 2),
+                  ") rotate(-90)\" text-anchor=\"middle\">",
+                  EscapeHtml(chart.y_label + (a.log_y ? " (log scale)" : "")), "</text>");
+}
+
+// Each series' line, then its points over it (a hover title on each).
+void AppendSeries(const LineChart& chart, const LineAxes& a, std::string* svg) {
   for (const Series& s : chart.series) {
     std::vector<std::string> pts;
-    for (const auto& [x, y] : s.points)
-      pts.push_back(absl::StrCat(Px(px(x)), ",", Px(py(y))));
+    for (const auto& [x, y] : s.points) pts.push_back(absl::StrCat(Px(a.px(x)), ",", Px(a.py(y))));
     if (pts.size() > 1) {
-      absl::StrAppend(&svg, "<polyline points=\"", absl::StrJoin(pts, " "),
-                      "\" fill=\"none\" stroke=\"", s.color,
-                      "\" stroke-width=\"2\"",
+      absl::StrAppend(svg, "<polyline points=\"", absl::StrJoin(pts, " "),
+                      "\" fill=\"none\" stroke=\"", s.color, "\" stroke-width=\"2\"",
                       s.dashed ? " stroke-dasharray=\"6 4\"" : "", "/>");
     }
     for (const auto& [x, y] : s.points) {
-      absl::StrAppend(&svg, "<circle cx=\"", Px(px(x)), "\" cy=\"", Px(py(y)),
-                      "\" r=\"3.5\" fill=\"", s.dashed ? "#fff" : s.color,
-                      "\" stroke=\"", s.color,
-                      "\" stroke-width=\"1.5\"><title>", EscapeHtml(s.label),
-                      ": ", EscapeHtml(chart.x_label), " ", TickLabel(x), ", ",
-                      FormatFigure(y), "</title></circle>");
+      absl::StrAppend(svg, "<circle cx=\"", Px(a.px(x)), "\" cy=\"", Px(a.py(y)),
+                      "\" r=\"3.5\" fill=\"", s.dashed ? "#fff" : s.color, "\" stroke=\"",
+                      s.color, "\" stroke-width=\"1.5\"><title>", EscapeHtml(s.label), ": ",
+                      EscapeHtml(chart.x_label), " ", TickLabel(x), ", ", FormatFigure(y),
+                      "</title></circle>");
     }
   }
+}
+
+}  // namespace
+
+std::string RenderLineChart(LineChart chart) {
+  if (!Drawable(chart)) return "";
+  const LineAxes axes = FitAxes(&chart);
+  std::vector<LegendEntry> legend;
+  for (const Series& s : chart.series) {
+    legend.push_back({s.label, s.color, s.dashed ? Mark::kDashedLine : Mark::kLine});
+  }
+  int rows = 0;
+  const double legend_top = kLineTop + kPlotHeight + 62;
+  const std::string legend_svg = Legend(legend, legend_top, &rows);
+  std::string svg = SvgOpen(legend_top + (rows - 1) * kLegendRow + 10, chart.title);
+  AppendFrame(chart, axes, &svg);
+  AppendSeries(chart, axes, &svg);
   absl::StrAppend(&svg, legend_svg, "</svg>");
   return svg;
 }

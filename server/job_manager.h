@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -236,7 +237,11 @@ class JobManager {
   // logs why.
   void RememberUnsavedLocked(const v1::Job& job, const absl::Status& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes every unsaved job; the first store error, if any.
+  // Keeps a durable event the store could not take (see
+  // unsaved_events_), and logs why.
+  void RememberUnsavedEvent(const v1::ProgressEvent& event, const absl::Status& why);
+  // Writes every unsaved event, then every unsaved job; the first store
+  // error, if any.
   absl::Status FlushUnsaved();
 
   const DaemonOptions options_;
@@ -258,6 +263,12 @@ class JobManager {
   // Jobs whose latest state the store could not take (a full disk): the
   // truth, served before the store's copy until it is written.
   std::map<std::string, v1::Job> unsaved_ ABSL_GUARDED_BY(mu_);
+  // Durable events (a job's states, its runs' starts and ends, its log
+  // lines) the store could not take, in the order they happened: watchers
+  // had them live; the store gets them first when it writes again. At most
+  // kMaxUnsavedEvents, the oldest dropped beyond (and logged).
+  std::deque<v1::ProgressEvent> unsaved_events_ ABSL_GUARDED_BY(mu_);
+  static constexpr size_t kMaxUnsavedEvents = 4096;
   // A run could not be stored for want of space; Submit probes the store
   // before it takes a job again.
   std::atomic<bool> store_full_{false};

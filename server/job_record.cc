@@ -49,7 +49,35 @@ void JobManager::RememberUnsavedLocked(const v1::Job& job, const absl::Status& w
   unsaved_[job.job_id()] = job;
 }
 
+void JobManager::RememberUnsavedEvent(const v1::ProgressEvent& event, const absl::Status& why) {
+  Log(LogLevel::kError, "job ", event.job_id(), ": storing event ", event.sequence(),
+      " failed, kept until the store writes again: ", why.message());
+  absl::MutexLock lock(&mu_);
+  if (unsaved_events_.size() == kMaxUnsavedEvents) {
+    const v1::ProgressEvent& lost = unsaved_events_.front();
+    Log(LogLevel::kError, "job ", lost.job_id(), ": event ", lost.sequence(),
+        " is lost: more than ", kMaxUnsavedEvents, " events wait for the store");
+    unsaved_events_.pop_front();
+  }
+  unsaved_events_.push_back(event);
+}
+
 absl::Status JobManager::FlushUnsaved() {
+  // Events first, oldest first; each leaves the list once written.
+  while (true) {
+    v1::ProgressEvent event;
+    {
+      absl::MutexLock lock(&mu_);
+      if (unsaved_events_.empty()) break;
+      event = unsaved_events_.front();
+    }
+    if (auto s = store_->jobs().AppendEvent(event); !s.ok()) return s;
+    absl::MutexLock lock(&mu_);
+    if (!unsaved_events_.empty() &&
+        unsaved_events_.front().SerializeAsString() == event.SerializeAsString()) {
+      unsaved_events_.pop_front();
+    }
+  }
   std::map<std::string, v1::Job> pending;
   {
     absl::MutexLock lock(&mu_);
@@ -113,8 +141,9 @@ absl::Status JobManager::Emit(const std::string& job_id,
       return id.status();
     };
   } else if (durable) {
+    // Kept, not dropped, when the store refuses it; the job goes on.
     persist = [&](v1::ProgressEvent* e) {
-      store_->jobs().AppendEvent(*e).IgnoreError();
+      if (absl::Status s = store_->jobs().AppendEvent(*e); !s.ok()) RememberUnsavedEvent(*e, s);
       return absl::OkStatus();
     };
   }
@@ -138,7 +167,10 @@ absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
         e->mutable_state_changed()->set_error(error);
       },
       [&](v1::ProgressEvent* e) {
+        // The row and its event in one transaction; both are kept when the
+        // store refuses them.
         const absl::Status stored = store_->jobs().Update(*job, *e);
+        if (!stored.ok()) RememberUnsavedEvent(*e, stored);
         absl::MutexLock lock(&mu_);
         if (stored.ok()) {
           unsaved_.erase(job->job_id());

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/environment.h"
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "launcher/ipc.h"
@@ -127,20 +128,15 @@ struct Child {
   std::string output;  // stdout and stderr
 };
 
-// Runs argv with PYTHONPATH=python_dir in work_dir, collecting its output;
-// kills it when cancelled() turns true. The child dies with this process.
-// With a policy, the child confines itself before its exec, adding its work
-// folder and its own /proc/PID (CUDA names its threads there). Called in
-// the compile server, which has one thread: the child may allocate.
-absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::string& python_dir,
-                          const std::string& work_dir, const std::function<bool()>& cancelled,
-                          const ConfinementPolicy* policy) {
+// This process's environment with PYTHONPATH=python_dir first, and every
+// cache and temporary file in the compile's work folder, which goes when the
+// compile ends: nothing piles up in /tmp, and a confined compiler may write
+// nowhere else.
+std::vector<std::string> CompileEnvironment(const std::string& python_dir,
+                                            const std::string& work_dir, bool confined) {
   const char* old = std::getenv("PYTHONPATH");
   std::map<std::string, std::string> set = {
       {"PYTHONPATH", old && *old ? python_dir + ":" + old : python_dir},
-      // Every cache and temporary file in the compile's work folder, which
-      // goes when the compile ends: nothing piles up in /tmp, and a
-      // confined compiler may write nowhere else.
       {"TORCHINDUCTOR_CACHE_DIR", work_dir + "/inductor"},
       {"TRITON_CACHE_DIR", work_dir + "/triton"},
       {"TRITON_HOME", work_dir},
@@ -152,46 +148,56 @@ absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::strin
       {"PYTHONSAFEPATH", "1"}};
   // Inductor's pool of compile processes would each have a /proc/PID the
   // compiler's domain does not open: one process compiles.
-  if (policy != nullptr) set["TORCHINDUCTOR_COMPILE_THREADS"] = "1";
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (set.count(entry.substr(0, entry.find('='))) == 0) env.push_back(entry);
+  if (confined) set["TORCHINDUCTOR_COMPILE_THREADS"] = "1";
+  return EnvironmentWith(set);
+}
+
+// In the forked child: its output into the pipe, in work_dir, confined
+// where asked (its work folder and its own /proc/PID writable: CUDA names
+// its threads there), then argv. Never returns.
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int out_fd,
+                            const std::string& work_dir, const ConfinementPolicy* policy) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const int devnull = open("/dev/null", O_RDONLY);
+  dup2(devnull, STDIN_FILENO);
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(out_fd, STDERR_FILENO);
+  closefrom(3);
+  if (chdir(work_dir.c_str()) != 0) _exit(127);
+  if (policy != nullptr) {
+    ConfinementPolicy mine = *policy;
+    mine.write_trees.push_back(work_dir);
+    mine.write_trees.push_back("/proc/self");  // resolves to this child's PID
+    mine.forbid_exec = false;                  // Python, then its C++ compiler and ptxas
+    mine.forbid_processes = false;
+    if (absl::Status s = Confine(mine); !s.ok()) {
+      const std::string line =
+          absl::StrCat("gpubench_models.aot: cannot confine the compiler: ", s.message(), "\n");
+      (void)!write(STDOUT_FILENO, line.data(), line.size());
+      _exit(126);
+    }
   }
-  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
-  std::vector<char*> args, envp;
+  execvpe(argv[0], argv, envp);
+  _exit(127);
+}
+
+// Runs argv with PYTHONPATH=python_dir in work_dir, collecting its output;
+// kills it when cancelled() turns true. The child dies with this process.
+// With a policy, the child confines itself before its exec. Called in the
+// compile server, which has one thread: the child may allocate.
+absl::StatusOr<Child> Run(const std::vector<std::string>& argv, const std::string& python_dir,
+                          const std::string& work_dir, const std::function<bool()>& cancelled,
+                          const ConfinementPolicy* policy) {
+  std::vector<std::string> env = CompileEnvironment(python_dir, work_dir, policy != nullptr);
+  const std::vector<char*> envp = EnvironmentPointers(env);
+  std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    const int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, STDIN_FILENO);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(out[1], STDERR_FILENO);
-    closefrom(3);
-    if (chdir(work_dir.c_str()) != 0) _exit(127);
-    if (policy != nullptr) {
-      ConfinementPolicy mine = *policy;
-      mine.write_trees.push_back(work_dir);
-      mine.write_trees.push_back("/proc/self");  // resolves to this child's PID
-      mine.forbid_exec = false;                  // Python, then its C++ compiler and ptxas
-      mine.forbid_processes = false;
-      if (absl::Status s = Confine(mine); !s.ok()) {
-        const std::string line =
-            absl::StrCat("gpubench_models.aot: cannot confine the compiler: ", s.message(), "\n");
-        (void)!write(STDOUT_FILENO, line.data(), line.size());
-        _exit(126);
-      }
-    }
-    execvpe(args[0], args.data(), envp.data());
-    _exit(127);
-  }
+  if (pid == 0) ExecChild(args.data(), envp.data(), out[1], work_dir, policy);
   close(out[1]);
   Child child;
   char buffer[4096];

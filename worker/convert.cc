@@ -166,6 +166,59 @@ void FillTelemetry(const telemetry::Series& series, double samples_per_s, double
   }
 }
 
+namespace {
+
+void FillProfile(const profile::Table& t, v1::ProfileSummary* p) {
+  p->set_device_times(t.device_times);
+  for (const auto& row : t.top) {
+    v1::OperatorStat* op = p->add_top_operators();
+    op->set_name(row.name);
+    op->set_count(row.count);
+    op->set_self_time_us(row.self_time_us);
+    op->set_share(row.share);
+    op->set_category(row.category);
+  }
+  for (const auto& row : t.categories) {
+    v1::CategoryShare* c = p->add_categories();
+    c->set_category(row.category);
+    c->set_self_time_us(row.self_time_us);
+    c->set_share(row.share);
+  }
+}
+
+void FillNumerics(const engine::NumericsOutcome& n, v1::NumericsCheck* c) {
+  c->set_checked(n.checked);
+  c->set_error(n.error);
+  c->set_batch_size(n.batch_size);
+  c->set_output_max_abs_error(n.output_max_abs_error);
+  c->set_output_rel_error(n.output_rel_error);
+  c->set_loss_abs_error(n.loss_abs_error);
+  c->set_loss_rel_error(n.loss_rel_error);
+  c->set_gradient_parameter(n.gradient_parameter);
+  c->set_gradient_rel_error(n.gradient_rel_error);
+  c->set_non_finite(n.non_finite);
+  c->set_tolerance(n.tolerance);
+  c->set_passed(n.passed);
+}
+
+// A long run of a tiny step can take hundreds of millions of iterations;
+// an even stride keeps their distribution in bounded space.
+void FillSamples(const engine::RunOutcome& o, v1::IterationSamples* s) {
+  constexpr size_t kMaxStoredSamples = size_t{1} << 20;
+  const size_t n = std::max({o.device_ms.size(), o.host_ms.size(), o.data_wait_ms.size()});
+  const size_t stride = n > kMaxStoredSamples ? (n + kMaxStoredSamples - 1) / kMaxStoredSamples
+                                              : 1;
+  if (stride > 1) s->set_stride(static_cast<int32_t>(stride));
+  for (auto [from, to] : {std::pair{&o.device_ms, s->mutable_device_ms()},
+                          std::pair{&o.host_ms, s->mutable_host_ms()},
+                          std::pair{&o.data_wait_ms, s->mutable_data_wait_ms()}}) {
+    to->Reserve(static_cast<int>(from->size() / stride + 1));
+    for (size_t i = 0; i < from->size(); i += stride) to->Add((*from)[i]);
+  }
+}
+
+}  // namespace
+
 void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   run->set_state(ToState(o.status));
   run->set_error(o.error);
@@ -208,57 +261,12 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
       tr->set_p50_ms(t.p50_ms);
     }
   }
-  if (!o.profile.top.empty()) {
-    v1::ProfileSummary* p = r->mutable_profile();
-    p->set_device_times(o.profile.device_times);
-    for (const auto& row : o.profile.top) {
-      v1::OperatorStat* op = p->add_top_operators();
-      op->set_name(row.name);
-      op->set_count(row.count);
-      op->set_self_time_us(row.self_time_us);
-      op->set_share(row.share);
-      op->set_category(row.category);
-    }
-    for (const auto& row : o.profile.categories) {
-      v1::CategoryShare* c = p->add_categories();
-      c->set_category(row.category);
-      c->set_self_time_us(row.self_time_us);
-      c->set_share(row.share);
-    }
-  }
-  if (o.numerics) {
-    const engine::NumericsOutcome& n = *o.numerics;
-    v1::NumericsCheck* c = r->mutable_numerics();
-    c->set_checked(n.checked);
-    c->set_error(n.error);
-    c->set_batch_size(n.batch_size);
-    c->set_output_max_abs_error(n.output_max_abs_error);
-    c->set_output_rel_error(n.output_rel_error);
-    c->set_loss_abs_error(n.loss_abs_error);
-    c->set_loss_rel_error(n.loss_rel_error);
-    c->set_gradient_parameter(n.gradient_parameter);
-    c->set_gradient_rel_error(n.gradient_rel_error);
-    c->set_non_finite(n.non_finite);
-    c->set_tolerance(n.tolerance);
-    c->set_passed(n.passed);
-  }
+  if (!o.profile.top.empty()) FillProfile(o.profile, r->mutable_profile());
+  if (o.numerics) FillNumerics(*o.numerics, r->mutable_numerics());
   if (!o.telemetry.samples.empty() || !o.telemetry.unavailable_reason.empty()) {
     FillTelemetry(o.telemetry, o.throughput_samples_per_s, o.measured_ms, run);
   }
-  // A long run of a tiny step can take hundreds of millions of iterations;
-  // an even stride keeps their distribution in bounded space.
-  constexpr size_t kMaxStoredSamples = size_t{1} << 20;
-  const size_t n = std::max({o.device_ms.size(), o.host_ms.size(), o.data_wait_ms.size()});
-  const size_t stride = n > kMaxStoredSamples ? (n + kMaxStoredSamples - 1) / kMaxStoredSamples
-                                              : 1;
-  v1::IterationSamples* s = run->mutable_samples();
-  if (stride > 1) s->set_stride(static_cast<int32_t>(stride));
-  for (auto [from, to] : {std::pair{&o.device_ms, s->mutable_device_ms()},
-                          std::pair{&o.host_ms, s->mutable_host_ms()},
-                          std::pair{&o.data_wait_ms, s->mutable_data_wait_ms()}}) {
-    to->Reserve(static_cast<int>(from->size() / stride + 1));
-    for (size_t i = 0; i < from->size(); i += stride) to->Add((*from)[i]);
-  }
+  FillSamples(o, run->mutable_samples());
 }
 
 }  // namespace gpubench::worker

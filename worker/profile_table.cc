@@ -111,61 +111,74 @@ std::map<uint64_t, std::string> LaunchingOperators(const std::vector<Event>& eve
   return launched_by;
 }
 
+using RowsByName = std::map<std::string, OperatorRow>;
+// Time by row and category: a device row's kernel may be launched by
+// operators of several categories.
+using CategoriesByName = std::map<std::string, std::map<std::string, double>>;
+
+// Device events: each kernel's time, by the category of the operator that
+// launched it (memory copies stay copies).
+void CountDeviceTime(const std::vector<Event>& events, RowsByName* by_name,
+                     CategoriesByName* by_category) {
+  const std::map<uint64_t, std::string> launched_by = LaunchingOperators(events);
+  for (const Event& e : events) {
+    if (!e.device) continue;
+    OperatorRow& row = (*by_name)[e.name];
+    ++row.count;
+    row.self_time_us += e.duration_us;
+    std::string category = Categorize(e.name);
+    auto op = launched_by.find(e.correlation);
+    if (category.rfind("memcpy", 0) != 0 && e.correlation != 0 && op != launched_by.end()) {
+      category = Categorize(op->second);
+    }
+    (*by_category)[e.name][category] += e.duration_us;
+  }
+}
+
+// Host events only: per thread, by start, a stack of open operators gives
+// each one's direct children, and its self time is its own less theirs.
+void CountSelfTime(const std::vector<Event>& events, RowsByName* by_name) {
+  const std::vector<const Event*> sorted = ByThreadAndStart(events);
+  std::vector<std::pair<const Event*, double>> stack;  // event, children's time
+  auto close_last = [&] {
+    const auto [event, children_us] = stack.back();
+    OperatorRow& row = (*by_name)[event->name];
+    ++row.count;
+    row.self_time_us += std::max(0.0, event->duration_us - children_us);
+    stack.pop_back();
+  };
+  uint64_t thread = 0;
+  for (const Event* e : sorted) {
+    while (!stack.empty() && e->thread != thread) close_last();
+    thread = e->thread;
+    while (!stack.empty() &&
+           stack.back().first->start_us + stack.back().first->duration_us <= e->start_us) {
+      close_last();
+    }
+    if (!stack.empty()) stack.back().second += e->duration_us;
+    stack.push_back({e, 0});
+  }
+  while (!stack.empty()) close_last();
+}
+
+template <typename Row>
+void SortByTime(std::vector<Row>* rows) {
+  std::sort(rows->begin(), rows->end(),
+            [](const Row& a, const Row& b) { return a.self_time_us > b.self_time_us; });
+}
+
 }  // namespace
 
 Table BuildTable(const std::vector<Event>& events, int top_n) {
   Table table;
   table.device_times =
       std::any_of(events.begin(), events.end(), [](const Event& e) { return e.device; });
-  std::map<std::string, OperatorRow> by_name;
-  // Time by row and category: a device row's kernel may be launched by
-  // operators of several categories.
-  std::map<std::string, std::map<std::string, double>> by_category;
+  RowsByName by_name;
+  CategoriesByName by_category;
   if (table.device_times) {
-    const std::map<uint64_t, std::string> launched_by = LaunchingOperators(events);
-    for (const Event& e : events) {
-      if (!e.device) continue;
-      OperatorRow& row = by_name[e.name];
-      ++row.count;
-      row.self_time_us += e.duration_us;
-      std::string category = Categorize(e.name);
-      auto op = launched_by.find(e.correlation);
-      if (category.rfind("memcpy", 0) != 0 && e.correlation != 0 && op != launched_by.end()) {
-        category = Categorize(op->second);
-      }
-      by_category[e.name][category] += e.duration_us;
-    }
+    CountDeviceTime(events, &by_name, &by_category);
   } else {
-    // Per thread, by start: a stack of open operators gives each one's
-    // direct children.
-    const std::vector<const Event*> sorted = ByThreadAndStart(events);
-    std::vector<std::pair<const Event*, double>> stack;  // event, children's time
-    auto close = [&](std::pair<const Event*, double> open) {
-      OperatorRow& row = by_name[open.first->name];
-      ++row.count;
-      row.self_time_us += std::max(0.0, open.first->duration_us - open.second);
-    };
-    uint64_t thread = 0;
-    for (const Event* e : sorted) {
-      if (!stack.empty() && e->thread != thread) {
-        while (!stack.empty()) {
-          close(stack.back());
-          stack.pop_back();
-        }
-      }
-      thread = e->thread;
-      while (!stack.empty() &&
-             stack.back().first->start_us + stack.back().first->duration_us <= e->start_us) {
-        close(stack.back());
-        stack.pop_back();
-      }
-      if (!stack.empty()) stack.back().second += e->duration_us;
-      stack.push_back({e, 0});
-    }
-    while (!stack.empty()) {
-      close(stack.back());
-      stack.pop_back();
-    }
+    CountSelfTime(events, &by_name);
   }
   double total = 0;
   std::map<std::string, double> categories;
@@ -184,23 +197,16 @@ Table BuildTable(const std::vector<Event>& events, int top_n) {
     }
     total += row.self_time_us;
   }
-  std::vector<OperatorRow> rows;
   for (auto& [name, row] : by_name) {
     row.share = total > 0 ? row.self_time_us / total : 0;
-    rows.push_back(row);
+    table.top.push_back(row);
   }
-  std::sort(rows.begin(), rows.end(), [](const OperatorRow& a, const OperatorRow& b) {
-    return a.self_time_us > b.self_time_us;
-  });
-  if (top_n > 0 && static_cast<int>(rows.size()) > top_n) rows.resize(top_n);
-  table.top = std::move(rows);
+  SortByTime(&table.top);
+  if (top_n > 0 && static_cast<int>(table.top.size()) > top_n) table.top.resize(top_n);
   for (const auto& [category, us] : categories) {
     table.categories.push_back({category, us, total > 0 ? us / total : 0});
   }
-  std::sort(table.categories.begin(), table.categories.end(),
-            [](const CategoryRow& a, const CategoryRow& b) {
-              return a.self_time_us > b.self_time_us;
-            });
+  SortByTime(&table.categories);
   return table;
 }
 

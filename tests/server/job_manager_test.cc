@@ -4,6 +4,7 @@
 #include "server/job_manager.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <chrono>
@@ -190,7 +191,10 @@ class JobManagerTest : public ::testing::Test {
     path_ = ::testing::TempDir() + "/job_manager_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
     for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path_ + suffix).c_str());
-    auto store = storage::Store::Open({path_});
+    storage::StoreOptions options;
+    options.path = path_;
+    options.busy_timeout_ms = 100;  // a write lock held elsewhere fails writes quickly
+    auto store = storage::Store::Open(options);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     host_.set_host_id("test-host");
@@ -226,6 +230,13 @@ class JobManagerTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return job;
+  }
+  // Submits spec and waits until it runs.
+  absl::StatusOr<v1::Job> SubmitRunning(JobManager& jobs, const v1::JobSpec& spec) {
+    auto job = jobs.Submit(spec, "", "tester");
+    if (!job.ok()) return job;
+    return WaitFor(jobs, job->job_id(),
+                   [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
   }
   // Until the dispatcher has looked at every queued job and started none
   // more (or 20 s pass).
@@ -293,10 +304,8 @@ TEST_F(JobManagerTest, CancelStopsARunningWorkerAndEndsTheJobCancelled) {
   Script script;
   script.hang = true;
   auto jobs = Manager(script);
-  auto job = jobs->Submit(Sweep(2), "", "tester");
-  ASSERT_TRUE(job.ok());
-  WaitFor(*jobs, job->job_id(),
-          [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
+  absl::StatusOr<v1::Job> job = SubmitRunning(*jobs, Sweep(2));
+  ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_TRUE(jobs->Cancel(job->job_id()).ok());
   v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
   EXPECT_EQ(done.state(), v1::JOB_STATE_CANCELLED) << done.error();
@@ -308,6 +317,41 @@ TEST_F(JobManagerTest, CancelStopsARunningWorkerAndEndsTheJobCancelled) {
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(jobs->GetJob(queued->job_id())->state(), v1::JOB_STATE_CANCELLED);
   jobs->Cancel(running->job_id()).IgnoreError();
+}
+
+// Events the store cannot take while a job ends (another process holds its
+// write lock) are not dropped: the job still reads cancelled, and once the
+// store writes again its stored events are the whole stream, in order.
+TEST_F(JobManagerTest, DurableEventsTheStoreRefusedAreWrittenWhenItWritesAgain) {
+  Script script;
+  script.hang = true;
+  auto jobs = Manager(script);
+  absl::StatusOr<v1::Job> job = SubmitRunning(*jobs, Sweep(2));
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto stored = [&] { return *store_->jobs().ListEvents(job->job_id(), 0); };
+  const size_t before = stored().size();
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_TRUE(jobs->Cancel(job->job_id()).ok());
+  EXPECT_EQ(WaitFor(*jobs, job->job_id(), Terminal).state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(stored().size(), before);  // nothing more could be written
+  // While the lock is held no job is accepted.
+  EXPECT_EQ(jobs->Submit(Sweep(1), "", "tester").status().code(),
+            absl::StatusCode::kResourceExhausted);
+  ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  auto next = jobs->Submit(Sweep(1), "", "tester");  // writes what waited first
+  ASSERT_TRUE(next.ok()) << next.status();
+  const std::vector<v1::ProgressEvent> events = stored();
+  ASSERT_GT(events.size(), before);
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].sequence(), static_cast<int64_t>(i + 1));
+  }
+  ASSERT_TRUE(events.back().has_state_changed()) << events.back().DebugString();
+  EXPECT_EQ(events.back().state_changed().state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(store_->jobs().Get(job->job_id())->state(), v1::JOB_STATE_CANCELLED);
+  jobs->Cancel(next->job_id()).IgnoreError();
 }
 
 // Jobs on different GPUs run side by side and each run records the other;

@@ -147,6 +147,62 @@ std::string RangeLabel(const RunConfig& c) {
 // distorts the reported figures. Kineto writes the Chrome trace where the
 // build has it; elsewhere (Debian's 1.13) the CPU operators make one.
 //
+namespace autograd_prof = torch::autograd::profiler;
+
+// What a profiled window's events add up to, per window.
+struct ProfiledTotals {
+  std::vector<profile::Event> events;  // the operators and kernels, memory events left out
+  double allocated_bytes = 0;          // allocated on the run's device
+  double device_us = 0;                // kernel time
+  double flops = 0;                    // what the profiler counts, with count_flops
+};
+
+ProfiledTotals Collect(const autograd_prof::ProfilerResult& result, const torch::Device& device,
+                       bool count_flops) {
+  ProfiledTotals t;
+  for (const auto& e : result.events()) {
+    if (count_flops) t.flops += static_cast<double>(e.flops());
+    if (e.name() == "[memory]") {
+      if (e.nBytes() > 0 && e.deviceType() == device.type()) t.allocated_bytes += e.nBytes();
+      continue;
+    }
+    profile::Event ev;
+    ev.name = e.name();
+    ev.device = e.deviceType() != c10::DeviceType::CPU;
+    ev.thread = e.startThreadId();
+    ev.correlation = e.correlationId();
+#if GPUBENCH_TORCH_AT_LEAST(2, 1)
+    ev.start_us = e.startNs() / 1e3;
+    ev.duration_us = e.durationNs() / 1e3;
+#else
+    ev.start_us = e.startUs();
+    ev.duration_us = e.durationUs();
+#endif
+    if (ev.device) t.device_us += ev.duration_us;
+    t.events.push_back(std::move(ev));
+  }
+  return t;
+}
+
+// Kineto's own trace (with device activities and flows) where it can write
+// one; else one made of events. In TMPDIR: a confined worker's scratch
+// folder, the one place it writes.
+std::string TraceOf(autograd_prof::ProfilerResult* result,
+                    const std::vector<profile::Event>& events) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = absl::StrCat(tmp != nullptr && *tmp == '/' ? tmp : "/tmp",
+                                        "/gpubench-trace-", getpid(), ".json");
+  std::string trace;
+  try {
+    result->save(path);
+    std::ifstream in(path);
+    trace.assign(std::istreambuf_iterator<char>(in), {});
+  } catch (const std::exception&) {
+  }
+  std::remove(path.c_str());
+  return trace.empty() ? profile::ChromeTrace(events) : trace;
+}
+
 // Profiles a few more steps: the operator table, the trace, and for the
 // roofline the bytes allocated on the run's device and the kernel time, per
 // iteration; with count_flops also the FLOPs the profiler counts (matmuls,
@@ -155,9 +211,7 @@ std::string RangeLabel(const RunConfig& c) {
 // leaves them out.
 void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Device& device,
                    bool count_flops, RunOutcome* out) {
-  const bool cuda = device.is_cuda();
   namespace prof = torch::profiler::impl;
-  namespace autograd_prof = torch::autograd::profiler;
   workload->BeginRange("profiled window", 0);
   struct EndRange {
     Workload* w;
@@ -168,60 +222,25 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Devi
     prof::ProfilerConfig config(prof::ProfilerState::KINETO, m.profile_shapes || count_flops,
                                 /*profile_memory=*/true, /*with_stack=*/false, count_flops);
     std::set<prof::ActivityType> activities = {prof::ActivityType::CPU};
-    if (cuda) activities.insert(prof::ActivityType::CUDA);
+    if (device.is_cuda()) activities.insert(prof::ActivityType::CUDA);
     autograd_prof::prepareProfiler(config, activities);
     autograd_prof::enableProfiler(config, activities);
     enabled = true;
     std::vector<double> ignored;
-    for (int i = 0; i < std::max(1, m.profile_iterations); ++i) {
+    const int n = std::max(1, m.profile_iterations);
+    for (int i = 0; i < n; ++i) {
       double wait = 0;
       if (auto s = workload->Step(&wait); !s.ok()) throw std::runtime_error(std::string(s.message()));
     }
     workload->Flush(&ignored).IgnoreError();
     enabled = false;
     std::unique_ptr<autograd_prof::ProfilerResult> result = autograd_prof::disableProfiler();
-    std::vector<profile::Event> events;
-    double allocated = 0, device_us = 0, flops = 0;
-    for (const auto& e : result->events()) {
-      if (count_flops) flops += static_cast<double>(e.flops());
-      if (e.name() == "[memory]") {
-        if (e.nBytes() > 0 && e.deviceType() == device.type()) allocated += e.nBytes();
-        continue;
-      }
-      profile::Event ev;
-      ev.name = e.name();
-      ev.device = e.deviceType() != c10::DeviceType::CPU;
-      ev.thread = e.startThreadId();
-      ev.correlation = e.correlationId();
-#if GPUBENCH_TORCH_AT_LEAST(2, 1)
-      ev.start_us = e.startNs() / 1e3;
-      ev.duration_us = e.durationNs() / 1e3;
-#else
-      ev.start_us = e.startUs();
-      ev.duration_us = e.durationUs();
-#endif
-      if (ev.device) device_us += ev.duration_us;
-      events.push_back(std::move(ev));
-    }
-    const int n = std::max(1, m.profile_iterations);
-    out->profiled_allocated_bytes = allocated / n;
-    out->profiled_flops = flops / n;
-    out->profiled_device_ms = device_us / 1e3 / n;
-    out->profile = profile::BuildTable(events, m.profile_top_operators);
-    // Kineto's own trace (with device activities and flows) where it can
-    // write one; else the events above.
-    // In TMPDIR: a confined worker's scratch folder, the one place it writes.
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string path = absl::StrCat(tmp != nullptr && *tmp == '/' ? tmp : "/tmp",
-                                          "/gpubench-trace-", getpid(), ".json");
-    try {
-      result->save(path);
-      std::ifstream in(path);
-      out->trace_json.assign(std::istreambuf_iterator<char>(in), {});
-    } catch (const std::exception&) {
-    }
-    std::remove(path.c_str());
-    if (out->trace_json.empty()) out->trace_json = profile::ChromeTrace(events);
+    const ProfiledTotals totals = Collect(*result, device, count_flops);
+    out->profiled_allocated_bytes = totals.allocated_bytes / n;
+    out->profiled_flops = totals.flops / n;
+    out->profiled_device_ms = totals.device_us / 1e3 / n;
+    out->profile = profile::BuildTable(totals.events, m.profile_top_operators);
+    out->trace_json = TraceOf(result.get(), totals.events);
   } catch (const std::exception& e) {
     // Never leave the profiler on for the sweep's later runs.
     if (enabled) {
@@ -302,26 +321,121 @@ double NumericsTolerance(Precision precision) {
   }
 }
 
-RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
+namespace {
+
+// What the device cannot run, said before anything is built.
+absl::Status CheckRunnable(const RunConfig& c, const torch::Device& device) {
+  if (UsesCudaGraph(c.execution) && !device.is_cuda()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "execution ", c.execution == Execution::kCudaGraph ? "cuda_graph" : "aot_cuda_graph",
+        " needs a CUDA device, not ", device.str()));
+  }
+  if (c.precision == Precision::kFp16 && device.is_cpu() && c.workload != "matmul" &&
+      c.workload != "collective") {
+    return absl::FailedPreconditionError(
+        "precision fp16 (autocast) needs a CUDA or MPS device; use bf16 on CPU");
+  }
+  return absl::OkStatus();
+}
+
+// Telemetry covers the measured windows only: the sampler starts after
+// warm-up (when the workload begins measuring) and its owner stops it.
+void SampleWhileMeasuring(Workload* workload, int device_index, const MeasureConfig& m,
+                          RunOutcome* out, std::unique_ptr<telemetry::Sampler>* sampler) {
+  if (!m.telemetry) return;
+  workload->on_measure_begin = [device_index, interval = m.telemetry_interval_ms, out, sampler] {
+    std::unique_ptr<telemetry::Source> source =
+        device_index >= 0 ? telemetry::OpenNvml(cuda::PciBusId(device_index), device_index,
+                                                &out->telemetry.unavailable_reason)
+                          : telemetry::OpenHost();
+    if (!source) return;
+    *sampler = std::make_unique<telemetry::Sampler>(std::move(source), interval);
+    (*sampler)->Start();
+  };
+}
+
+// The profiled window after the measured ones, and the roofline's figures.
+void Profile(const RunConfig& c, Workload* workload, const MeasureConfig& m,
+             const torch::Device& device, RunOutcome* out) {
+  // A user's model has no analytic FLOP count: in inference, the profiler's
+  // count stands for it (backward operators it does not count).
+  const bool count_flops =
+      c.mode == Mode::kInfer && out->flops_per_iteration <= 0 && c.workload == "torchscript";
+  ProfileWindow(workload, m, device, count_flops, out);
+  if (count_flops && out->profiled_flops > 0) {
+    out->flops_per_iteration = out->profiled_flops;
+    SetAchievedTflops(workload->samples_per_iteration(), out);
+  }
+  RooflineFigures(c, out);
+}
+
+// The run on its device: the workload built (and its group joined), the
+// measured windows, then the profiled window and the numerics check where
+// asked. Throws what LibTorch throws.
+void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureConfig& m,
+                 const measure::ProgressFn& progress, const std::atomic<bool>* cancel,
+                 RunOutcome* out) {
+  const int device_index = device.is_cuda() ? device.index() : -1;
+  auto workload = MakeWorkload(c, device, m);
+  if (!workload.ok()) {
+    out->error = std::string(workload.status().message());
+    return;
+  }
+  Workload* w = workload->get();
+  w->range_label = RangeLabel(c);
+  const bool distributed = IsDistributedWorkload(c.workload);
+  if (distributed) {
+    auto comm = dist::GroupFor(c, device);
+    if (!comm.ok()) {
+      out->error = std::string(comm.status().message());
+      return;
+    }
+    w->JoinGroup(*comm, cancel);
+  }
+  std::unique_ptr<telemetry::Sampler> sampler;
+  SampleWhileMeasuring(w, device_index, m, out, &sampler);
+  auto measured = measure::Measure(m, w->samples_per_iteration(), measure::SteadyClock(), w,
+                                   progress, distributed ? nullptr : cancel);
+  if (device.is_mps()) {
+    // The MPS allocator keeps no peak: what it holds as measuring ends
+    // (model, optimizer state, the last step's tensors) stands for it.
+    compat::MpsMemory(&out->peak_device_allocated_bytes, &out->peak_device_reserved_bytes);
+  }
+  if (sampler) {
+    const std::string reason = out->telemetry.unavailable_reason;
+    out->telemetry = sampler->Stop();
+    out->telemetry.unavailable_reason = reason;
+  }
+  if (!measured.ok()) {
+    out->error = std::string(measured.status().message());
+    return;
+  }
+  Summarize(*measured, w->samples_per_iteration(), out);
+  w->Report(out);
+  if (out->latency_ms.p50 > 0) SetAchievedTflops(w->samples_per_iteration(), out);
+  // Every rank takes the same decision, or some would skip the later runs
+  // that the others wait in.
+  const bool cancelled =
+      distributed ? w->Agree(cancel != nullptr && cancel->load()) : measured->cancelled;
+  out->status = cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
+  if (m.profile && !cancelled) Profile(c, w, m, device, out);
+  if (m.check_numerics && !measured->cancelled) out->numerics = CheckNumerics(c, device);
+}
+
+}  // namespace
+
+RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
                   const measure::ProgressFn& progress,
                   const std::atomic<bool>* cancel) {
   RunOutcome out;
-  const RunConfig& c = config;
   auto device = ResolveDevice(c.device);
   if (!device.ok()) {
     out.error = std::string(device.status().message());
     return out;
   }
   out.resolved_device = device->str();
-  if (UsesCudaGraph(c.execution) && !device->is_cuda()) {
-    out.error = absl::StrCat("execution ",
-                             c.execution == Execution::kCudaGraph ? "cuda_graph" : "aot_cuda_graph",
-                             " needs a CUDA device, not ", device->str());
-    return out;
-  }
-  if (c.precision == Precision::kFp16 && device->is_cpu() &&
-      c.workload != "matmul" && c.workload != "collective") {
-    out.error = "precision fp16 (autocast) needs a CUDA or MPS device; use bf16 on CPU";
+  if (auto s = CheckRunnable(c, *device); !s.ok()) {
+    out.error = std::string(s.message());
     return out;
   }
   const int device_index = device->is_cuda() ? device->index() : -1;
@@ -334,80 +448,7 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure_config,
       cuda::ResetPeakMemory(device_index);
     }
     ResetPeakRss();
-    auto workload = MakeWorkload(c, *device, measure_config);
-    if (!workload.ok()) {
-      out.error = std::string(workload.status().message());
-      return out;
-    }
-    (*workload)->range_label = RangeLabel(c);
-    const bool distributed = IsDistributedWorkload(c.workload);
-    if (distributed) {
-      auto comm = dist::GroupFor(c, *device);
-      if (!comm.ok()) {
-        out.error = std::string(comm.status().message());
-        return out;
-      }
-      (*workload)->JoinGroup(*comm, cancel);
-    }
-    // Telemetry covers the measured windows only: the sampler starts after
-    // warm-up and stops when measuring ends.
-    std::unique_ptr<telemetry::Sampler> sampler;
-    if (measure_config.telemetry) {
-      (*workload)->on_measure_begin = [&] {
-        std::unique_ptr<telemetry::Source> source;
-        if (device_index >= 0) {
-          source = telemetry::OpenNvml(cuda::PciBusId(device_index), device_index,
-                                       &out.telemetry.unavailable_reason);
-        } else {
-          source = telemetry::OpenHost();
-        }
-        if (!source) return;
-        sampler = std::make_unique<telemetry::Sampler>(std::move(source),
-                                                       measure_config.telemetry_interval_ms);
-        sampler->Start();
-      };
-    }
-    auto measured =
-        measure::Measure(measure_config, (*workload)->samples_per_iteration(),
-                         measure::SteadyClock(), workload->get(), progress,
-                         distributed ? nullptr : cancel);
-    if (device->is_mps()) {
-      // The MPS allocator keeps no peak: what it holds as measuring ends
-      // (model, optimizer state, the last step's tensors) stands for it.
-      compat::MpsMemory(&out.peak_device_allocated_bytes, &out.peak_device_reserved_bytes);
-    }
-    if (sampler) {
-      const std::string reason = out.telemetry.unavailable_reason;
-      out.telemetry = sampler->Stop();
-      out.telemetry.unavailable_reason = reason;
-    }
-    if (!measured.ok()) {
-      out.error = std::string(measured.status().message());
-      return out;
-    }
-    Summarize(*measured, (*workload)->samples_per_iteration(), &out);
-    (*workload)->Report(&out);
-    if (out.latency_ms.p50 > 0) SetAchievedTflops((*workload)->samples_per_iteration(), &out);
-    // Every rank takes the same decision, or some would skip the later
-    // runs that the others wait in.
-    const bool cancelled =
-        distributed ? (*workload)->Agree(cancel != nullptr && cancel->load()) : measured->cancelled;
-    out.status = cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
-    if (measure_config.profile && !cancelled) {
-      // A user's model has no analytic FLOP count: in inference, the
-      // profiler's count stands for it (backward operators it does not count).
-      const bool count_flops = c.mode == Mode::kInfer && out.flops_per_iteration <= 0 &&
-                               c.workload == "torchscript";
-      ProfileWindow(workload->get(), measure_config, *device, count_flops, &out);
-      if (count_flops && out.profiled_flops > 0) {
-        out.flops_per_iteration = out.profiled_flops;
-        SetAchievedTflops((*workload)->samples_per_iteration(), &out);
-      }
-      RooflineFigures(c, &out);
-    }
-    if (measure_config.check_numerics && !measured->cancelled) {
-      out.numerics = CheckNumerics(c, *device);
-    }
+    RunOnDevice(c, *device, measure_config, progress, cancel, &out);
   } catch (const std::exception& e) {
     // c10::Error derives from std::exception.
     const std::string what = MessageOf(e);

@@ -1,0 +1,22 @@
+// A child process's environment: this process's own, with some variables
+// set (replacing any of the same name). Built before a fork, so that the
+// child between fork and exec calls only async-signal-safe functions.
+#ifndef GPUBENCH_COMMON_ENVIRONMENT_H_
+#define GPUBENCH_COMMON_ENVIRONMENT_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpubench {
+
+// "NAME=value" entries: environ's, less the names in set, then set's.
+std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& set);
+
+// Pointers into entries, null-terminated, as execve takes them; valid
+// while entries lives.
+std::vector<char*> EnvironmentPointers(std::vector<std::string>& entries);
+
+}  // namespace gpubench
+
+#endif  // GPUBENCH_COMMON_ENVIRONMENT_H_

@@ -1,0 +1,144 @@
+// The checks of one planned point, base and axes combined and its defaults
+// filled in: what relates two fields, and what the registry says applies
+// to its workload.
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/spec.h"
+#include "common/spec_checks.h"
+#include "common/workload_registry.h"
+
+namespace gpubench {
+
+// What one run's input would weigh, against its bounds: batch × image²
+// (× frames for cnn_lstm), batch × sequence length, and each torchscript
+// input's elements; and the model's own floor on the image. Defaults
+// filled in.
+absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
+  const WorkloadInfo* model = FindWorkload(ModelWorkload(c.workload(), c.params().ddp_model()));
+  if (model == nullptr) return absl::OkStatus();  // ddp_model was refused already
+  const SampleShape shape = model->sample;
+  const int64_t batch = c.batch_size();
+  const bool images = shape == SampleShape::kImage || shape == SampleShape::kFrames;
+  const bool sequence = shape == SampleShape::kTokens || shape == SampleShape::kFrames;
+  const int64_t image = images ? c.params().image_size() : 0;
+  const int64_t tokens = sequence ? c.params().sequence_length() : 0;
+  if (images && image < model->min_image_size) {
+    return Invalid(path + ".params.image_size",
+                   absl::StrCat(model->name, " needs at least ", model->min_image_size,
+                                " pixels (its pools), got ", image));
+  }
+  const int64_t frames = shape == SampleShape::kFrames ? tokens : 1;
+  const int64_t pixels = batch * frames * image * image;
+  if (pixels > kMaxBatchPixels) {
+    return Invalid(path, absl::StrCat("batch_size ", batch, " × ",
+                                      frames > 1 ? absl::StrCat(frames, " frames × ") : "",
+                                      "image_size ", image, "² = ", pixels,
+                                      " pixels; at most ", kMaxBatchPixels));
+  }
+  if (shape == SampleShape::kTokens && batch * tokens > kMaxBatchTokens) {
+    return Invalid(path, absl::StrCat("batch_size ", batch, " × sequence_length ", tokens,
+                                      " = ", batch * tokens, " tokens; at most ",
+                                      kMaxBatchTokens));
+  }
+  for (int i = 0; i < c.params().inputs_size(); ++i) {
+    int64_t elements = batch;
+    const auto& dims = c.params().inputs(i).shape();
+    for (int d = 1; d < dims.size() && elements <= kMaxInputElements; ++d) {
+      elements *= dims.Get(d);
+    }
+    if (elements > kMaxInputElements) {
+      return Invalid(absl::StrCat(path, ".params.inputs[", i, "]"),
+                     absl::StrCat("batch_size × the other dimensions exceeds ",
+                                  kMaxInputElements, " elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether the point's mode, execution, input and device apply to its
+// workload (the registry's entry), defaults filled in.
+absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c) {
+  const WorkloadInfo& w = *FindWorkload(c.workload());
+  const bool compiled =
+      c.execution() == v1::EXECUTION_AOT || c.execution() == v1::EXECUTION_AOT_CUDA_GRAPH;
+  if (compiled && !w.compiles) {
+    return Invalid(path + ".execution",
+                   absl::StrCat("aot compiles the built-in models (",
+                                WorkloadNames([](const WorkloadInfo& i) { return i.compiles; }),
+                                "), not ", w.name,
+                                w.name == "torchscript"
+                                    ? "; upload your model's AOTInductor package (.pt2) "
+                                      "and run it as torchscript"
+                                    : ""));
+  }
+  if (compiled && c.mode() != v1::MODE_INFER) {
+    return Invalid(path + ".execution",
+                   "aot compiles inference only (AOTInductor); use mode infer, or "
+                   "execution eager or cuda_graph to train");
+  }
+  if (compiled && c.device() == "mps") {
+    return Invalid(path + ".execution", "aot compiles for cpu or cuda, not mps");
+  }
+  if (c.execution() == v1::EXECUTION_CUDA_GRAPH && !w.graphs) {
+    return Invalid(path + ".execution", absl::StrCat(w.name, " runs eager only"));
+  }
+  if (c.mode() == v1::MODE_INFER && !w.infers) {
+    return Invalid(path + ".mode", absl::StrCat(w.name, " trains only; use mode train"));
+  }
+  if (c.mode() == v1::MODE_TRAIN && !w.trains) {
+    return Invalid(path + ".mode", absl::StrCat(w.name, " infers only; use mode infer"));
+  }
+  if (c.input_source() == v1::INPUT_SOURCE_HOST && !w.host_input) {
+    return Invalid(path + ".input_source",
+                   absl::StrCat(w.name, " takes its input on the device"));
+  }
+  if (c.device() == "mps" && !w.on_mps) {
+    return Invalid(path + ".device", absl::StrCat(w.name, " runs on cuda or cpu, not mps"));
+  }
+  return absl::OkStatus();
+}
+
+// What a point of several ranks (ddp, collective) needs, defaults filled in.
+absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
+  if (!IsDistributedWorkload(c.workload())) {
+    if (c.world_size() > 1) {
+      return Invalid(path + ".world_size",
+                     absl::StrCat(c.workload(), " runs on one rank; several ranks are for ",
+                                  WorkloadNames([](const WorkloadInfo& w) { return w.distributed; })));
+    }
+    return absl::OkStatus();
+  }
+  if (c.device() == kEveryGpu) {
+    return Invalid(path + ".device",
+                   absl::StrCat(c.workload(), " spreads over world_size GPUs: use device cuda "
+                                "(any free GPUs) or cpu, not cuda:all"));
+  }
+  if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1) {
+    return Invalid(path + ".device",
+                   absl::StrCat(c.device(), " names one GPU; world_size ", c.world_size(),
+                                " takes any free GPUs: use device cuda"));
+  }
+  if (c.execution() != v1::EXECUTION_EAGER) {
+    return Invalid(path + ".execution", absl::StrCat(c.workload(), " runs eager only"));
+  }
+  if (c.workload() != "collective") return absl::OkStatus();
+  const int64_t element = c.precision() == v1::PRECISION_FP16 ||
+                                  c.precision() == v1::PRECISION_BF16
+                              ? 2
+                              : 4;
+  const v1::CollectiveOp op = c.params().collective_op();
+  const bool split = op == v1::COLLECTIVE_OP_ALL_GATHER || op == v1::COLLECTIVE_OP_REDUCE_SCATTER;
+  const int64_t unit = element * (split ? c.world_size() : 1);
+  if (c.params().collective_bytes() % unit != 0) {
+    return Invalid(path + ".params.collective_bytes",
+                   absl::StrCat(c.params().collective_bytes(), " is not a multiple of ", unit,
+                                " (", element, "-byte elements",
+                                split ? absl::StrCat(" times world_size ", c.world_size()) : "",
+                                ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpubench
