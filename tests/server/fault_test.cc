@@ -275,15 +275,16 @@ TEST(Faults, AWorkerOverTheMemoryLimitFailsItsRunSayingWhichLimit) {
 // in the fresh worker (as after a GPU's out-of-memory error), the smaller
 // ones stand, and the job reports the largest batch that fit.
 TEST(Faults, ACpuBatchSweepSkipsTheBatchesAfterTheOneThatOutgrewMemory) {
-  Daemon d(FreshDir("fault_cpu_oom"), {"--worker-max-rss-bytes", "1500000000"});
+  Daemon d(FreshDir("fault_cpu_oom"), {"--worker-max-rss-bytes", "400000000"});
   ASSERT_TRUE(d.serving()) << d.log();
   v1::JobSpec spec;
   spec.mutable_base()->set_workload("mlp");
   spec.mutable_base()->set_device("cpu");
   spec.mutable_base()->set_mode(v1::MODE_INFER);
   // mlp's input is 3x32x32 floats, 12 KiB a sample, and four batches are
-  // kept on the device: 16 samples are under 1 MiB, 40,000 are 2 GB.
-  for (int batch : {16, 40000, 60000, 32}) spec.mutable_sweep()->add_batch_size(batch);
+  // kept on the device: 16 samples are under 1 MiB, 10,000 are 490 MB, past
+  // the limit of 400 MB with the worker's own 150 MiB.
+  for (int batch : {16, 10000, 15000, 32}) spec.mutable_sweep()->add_batch_size(batch);
   spec.mutable_measurement()->set_warmup_iterations(1);
   spec.mutable_measurement()->set_min_iterations(3);
   spec.mutable_measurement()->set_max_time_ms(2000);
@@ -297,13 +298,13 @@ TEST(Faults, ACpuBatchSweepSkipsTheBatchesAfterTheOneThatOutgrewMemory) {
   for (const v1::Run& r : runs) by_batch[r.config().batch_size()] = r;
   EXPECT_EQ(by_batch[16].state(), v1::RUN_STATE_SUCCEEDED) << by_batch[16].error();
   EXPECT_EQ(by_batch[32].state(), v1::RUN_STATE_SUCCEEDED) << by_batch[32].error();
-  EXPECT_EQ(by_batch[40000].state(), v1::RUN_STATE_OUT_OF_MEMORY) << by_batch[40000].error();
-  EXPECT_NE(by_batch[40000].error().find("host memory limit"), std::string::npos)
-      << by_batch[40000].error();
-  EXPECT_EQ(by_batch[60000].state(), v1::RUN_STATE_SKIPPED_AFTER_OOM)
-      << by_batch[60000].error();
-  EXPECT_NE(by_batch[60000].error().find("batch size 40000"), std::string::npos)
-      << by_batch[60000].error();
+  EXPECT_EQ(by_batch[10000].state(), v1::RUN_STATE_OUT_OF_MEMORY) << by_batch[10000].error();
+  EXPECT_NE(by_batch[10000].error().find("host memory limit"), std::string::npos)
+      << by_batch[10000].error();
+  EXPECT_EQ(by_batch[15000].state(), v1::RUN_STATE_SKIPPED_AFTER_OOM)
+      << by_batch[15000].error();
+  EXPECT_NE(by_batch[15000].error().find("batch size 10000"), std::string::npos)
+      << by_batch[15000].error();
   ASSERT_EQ(job.max_batch_size_fits().size(), 1u);
   EXPECT_EQ(job.max_batch_size_fits().begin()->second, 32);
   EXPECT_EQ(d.Stop(SIGTERM), 0);
@@ -313,13 +314,13 @@ TEST(Faults, ACpuBatchSweepSkipsTheBatchesAfterTheOneThatOutgrewMemory) {
 // the larger one was skipped after it) failed, saying so: "succeeded" would
 // read as a result.
 TEST(Faults, AJobInWhichNoRunWasMeasuredFails) {
-  Daemon d(FreshDir("fault_none_measured"), {"--worker-max-rss-bytes", "1500000000"});
+  Daemon d(FreshDir("fault_none_measured"), {"--worker-max-rss-bytes", "400000000"});
   ASSERT_TRUE(d.serving()) << d.log();
   v1::JobSpec spec;
   spec.mutable_base()->set_workload("mlp");
   spec.mutable_base()->set_device("cpu");
   spec.mutable_base()->set_mode(v1::MODE_INFER);
-  for (int batch : {40000, 60000}) spec.mutable_sweep()->add_batch_size(batch);
+  for (int batch : {10000, 15000}) spec.mutable_sweep()->add_batch_size(batch);
   spec.mutable_measurement()->set_warmup_iterations(1);
   spec.mutable_measurement()->set_min_iterations(3);
   spec.mutable_measurement()->set_max_time_ms(2000);
