@@ -3,7 +3,7 @@ C++ modules' names, so that a C++ model's weights load here as they are
 (tests/worker/aot_test.cc compares the two models' outputs on those weights).
 
 Every constructor takes the workload's parameters with their defaults already
-applied (the C++ side's ApplyWorkloadDefaults; the worker passes them all).
+applied (the plan's, filled once by FillConfigDefaults; the worker passes them all).
 Inputs: images [B, 3, S, S] float, tokens [B, T] int64, frames
 [B, T, 3, S, S] float; outputs as the C++ models'.
 """
