@@ -8,10 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/json_writer.h"
 #include "common/spec.h"
 #include "report/facets.h"
 #include "report/format.h"
-#include "google/protobuf/struct.pb.h"
 
 namespace gpubench::client {
 namespace {
@@ -116,35 +116,37 @@ void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostr
   }
 }
 
-std::string DistributedJson(const std::vector<v1::Run>& runs) {
-  google::protobuf::ListValue list;
+void WriteDistributed(const std::vector<v1::Run>& runs, JsonWriter& json) {
+  json.Array();
   for (const DistributedRow& row : DistributedRows(runs)) {
     const v1::Run& r = *row.run;
     const v1::RunResult& res = r.result();
-    auto& f = *list.add_values()->mutable_struct_value()->mutable_fields();
-    f["run_id"].set_string_value(r.run_id());
-    f["run_index"].set_number_value(r.index());
-    f["config"].set_string_value(report::DescribeConfig(r.config()));
-    f["workload"].set_string_value(r.config().workload());
-    f["world_size"].set_number_value(std::max(1, r.config().world_size()));
-    auto* devices = f["rank_devices"].mutable_list_value();
-    for (const std::string& d : res.rank_devices()) devices->add_values()->set_string_value(d);
+    json.Object();
+    json.Key("run_id").String(r.run_id());
+    json.Key("run_index").Int(r.index());
+    json.Key("config").String(report::DescribeConfig(r.config()));
+    json.Key("workload").String(r.config().workload());
+    json.Key("world_size").Int(std::max(1, r.config().world_size()));
+    json.Key("rank_devices").Array();
+    for (const std::string& d : res.rank_devices()) json.String(d);
+    json.End();
     if (r.config().workload() == "collective") {
-      f["collective_op"].set_string_value(
-          report::Short(v1::CollectiveOp_descriptor(), r.config().params().collective_op()));
-      f["bytes"].set_number_value(static_cast<double>(r.config().params().collective_bytes()));
-      f["time_us"].set_number_value(MicrosPerOperation(res));
+      json.Key("collective_op")
+          .String(report::Short(v1::CollectiveOp_descriptor(), r.config().params().collective_op()));
+      json.Key("bytes").Int(r.config().params().collective_bytes());
+      json.Key("time_us").Number(MicrosPerOperation(res));
       if (OneRank(r)) {
-        f["note"].set_string_value("one rank: nothing moved");
+        json.Key("note").String("one rank: nothing moved");
       } else {
-        f["algorithm_bandwidth_gb_per_s"].set_number_value(res.algorithm_bandwidth_gb_per_s());
-        f["bus_bandwidth_gb_per_s"].set_number_value(res.bus_bandwidth_gb_per_s());
+        json.Key("algorithm_bandwidth_gb_per_s").Number(res.algorithm_bandwidth_gb_per_s());
+        json.Key("bus_bandwidth_gb_per_s").Number(res.bus_bandwidth_gb_per_s());
       }
     }
-    f["throughput_samples_per_s"].set_number_value(res.throughput_samples_per_s());
-    f["scaling_efficiency"].set_number_value(row.efficiency);
+    json.Key("throughput_samples_per_s").Number(res.throughput_samples_per_s());
+    json.Key("scaling_efficiency").Number(row.efficiency);
+    json.End();
   }
-  return MessageToJson(list);
+  json.End();
 }
 
 void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format format,
@@ -190,40 +192,41 @@ void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format
   }
 }
 
-std::string DeviceSpeedupsJson(const std::vector<report::DeviceSpeedup>& views) {
-  google::protobuf::ListValue list;
+void WriteDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, JsonWriter& json) {
+  json.Array();
   for (const report::DeviceSpeedup& v : views) {
-    google::protobuf::Struct view;
-    auto& f = *view.mutable_fields();
-    f["config"].set_string_value(v.config);
-    for (const report::DeviceSide& s : v.sides) {
-      auto& side = *f["devices"].mutable_list_value()->add_values()->mutable_struct_value()
-                        ->mutable_fields();
-      const v1::RunResult& r = s.run->result();
-      side["device"].set_string_value(s.device);
-      side["run_id"].set_string_value(s.run->run_id());
-      side["run_index"].set_number_value(s.run->index());
-      side["throughput_samples_per_s"].set_number_value(r.throughput_samples_per_s());
-      side["throughput_ci_low"].set_number_value(r.throughput_ci_low());
-      side["throughput_ci_high"].set_number_value(r.throughput_ci_high());
-      side["speedup"].set_number_value(s.speedup);
-      side["speedup_ci_low"].set_number_value(s.speedup_low);
-      side["speedup_ci_high"].set_number_value(s.speedup_high);
+    json.Object().Key("config").String(v.config);
+    json.Key("devices").Array();
+    for (const report::DeviceSide& side : v.sides) {
+      const v1::RunResult& r = side.run->result();
+      json.Object();
+      json.Key("device").String(side.device);
+      json.Key("run_id").String(side.run->run_id());
+      json.Key("run_index").Int(side.run->index());
+      json.Key("throughput_samples_per_s").Number(r.throughput_samples_per_s());
+      json.Key("throughput_ci_low").Number(r.throughput_ci_low());
+      json.Key("throughput_ci_high").Number(r.throughput_ci_high());
+      json.Key("speedup").Number(side.speedup);
+      json.Key("speedup_ci_low").Number(side.speedup_low);
+      json.Key("speedup_ci_high").Number(side.speedup_high);
+      json.End();
     }
-    for (const report::CategoryTimes& row : v.categories) {
-      auto& c = *f["categories"].mutable_list_value()->add_values()->mutable_struct_value()
-                     ->mutable_fields();
-      c["category"].set_string_value(row.category);
-      auto& times = *c["us_per_sample"].mutable_struct_value()->mutable_fields();
-      for (size_t i = 0; i < row.us_per_sample.size(); ++i) {
-        if (row.us_per_sample[i] >= 0) {
-          times[v.sides[i].device].set_number_value(row.us_per_sample[i]);
+    json.End();
+    if (!v.categories.empty()) {
+      json.Key("categories").Array();
+      for (const report::CategoryTimes& row : v.categories) {
+        json.Object().Key("category").String(row.category);
+        json.Key("us_per_sample").Object();
+        for (size_t i = 0; i < row.us_per_sample.size(); ++i) {
+          if (row.us_per_sample[i] >= 0) json.Key(v.sides[i].device).Number(row.us_per_sample[i]);
         }
+        json.End().End();
       }
+      json.End();
     }
-    *list.add_values()->mutable_struct_value() = std::move(view);
+    json.End();
   }
-  return MessageToJson(list);
+  json.End();
 }
 
 void PrintRoofline(const std::vector<report::RooflinePoint>& points, Format format,
@@ -251,24 +254,25 @@ void PrintRoofline(const std::vector<report::RooflinePoint>& points, Format form
   PrintTable(t, format, out);
 }
 
-std::string RooflineJson(const std::vector<report::RooflinePoint>& points) {
-  google::protobuf::ListValue list;
+void WriteRoofline(const std::vector<report::RooflinePoint>& points, JsonWriter& json) {
+  json.Array();
   for (const report::RooflinePoint& p : points) {
-    auto& f = *list.add_values()->mutable_struct_value()->mutable_fields();
-    f["run_id"].set_string_value(p.run->run_id());
-    f["run_index"].set_number_value(p.run->index());
-    f["config"].set_string_value(report::DescribeConfig(p.run->config()));
-    f["device"].set_string_value(p.device);
-    f["flops_per_s"].set_number_value(p.flops_per_s);
-    f["bytes_per_s"].set_number_value(p.bytes_per_s);
-    f["intensity_flop_per_byte"].set_number_value(p.intensity);
-    f["peak_flops_per_s"].set_number_value(p.peak_flops_per_s);
-    f["peak_bytes_per_s"].set_number_value(p.peak_bytes_per_s);
-    f["roof_share"].set_number_value(p.roof_share);
-    f["verdict"].set_string_value(p.verdict);
-    f["why"].set_string_value(p.why);
+    json.Object();
+    json.Key("run_id").String(p.run->run_id());
+    json.Key("run_index").Int(p.run->index());
+    json.Key("config").String(report::DescribeConfig(p.run->config()));
+    json.Key("device").String(p.device);
+    json.Key("flops_per_s").Number(p.flops_per_s);
+    json.Key("bytes_per_s").Number(p.bytes_per_s);
+    json.Key("intensity_flop_per_byte").Number(p.intensity);
+    json.Key("peak_flops_per_s").Number(p.peak_flops_per_s);
+    json.Key("peak_bytes_per_s").Number(p.peak_bytes_per_s);
+    json.Key("roof_share").Number(p.roof_share);
+    json.Key("verdict").String(p.verdict);
+    json.Key("why").String(p.why);
+    json.End();
   }
-  return MessageToJson(list);
+  json.End();
 }
 
 }  // namespace gpubench::client

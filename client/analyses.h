@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "client/json_writer.h"
 #include "client/output.h"
 #include "report/roofline.h"
 #include "report/speedup.h"
@@ -18,21 +19,21 @@ namespace gpubench::client {
 void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format format,
                          std::ostream& out);
 
-// The same as a JSON array: [{"config", "devices": [{"device", "run_id",
+// The same, written as a JSON array: [{"config", "devices": [{"device", "run_id",
 // "run_index", "throughput_samples_per_s", "throughput_ci_low",
 // "throughput_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high"}],
 // "categories": [{"category", "us_per_sample": {device: us}}]}].
-std::string DeviceSpeedupsJson(const std::vector<report::DeviceSpeedup>& views);
+void WriteDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, JsonWriter& json);
 
 // Each roofline point: achieved TFLOP/s, estimated traffic, intensity, the
 // device's peaks, the share of the roof and the verdict with its why.
 void PrintRoofline(const std::vector<report::RooflinePoint>& points, Format format,
                    std::ostream& out);
 
-// The same as a JSON array: [{"run_id", "run_index", "config", "device",
+// The same, written as a JSON array: [{"run_id", "run_index", "config", "device",
 // "flops_per_s", "bytes_per_s", "intensity_flop_per_byte",
 // "peak_flops_per_s", "peak_bytes_per_s", "roof_share", "verdict", "why"}].
-std::string RooflineJson(const std::vector<report::RooflinePoint>& points);
+void WriteRoofline(const std::vector<report::RooflinePoint>& points, JsonWriter& json);
 
 // A distributed job's figures: each collective run's message size, ranks,
 // time per operation and nccl-tests' algbw and busbw ("-" and a note for one
@@ -41,13 +42,13 @@ std::string RooflineJson(const std::vector<report::RooflinePoint>& points);
 // job's run of the same config on one rank. Prints nothing without them.
 void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostream& out);
 
-// The same as a JSON array: [{"run_id", "run_index", "config", "workload",
+// The same, written as a JSON array: [{"run_id", "run_index", "config", "workload",
 // "world_size", "rank_devices", "collective_op", "bytes", "time_us",
 // "algorithm_bandwidth_gb_per_s", "bus_bandwidth_gb_per_s",
 // "throughput_samples_per_s", "scaling_efficiency"}] (efficiency -1 where the
 // job has no one-rank run of the config; a one-rank collective has "note":
 // "one rank: nothing moved" instead of the two bandwidths).
-std::string DistributedJson(const std::vector<v1::Run>& runs);
+void WriteDistributed(const std::vector<v1::Run>& runs, JsonWriter& json);
 
 }  // namespace gpubench::client
 

@@ -55,6 +55,8 @@ ABSL_FLAG(std::string, min_effect, "",
           "compare: smallest relative change that counts (default 0.01)");
 ABSL_FLAG(bool, history, false, "compare RUN: against its schedule's last runs");
 ABSL_FLAG(bool, wait, false, "submit: follow the job until it ends");
+ABSL_FLAG(bool, dry_run, false,
+          "spec: the daemon's plan of the job (--host, else the default), queueing nothing");
 ABSL_FLAG(bool, watch, false, "submit: follow the job with its progress");
 ABSL_FLAG(bool, include_improvements, false, "regressions: improvements too");
 
@@ -176,6 +178,7 @@ int SpecCommand(const Args& a, std::ostream& out, std::ostream& err) {
     err << "gpubench: " << spec.status().message() << "\n";
     return kExitUsage;
   }
+  if (a.Has("dry-run")) return DryRun(a, *spec, out, err);
   auto runs = ExpandSweep(*spec);
   if (!runs.ok()) {
     err << "gpubench: " << runs.status().message() << "\n";
@@ -359,9 +362,13 @@ example: gpubench run --workload mlp --model-size small,medium,large --device cp
 )"},
       {"spec", nullptr, /*daemon=*/false, /*takes_spec=*/true, /*spec_help=*/true, SpecCommand,
        R"(  spec [SPEC.json] [spec flags]  validate a spec and print its expanded runs)",
-       R"(usage: gpubench spec [SPEC.json] [spec flags]
+       R"(usage: gpubench spec [SPEC.json] [spec flags] [--dry-run [--host H]]
 Validates a spec and prints it with the number of runs its sweep expands to.
+With --dry-run the daemon plans it as a submit would (cuda:all becomes one
+run per GPU; what the host cannot run is refused, naming the field) and
+prints each run it would run; nothing is queued.
 example: gpubench spec --workload resnet50 --batch 32,64 --precision fp32,bf16
+example: gpubench spec --dry-run --host gpu1:7070 --workload mlp --device cuda:all
 )"},
       {"workloads", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false,
        WorkloadsCommand,

@@ -133,6 +133,9 @@ int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::
 
 // Commands, each returning the exit code.
 int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err);
+// `spec --dry-run`: the daemon's plan of spec (what SubmitJob would queue
+// and its workers would run, cuda:all rewritten), queueing nothing.
+int DryRun(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::ostream& err);
 int JobCommand(const Args& a, std::ostream& out, std::ostream& err);  // watch, show, cancel
 int JobsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int RunsCommand(const Args& a, std::ostream& out, std::ostream& err);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "client/cli.h"
 #include "client/cli_internal.h"
+#include "client/json_writer.h"
 #include "client/compare.h"
 #include "report/report.h"
 #include "client/spec_flags.h"
@@ -458,14 +459,14 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     }
   }
   if (a.format == Format::kJson) {
-    std::vector<std::string> parts;
+    JsonWriter json(out);
+    json.Array();
     for (size_t i = 0; i < daemons->size(); ++i) {
-      if (status[i].ok()) {
-        parts.push_back(absl::StrCat("{\"host\": \"", (*daemons)[i].host.name,
-                                     "\", \"regressions\": ", MessageToJson(found[i], false), "}"));
-      }
+      if (!status[i].ok()) continue;
+      json.Object().Key("host").String((*daemons)[i].host.name);
+      json.Key("regressions").Message(found[i]).End();
     }
-    out << "[" << absl::StrJoin(parts, ",\n ") << "]\n";
+    json.End();
   } else {
     PrintTable(t, a.format, out);
   }

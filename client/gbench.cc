@@ -2,24 +2,16 @@
 
 #include <map>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/output.h"
+#include "client/json_writer.h"
 #include "common/spec.h"
 #include "common/version.h"
 #include "report/facets.h"
 
 namespace gpubench::client {
 namespace {
-
-// A number as JSON takes it (no NaN or infinity there: 0 instead).
-std::string Number(double v) {
-  if (!(v == v) || v > 1e300 || v < -1e300) return "0";
-  return absl::StrFormat("%.12g", v);
-}
 
 // "mlp infer b8 fp32 cpu" -> "mlp/infer/b8/fp32/cpu": Google Benchmark's
 // family/argument spelling, and names compare.py's filters can match.
@@ -39,51 +31,51 @@ void PrintGbench(const std::vector<v1::Run>& runs, const std::string& executable
     ++repetitions[name];
   }
   const std::string host = runs.empty() ? "" : runs.front().host_id();
-  out << "{\n  \"context\": {\n"
-      << "    \"date\": "
-      << JsonString(absl::FormatTime("%Y-%m-%dT%H:%M:%S%Ez", absl::Now(), absl::UTCTimeZone()))
-      << ",\n    \"host_name\": " << JsonString(host)
-      << ",\n    \"executable\": " << JsonString(executable)
-      << ",\n    \"library_build_type\": \"release\""
-      << ",\n    \"gpubench_version\": " << JsonString(kGpubenchVersion) << "\n  },\n"
-      << "  \"benchmarks\": [";
-  bool first = true;
+  JsonWriter json(out);
+  json.Object().Key("context").Object();
+  json.Key("date").String(
+      absl::FormatTime("%Y-%m-%dT%H:%M:%S%Ez", absl::Now(), absl::UTCTimeZone()));
+  json.Key("host_name").String(host);
+  json.Key("executable").String(executable);
+  json.Key("library_build_type").String("release");
+  json.Key("gpubench_version").String(kGpubenchVersion);
+  json.End().Key("benchmarks").Array();
   for (const v1::Run& r : runs) {
     const std::string name = BenchmarkName(r);
     const v1::RunResult& res = r.result();
-    out << (first ? "\n" : ",\n") << "    {\n"
-        << "      \"name\": " << JsonString(name) << ",\n"
-        << "      \"family_index\": " << family[name] << ",\n"
-        << "      \"per_family_instance_index\": 0,\n"
-        << "      \"run_name\": " << JsonString(name) << ",\n"
-        << "      \"run_type\": \"iteration\",\n"
-        << "      \"repetitions\": " << repetitions[name] << ",\n"
-        << "      \"repetition_index\": " << seen[name]++ << ",\n"
-        << "      \"threads\": 1,\n"
-        << "      \"label\": " << JsonString(res.resolved_device()) << ",\n"
-        << "      \"gpubench_run_id\": " << JsonString(r.run_id()) << ",\n";
-    first = false;
+    json.Object();
+    json.Key("name").String(name);
+    json.Key("family_index").Int(family[name]);
+    json.Key("per_family_instance_index").Int(0);
+    json.Key("run_name").String(name);
+    json.Key("run_type").String("iteration");
+    json.Key("repetitions").Int(repetitions[name]);
+    json.Key("repetition_index").Int(seen[name]++);
+    json.Key("threads").Int(1);
+    json.Key("label").String(res.resolved_device());
+    json.Key("gpubench_run_id").String(r.run_id());
     const double throughput = res.throughput_samples_per_s();
     if (r.state() != v1::RUN_STATE_SUCCEEDED || !(throughput > 0)) {
-      out << "      \"error_occurred\": true,\n"
-          << "      \"error_message\": "
-          << JsonString(r.error().empty() ? EnumShortName(v1::RunState_descriptor(), r.state())
-                                          : r.error())
-          << "\n    }";
+      json.Key("error_occurred").Bool(true);
+      json.Key("error_message")
+          .String(r.error().empty() ? EnumShortName(v1::RunState_descriptor(), r.state())
+                                    : r.error());
+      json.End();
       continue;
     }
     const int64_t batch = r.config().batch_size() > 0 ? r.config().batch_size() : 1;
     const double time_us = 1e6 * static_cast<double>(batch) / throughput;
-    out << "      \"iterations\": " << res.iterations() << ",\n"
-        << "      \"real_time\": " << Number(time_us) << ",\n"
-        << "      \"cpu_time\": " << Number(time_us) << ",\n"
-        << "      \"time_unit\": \"us\",\n"
-        << "      \"items_per_second\": " << Number(throughput) << ",\n"
-        << "      \"p50_ms\": " << Number(res.latency().p50_ms()) << ",\n"
-        << "      \"p95_ms\": " << Number(res.latency().p95_ms()) << ",\n"
-        << "      \"p99_ms\": " << Number(res.latency().p99_ms()) << "\n    }";
+    json.Key("iterations").Int(res.iterations());
+    json.Key("real_time").Number(time_us);
+    json.Key("cpu_time").Number(time_us);
+    json.Key("time_unit").String("us");
+    json.Key("items_per_second").Number(throughput);
+    json.Key("p50_ms").Number(res.latency().p50_ms());
+    json.Key("p95_ms").Number(res.latency().p95_ms());
+    json.Key("p99_ms").Number(res.latency().p99_ms());
+    json.End();
   }
-  out << (first ? "]\n}\n" : "\n  ]\n}\n");
+  json.End().End();
 }
 
 }  // namespace gpubench::client

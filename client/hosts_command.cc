@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "client/cli.h"
 #include "client/cli_internal.h"
+#include "client/json_writer.h"
 #include "client/output.h"
 #include "common/spec.h"
 
@@ -46,17 +47,17 @@ HostAnswers AskEach(const std::vector<Daemon>& daemons) {
 }
 
 void PrintJson(const std::vector<Daemon>& daemons, const HostAnswers& h, std::ostream& out) {
-  std::vector<std::string> parts;
+  JsonWriter json(out);
+  json.Array();
   for (size_t i = 0; i < h.infos.size(); ++i) {
     const absl::Status& s = h.status[i];
-    parts.push_back(absl::StrCat(
-        "{\"name\": ", JsonString(daemons[i].host.name), ", \"reachable\": ",
-        s.ok() || h.refused(i) ? "true" : "false",
-        s.ok() ? absl::StrCat(", \"host\": ", MessageToJson(h.infos[i], false)) : "",
-        h.refused(i) ? absl::StrCat(", \"refused\": ", JsonString(std::string(s.message()))) : "",
-        "}"));
+    json.Object().Key("name").String(daemons[i].host.name);
+    json.Key("reachable").Bool(s.ok() || h.refused(i));
+    if (s.ok()) json.Key("host").Message(h.infos[i]);
+    if (h.refused(i)) json.Key("refused").String(s.message());
+    json.End();
   }
-  out << "[" << absl::StrJoin(parts, ",\n ") << "]\n";
+  json.End();
 }
 
 std::string Gpus(const v1::HostInfo& h) {

@@ -198,6 +198,31 @@ int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::
   return ShowJob(d, id, a, out, err);
 }
 
+int DryRun(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::ostream& err) {
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  req.set_dry_run(true);
+  auto resp = d->Call(&v1::BenchService::Stub::SubmitJob, req);
+  if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
+  if (a.format == Format::kJson) {
+    out << MessageToJson(*resp) << "\n";
+    return kExitOk;
+  }
+  Table t;
+  t.header = {"#", "run", "device"};
+  for (int i = 0; i < resp->runs_size(); ++i) {
+    const v1::RunConfig& c = resp->runs(i);
+    t.rows.push_back({absl::StrCat(i), DescribeConfig(c), c.device()});
+  }
+  PrintTable(t, a.format, out);
+  if (a.format == Format::kTable) {
+    out << resp->runs_size() << " runs as " << d->host.name << " would run them; nothing queued\n";
+  }
+  return kExitOk;
+}
+
 int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto spec = BuildSpec(a, a.positional.empty() ? "" : a.positional[0]);
   if (!spec.ok()) return Usage(err, std::string(spec.status().message()));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "client/json_writer.h"
 
 namespace gpubench::client {
 namespace {
@@ -76,28 +77,6 @@ std::string MarkdownCell(const std::string& cell) {
 
 }  // namespace
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          static const char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 absl::StatusOr<Format> ParseFormat(const std::string& name) {
   if (name == "table" || name.empty()) return Format::kTable;
   if (name == "json") return Format::kJson;
@@ -136,16 +115,16 @@ void PrintDelimited(const Table& table, std::string (*escape)(const std::string&
 }
 
 void PrintJson(const Table& table, std::ostream& out) {
-  out << "[";
-  for (size_t r = 0; r < table.rows.size(); ++r) {
-    out << (r ? ",\n " : "\n ") << "{";
+  JsonWriter json(out);
+  json.Array();
+  for (const auto& row : table.rows) {
+    json.Object();
     for (size_t i = 0; i < table.header.size(); ++i) {
-      out << (i ? ", " : "") << JsonString(table.header[i]) << ": "
-          << JsonString(CellOf(table.rows[r], i));
+      json.Key(table.header[i]).String(CellOf(row, i));
     }
-    out << "}";
+    json.End();
   }
-  out << "\n]\n";
+  json.End();
 }
 
 // Columns padded to their widest cell; numeric ones right-aligned.

@@ -28,9 +28,6 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
-// s as a JSON string literal, quotes included.
-std::string JsonString(const std::string& s);
-
 // Prints table in format; text, CSV and Markdown cells are Printable (kJson
 // is not a table format: it prints the cells as an array of objects keyed by
 // the header). A CSV cell that a spreadsheet would run as a formula (it starts

@@ -102,17 +102,18 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   const auto speedups = report::DeviceSpeedups(pointers, job.spec().profiling().iterations());
   const auto roofline = report::Roofline(pointers, report::PeaksOf(pointers, peak_runs));
   if (format == Format::kJson) {
-    std::vector<std::string> run_json;
+    JsonWriter json(out);
+    json.Object().Key("job").Message(job).Key("runs").Array();
     for (v1::Run r : runs) {
       r.clear_samples();
       r.clear_telemetry_series();
-      run_json.push_back(MessageToJson(r));
+      json.Message(r);
     }
-    out << "{\"job\": " << MessageToJson(job) << ",\n\"runs\": ["
-        << absl::StrJoin(run_json, ",\n") << "],\n\"device_speedups\": "
-        << DeviceSpeedupsJson(speedups)
-        << ",\n\"roofline\": " << RooflineJson(roofline)
-        << ",\n\"distributed\": " << DistributedJson(runs) << "}\n";
+    json.End();
+    WriteDeviceSpeedups(speedups, json.Key("device_speedups"));
+    WriteRoofline(roofline, json.Key("roofline"));
+    WriteDistributed(runs, json.Key("distributed"));
+    json.End();
     return;
   }
   if (format == Format::kTable) {

@@ -159,7 +159,9 @@ absl::StatusOr<v1::Job> JobManager::Submit(Plan plan, const std::string& schedul
           share, "); retry when some have started"));
     }
   }
-  auto id = store_->jobs().Insert(job);
+  v1::JobPlan stored;
+  for (const v1::RunConfig& run : plan.runs) *stored.add_runs() = run;
+  auto id = store_->jobs().Insert(job, stored);
   if (absl::IsResourceExhausted(id.status())) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the daemon's store is full, so no job is accepted: ", id.status().message()));

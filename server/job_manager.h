@@ -158,6 +158,7 @@ class JobManager {
     std::set<std::string> leases;
     int any_gpus = 0;
   };
+  // Of a stored job: its stored plan's runs.
   absl::StatusOr<Needs> LeasesOf(const v1::Job& job) const;
   Needs LeasesOf(const v1::Job& job, const std::vector<v1::RunConfig>& configs) const;
   // Replaces device cuda:all by each of the host's GPUs (and sets

@@ -48,9 +48,9 @@ bool TakesAnyGpus(const v1::RunConfig& c, const std::string& lease) {
 }  // namespace
 
 absl::StatusOr<JobManager::Needs> JobManager::LeasesOf(const v1::Job& job) const {
-  auto configs = ExpandSweep(job.spec());
-  if (!configs.ok()) return configs.status();
-  return LeasesOf(job, *configs);
+  auto plan = store_->jobs().GetPlan(job.job_id());
+  if (!plan.ok()) return plan.status();
+  return LeasesOf(job, {plan->runs().begin(), plan->runs().end()});
 }
 
 JobManager::Needs JobManager::LeasesOf(const v1::Job& job,

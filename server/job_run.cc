@@ -79,10 +79,15 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   request.set_model_dir(options_.model_dir);
   for (const std::string& root : options_.model_roots) request.add_model_roots(root);
   *request.mutable_aot() = options_.aot;
-  // Checked again at start: an operator may have narrowed the roots since.
-  auto configs = ExpandSweep(job.spec());
-  absl::Status models = configs.ok() ? CheckModels(*configs, &request) : configs.status();
-  if (configs.ok()) start->configs = std::move(*configs);
+  // The plan made at submit; its models are checked again at start: an
+  // operator may have narrowed the roots since.
+  auto plan = store_->jobs().GetPlan(job_id);
+  if (plan.ok()) start->configs.assign(plan->runs().begin(), plan->runs().end());
+  absl::Status models =
+      plan.ok() ? CheckModels(start->configs, &request)
+                : absl::FailedPreconditionError(absl::StrCat(
+                      "the job's plan cannot be read, so it did not run: ",
+                      plan.status().message()));
   request.set_job_run_count(start->configs.size());
   if (!models.ok()) {
     SetState(&job, v1::JOB_STATE_FAILED, std::string(models.message())).IgnoreError();
@@ -376,6 +381,16 @@ class LanePasses {
         if (!stored_.count(i)) current = i;
       }
     }
+    if ((current < 0 || stored_.count(current)) && AllStored()) {
+      // Died (or was killed at a limit) after its last run was stored:
+      // nothing is lost, the job ends on its runs. The log says how.
+      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+        e->mutable_log()->set_text(absl::StrCat(
+            "the worker ended with ", r_.exit.Describe(), " after its last run was stored",
+            limit_hit.empty() ? "" : absl::StrCat(": the daemon killed it, ", limit_hit)));
+      }, true, nullptr).IgnoreError();
+      return true;
+    }
     if (current < 0 || stored_.count(current)) {
       // Died between runs. A group whose rank failed its run (stored) and
       // stopped goes on with the rest in fresh workers; otherwise there is
@@ -531,64 +546,6 @@ void JobManager::FillContention(const std::string& job_id, v1::Run* run) {
   if (getloadavg(load, 1) == 1) c->set_load_average_1m(load[0]);
   c->set_cpu_count(std::max(1u, std::thread::hardware_concurrency()));
   c->set_contended(IsContended(*c));
-}
-
-void JobManager::Watchdog(std::shared_ptr<Running> running) {
-  JobClock* clock = options_.clock != nullptr ? options_.clock : JobClock::Real();
-  const int64_t limit_s =
-      running->job.spec().timeout_s() > 0
-          ? std::min(running->job.spec().timeout_s(), options_.max_job_seconds)
-          : options_.max_job_seconds;
-  const absl::Time deadline = clock->Now() + absl::Seconds(limit_s);
-  // The memory limit is a poll of the worker's RSS: an rlimit would break
-  // CUDA (launcher/process.h). The scratch folder's is a poll too.
-  const bool watch = options_.worker_max_rss_bytes > 0 || options_.worker_max_scratch_bytes > 0;
-  absl::MutexLock lock(&running->mu);
-  bool stop = false;
-  while (!stop) {
-    const absl::Time wake = watch ? std::min(deadline, clock->Now() + absl::Milliseconds(200))
-                                  : deadline;
-    // Until a stop, the next poll or the deadline.
-    while (!(stop = running->finished || running->cancel || running->shutdown) &&
-           clock->Now() < wake) {
-      clock->WaitUntil(&running->cv, &running->mu, wake);
-    }
-    if (running->finished) return;
-    if (stop) break;
-    if (clock->Now() >= deadline) {
-      running->timed_out = true;
-      break;
-    }
-    for (worker::Worker* process : running->processes) {
-      if (running->limit_hits.count(process)) continue;  // killed already
-      const int64_t rss = options_.worker_max_rss_bytes > 0 ? process->RssBytes() : 0;
-      const int64_t scratch =
-          options_.worker_max_scratch_bytes > 0 ? process->ScratchBytes() : 0;
-      if (rss > options_.worker_max_rss_bytes && options_.worker_max_rss_bytes > 0) {
-        running->limit_hits[process] = {
-            absl::StrCat("its resident memory ", rss, " bytes passed the host memory limit of ",
-                         options_.worker_max_rss_bytes, " bytes (gpubenchd --worker-max-rss-bytes)"),
-            true};
-        process->Kill();
-      } else if (scratch > options_.worker_max_scratch_bytes &&
-                 options_.worker_max_scratch_bytes > 0) {
-        running->limit_hits[process] = {
-            absl::StrCat("its scratch folder held ", scratch, " bytes, past the limit of ",
-                         options_.worker_max_scratch_bytes,
-                         " bytes (gpubenchd --worker-max-scratch-bytes)"),
-            false};
-        process->Kill();
-      }
-    }
-  }
-  for (worker::Worker* process : running->processes) process->Stop();
-  const absl::Time kill_at = clock->Now() + absl::Milliseconds(options_.stop_grace_ms);
-  while (!running->finished && clock->Now() < kill_at) {
-    clock->WaitUntil(&running->cv, &running->mu, kill_at);
-  }
-  if (!running->finished) {
-    for (worker::Worker* process : running->processes) process->Kill();
-  }
 }
 
 }  // namespace gpubench::server

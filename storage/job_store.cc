@@ -25,10 +25,10 @@ absl::Status AppendEventIn(Connection& c, const v1::ProgressEvent& event) {
   return s.Run();
 }
 
-absl::StatusOr<std::string> JobStore::Insert(const v1::Job& in) {
+absl::StatusOr<std::string> JobStore::Insert(const v1::Job& in, const v1::JobPlan& plan) {
   v1::Job job = in;
   if (job.job_id().empty()) job.set_job_id(NewId("j"));
-  auto status = db_->Write([&](Connection& c) {
+  auto status = db_->Transaction("insert job", [&](Connection& c) {
     Statement s(c, "insert job",
                 "INSERT INTO jobs(job_id, state, workload, submit_ns, schedule_id,"
                 " priority, record) VALUES(?,?,?,?,?,?,?)");
@@ -39,7 +39,10 @@ absl::StatusOr<std::string> JobStore::Insert(const v1::Job& in) {
         .Text(5, job.schedule_id())
         .Int(6, job.spec().priority())
         .Blob(7, job.SerializeAsString());
-    return s.Run();
+    if (auto st = s.Run(); !st.ok() || plan.runs_size() == 0) return st;
+    Statement p(c, "insert job plan", "INSERT INTO job_plans(job_id, data) VALUES(?,?)");
+    p.Text(1, job.job_id()).Blob(2, plan.SerializeAsString());
+    return p.Run();
   });
   if (!status.ok()) return status;
   return job.job_id();
@@ -50,10 +53,25 @@ absl::Status JobStore::Update(const v1::Job& job) {
 }
 
 absl::Status JobStore::Update(const v1::Job& job, const v1::ProgressEvent& event) {
-  return db_->Transaction([&](Connection& c) {
+  return db_->Transaction("update job", [&](Connection& c) {
     if (auto s = UpdateIn(c, job); !s.ok()) return s;
     return AppendEventIn(c, event);
   });
+}
+
+absl::StatusOr<v1::JobPlan> JobStore::GetPlan(const std::string& job_id) {
+  v1::JobPlan plan;
+  auto status = db_->Read([&](Connection& c) -> absl::Status {
+    Statement s(c, "get job plan", "SELECT data FROM job_plans WHERE job_id=?");
+    s.Text(1, job_id);
+    if (auto st = s.One(absl::StrCat("job ", job_id, " has no stored plan, so it cannot run"));
+        !st.ok()) {
+      return st;
+    }
+    return s.ColumnProto(0, "garbled job plan", &plan);
+  });
+  if (!status.ok()) return status;
+  return plan;
 }
 
 absl::StatusOr<v1::Job> JobStore::Get(const std::string& job_id) {

@@ -29,8 +29,12 @@ class JobStore {
  public:
   explicit JobStore(Database* db) : db_(db) {}
 
-  // Inserts a job; assigns job_id when empty. Returns the id.
-  absl::StatusOr<std::string> Insert(const v1::Job& job);
+  // Inserts a job and its plan (none when it has no runs) in one
+  // transaction; assigns job_id when empty. Returns the id.
+  absl::StatusOr<std::string> Insert(const v1::Job& job,
+                                     const v1::JobPlan& plan = v1::JobPlan());
+  // The plan stored with a job. NotFound when it has none.
+  absl::StatusOr<v1::JobPlan> GetPlan(const std::string& job_id);
   // Replaces a job's stored state and record. NotFound for an unknown id.
   absl::Status Update(const v1::Job& job);
   // The same, with the event that goes with it, in one transaction.

@@ -139,7 +139,7 @@ absl::Status ReadRun(const Statement& s, bool include_samples, v1::Run* run) {
 absl::StatusOr<std::string> RunStore::Insert(const v1::Run& run) {
   if (auto s = CheckSamples(run.samples()); !s.ok()) return s;
   std::string id;
-  auto status = db_->Transaction([&](Connection& c) { return InsertIn(c, run, &id); });
+  auto status = db_->Transaction("insert run", [&](Connection& c) { return InsertIn(c, run, &id); });
   if (!status.ok()) return status;
   return id;
 }
@@ -154,7 +154,7 @@ absl::StatusOr<std::string> RunStore::Insert(const v1::Run& run, const v1::Progr
     trace = std::move(*compressed);
   }
   std::string id;
-  auto status = db_->Transaction([&](Connection& c) -> absl::Status {
+  auto status = db_->Transaction("insert run", [&](Connection& c) -> absl::Status {
     if (auto s = InsertIn(c, run, &id); !s.ok()) return s;
     v1::ProgressEvent stored = event;
     if (stored.has_run_finished()) {
@@ -294,7 +294,7 @@ absl::StatusOr<std::vector<v1::Run>> RunStore::ScheduleHistory(
 
 absl::Status RunStore::SetHistory(const std::string& run_id,
                                   const v1::HistoryComparison& history) {
-  return db_->Transaction([&](Connection& c) -> absl::Status {
+  return db_->Transaction("set run history", [&](Connection& c) -> absl::Status {
     v1::Run run;
     {
       Statement s(c, "set run history", "SELECT record FROM runs WHERE run_id=?");
@@ -363,7 +363,7 @@ absl::StatusOr<std::pair<v1::TraceInfo, std::string>> RunStore::GetTrace(
 
 absl::StatusOr<int64_t> RunStore::Prune(const RetentionLimits& limits) {
   int64_t removed = 0;
-  auto status = db_->Transaction([&](Connection& c) -> absl::Status {
+  auto status = db_->Transaction("prune runs", [&](Connection& c) -> absl::Status {
     // A run's telemetry series goes with its samples. Starting from the
     // kept runs (few) rather than the dropped ones (many) keeps a prune
     // with nothing to do cheap; it runs after every job.

@@ -109,6 +109,14 @@ CREATE INDEX jobs_by_submit ON jobs(submit_ns DESC, job_id DESC);
     // records are rewritten by BackfillRuns), so that old runs match new
     // ones field by field.
     "",
+    // 5 -> 6: each job's plan, made once at submit (BackfillPlans plans the
+    // jobs still to run).
+    R"sql(
+CREATE TABLE job_plans (
+  job_id      TEXT PRIMARY KEY REFERENCES jobs(job_id) ON DELETE CASCADE,
+  data        BLOB NOT NULL            -- gpubench.v1.JobPlan
+);
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -141,6 +149,34 @@ absl::Status BackfillRuns(Connection& c, bool fill_defaults) {
   return absl::OkStatus();
 }
 
+// 5 -> 6: the jobs that may still run (queued, or running when the daemon
+// stopped) get the plan their spec expands to; one that no longer expands
+// gets none and fails when it starts, saying so.
+absl::Status BackfillPlans(Connection& c) {
+  std::vector<std::pair<std::string, v1::JobPlan>> plans;
+  {
+    Statement s(c, "backfill plans", "SELECT job_id, record FROM jobs WHERE state IN (?,?)");
+    s.Int(1, v1::JOB_STATE_QUEUED).Int(2, v1::JOB_STATE_RUNNING);
+    auto scanned = s.ForEach([&]() -> absl::Status {
+      v1::Job job;
+      if (auto st = s.ColumnProto(1, "garbled job record", &job); !st.ok()) return st;
+      auto runs = ExpandSweep(job.spec());
+      if (!runs.ok()) return absl::OkStatus();
+      v1::JobPlan plan;
+      for (v1::RunConfig& run : *runs) *plan.add_runs() = std::move(run);
+      plans.emplace_back(s.ColumnText(0), std::move(plan));
+      return absl::OkStatus();
+    });
+    if (!scanned.ok()) return scanned;
+  }
+  for (const auto& [id, plan] : plans) {
+    Statement s(c, "backfill plans", "INSERT INTO job_plans(job_id, data) VALUES(?,?)");
+    s.Text(1, id).Blob(2, plan.SerializeAsString());
+    if (auto st = s.Run(); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<int> SchemaVersion(Connection& c) {
@@ -162,6 +198,7 @@ absl::Status Migrate(Connection& c) {
   for (int v = *version; v < kSchemaVersion; ++v) {
     absl::Status s = c.Exec(absl::StrCat("BEGIN IMMEDIATE;", kMigrations[v]));
     if (s.ok() && (v + 1 == 2 || v + 1 == 5)) s = BackfillRuns(c, /*fill_defaults=*/v + 1 == 5);
+    if (s.ok() && v + 1 == 6) s = BackfillPlans(c);
     if (s.ok()) s = c.Exec(absl::StrCat("PRAGMA user_version=", v + 1, ";COMMIT;"));
     if (!s.ok()) {
       c.Exec("ROLLBACK").IgnoreError();

@@ -25,7 +25,7 @@
 namespace gpubench::storage {
 
 // The schema version this build writes; Migrate brings older files up to it.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // The file's schema version (PRAGMA user_version).
 absl::StatusOr<int> SchemaVersion(Connection& c);

@@ -189,10 +189,11 @@ absl::Status Database::Write(absl::FunctionRef<absl::Status(Connection&)> body) 
   return body(c);
 }
 
-absl::Status Database::Transaction(absl::FunctionRef<absl::Status(Connection&)> body) {
+absl::Status Database::Transaction(absl::string_view what,
+                                   absl::FunctionRef<absl::Status(Connection&)> body) {
   absl::MutexLock lock(&write_mu_);
   Connection c(writer_, &path_);
-  if (auto s = c.Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  if (auto s = c.Exec("BEGIN IMMEDIATE"); !s.ok()) return c.Error(what);
   absl::Status status = body(c);
   if (status.ok()) status = c.Exec("COMMIT");
   if (!status.ok()) c.Exec("ROLLBACK").IgnoreError();

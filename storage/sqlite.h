@@ -118,7 +118,10 @@ class Database {
   absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> body)
       ABSL_LOCKS_EXCLUDED(write_mu_);
   // As Write, inside BEGIN IMMEDIATE ... COMMIT; ROLLBACK when body fails.
-  absl::Status Transaction(absl::FunctionRef<absl::Status(Connection&)> body)
+  // A transaction that cannot begin (the file locked elsewhere) says `what`
+  // it was for.
+  absl::Status Transaction(absl::string_view what,
+                           absl::FunctionRef<absl::Status(Connection&)> body)
       ABSL_LOCKS_EXCLUDED(write_mu_);
   // Runs body on a read-only connection of its own for the call; waits
   // while every one is in use. Reads see the last commit and never wait

@@ -13,8 +13,12 @@
 
 #include "client/cli.h"
 #include "client/compare.h"
+#include "client/gbench.h"
+#include "client/json_writer.h"
 #include "client/output.h"
 #include "common/stats.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "tests/support/command.h"
 
 namespace gpubench::client {
@@ -199,6 +203,62 @@ TEST(Output, CsvCellsThatWouldBeFormulasStartWithAQuote) {
   std::ostringstream header;
   PrintTable(h, Format::kCsv, header);
   EXPECT_EQ(header.str(), "\"'\t=1\",-5\n");
+}
+
+// A table as JSON keeps its columns in order, and cells that JSON must
+// escape (quotes, backslashes, control characters) parse back to what they
+// were.
+TEST(Output, JsonKeepsColumnOrderAndParsesBackToTheCells) {
+  Table t;
+  t.header = {"zeta", "alpha", "a \"quoted\" \\ name"};
+  t.rows.push_back({"1", "line\nbreak\ttab\x01" "bell", "\x7f \xce\xbcs \xff\xce"});
+  t.rows.push_back({"2"});  // a short row: empty cells
+  std::ostringstream out;
+  PrintTable(t, Format::kJson, out);
+  const std::string json = out.str();
+  EXPECT_LT(json.find("\"zeta\""), json.find("\"alpha\"")) << json;
+  google::protobuf::ListValue rows;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &rows).ok()) << json;
+  ASSERT_EQ(rows.values_size(), 2);
+  const auto& first = rows.values(0).struct_value().fields();
+  EXPECT_EQ(first.at("alpha").string_value(), "line\nbreak\ttab\x01" "bell");
+  // UTF-8 (the micro sign) stays; bytes that are not UTF-8 are U+FFFD.
+  EXPECT_EQ(first.at("a \"quoted\" \\ name").string_value(),
+            "\x7f \xce\xbcs \xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(rows.values(1).struct_value().fields().at("alpha").string_value(), "");
+}
+
+// Google Benchmark's JSON, which compare.py reads: a failed run is an
+// error, a run whose latency was not measured still gives valid JSON (null,
+// never nan), and a name with a quote in it stays one string.
+TEST(Output, GbenchIsValidJsonForFailedRunsAndMissingFigures) {
+  std::vector<v1::Run> runs(2);
+  runs[0].set_run_id("r\"1");
+  runs[0].mutable_config()->set_workload("mlp");
+  runs[0].mutable_config()->set_batch_size(8);
+  runs[0].set_state(v1::RUN_STATE_SUCCEEDED);
+  runs[0].mutable_result()->set_throughput_samples_per_s(800);
+  runs[0].mutable_result()->set_iterations(10);
+  runs[0].mutable_result()->mutable_latency()->set_p50_ms(std::nan(""));
+  runs[1] = runs[0];
+  runs[1].set_state(v1::RUN_STATE_OUT_OF_MEMORY);
+  runs[1].set_error("CUDA out of memory\n");
+  std::ostringstream out;
+  PrintGbench(runs, "gpubench show j\"x", out);
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out.str(), &doc).ok()) << out.str();
+  EXPECT_EQ(doc.fields().at("context").struct_value().fields().at("executable").string_value(),
+            "gpubench show j\"x");
+  const auto& benchmarks = doc.fields().at("benchmarks").list_value();
+  ASSERT_EQ(benchmarks.values_size(), 2);
+  const auto& ok = benchmarks.values(0).struct_value().fields();
+  EXPECT_EQ(ok.at("gpubench_run_id").string_value(), "r\"1");
+  EXPECT_DOUBLE_EQ(ok.at("real_time").number_value(), 1e6 * 8 / 800);  // us per batch
+  EXPECT_EQ(ok.at("p50_ms").kind_case(), google::protobuf::Value::kNullValue);
+  const auto& failed = benchmarks.values(1).struct_value().fields();
+  EXPECT_TRUE(failed.at("error_occurred").bool_value());
+  EXPECT_EQ(failed.at("error_message").string_value(), "CUDA out of memory\n");
+  EXPECT_EQ(failed.count("real_time"), 0u);
 }
 
 // Run-level figures of n repetitions around center, lognormal noise of

@@ -108,6 +108,50 @@ TEST(CliDaemon, SubmitWatchShowRoundTrip) {
   EXPECT_EQ(SplitLines(jobs.out).size(), 3u) << jobs.out;  // header + 2 jobs
 }
 
+// spec --dry-run answers with the daemon's plan, queueing nothing, and the
+// submit of the same spec runs exactly those configs; what the host cannot
+// run (cuda:all without GPUs) is refused at the dry run as at the submit.
+TEST(CliDaemon, ADryRunAnswersWithTheConfigsTheSubmitRuns) {
+  Daemon d(FreshDir("cli_dry_run"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result planned =
+      Cli(Tiny({"spec", "--dry-run", "--host", d.address(), "--batch", "4,8", "--output", "json"}));
+  ASSERT_EQ(planned.code, kExitOk) << planned.err;
+  v1::SubmitJobResponse plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(planned.out, &plan).ok())
+      << planned.out;
+  ASSERT_EQ(plan.runs_size(), 2);
+  EXPECT_TRUE(plan.job().job_id().empty());
+  Result none = Cli({"jobs", "--host", d.address()});
+  EXPECT_EQ(SplitLines(none.out).size(), 1u) << none.out;  // the header: nothing queued
+  Result table = Cli(Tiny({"spec", "--dry-run", "--host", d.address(), "--batch", "4,8"}));
+  EXPECT_NE(table.out.find("2 runs"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("mlp infer b8"), std::string::npos) << table.out;
+
+  Result waited = Cli(Tiny({"submit", "--host", d.address(), "--batch", "4,8", "--wait",
+                            "--output", "json"}));
+  ASSERT_EQ(waited.code, kExitOk) << waited.err;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(waited.out, &doc).ok()) << waited.out;
+  const auto& runs = doc.fields().at("runs").list_value();
+  ASSERT_EQ(runs.values_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    std::string config_json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(
+                    runs.values(i).struct_value().fields().at("config"), &config_json)
+                    .ok());
+    v1::RunConfig ran;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(config_json, &ran).ok());
+    EXPECT_EQ(ran.SerializeAsString(), plan.runs(i).SerializeAsString())
+        << ran.ShortDebugString() << "\n" << plan.runs(i).ShortDebugString();
+  }
+
+  Result every_gpu = Cli({"spec", "--dry-run", "--host", d.address(), "--workload", "mlp",
+                          "--device", "cuda:all"});
+  EXPECT_NE(every_gpu.code, kExitOk);
+  EXPECT_NE(every_gpu.err.find("spec.base.device"), std::string::npos) << every_gpu.err;
+}
+
 // --check-numerics: each run's output (in training also its loss and first
 // gradient) against fp64 on the CPU, in the table's notes and in JSON.
 TEST(CliDaemon, CheckNumericsShowsAgreementWithFp64) {

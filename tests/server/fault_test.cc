@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpubench/v1/service.grpc.pb.h"
+#include "absl/strings/str_cat.h"
 #include "common/sha256.h"
 #include "storage/store.h"
 #include "tests/support/daemon_process.h"
@@ -269,22 +270,29 @@ TEST(Faults, AWorkerOverTheMemoryLimitFailsItsRunSayingWhichLimit) {
   ExpectIntact(d.data_dir());
 }
 
+// The memory limit of the tests below, well above what a worker holds before
+// its first run (about 150 MiB with Debian's LibTorch, up to 470 MB with the
+// wheel's, which maps its CUDA libraries too). mlp's input is 3x32x32 floats,
+// 12 KiB a sample, and four batches are kept on the device: 16 samples are
+// under 1 MiB, kOverTheLimit are 1.97 GB, twice the limit.
+constexpr char kWorkerRssLimit[] = "1000000000";
+constexpr int kOverTheLimit = 40000;
+
 // A CPU batch sweep that outgrows the host's memory: Linux overcommits, so
 // the allocation succeeds and the worker grows until the daemon's memory
 // limit kills it. That batch ran out of memory, the larger one is skipped
 // in the fresh worker (as after a GPU's out-of-memory error), the smaller
 // ones stand, and the job reports the largest batch that fit.
 TEST(Faults, ACpuBatchSweepSkipsTheBatchesAfterTheOneThatOutgrewMemory) {
-  Daemon d(FreshDir("fault_cpu_oom"), {"--worker-max-rss-bytes", "400000000"});
+  Daemon d(FreshDir("fault_cpu_oom"), {"--worker-max-rss-bytes", kWorkerRssLimit});
   ASSERT_TRUE(d.serving()) << d.log();
   v1::JobSpec spec;
   spec.mutable_base()->set_workload("mlp");
   spec.mutable_base()->set_device("cpu");
   spec.mutable_base()->set_mode(v1::MODE_INFER);
-  // mlp's input is 3x32x32 floats, 12 KiB a sample, and four batches are
-  // kept on the device: 16 samples are under 1 MiB, 10,000 are 490 MB, past
-  // the limit of 400 MB with the worker's own 150 MiB.
-  for (int batch : {16, 10000, 15000, 32}) spec.mutable_sweep()->add_batch_size(batch);
+  for (int batch : {16, kOverTheLimit, kOverTheLimit + 10000, 32}) {
+    spec.mutable_sweep()->add_batch_size(batch);
+  }
   spec.mutable_measurement()->set_warmup_iterations(1);
   spec.mutable_measurement()->set_min_iterations(3);
   spec.mutable_measurement()->set_max_time_ms(2000);
@@ -298,13 +306,14 @@ TEST(Faults, ACpuBatchSweepSkipsTheBatchesAfterTheOneThatOutgrewMemory) {
   for (const v1::Run& r : runs) by_batch[r.config().batch_size()] = r;
   EXPECT_EQ(by_batch[16].state(), v1::RUN_STATE_SUCCEEDED) << by_batch[16].error();
   EXPECT_EQ(by_batch[32].state(), v1::RUN_STATE_SUCCEEDED) << by_batch[32].error();
-  EXPECT_EQ(by_batch[10000].state(), v1::RUN_STATE_OUT_OF_MEMORY) << by_batch[10000].error();
-  EXPECT_NE(by_batch[10000].error().find("host memory limit"), std::string::npos)
-      << by_batch[10000].error();
-  EXPECT_EQ(by_batch[15000].state(), v1::RUN_STATE_SKIPPED_AFTER_OOM)
-      << by_batch[15000].error();
-  EXPECT_NE(by_batch[15000].error().find("batch size 10000"), std::string::npos)
-      << by_batch[15000].error();
+  EXPECT_EQ(by_batch[kOverTheLimit].state(), v1::RUN_STATE_OUT_OF_MEMORY) << by_batch[kOverTheLimit].error();
+  EXPECT_NE(by_batch[kOverTheLimit].error().find("host memory limit"), std::string::npos)
+      << by_batch[kOverTheLimit].error();
+  EXPECT_EQ(by_batch[kOverTheLimit + 10000].state(), v1::RUN_STATE_SKIPPED_AFTER_OOM)
+      << by_batch[kOverTheLimit + 10000].error();
+  const v1::Run& skipped = by_batch[kOverTheLimit + 10000];
+  EXPECT_NE(skipped.error().find(absl::StrCat("batch size ", kOverTheLimit)), std::string::npos)
+      << skipped.error();
   ASSERT_EQ(job.max_batch_size_fits().size(), 1u);
   EXPECT_EQ(job.max_batch_size_fits().begin()->second, 32);
   EXPECT_EQ(d.Stop(SIGTERM), 0);
@@ -314,13 +323,15 @@ TEST(Faults, ACpuBatchSweepSkipsTheBatchesAfterTheOneThatOutgrewMemory) {
 // the larger one was skipped after it) failed, saying so: "succeeded" would
 // read as a result.
 TEST(Faults, AJobInWhichNoRunWasMeasuredFails) {
-  Daemon d(FreshDir("fault_none_measured"), {"--worker-max-rss-bytes", "400000000"});
+  Daemon d(FreshDir("fault_none_measured"), {"--worker-max-rss-bytes", kWorkerRssLimit});
   ASSERT_TRUE(d.serving()) << d.log();
   v1::JobSpec spec;
   spec.mutable_base()->set_workload("mlp");
   spec.mutable_base()->set_device("cpu");
   spec.mutable_base()->set_mode(v1::MODE_INFER);
-  for (int batch : {10000, 15000}) spec.mutable_sweep()->add_batch_size(batch);
+  for (int batch : {kOverTheLimit, kOverTheLimit + 10000}) {
+    spec.mutable_sweep()->add_batch_size(batch);
+  }
   spec.mutable_measurement()->set_warmup_iterations(1);
   spec.mutable_measurement()->set_min_iterations(3);
   spec.mutable_measurement()->set_max_time_ms(2000);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <thread>
@@ -16,23 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/filter.h"
 #include "google/protobuf/util/time_util.h"
+#include "tests/storage/store_test_util.h"
 
 namespace gpubench::storage {
 namespace {
-
-ConfigPredicate Predicate(const std::string& text) {
-  auto p = ParseConfigPredicate(text, "config_equals");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *p : ConfigPredicate{};
-}
-
-std::string TempPath(const std::string& name) {
-  std::string path = ::testing::TempDir() + "/" + name;
-  std::remove(path.c_str());
-  std::remove((path + "-wal").c_str());
-  std::remove((path + "-shm").c_str());
-  return path;
-}
 
 TEST(Store, RunsAndSamplesSurviveReopen) {
   const std::string path = TempPath("store_reopen.db");
@@ -128,6 +116,16 @@ TEST(Store, NonFiniteSamplesAreRefusedOnWrite) {
 // wrong, and the file is left byte for byte as it was.
 TEST(Store, DamagedPagesAreDataLossSayingWhyAndTheFileIsLeftAlone) {
   const std::string path = TempPath("store_damaged.db");
+  size_t schema_bytes = 0;  // the header, the schema and the empty tables
+  {
+    auto store = Store::Open({path});
+    ASSERT_TRUE(store.ok()) << store.status();
+  }
+  {
+    struct stat st;
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    schema_bytes = st.st_size;
+  }
   {
     auto store = Store::Open({path});
     ASSERT_TRUE(store.ok()) << store.status();
@@ -142,9 +140,9 @@ TEST(Store, DamagedPagesAreDataLossSayingWhyAndTheFileIsLeftAlone) {
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   const size_t page = 4096;
-  ASSERT_GT(bytes.size(), 20 * page);
-  // Flip bytes inside every page but the first (the header and schema).
-  for (size_t offset = page; offset + page <= bytes.size(); offset += page) {
+  ASSERT_GT(bytes.size(), schema_bytes + 20 * page);
+  // Flip bytes inside every page the runs were written to.
+  for (size_t offset = schema_bytes; offset + page <= bytes.size(); offset += page) {
     for (size_t i = 0; i < 24; ++i) bytes[offset + 8 + i * 7] ^= 0x5a;
   }
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
@@ -154,7 +152,7 @@ TEST(Store, DamagedPagesAreDataLossSayingWhyAndTheFileIsLeftAlone) {
   auto store = Store::Open(options);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
-  EXPECT_NE(store.status().message().find("integrity_check: "), std::string::npos);
+  EXPECT_NE(store.status().message().find("integrity_check: "), std::string::npos) << store.status();
   // Says something after the colon: what SQLite found.
   const std::string message(store.status().message());
   EXPECT_GT(message.size(), message.find("integrity_check: ") + 20) << message;
@@ -200,201 +198,6 @@ TEST(Store, RefusesANewerSchema) {
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("newer"), std::string::npos);
 }
-
-// ---- Migrations: frozen copies of each released schema, with data ----
-
-// Schema version 1 exactly as gpubench 0.1 wrote it. Never edit: it stands
-// for files already on disk.
-constexpr char kSchemaV1[] = R"sql(
-CREATE TABLE jobs (job_id TEXT PRIMARY KEY, state INTEGER NOT NULL,
-  workload TEXT NOT NULL, submit_ns INTEGER NOT NULL,
-  schedule_id TEXT NOT NULL DEFAULT '', record BLOB NOT NULL);
-CREATE INDEX jobs_by_submit ON jobs(submit_ns DESC);
-CREATE TABLE runs (run_id TEXT PRIMARY KEY,
-  job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
-  run_index INTEGER NOT NULL, state INTEGER NOT NULL, workload TEXT NOT NULL,
-  host_id TEXT NOT NULL DEFAULT '', start_ns INTEGER NOT NULL,
-  throughput REAL NOT NULL, record BLOB NOT NULL, UNIQUE (job_id, run_index));
-CREATE INDEX runs_by_workload_start ON runs(workload, start_ns DESC);
-CREATE TABLE samples (run_id TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
-  data BLOB NOT NULL);
-PRAGMA user_version=1;
-)sql";
-
-// What version 2 added on top of version 1. Never edit.
-constexpr char kSchemaV1ToV2[] = R"sql(
-ALTER TABLE runs ADD COLUMN config_json TEXT NOT NULL DEFAULT '{}';
-ALTER TABLE runs ADD COLUMN schedule_id TEXT NOT NULL DEFAULT '';
-ALTER TABLE runs ADD COLUMN end_ns INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE runs ADD COLUMN verdict INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX runs_by_start ON runs(start_ns DESC, run_id DESC);
-CREATE INDEX runs_by_host_start ON runs(host_id, start_ns DESC);
-CREATE INDEX runs_by_schedule_config ON runs(schedule_id, config_json, start_ns DESC);
-CREATE INDEX runs_by_verdict ON runs(verdict, end_ns DESC);
-CREATE INDEX jobs_by_state ON jobs(state);
-CREATE INDEX jobs_by_schedule ON jobs(schedule_id, submit_ns DESC);
-CREATE TABLE job_events (job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
-  sequence INTEGER NOT NULL, record BLOB NOT NULL,
-  PRIMARY KEY (job_id, sequence)) WITHOUT ROWID;
-CREATE TABLE hosts (host_id TEXT PRIMARY KEY, record BLOB NOT NULL);
-CREATE TABLE schedules (schedule_id TEXT PRIMARY KEY, record BLOB NOT NULL);
-CREATE TABLE models (sha256 TEXT PRIMARY KEY, record BLOB NOT NULL);
-CREATE TABLE traces (run_id TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
-  format TEXT NOT NULL, size_bytes INTEGER NOT NULL, sha256 TEXT NOT NULL,
-  created_ns INTEGER NOT NULL, data BLOB NOT NULL);
-PRAGMA user_version=2;
-)sql";
-
-// What version 3 added on top of version 2. Never edit.
-constexpr char kSchemaV2ToV3[] = R"sql(
-CREATE TABLE telemetry (run_id TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
-  data BLOB NOT NULL);
-PRAGMA user_version=3;
-)sql";
-
-constexpr char kSchemaV3ToV4[] = R"sql(
-CREATE INDEX runs_by_batch_size ON runs(
-  json_extract(config_json, '$.batch_size'), start_ns DESC, run_id DESC);
-CREATE INDEX runs_by_precision ON runs(
-  json_extract(config_json, '$.precision'), start_ns DESC, run_id DESC);
-DROP INDEX jobs_by_submit;
-CREATE INDEX jobs_by_submit ON jobs(submit_ns DESC, job_id DESC);
-PRAGMA user_version=4;
-)sql";
-
-void Exec(sqlite3* db, const std::string& sql) {
-  char* error = nullptr;
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
-      << (error ? error : "");
-}
-
-// Writes a version-1 job with one run (batch 32 on host h1) and its samples,
-// the way gpubench 0.1 wrote them.
-void InsertV1Rows(sqlite3* db) {
-  v1::Job job;
-  job.set_job_id("jold");
-  job.set_state(v1::JOB_STATE_SUCCEEDED);
-  job.mutable_spec()->mutable_base()->set_workload("mlp");
-  v1::Run run;
-  run.set_job_id("jold");
-  run.mutable_config()->set_workload("mlp");
-  run.mutable_config()->set_batch_size(32);
-  run.set_state(v1::RUN_STATE_SUCCEEDED);
-  run.set_host_id("h1");
-  run.mutable_result()->set_throughput_samples_per_s(1234);
-  v1::IterationSamples samples;
-  samples.add_device_ms(0.5f);
-  samples.add_device_ms(0.75f);
-  sqlite3_stmt* st;
-  ASSERT_EQ(sqlite3_prepare_v2(db,
-                               "INSERT INTO jobs VALUES('jold', ?, 'mlp', 1000, '', ?)",
-                               -1, &st, nullptr),
-            SQLITE_OK);
-  const std::string job_blob = job.SerializeAsString();
-  sqlite3_bind_int(st, 1, job.state());
-  sqlite3_bind_blob(st, 2, job_blob.data(), job_blob.size(), SQLITE_TRANSIENT);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
-  sqlite3_finalize(st);
-  ASSERT_EQ(sqlite3_prepare_v2(db,
-                               "INSERT INTO runs VALUES('rold', 'jold', 0, ?, 'mlp',"
-                               " 'h1', 2000, 1234, ?)",
-                               -1, &st, nullptr),
-            SQLITE_OK);
-  const std::string run_blob = run.SerializeAsString();
-  sqlite3_bind_int(st, 1, run.state());
-  sqlite3_bind_blob(st, 2, run_blob.data(), run_blob.size(), SQLITE_TRANSIENT);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
-  sqlite3_finalize(st);
-  ASSERT_EQ(sqlite3_prepare_v2(db, "INSERT INTO samples VALUES('rold', ?)", -1, &st,
-                               nullptr),
-            SQLITE_OK);
-  const std::string samples_blob = samples.SerializeAsString();
-  sqlite3_bind_blob(st, 1, samples_blob.data(), samples_blob.size(), SQLITE_TRANSIENT);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
-  sqlite3_finalize(st);
-}
-
-// A database file at schema version `version` (0: an empty file), holding
-// the version-1 rows from version 1 on.
-std::string OldDatabase(int version) {
-  const std::string path = TempPath(absl::StrCat("schema_v", version, ".db"));
-  sqlite3* db;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  // Version 0: a database with no schema yet (written once: an empty file is
-  // refused, as a truncated store).
-  if (version == 0) Exec(db, "CREATE TABLE scratch(x); DROP TABLE scratch;");
-  if (version >= 1) {
-    Exec(db, kSchemaV1);
-    InsertV1Rows(db);
-  }
-  if (version >= 2) {
-    Exec(db, kSchemaV1ToV2);
-    // Version 2 filled config_json while migrating; do as it did.
-    Exec(db, "UPDATE runs SET config_json='{\"workload\":\"mlp\",\"batch_size\":32}'");
-  }
-  if (version >= 3) Exec(db, kSchemaV2ToV3);
-  if (version >= 4) Exec(db, kSchemaV3ToV4);
-  sqlite3_close(db);
-  return path;
-}
-
-class MigrationTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(MigrationTest, OldFileOpensAtTheCurrentVersionWithItsDataIntact) {
-  const int from = GetParam();
-  const std::string path = OldDatabase(from);
-  {
-    sqlite3* db;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* st;
-    ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr), SQLITE_OK);
-    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-    EXPECT_EQ(sqlite3_column_int(st, 0), from) << "the fixture is not at its version";
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-  }
-  auto store = Store::Open({path});
-  ASSERT_TRUE(store.ok()) << "from version " << from << ": " << store.status();
-  EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
-  if (from >= 1) {
-    auto job = (*store)->jobs().Get("jold");
-    ASSERT_TRUE(job.ok()) << job.status();
-    EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED);
-    auto run = (*store)->runs().Get("rold", /*include_samples=*/true);
-    ASSERT_TRUE(run.ok()) << run.status();
-    EXPECT_EQ(run->result().throughput_samples_per_s(), 1234);
-    // Version 5 fills each config's defaults, so old runs match new ones.
-    EXPECT_EQ(run->config().params().image_size(), 32) << run->config().ShortDebugString();
-    EXPECT_EQ(run->config().precision(), v1::PRECISION_FP32);
-    EXPECT_EQ(run->config().device(), "auto");
-    ASSERT_EQ(run->samples().device_ms_size(), 2);
-    EXPECT_FLOAT_EQ(run->samples().device_ms(1), 0.75f);
-    // Old runs answer the new config and host queries.
-    RunFilter filter;
-    filter.config_equals = {Predicate("batch_size=32")};
-    filter.host_id = "h1";
-    auto page = (*store)->runs().Query(filter, 0, "");
-    ASSERT_TRUE(page.ok()) << page.status();
-    ASSERT_EQ(page->items.size(), 1u);
-    EXPECT_EQ(page->items[0].run_id(), "rold");
-  }
-  // What the newest version added works on the migrated file.
-  v1::Job job;
-  const std::string job_id = *(*store)->jobs().Insert(job);
-  v1::Run run;
-  run.set_job_id(job_id);
-  run.mutable_telemetry_series()->set_source("host");
-  run.mutable_telemetry_series()->add_samples()->set_host_rss_bytes(4096);
-  auto run_id = (*store)->runs().Insert(run);
-  ASSERT_TRUE(run_id.ok()) << run_id.status();
-  EXPECT_EQ((*store)->runs().Get(*run_id, true)->telemetry_series().samples(0).host_rss_bytes(),
-            4096);
-}
-
-INSTANTIATE_TEST_SUITE_P(EveryOlderVersion, MigrationTest,
-                         ::testing::Range(0, kSchemaVersion));
 
 // ---- Series, traces, retention, listings ----
 
