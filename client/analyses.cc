@@ -3,6 +3,7 @@
 #include "client/analyses.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -18,7 +19,9 @@ namespace {
 
 std::string Times(double x) { return absl::StrFormat("%.2f\u00d7", x); }
 
+// "low-high", or "-" where there is no finite interval.
 std::string Interval(double low, double high, int decimals) {
+  if (!(high > 0) || !std::isfinite(high) || !std::isfinite(low)) return "-";
   return absl::StrFormat("%.*f-%.*f", decimals, low, decimals, high);
 }
 

@@ -18,6 +18,7 @@
 #include "client/cli_internal.h"
 #include "client/local_daemon.h"
 #include "client/spec_flags.h"
+#include "client/suggest.h"
 #include "common/flags.h"
 #include "common/paths.h"
 #include "common/spec.h"
@@ -100,7 +101,7 @@ absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
   Args a;
   std::vector<std::pair<std::string, std::string>> spec_flags;
   FlagParser parser("client/cli.cc");
-  parser.PassUnknownFlagsTo(&spec_flags);
+  parser.PassUnknownFlagsTo(&spec_flags, IsSpecSwitch);
   auto positional = parser.Parse(c_argv.size(), c_argv.data());
   if (!positional.ok()) return positional.status();
   if (!positional->empty()) {
@@ -184,7 +185,9 @@ int SpecCommand(const Args& a, std::ostream& out, std::ostream& err) {
     err << "gpubench: " << runs.status().message() << "\n";
     return kExitUsage;
   }
-  out << MessageToJson(*spec) << "\n" << runs->size() << " runs\n";
+  // JSON output is the spec alone, which submit and compare take back.
+  out << MessageToJson(*spec) << "\n";
+  (a.format == Format::kJson ? err : out) << runs->size() << " runs\n";
   return kExitOk;
 }
 
@@ -571,7 +574,10 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     return args->help ? kExitOk : kExitUsage;
   }
   if (command == nullptr) {
-    err << "gpubench: unknown command \"" << args->command << "\"; see gpubench --help\n";
+    std::vector<std::string> names;
+    for (const Command& c : Commands()) names.push_back(c.name);
+    err << "gpubench: unknown command \"" << args->command << "\""
+        << DidYouMean(args->command, names) << "; see gpubench --help\n";
     return kExitUsage;
   }
   // Google Benchmark's format holds runs: only the commands that print runs.
@@ -584,8 +590,13 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   }
   // Commands that talk to a daemon take no spec flags unless they submit.
   if (!command->takes_spec && !args->spec_flags.empty()) {
-    err << "gpubench: " << args->command << ": unknown option --"
-        << args->spec_flags.begin()->first << "; see gpubench --help\n";
+    const std::string& flag = args->spec_flags.begin()->first;
+    std::vector<std::string> options;
+    for (absl::CommandLineFlag* f : FlagsDefinedIn("client/cli.cc")) {
+      options.push_back(absl::StrReplaceAll(f->Name(), {{"_", "-"}}));
+    }
+    err << "gpubench: " << args->command << ": unknown option --" << flag
+        << DidYouMean(flag, options) << "; see gpubench --help\n";
     return kExitUsage;
   }
   return command->handler(*args, out, err);

@@ -101,7 +101,7 @@ absl::StatusOr<absl::Time> ParseWhen(const std::string& flag, const std::string&
 // The runs of one or more jobs as a table: the config columns that vary,
 // state, throughput with CI, latency percentiles, wait share, peak memory,
 // loss, notes.
-Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column);
+Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column, Format format);
 
 // Prints a job and its runs in the chosen format, with the analyses its runs
 // support (device-sweep speedup; the roofline against peak_runs, the host's

@@ -95,6 +95,12 @@ Table SideBySide(const std::vector<Daemon>& daemons, const HostAnswers& h) {
        [](const v1::HostInfo& i) {
          return absl::StrCat(i.cpu_model(), " (", i.cpu_cores(), " cores)");
        }},
+      {"cpu blas",
+       [](const v1::HostInfo& i) {
+         return i.cpu_blas().empty() ? std::string("-")
+                                     : absl::StrCat(i.cpu_blas(), ", ", i.cpu_threads(),
+                                                    " threads");
+       }},
       {"memory", [](const v1::HostInfo& i) { return GiB(i.memory_bytes()); }},
       {"os", [](const v1::HostInfo& i) { return absl::StrCat(i.os(), " ", i.kernel()); }},
       {"gpubench", [](const v1::HostInfo& i) { return i.gpubench_version(); }},

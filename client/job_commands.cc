@@ -39,7 +39,9 @@ absl::Time EventTime(const v1::ProgressEvent& e) {
 
 // Live progress of a job. On a terminal: one redrawn status line (run i/N,
 // its config, phase, iterations, throughput so far, ETA of the job). Not on a
-// terminal: one plain line per event that matters.
+// terminal (a CI log): one plain line per event that matters, and a progress
+// line at most every few seconds. A run's ETA is the time left to its
+// max-time bound, which it never passes by more than a step: an upper bound.
 class ProgressPrinter {
  public:
   explicit ProgressPrinter(std::ostream& err, bool tty) : err_(err), tty_(tty) {}
@@ -57,9 +59,17 @@ class ProgressPrinter {
       run_index_ = e.run_started().index();
       run_count_ = e.run_started().run_count();
       label_ = DescribeConfig(e.run_started().config());
-      run_start_ = EventTime(e);
+      run_start_ = last_line_ = EventTime(e);
       if (!tty_) err_ << "run " << run_index_ + 1 << "/" << run_count_ << ": " << label_ << "\n";
-    } else if (e.has_run_progress() && tty_) {
+    } else if (e.has_run_progress() && !tty_) {
+      const auto& p = e.run_progress();
+      if (EventTime(e) - last_line_ < absl::Seconds(kPlainEverySeconds)) return;
+      last_line_ = EventTime(e);
+      err_ << absl::StrFormat("  run %d/%d: %s, %d it, %.1f samples/s, %s in, at most %s left\n",
+                              run_index_ + 1, run_count_, p.phase(), p.iterations(),
+                              p.throughput_samples_per_s(), Duration(p.elapsed_ms()),
+                              Duration(p.eta_ms()));
+    } else if (e.has_run_progress()) {
       const auto& p = e.run_progress();
       // ETA: this run's own estimate, plus the mean run time so far for
       // each run still to come.
@@ -78,7 +88,9 @@ class ProgressPrinter {
       Clear();
       err_ << "  run " << r.index() + 1 << "/" << run_count_ << " "
            << Short(v1::RunState_descriptor(), r.state())
-           << absl::StrFormat(", %.1f samples/s", r.result().throughput_samples_per_s())
+           << (r.state() == v1::RUN_STATE_SUCCEEDED
+                   ? absl::StrFormat(", %.1f samples/s", r.result().throughput_samples_per_s())
+                   : "")
            << (r.error().empty() ? "" : " (" + Printable(r.error().substr(0, 80)) + ")") << "\n";
     } else if (e.has_log() && !tty_) {
       err_ << "  " << Printable(e.log().text()) << "\n";
@@ -102,7 +114,8 @@ class ProgressPrinter {
   int run_index_ = 0, run_count_ = 0, finished_ = 0;
   double finished_ms_ = 0;
   std::string label_;
-  absl::Time run_start_;
+  static constexpr int kPlainEverySeconds = 5;
+  absl::Time run_start_, last_line_;
   bool drawn_ = false;
 };
 
@@ -279,10 +292,10 @@ int JobsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   Table t;
-  t.header = {"job", "state", "workload", "runs", "submitted", "name"};
+  t.header = {"job", "state", "workload", "runs", "failed", "submitted", "name"};
   for (const v1::Job& j : resp.jobs()) {
     t.rows.push_back({j.job_id(), Short(v1::JobState_descriptor(), j.state()),
-                      j.spec().base().workload(), absl::StrCat(j.runs_done(), "/", j.run_count()),
+                      j.spec().base().workload(), absl::StrCat(j.runs_done(), "/", j.run_count()), absl::StrCat(j.runs_failed()),
                       When(j.submit_time()), j.spec().name().empty() ? "-" : j.spec().name()});
   }
   PrintTable(t, a.format, out);
@@ -331,7 +344,7 @@ int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     PrintGbench({all.runs().begin(), all.runs().end()}, "gpubench runs", out);
     return kExitOk;
   }
-  PrintTable(RunsTable({all.runs().begin(), all.runs().end()}, true), a.format, out);
+  PrintTable(RunsTable({all.runs().begin(), all.runs().end()}, true, a.format), a.format, out);
   return kExitOk;
 }
 
@@ -506,7 +519,7 @@ int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err) {
       out << MessageToJson(resp) << "\n";
       return kExitOk;
     }
-    PrintTable(RunsTable({resp.runs().begin(), resp.runs().end()}, true), a.format, out);
+    PrintTable(RunsTable({resp.runs().begin(), resp.runs().end()}, true, a.format), a.format, out);
     return kExitOk;
   }
   return Usage(err, "schedule add|list|rm ID|history ID");

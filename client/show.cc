@@ -29,64 +29,131 @@ std::string ShortOperatorName(std::string name) {
 
 }  // namespace
 
-Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column) {
+namespace {
+
+bool Measured(const v1::Run& r) {
+  return r.state() == v1::RUN_STATE_SUCCEEDED || r.state() == v1::RUN_STATE_CANCELLED;
+}
+
+// What else a reader of the run should know, in words.
+std::string RunNotes(const v1::Run& r) {
+  const v1::RunResult& res = r.result();
+  std::vector<std::string> notes;
+  if (Measured(r)) {
+    if (res.bandwidth_gb_per_s() > 0) {
+      notes.push_back(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()));
+    }
+    if (std::string rate = FlopRate(res.achieved_tflops() * 1e12); !rate.empty()) {
+      notes.push_back(rate);
+    }
+    if (res.compile_cached()) {
+      notes.push_back("compiled package cached");
+    } else if (res.compile_ms() > 0) {
+      notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
+    }
+    if (res.stopped_at_max_time()) {
+      notes.push_back("stopped at max-time");
+    } else if (!res.stable()) {
+      notes.push_back("unstable");
+    }
+    if (std::string n = NumericsNote(res.numerics()); !n.empty()) notes.push_back(n);
+    if (res.telemetry().throttled()) notes.push_back("throttled");
+    if (res.contention().contended()) notes.push_back("contended");
+  }
+  if (r.history().verdict() == v1::VERDICT_REGRESSED ||
+      r.history().verdict() == v1::VERDICT_IMPROVED) {
+    notes.push_back(absl::StrFormat("%s x%.3f vs history",
+                                    Short(v1::Verdict_descriptor(), r.history().verdict()),
+                                    r.history().ratio()));
+  }
+  if (!r.error().empty()) notes.push_back(r.error().substr(0, 100));
+  return absl::StrJoin(notes, "; ");
+}
+
+// CSV is data: numbers alone, units in the column names, empty where there
+// is no figure; pandas.read_csv takes it as it is.
+Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
+  Table t;
+  if (with_job_column) t.header.push_back("job_id");
+  for (const char* h :
+       {"index", "run_id", "config", "device", "state", "throughput_samples_per_s",
+        "throughput_ci_low", "throughput_ci_high", "p50_ms", "p95_ms", "p99_ms",
+        "data_wait_share", "peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes",
+        "loss_first", "loss_last", "notes"}) {
+    t.header.push_back(h);
+  }
+  auto number = [](double v, bool present) {
+    return present ? absl::StrFormat("%.10g", v) : std::string();
+  };
+  for (const v1::Run& r : runs) {
+    const v1::RunResult& res = r.result();
+    const bool measured = Measured(r);
+    const bool interval = measured && res.throughput_ci_high() > 0;
+    const bool loss = measured && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0;
+    std::vector<std::string> row;
+    if (with_job_column) row.push_back(r.job_id());
+    row.insert(row.end(),
+               {absl::StrCat(r.index()), r.run_id(), DescribeConfig(r.config()),
+                res.resolved_device(), Short(v1::RunState_descriptor(), r.state()),
+                number(res.throughput_samples_per_s(), measured),
+                number(res.throughput_ci_low(), interval),
+                number(res.throughput_ci_high(), interval),
+                number(res.latency().p50_ms(), measured), number(res.latency().p95_ms(), measured),
+                number(res.latency().p99_ms(), measured), number(res.data_wait_share(), measured),
+                number(res.memory().peak_device_allocated_bytes(),
+                       res.memory().peak_device_allocated_bytes() > 0),
+                number(res.memory().peak_device_reserved_bytes(),
+                       res.memory().peak_device_reserved_bytes() > 0),
+                number(res.memory().peak_host_rss_bytes(), res.memory().peak_host_rss_bytes() > 0),
+                number(res.first_loss(), loss), number(res.last_loss(), loss), RunNotes(r)});
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+}  // namespace
+
+Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column, Format format) {
+  if (format == Format::kCsv) return RunsData(runs, with_job_column);
   Table t;
   if (with_job_column) t.header.push_back("job");
-  for (const char* h : {"#", "config", "device", "state", "samples/s", "95% CI", "p50 ms",
-                        "p95 ms", "p99 ms", "wait%", "peak mem", "loss", "notes"}) {
+  for (const char* h : {"#", "run", "config", "device", "state", "samples/s", "95% CI", "p50 ms",
+                        "p95 ms", "p99 ms", "wait%", "peak alloc", "peak RSS", "loss", "notes"}) {
     t.header.push_back(h);
   }
   for (const v1::Run& r : runs) {
     const auto& res = r.result();
-    const bool measured =
-        r.state() == v1::RUN_STATE_SUCCEEDED || r.state() == v1::RUN_STATE_CANCELLED;
     std::vector<std::string> row;
     if (with_job_column) row.push_back(r.job_id());
     row.push_back(absl::StrCat(r.index()));
+    row.push_back(r.run_id().empty() ? "-" : r.run_id());  // what compare and trace take
     row.push_back(DescribeConfig(r.config()));
     row.push_back(res.resolved_device().empty() ? "-" : res.resolved_device());
     row.push_back(Short(v1::RunState_descriptor(), r.state()));
-    std::vector<std::string> notes;
-    if (measured) {
+    if (Measured(r)) {
       row.push_back(absl::StrFormat("%.1f", res.throughput_samples_per_s()));
-      row.push_back(absl::StrFormat("%.1f-%.1f", res.throughput_ci_low(), res.throughput_ci_high()));
+      row.push_back(res.throughput_ci_high() > 0
+                        ? absl::StrFormat("%.1f-%.1f", res.throughput_ci_low(),
+                                          res.throughput_ci_high())
+                        : "-");
       row.push_back(absl::StrFormat("%.3f", res.latency().p50_ms()));
       row.push_back(absl::StrFormat("%.3f", res.latency().p95_ms()));
       row.push_back(absl::StrFormat("%.3f", res.latency().p99_ms()));
       row.push_back(absl::StrFormat("%.1f", 100 * res.data_wait_share()));
-      if (res.bandwidth_gb_per_s() > 0) {
-        notes.push_back(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()));
-      }
-      if (std::string rate = FlopRate(res.achieved_tflops() * 1e12); !rate.empty()) {
-        notes.push_back(rate);
-      }
-      if (res.compile_cached()) {
-        notes.push_back("compiled package cached");
-      } else if (res.compile_ms() > 0) {
-        notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
-      }
-      if (!res.stable()) notes.push_back("unstable");
-      if (std::string n = NumericsNote(res.numerics()); !n.empty()) notes.push_back(n);
-      if (res.telemetry().throttled()) notes.push_back("throttled");
-      if (res.contention().contended()) notes.push_back("contended");
     } else {
       for (int i = 0; i < 6; ++i) row.push_back("-");
     }
-    const int64_t mem = res.memory().peak_device_allocated_bytes() > 0
-                            ? res.memory().peak_device_allocated_bytes()
-                            : res.memory().peak_host_rss_bytes();
-    row.push_back(Bytes(mem));
-    row.push_back(measured && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0
-                      ? absl::StrFormat("%.3f>%.3f", res.first_loss(), res.last_loss())
+    // As torch.cuda.max_memory_allocated gives it (not the allocator's
+    // reserved peak); "-" where the device has no allocator that counts.
+    const int64_t allocated = res.memory().peak_device_allocated_bytes();
+    row.push_back(allocated > 0 ? Bytes(allocated) : "-");
+    const int64_t rss = res.memory().peak_host_rss_bytes();
+    row.push_back(rss > 0 ? Bytes(rss) : "-");
+    row.push_back(Measured(r) && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0
+                      ? absl::StrFormat("%.4g>%.4g", res.first_loss(), res.last_loss())
                       : "-");
-    if (r.history().verdict() == v1::VERDICT_REGRESSED ||
-        r.history().verdict() == v1::VERDICT_IMPROVED) {
-      notes.push_back(absl::StrFormat("%s x%.3f vs history",
-                                      Short(v1::Verdict_descriptor(), r.history().verdict()),
-                                      r.history().ratio()));
-    }
-    if (!r.error().empty()) notes.push_back(r.error().substr(0, 100));
-    row.push_back(notes.empty() ? "-" : absl::StrJoin(notes, "; "));
+    const std::string notes = RunNotes(r);
+    row.push_back(notes.empty() ? "-" : notes);
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -120,7 +187,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     out << "job " << job.job_id() << "  " << Printable(job.spec().name()) << "  state "
         << Short(v1::JobState_descriptor(), job.state()) << "\n";
   }
-  PrintTable(RunsTable(runs, false), format, out);
+  PrintTable(RunsTable(runs, false, format), format, out);
   if (format == Format::kTable || format == Format::kMarkdown) {
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/suggest.h"
 #include "common/spec.h"
 
 namespace gpubench::client {
@@ -55,7 +56,14 @@ struct Flag {
   std::function<absl::Status(const std::string& flag, const Values&,
                              v1::JobSpec*)>
       apply;
+  bool boolean = false;  // a switch: bare means on
 };
+
+// f, as a switch.
+Flag Switch(Flag f) {
+  f.boolean = true;
+  return f;
+}
 
 template <typename Parse, typename SetBase, typename AddSweep>
 Flag Axis(std::string help, Parse parse, SetBase set_base, AddSweep add_sweep) {
@@ -151,12 +159,12 @@ const std::map<std::string, Flag>& Flags() {
        Axis("fp32, tf32, fp16, bf16", EnumParser(v1::Precision_descriptor()),
             [](int v, C* c) { c->set_precision(static_cast<v1::Precision>(v)); },
             [](int v, S* s) { s->add_precision(static_cast<v1::Precision>(v)); })},
-      {"channels-last", Axis("on/off", ToBool,
-                             [](bool v, C* c) { c->set_channels_last(v); },
-                             [](bool v, S* s) { s->add_channels_last(v); })},
-      {"cudnn-benchmark", Axis("on/off", ToBool,
-                               [](bool v, C* c) { c->set_cudnn_benchmark(v); },
-                               [](bool v, S* s) { s->add_cudnn_benchmark(v); })},
+      {"channels-last", Switch(Axis("on/off (bare: on)", ToBool,
+                                    [](bool v, C* c) { c->set_channels_last(v); },
+                                    [](bool v, S* s) { s->add_channels_last(v); }))},
+      {"cudnn-benchmark", Switch(Axis("on/off (bare: on)", ToBool,
+                                      [](bool v, C* c) { c->set_cudnn_benchmark(v); },
+                                      [](bool v, S* s) { s->add_cudnn_benchmark(v); }))},
       {"execution",
        Axis("eager, cuda_graph, aot, aot_cuda_graph", EnumParser(v1::Execution_descriptor()),
             [](int v, C* c) { c->set_execution(static_cast<v1::Execution>(v)); },
@@ -172,9 +180,9 @@ const std::map<std::string, Flag>& Flags() {
        Axis("host pipeline loader threads, e.g. 0,4", ToInt,
             [](int64_t v, C* c) { c->mutable_pipeline()->set_loader_threads(v); },
             [](int64_t v, S* s) { s->add_loader_threads(v); })},
-      {"pinned", Axis("host pipeline pinned memory on/off", ToBool,
-                      [](bool v, C* c) { c->mutable_pipeline()->set_pinned_memory(v); },
-                      [](bool v, S* s) { s->add_pinned_memory(v); })},
+      {"pinned", Switch(Axis("host pipeline pinned memory on/off (bare: on)", ToBool,
+                             [](bool v, C* c) { c->mutable_pipeline()->set_pinned_memory(v); },
+                             [](bool v, S* s) { s->add_pinned_memory(v); }))},
       {"image-size", Axis("image side in pixels", ToInt,
                           [](int64_t v, C* c) { c->mutable_params()->set_image_size(v); },
                           [](int64_t v, S* s) { s->add_image_size(v); })},
@@ -259,15 +267,43 @@ const std::map<std::string, Flag>& Flags() {
                         [](int64_t v, J* j) {
                           j->mutable_measurement()->set_trials(v);
                         })},
+      {"window", Single("iterations per measured window (stability is judged per window)",
+                        ToInt,
+                        [](int64_t v, J* j) {
+                          j->mutable_measurement()->set_window_iterations(v);
+                        })},
+      {"prefetch-depth",
+       Axis("host pipeline batches in flight per loader thread (PyTorch's prefetch_factor)",
+            ToInt, [](int64_t v, C* c) { c->mutable_pipeline()->set_prefetch_depth(v); },
+            [](int64_t v, S* s) { s->add_prefetch_depth(v); })},
+      {"non-blocking",
+       Switch(Single("host pipeline: copy batches to the device with non_blocking (bare: on)",
+                     ToBool, [](bool v, J* j) {
+                       j->mutable_base()->mutable_pipeline()->set_non_blocking(v);
+                     }))},
+      {"profile", Switch(Single("a profiled window after measuring: top operators, a Chrome "
+                                "trace (`gpubench trace RUN`)",
+                                ToBool,
+                                [](bool v, J* j) { j->mutable_profiling()->set_enabled(v); }))},
+      {"profile-iterations", Single("iterations in the profiled window", ToInt,
+                                    [](int64_t v, J* j) {
+                                      j->mutable_profiling()->set_enabled(true);
+                                      j->mutable_profiling()->set_iterations(v);
+                                    })},
+      {"top-operators", Single("operators the profile keeps", ToInt,
+                               [](int64_t v, J* j) {
+                                 j->mutable_profiling()->set_enabled(true);
+                                 j->mutable_profiling()->set_top_operators(v);
+                               })},
       {"name", Single("job name", AsString,
                       [](const std::string& v, J* j) { j->set_name(v); })},
       {"check-numerics",
-       Single("true: check each model run's output (and loss, gradient) against fp64 on "
-              "the CPU",
-              ToBool, [](bool v, J* j) { j->set_check_numerics(v); })},
-      {"exclusive", Single("true: no other job runs beside this one (default: true for "
-                           "schedules, false otherwise; a CPU job always runs alone)",
-                           ToBool, [](bool v, J* j) { j->set_exclusive(v); })},
+       Switch(Single("check each model run's output (and loss, gradient) against fp64 on "
+                     "the CPU",
+                     ToBool, [](bool v, J* j) { j->set_check_numerics(v); }))},
+      {"exclusive", Switch(Single("no other job runs beside this one (default: on for "
+                                  "schedules, off otherwise; a CPU job always runs alone)",
+                                  ToBool, [](bool v, J* j) { j->set_exclusive(v); }))},
   };
   return *flags;
 }
@@ -283,11 +319,20 @@ const std::map<std::string, std::string>& SpecFlagHelp() {
   return *help;
 }
 
+bool IsSpecSwitch(const std::string& name) {
+  auto it = Flags().find(name);
+  return it != Flags().end() && it->second.boolean;
+}
+
 absl::Status ApplySpecFlags(const std::map<std::string, std::string>& flags,
                             v1::JobSpec* spec) {
   for (const auto& [name, value] : flags) {
     auto it = Flags().find(name);
-    if (it == Flags().end()) return Bad(name, "unknown flag; see --help");
+    if (it == Flags().end()) {
+      std::vector<std::string> known;
+      for (const auto& [flag, unused] : Flags()) known.push_back(flag);
+      return Bad(name, absl::StrCat("unknown flag", DidYouMean(name, known), "; see --help"));
+    }
     const Values values = absl::StrSplit(value, ',', absl::SkipEmpty());
     if (values.empty()) return Bad(name, "needs a value");
     if (auto s = it->second.apply(name, values, spec); !s.ok()) return s;

@@ -16,6 +16,10 @@ namespace gpubench::client {
 // The spec flags the CLI understands, with a one-line help each.
 const std::map<std::string, std::string>& SpecFlagHelp();
 
+// Whether the spec flag `name` is a switch (channels-last, check-numerics...):
+// bare, it means on.
+bool IsSpecSwitch(const std::string& name);
+
 // Applies flags (name without "--" -> value) over *spec. InvalidArgument
 // names the flag for an unknown flag or a bad value.
 absl::Status ApplySpecFlags(const std::map<std::string, std::string>& flags,

@@ -11,9 +11,22 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 
 namespace gpubench {
 namespace {
+
+// "on", "off,on", "true": what a switch may take as its value.
+bool IsSwitchList(absl::string_view arg) {
+  if (arg.empty()) return false;
+  for (absl::string_view v : absl::StrSplit(arg, ',')) {
+    if (v != "on" && v != "off" && v != "true" && v != "false" && v != "1" && v != "0" &&
+        v != "yes" && v != "no") {
+      return false;
+    }
+  }
+  return true;
+}
 
 std::string Canonical(absl::string_view name) {
   return absl::StrReplaceAll(name, {{"-", "_"}});
@@ -102,7 +115,10 @@ absl::StatusOr<std::vector<std::string>> FlagParser::Parse(int argc,
     }
     const absl::CommandLineFlag* flag = Find(Canonical(name));
     if (flag == nullptr && unknown_ != nullptr) {
-      if (!inline_value) {
+      if (!inline_value && unknown_boolean_ && unknown_boolean_(name) &&
+          (i + 1 >= argc || !IsSwitchList(argv[i + 1]))) {
+        value = "true";  // a bare switch
+      } else if (!inline_value) {
         if (i + 1 >= argc) {
           return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
         }

@@ -10,6 +10,7 @@
 
 #include <set>
 #include <utility>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,13 @@ class FlagParser {
   explicit FlagParser(std::string defined_in = "") : defined_in_(std::move(defined_in)) {}
 
   // Unknown flags go to *sink as (name as given, value) instead of being an
-  // error; each takes a value ("--name=value" or "--name value"). The CLI's
-  // spec flags come this way.
-  void PassUnknownFlagsTo(std::vector<std::pair<std::string, std::string>>* sink) {
+  // error; each takes a value ("--name=value" or "--name value"), except a
+  // name `boolean` says is a switch: bare, or before anything but a list of
+  // on/off words, it is "true". The CLI's spec flags come this way.
+  void PassUnknownFlagsTo(std::vector<std::pair<std::string, std::string>>* sink,
+                          std::function<bool(const std::string&)> boolean = nullptr) {
     unknown_ = sink;
+    unknown_boolean_ = std::move(boolean);
   }
 
   // Sets the flags named in argv[1..]; returns the other arguments, in order.
@@ -57,6 +61,7 @@ class FlagParser {
   absl::CommandLineFlag* Find(const std::string& name) const;
 
   const std::string defined_in_;
+  std::function<bool(const std::string&)> unknown_boolean_;
   std::vector<std::pair<std::string, std::string>>* unknown_ = nullptr;
   bool help_requested_ = false;
   bool version_requested_ = false;

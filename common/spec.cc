@@ -17,6 +17,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace gpubench {
@@ -28,14 +29,57 @@ bool IsSha256Hex(std::string_view s) {
          s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
+namespace {
+
+// Rewrites, in a parsed JSON value of message type `type`, each enum
+// field's short name ("train", "fp16") to the full one protobuf's JSON
+// takes ("MODE_TRAIN"); fields are found by their proto or JSON name.
+void FullEnumNames(const google::protobuf::Descriptor* type, google::protobuf::Value* value) {
+  if (!value->has_struct_value()) return;
+  for (auto& [key, field_value] : *value->mutable_struct_value()->mutable_fields()) {
+    const google::protobuf::FieldDescriptor* field = type->FindFieldByName(key);
+    if (field == nullptr) field = type->FindFieldByCamelcaseName(key);
+    if (field == nullptr || field->is_map()) continue;
+    std::vector<google::protobuf::Value*> items;
+    if (field_value.has_list_value()) {
+      for (auto& item : *field_value.mutable_list_value()->mutable_values()) items.push_back(&item);
+    } else {
+      items.push_back(&field_value);
+    }
+    for (google::protobuf::Value* item : items) {
+      if (field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
+        FullEnumNames(field->message_type(), item);
+      } else if (field->type() == google::protobuf::FieldDescriptor::TYPE_ENUM &&
+                 item->has_string_value()) {
+        auto number = ParseEnumShortName(field->enum_type(), item->string_value());
+        if (!number.ok()) continue;
+        item->set_string_value(field->enum_type()->FindValueByNumber(*number)->name());
+      }
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {
   if (auto s = CheckStrictJson(json, "spec", kMaxJsonDepth); !s.ok()) return s;
   v1::JobSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), &spec, options);
+  const google::protobuf::StringPiece text(json.data(), json.size());
+  auto status = google::protobuf::util::JsonStringToMessage(text, &spec, options);
   if (!status.ok()) {
+    // Enum values as users write them ("mode": "train") are taken too. Only
+    // then does the spec go through a generic JSON value (whose numbers are
+    // doubles), so that every other spec parses exactly as written.
+    google::protobuf::Value value;
+    std::string full;
+    if (google::protobuf::util::JsonStringToMessage(text, &value).ok()) {
+      FullEnumNames(v1::JobSpec::descriptor(), &value);
+      (void)google::protobuf::util::MessageToJsonString(value, &full);
+      spec.Clear();
+      if (google::protobuf::util::JsonStringToMessage(full, &spec, options).ok()) return spec;
+    }
     return absl::InvalidArgumentError(
         absl::StrCat("spec: ", std::string(status.message())));
   }
@@ -119,6 +163,7 @@ std::string ConfigKeyWithoutBatch(const v1::RunConfig& config) {
 
 void CountFinishedRun(const v1::Run& run, v1::Job* job) {
   job->set_runs_done(job->runs_done() + 1);
+  if (run.state() == v1::RUN_STATE_FAILED) job->set_runs_failed(job->runs_failed() + 1);
   if (run.state() != v1::RUN_STATE_SUCCEEDED) return;
   int32_t& fits = (*job->mutable_max_batch_size_fits())[ConfigKeyWithoutBatch(run.config())];
   fits = std::max(fits, run.config().batch_size());

@@ -44,9 +44,12 @@ else
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
   pkgs="cmake ninja-build g++ ccache pkg-config libgrpc++-dev protobuf-compiler-grpc
     libprotobuf-dev protobuf-compiler libabsl-dev libsqlite3-dev libcpp-httplib-dev zlib1g-dev
-    libgtest-dev libgmock-dev"
+    libgtest-dev libgmock-dev libjpeg62-turbo-dev"
   # libgloo-dev: the headers of the Gloo Debian's LibTorch links (ddp, collective on the CPU).
-  [ "$FLAVOUR" = wheel ] || pkgs="$pkgs libtorch-dev libgloo-dev"
+  # libopenblas0-openmp: Debian's LibTorch multiplies through libblas.so.3, which is Netlib's
+  # reference BLAS (about 4 GFLOP/s) unless an optimised one is installed; the OpenMP
+  # build, as LibTorch threads with OpenMP (the pthread one warns of hangs inside its loops).
+  [ "$FLAVOUR" = wheel ] || pkgs="$pkgs libtorch-dev libgloo-dev libopenblas0-openmp"
   missing=$(for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
   if [ -n "$missing" ]; then
     $SUDO apt-get update -qq >&2
@@ -62,5 +65,6 @@ else
 fi
 generator=$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
 cmake -S . -B "$build" -G "$generator" "${args[@]}" "$@" >&2
-cmake --build "$build" -j "$(nproc)" >&2
+# TARGETS (e.g. the three programs, as quickstart.sh builds): only those.
+cmake --build "$build" -j "$(nproc)" ${TARGETS:+--target $TARGETS} >&2
 echo "$build"

@@ -16,7 +16,8 @@ pkgs="libgrpc++-dev libgrpc++1.51 libgrpc-dev libgrpc29 protobuf-compiler-grpc
   libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
   libabsl-dev libabsl20220623 libre2-dev libre2-9 libc-ares-dev libc-ares2
   libsqlite3-dev libsqlite3-0 libcpp-httplib-dev libcpp-httplib0.11
-  libssl-dev libssl3 libbrotli-dev libbrotli1 zlib1g-dev zlib1g"
+  libssl-dev libssl3 libbrotli-dev libbrotli1 zlib1g-dev zlib1g
+  libjpeg62-turbo-dev libjpeg62-turbo"
 [ -n "$(ls /var/lib/apt/lists/*_Packages 2>/dev/null)" ] || apt-get update -qq >&2
 (cd "$dir/debs" && apt-get download -q $pkgs >&2)
 # Without root apt-get download leaves _apt's sandbox warning; the files are there.

@@ -7,7 +7,8 @@
 # reused; one started here is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=$(./deploy/build.sh)
+# The three programs only, not the tests (deploy/test.sh builds those).
+build=$(TARGETS="gpubenchd gpubench gpubench-worker" ./deploy/build.sh)
 bin=$build/bin
 export GPUBENCH_HOST=${GPUBENCH_HOST:-127.0.0.1:50051}
 daemon=""

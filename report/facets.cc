@@ -1,12 +1,14 @@
 #include "report/facets.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "report/format.h"
+#include "common/spec.h"
 #include "common/workload_registry.h"
 
 namespace gpubench::report {
@@ -247,9 +249,85 @@ JobView MakeView(const ReportJob& job) {
 
 }  // namespace internal
 
+namespace internal {
+namespace {
+
+// A field's value as a label word: on/off, an enum's short name, a hash cut
+// to 12 characters.
+std::string FieldWord(const google::protobuf::Message& m, const google::protobuf::FieldDescriptor* f) {
+  using FD = google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* r = m.GetReflection();
+  switch (f->cpp_type()) {
+    case FD::CPPTYPE_BOOL: return OnOff(r->GetBool(m, f));
+    case FD::CPPTYPE_INT32: return absl::StrCat(r->GetInt32(m, f));
+    case FD::CPPTYPE_INT64: return absl::StrCat(r->GetInt64(m, f));
+    case FD::CPPTYPE_UINT32: return absl::StrCat(r->GetUInt32(m, f));
+    case FD::CPPTYPE_UINT64: return absl::StrCat(r->GetUInt64(m, f));
+    case FD::CPPTYPE_DOUBLE: return absl::StrFormat("%g", r->GetDouble(m, f));
+    case FD::CPPTYPE_FLOAT: return absl::StrFormat("%g", r->GetFloat(m, f));
+    case FD::CPPTYPE_ENUM: return Short(f->enum_type(), r->GetEnumValue(m, f));
+    case FD::CPPTYPE_STRING: return r->GetString(m, f).substr(0, 12);
+    default: return "";
+  }
+}
+
+// "name=value" for each singular field of m that differs from reference,
+// but those in `named` (the label says them another way).
+void ChangedFields(const google::protobuf::Message& m, const google::protobuf::Message& reference,
+                   const std::set<std::string>& named, std::vector<std::string>* words) {
+  const google::protobuf::Descriptor* type = m.GetDescriptor();
+  for (int i = 0; i < type->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = type->field(i);
+    if (f->is_repeated() || f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE ||
+        named.count(f->name())) {
+      continue;
+    }
+    const std::string value = FieldWord(m, f);
+    if (value != FieldWord(reference, f)) words->push_back(absl::StrCat(f->name(), "=", value));
+  }
+}
+
+// What else in the config differs from its workload's defaults (an image
+// size, a prefetch depth, a learning rate): two configs that differ anywhere
+// get different labels.
+std::vector<std::string> OtherSettings(const v1::RunConfig& config) {
+  v1::RunConfig c = config;  // a field left 0 means its default
+  FillConfigDefaults(&c);
+  v1::RunConfig reference;
+  reference.set_workload(c.workload());
+  reference.set_mode(c.mode());
+  reference.set_input_source(c.input_source());
+  reference.mutable_params()->set_ddp_model(c.params().ddp_model());
+  FillConfigDefaults(&reference);
+  std::vector<std::string> words;
+  ChangedFields(c.params(), reference.params(),
+                {"model_size", "matmul_m", "matmul_n", "matmul_k", "copy_bytes",
+                 "copy_direction", "collective_op", "collective_bytes", "ddp_model"},
+                &words);
+  if (HostInput(c)) {
+    ChangedFields(c.pipeline(), reference.pipeline(), {"loader_threads", "pinned_memory"},
+                  &words);
+  }
+  if (Trains(c) && RunsModel(c)) {
+    if (c.optimizer() != reference.optimizer()) {
+      words.push_back(absl::StrCat("optimizer=", Short(v1::Optimizer_descriptor(), c.optimizer())));
+    }
+    if (c.learning_rate() != reference.learning_rate()) {
+      words.push_back(absl::StrFormat("lr=%g", c.learning_rate()));
+    }
+  }
+  return words;
+}
+
+}  // namespace
+}  // namespace internal
+
 std::string DescribeConfig(const v1::RunConfig& config) {
   std::vector<std::string> words;
   for (internal::FacetId f : internal::kLabelOrder) {
+    if (f == internal::kDevice) {
+      for (std::string& w : internal::OtherSettings(config)) words.push_back(std::move(w));
+    }
     std::string word = internal::Facets()[f].word(config);
     if (!word.empty()) words.push_back(std::move(word));
   }

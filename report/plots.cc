@@ -134,8 +134,11 @@ std::string DeviceSpeedupPlot(const JobView& view) {
       const DeviceSide& s = v.sides[i];
       Bar bar = SpeedupBar(absl::StrCat(s.device, " vs ", base.device, " \u00b7 ", v.config),
                            *s.run, *base.run);
-      absl::StrAppend(&bar.tooltip, absl::StrFormat("; 95%% interval %.2f-%.2f\u00d7",
-                                                    s.speedup_low, s.speedup_high));
+      absl::StrAppend(&bar.tooltip,
+                      s.speedup_high > 0
+                          ? absl::StrFormat("; 95%% interval %.2f-%.2f\u00d7", s.speedup_low,
+                                            s.speedup_high)
+                          : std::string("; no interval"));
       chart.bars.push_back(std::move(bar));
     }
     if (v.categories.empty()) continue;

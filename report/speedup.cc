@@ -53,11 +53,11 @@ std::vector<DeviceSpeedup> DeviceSpeedups(const std::vector<const v1::Run*>& run
     for (DeviceSide& side : view.sides) {
       const v1::RunResult& res = side.run->result();
       side.speedup = res.throughput_samples_per_s() / base.throughput_samples_per_s();
-      const bool intervals = res.throughput_ci_low() > 0 && base.throughput_ci_low() > 0;
-      side.speedup_low = intervals ? res.throughput_ci_low() / base.throughput_ci_high()
-                                   : side.speedup;
-      side.speedup_high = intervals ? res.throughput_ci_high() / base.throughput_ci_low()
-                                    : side.speedup;
+      // Without both intervals the speedup has none either (0, 0).
+      const bool intervals = res.throughput_ci_low() > 0 && base.throughput_ci_low() > 0 &&
+                             res.throughput_ci_high() > 0 && base.throughput_ci_high() > 0;
+      side.speedup_low = intervals ? res.throughput_ci_low() / base.throughput_ci_high() : 0;
+      side.speedup_high = intervals ? res.throughput_ci_high() / base.throughput_ci_low() : 0;
     }
     view.sides[0].speedup_low = view.sides[0].speedup_high = 1;
     const bool profiled = std::all_of(view.sides.begin(), view.sides.end(), [](const auto& s) {

@@ -108,6 +108,8 @@ v1::HostInfo ProbeHost(const std::string& address,
       host.set_cuda_version(probed.cuda_version());
       host.set_cudnn_version(probed.cudnn_version());
       host.set_mps_available(probed.mps_available());
+      host.set_cpu_blas(probed.cpu_blas());
+      host.set_cpu_threads(probed.cpu_threads());
       *host.mutable_gpus() = probed.gpus();
       return host;
     }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -43,6 +44,34 @@ std::string DeviceLease(const v1::RunConfig& c, const v1::HostInfo& host) {
 bool TakesAnyGpus(const v1::RunConfig& c, const std::string& lease) {
   return IsDistributedWorkload(c.workload()) && absl::StartsWith(lease, "cuda:") &&
          !absl::StartsWith(c.device(), "cuda:");
+}
+
+// Where a run's device is not on this host (cuda:N past its GPUs, mps
+// without Metal) or its precision does not run there (fp16 on the CPU),
+// INVALID_ARGUMENT naming the field, at submit rather than in a worker.
+absl::Status CheckOnHost(const v1::JobSpec& spec, const v1::RunConfig& c,
+                         const v1::HostInfo& host) {
+  const std::string device = DeviceLease(c, host);
+  const std::string device_field =
+      spec.sweep().device_size() > 0 ? "spec.sweep.device" : "spec.base.device";
+  if (absl::StartsWith(device, "cuda:") && !TakesAnyGpus(c, device)) {
+    int index = 0;
+    if (!absl::SimpleAtoi(device.substr(5), &index) || index >= host.gpus_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          device_field, ": ", c.device(), " is not on this host, which has ", host.gpus_size(),
+          " GPU(s)", host.gpus_size() == 0 ? "; use cpu" : ""));
+    }
+  }
+  if (device == "mps" && !host.mps_available()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(device_field, ": mps is not on this host (Apple Silicon only)"));
+  }
+  if (device == "cpu" && c.precision() == v1::PRECISION_FP16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.sweep().precision_size() > 0 ? "spec.sweep.precision" : "spec.base.precision",
+        ": fp16 does not run on the CPU; use bf16 or fp32 there"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -189,6 +218,9 @@ absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& submitte
   if (!configs.ok()) return configs.status();
   plan.runs = std::move(*configs);
   if (auto s = CheckModels(plan.runs, nullptr); !s.ok()) return s;
+  for (const v1::RunConfig& c : plan.runs) {
+    if (auto s = CheckOnHost(spec, c, host_); !s.ok()) return s;
+  }
   if (spec.timeout_s() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.timeout_s: must be >= 0, got ", spec.timeout_s()));

@@ -115,6 +115,9 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
     if (r.state() == v1::RUN_STATE_OUT_OF_MEMORY) *start->request.add_out_of_memory() = r.config();
   }
   job.set_runs_done(start->stored.size());
+  job.set_runs_failed(std::count_if(done_runs->begin(), done_runs->end(), [](const v1::Run& r) {
+    return r.state() == v1::RUN_STATE_FAILED;
+  }));
   // Only a measured run makes a job a success: runs out of memory or
   // skipped after one measured nothing.
   start->any_ok = std::any_of(done_runs->begin(), done_runs->end(), [](const v1::Run& r) {
@@ -514,11 +517,18 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
         crashes == 0 ? ""
                      : absl::StrCat("; the worker died in ", crashes, " run(s), last with ",
                                     crash.Describe());
-    SetState(&job, any_ok ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
-             any_ok ? ""
-                    : absl::StrCat("no run was measured: each failed, ran out of memory or "
-                                   "was skipped after one that did",
-                                   crashed))
+    // Succeeded means every run it counts was measured and stored.
+    std::string why;
+    if (job.runs_failed() > 0) {
+      why = absl::StrCat(job.runs_failed(), " of ", job.run_count(),
+                         " runs failed (`gpubench show` says why)", crashed,
+                         any_ok ? "; the measured runs are kept" : "");
+    } else if (!any_ok) {
+      why = absl::StrCat("no run was measured: each ran out of memory or was skipped after one "
+                         "that did",
+                         crashed);
+    }
+    SetState(&job, why.empty() ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED, why)
         .IgnoreError();
   }
   if (auto pruned = store_->runs().Prune(options_.retention); !pruned.ok()) {

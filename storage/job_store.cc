@@ -79,7 +79,7 @@ absl::StatusOr<v1::Job> JobStore::Get(const std::string& job_id) {
   auto status = db_->Read([&](Connection& c) -> absl::Status {
     Statement s(c, "get job", "SELECT record FROM jobs WHERE job_id=?");
     s.Text(1, job_id);
-    if (auto st = s.One(absl::StrCat("job ", job_id)); !st.ok()) return st;
+    if (auto st = s.One(absl::StrCat("no such job: ", job_id)); !st.ok()) return st;
     return s.ColumnProto(0, "garbled job record", &job);
   });
   if (!status.ok()) return status;

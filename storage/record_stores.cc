@@ -22,7 +22,7 @@ absl::Status GetRecord(Database* db, const char* sql, const std::string& key, co
   return db->Read([&](Connection& c) -> absl::Status {
     Statement s(c, "read", sql);
     s.Text(1, key);
-    if (auto st = s.One(absl::StrCat(what, " ", key)); !st.ok()) return st;
+    if (auto st = s.One(absl::StrCat("no such ", what, ": ", key)); !st.ok()) return st;
     return s.ColumnProto(0, "garbled record", record);
   });
 }

@@ -220,7 +220,7 @@ absl::StatusOr<v1::Run> RunStore::Get(const std::string& run_id, bool include_sa
   auto status = db_->Read([&](Connection& c) -> absl::Status {
     Statement s(c, "get run", absl::StrCat(kRunColumns, " WHERE r.run_id=?"));
     s.Text(1, run_id);
-    if (auto st = s.One(absl::StrCat("run ", run_id)); !st.ok()) return st;
+    if (auto st = s.One(absl::StrCat("no such run: ", run_id)); !st.ok()) return st;
     return ReadRun(s, include_samples, &run);
   });
   if (!status.ok()) return status;
@@ -299,7 +299,7 @@ absl::Status RunStore::SetHistory(const std::string& run_id,
     {
       Statement s(c, "set run history", "SELECT record FROM runs WHERE run_id=?");
       s.Text(1, run_id);
-      if (auto st = s.One(absl::StrCat("run ", run_id)); !st.ok()) return st;
+      if (auto st = s.One(absl::StrCat("no such run: ", run_id)); !st.ok()) return st;
       if (auto st = s.ColumnProto(0, "garbled run record", &run); !st.ok()) return st;
     }
     *run.mutable_history() = history;

@@ -224,6 +224,8 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   run->set_error(o.error);
   v1::RunResult* r = run->mutable_result();
   r->set_resolved_device(o.resolved_device);
+  r->set_cpu_blas(o.cpu_blas);
+  r->set_cpu_threads(o.cpu_threads);
   r->set_throughput_samples_per_s(o.throughput_samples_per_s);
   r->set_throughput_ci_low(o.throughput_ci_low);
   r->set_throughput_ci_high(o.throughput_ci_high);
@@ -252,6 +254,7 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   r->set_iterations(o.iterations);
   r->set_measured_ms(o.measured_ms);
   r->set_stable(o.stable);
+  r->set_stopped_at_max_time(o.stopped_at_max_time);
   r->set_window_cv(o.window_cv);
   if (o.trials.size() > 1) {
     for (const auto& t : o.trials) {

@@ -71,6 +71,7 @@ class Measurer {
   }
 
   absl::StatusOr<Outcome> Run() {
+    deadline_ns_ = clock_->NowNs() + config_.max_time_ms * int64_t{1'000'000};
     {
       Range warmup(stepper_, "warm-up", 0);
       if (auto s = WarmUp(); !s.ok()) return s;
@@ -79,6 +80,13 @@ class Measurer {
     const int trials = std::max(1, config_.trials);
     out_.stable = true;
     for (int t = 0; t < trials && !Cancelled(cancel_); ++t) {
+      // Every rank asks, so that all of them run the same trials. The first
+      // trial always runs: a run measures at least one step.
+      if (t > 0 && stepper_->Agree(PastDeadline())) {
+        out_.stopped_at_max_time = true;
+        out_.stable = false;
+        break;
+      }
       if (auto s = MeasureTrial(); !s.ok()) return s;
     }
     Interval();
@@ -92,6 +100,7 @@ class Measurer {
   // warmup_iterations for at most half of max_time_ms, and warmup_ms.
   absl::Status WarmUp() {
     double wait_ms = 0;
+    run_start_ns_ = clock_->NowNs();
     {
       const int64_t start = clock_->NowNs();
       if (auto s = stepper_->Step(&wait_ms); !s.ok()) return s;
@@ -99,22 +108,34 @@ class Measurer {
       out_.cold_start_ms = (clock_->NowNs() - start) / kNsPerMs;
     }
     const int64_t start = clock_->NowNs();
+    // Before a warm-up step is timed, half the cold start stands for a step
+    // (the cold start holds one-time set-up too: cuDNN's autotuning, lazy
+    // initialisation): a first step that took half the bound or more leaves
+    // no room to warm up, and the one measured step still ends within a step
+    // of the bound.
+    int64_t last_step_ns = (start - run_start_ns_) / 2;
     int done = 1;
     // A slow step (a long model on a CPU) does not spend more than half of
-    // max_time_ms warming up by count; warmup_ms, when set, is kept.
+    // max_time_ms warming up by count; warmup_ms, when set, is kept. Neither
+    // takes the time of one more step and a measured one past the bound.
     auto warming = [&] {
-      const int64_t elapsed = clock_->NowNs() - start;
+      const int64_t now = clock_->NowNs();
+      const int64_t elapsed = now - start;
+      if (now + 2 * last_step_ns > deadline_ns_) return false;
       return (done < config_.warmup_iterations && elapsed < config_.max_time_ms * kNsPerMs / 2) ||
              elapsed < config_.warmup_ms * kNsPerMs;
     };
     while (!stepper_->Agree(Cancelled(cancel_) || !warming())) {
+      const int64_t step_start = clock_->NowNs();
       if (auto s = stepper_->Step(&wait_ms); !s.ok()) return s;
+      last_step_ns = clock_->NowNs() - step_start;
       ++done;
       if (done % window_ == 0) {
         device_ms_.clear();
         if (auto s = stepper_->Flush(&device_ms_); !s.ok()) return s;
         if (progress_) {
-          progress_({"warmup", done, 0, (clock_->NowNs() - start) / kNsPerMs, 0});
+          progress_({"warmup", done, 0, (clock_->NowNs() - start) / kNsPerMs,
+                     std::max(0.0, (deadline_ns_ - clock_->NowNs()) / kNsPerMs)});
         }
       }
     }
@@ -127,7 +148,16 @@ class Measurer {
     Range window_range(stepper_, "window", window_index_++);
     const int64_t window_start = clock_->NowNs();
     const size_t first = out_.host_ms.size();
-    for (*n = 0; *n < window_ && !Cancelled(cancel_); ++*n) {
+    // A single process stops at the bound between any two steps; ranks only
+    // where they agree, after the window.
+    // The run's first measured step is taken even past it (a first step,
+    // cuDNN's autotuning say, that outlasted the bound alone): a run has a
+    // figure, marked stopped at max-time.
+    const bool ranked = stepper_->Ranked();
+    const bool first_window = window_index_ == 1;
+    for (*n = 0; *n < window_ && !Cancelled(cancel_) &&
+                 (ranked || !PastDeadline() || (first_window && *n == 0));
+         ++*n) {
       const int64_t step_start = clock_->NowNs();
       double wait = 0;
       {
@@ -166,7 +196,10 @@ class Measurer {
       double wall_ms = 0;
       if (auto s = Window(&n, &wall_ms); !s.ok()) return s;
       trial_latency.insert(trial_latency.end(), out_.device_ms.end() - n, out_.device_ms.end());
-      if (n == 0) break;
+      if (n == 0) {  // cancelled, or the bound came before a step
+        if (!Cancelled(cancel_)) out_.stopped_at_max_time = true;
+        break;
+      }
       trial_ms += wall_ms;
       trial_iterations += n;
       windows.push_back(n * samples_per_iteration_ / (wall_ms / 1e3));
@@ -180,14 +213,17 @@ class Measurer {
       if (progress_) {
         progress_({"measure", out_.iterations + trial_iterations,
                    trial_iterations * samples_per_iteration_ / (trial_ms / 1e3), elapsed_ms,
-                   std::max(0.0, config_.max_time_ms - elapsed_ms)});
+                   std::max(0.0, (deadline_ns_ - clock_->NowNs()) / kNsPerMs)});
       }
       const bool done = trial_iterations >= config_.min_iterations &&
                         elapsed_ms >= config_.min_time_ms && stable;
-      const bool out_of_time = elapsed_ms >= config_.max_time_ms;
+      const bool out_of_time = PastDeadline();
       const bool capped = config_.max_iterations > 0 && trial_iterations >= config_.max_iterations;
       if (!stepper_->Agree(Cancelled(cancel_) || done || out_of_time || capped)) continue;
-      if (out_of_time && !done) stable = false;
+      if (out_of_time && !done) {
+        stable = false;
+        out_.stopped_at_max_time = true;
+      }
       break;
     }
     out_.window_throughput.insert(out_.window_throughput.end(), windows.begin(), windows.end());
@@ -228,10 +264,14 @@ class Measurer {
       half = stats::TCritical95(static_cast<int>(spread.size()) - 1) * stats::Stddev(spread) /
              std::sqrt(static_cast<double>(spread.size()));
     }
-    out_.throughput_ci_high = per_sample - half > 0 ? 1e3 / (per_sample - half)
-                                                    : std::numeric_limits<double>::infinity();
+    // An interval whose time per sample reaches 0 has no upper end: a
+    // spread that wide says nothing, so there is none (0, 0).
+    if (per_sample - half <= 0) return;
+    out_.throughput_ci_high = 1e3 / (per_sample - half);
     out_.throughput_ci_low = 1e3 / (per_sample + half);
   }
+
+  bool PastDeadline() const { return clock_->NowNs() >= deadline_ns_; }
 
   const MeasureConfig& config_;
   const int64_t samples_per_iteration_;
@@ -243,6 +283,8 @@ class Measurer {
   Outcome out_;
   std::vector<double> device_ms_;  // the last Flush's
   int window_index_ = 0;
+  int64_t run_start_ns_ = 0;
+  int64_t deadline_ns_ = 0;  // run start + max_time_ms
   // Time per sample of each window and of each trial, for the interval.
   std::vector<double> window_ms_per_sample_, trial_ms_per_sample_;
 };

@@ -75,6 +75,9 @@ class Stepper {
   // rank: after each warm-up step and after each measured window, never
   // inside a timed window. A single process returns `stop`.
   virtual bool Agree(bool stop) { return stop; }
+  // One rank of several: its loop stops only where Agree is called (window
+  // boundaries), never between two steps of a window.
+  virtual bool Ranked() const { return false; }
 };
 
 // Progress inside a run, reported once per window.
@@ -114,13 +117,21 @@ struct Outcome {
   bool stable = false;       // every trial met the stability rule
   double window_cv = 0;      // CV of the last 3 windows of the last trial
   bool cancelled = false;
+  // max_time_ms ended the run before its trials were done (they are not
+  // stable then).
+  bool stopped_at_max_time = false;
 };
 
 // Warms up (warmup_iterations, for at most half of max_time_ms, and at least
 // warmup_ms), then measures config.trials windows of iterations. A trial ends
 // when it has min_iterations and min_time_ms and the CV of its last 3
-// windows' throughput is under cv_threshold (stable), at max_time_ms
-// (unstable), or at max_iterations (stable if the CV rule holds then).
+// windows' throughput is under cv_threshold (stable), or at max_iterations
+// (stable if the CV rule holds then).
+// max_time_ms bounds the whole run, warm-up and every trial: no step starts
+// after it, so a run passes it by one step at most (on ranks, by one window:
+// they stop together at window boundaries), but for one measured step after
+// a first step that alone outlasted it. Warm-up leaves time for a measured
+// step. What the bound cut short is stopped_at_max_time, unstable.
 // Where the stepper has no device timer, an iteration's device time is its
 // host time less its data wait. *cancel, when set, stops at the next iteration
 // boundary with what was measured so far. A Step or Flush error is returned.

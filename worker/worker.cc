@@ -506,6 +506,8 @@ v1::HostInfo ProbeHost() {
   host.set_cuda_version(probe.cuda_version);
   host.set_cudnn_version(probe.cudnn_version);
   host.set_mps_available(probe.mps_available);
+  host.set_cpu_blas(probe.cpu_blas);
+  host.set_cpu_threads(probe.cpu_threads);
   host.set_gpubench_version(kGpubenchVersion);
   for (const auto& g : probe.gpus) {
     v1::GpuInfo* gpu = host.add_gpus();

@@ -18,6 +18,7 @@
 #include "client/output.h"
 #include "common/stats.h"
 #include "google/protobuf/struct.pb.h"
+#include "gpubench/v1/spec.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/support/command.h"
 
@@ -174,13 +175,76 @@ TEST(Cli, CollectiveBytesRangeSweepsPowersOfTwo) {
                    out, err),
             kExitOk)
       << err.str();
-  EXPECT_NE(out.str().find("16 runs"), std::string::npos) << out.str();  // 8 sizes x 2 ops
+  EXPECT_NE(err.str().find("16 runs"), std::string::npos) << err.str();  // 8 sizes x 2 ops
   std::ostringstream bad_out, bad_err;
   EXPECT_NE(RunCli({"spec", "--workload", "collective", "--collective-bytes", "64:8"}, bad_out,
                    bad_err),
             kExitOk);
   EXPECT_NE(bad_err.str().find("--collective-bytes: range 64:8"), std::string::npos)
       << bad_err.str();
+}
+
+// A switch works bare without swallowing the next argument, and still
+// sweeps with on,off.
+TEST(Cli, SwitchesWorkBareAndSweepWithOnOff) {
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCli({"spec", "--check-numerics", "--channels-last", "--workload", "resnet18",
+                    "--output", "json"},
+                   out, err),
+            kExitOk)
+      << err.str();
+  v1::JobSpec spec;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out.str(), &spec).ok()) << out.str();
+  EXPECT_TRUE(spec.check_numerics());
+  EXPECT_TRUE(spec.base().channels_last());
+  EXPECT_EQ(spec.base().workload(), "resnet18");
+  std::ostringstream swept, swept_err;
+  ASSERT_EQ(RunCli({"spec", "--channels-last", "off,on", "--workload", "mlp"}, swept, swept_err),
+            kExitOk)
+      << swept_err.str();
+  EXPECT_NE(swept.str().find("2 runs"), std::string::npos) << swept.str();
+}
+
+// A spec file may spell enum values as the flags do ("train", "bf16"), and
+// `spec --output json` prints JSON alone, which reads back as the same spec.
+TEST(Cli, SpecJsonTakesShortEnumNamesAndRoundTrips) {
+  const std::string path = ::testing::TempDir() + "/short_enums.json";
+  std::ofstream(path) << R"({"base": {"workload": "mlp", "mode": "train", "precision": "bf16"},
+                             "sweep": {"precision": ["fp32", "bf16"]}})";
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCli({"spec", path, "--output", "json"}, out, err), kExitOk) << err.str();
+  v1::JobSpec spec;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out.str(), &spec).ok()) << out.str();
+  EXPECT_EQ(spec.base().mode(), v1::MODE_TRAIN);
+  EXPECT_EQ(spec.base().precision(), v1::PRECISION_BF16);
+  ASSERT_EQ(spec.sweep().precision_size(), 2);
+  EXPECT_EQ(spec.sweep().precision(0), v1::PRECISION_FP32);
+  EXPECT_NE(err.str().find("2 runs"), std::string::npos) << err.str();
+  // The printed spec, fed back, is the same spec.
+  const std::string again = ::testing::TempDir() + "/short_enums_again.json";
+  std::ofstream(again) << out.str();
+  std::ostringstream out2, err2;
+  ASSERT_EQ(RunCli({"spec", again, "--output", "json"}, out2, err2), kExitOk) << err2.str();
+  EXPECT_EQ(out2.str(), out.str());
+  // A value that is no enum's is still refused, naming it.
+  std::ofstream(path) << R"({"base": {"workload": "mlp", "mode": "walk"}})";
+  std::ostringstream bad_out, bad_err;
+  EXPECT_EQ(RunCli({"spec", path}, bad_out, bad_err), kExitUsage);
+  EXPECT_NE(bad_err.str().find("walk"), std::string::npos) << bad_err.str();
+}
+
+// Typos of commands, options and spec flags are named with the likely one.
+TEST(Cli, TyposGetADidYouMean) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"sumbit"}, out, err), kExitUsage);
+  EXPECT_NE(err.str().find("did you mean \"submit\""), std::string::npos) << err.str();
+  std::ostringstream flag_out, flag_err;
+  EXPECT_EQ(RunCli({"spec", "--worklaod", "mlp"}, flag_out, flag_err), kExitUsage);
+  EXPECT_NE(flag_err.str().find("did you mean \"workload\""), std::string::npos)
+      << flag_err.str();
+  std::ostringstream far_out, far_err;
+  EXPECT_EQ(RunCli({"frobnicate"}, far_out, far_err), kExitUsage);
+  EXPECT_EQ(far_err.str().find("did you mean"), std::string::npos) << far_err.str();
 }
 
 // Which cells a spreadsheet would take for formulas, and which are numbers

@@ -345,7 +345,9 @@ TEST(CliDaemon, CsvAndJsonOutputsParseBack) {
   std::vector<std::string> lines = SplitLines(csv.out);
   ASSERT_EQ(lines.size(), 4u) << csv.out;
   std::vector<std::string> header = absl::StrSplit(lines[0], ',');
-  const auto tput = std::find(header.begin(), header.end(), "samples/s") - header.begin();
+  // CSV is data: units in the column names, numbers alone in the cells.
+  const auto tput =
+      std::find(header.begin(), header.end(), "throughput_samples_per_s") - header.begin();
   ASSERT_LT(static_cast<size_t>(tput), header.size()) << lines[0];
   for (size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string> cells = absl::StrSplit(lines[i], ',');
@@ -364,7 +366,7 @@ TEST(CliDaemon, CsvAndJsonOutputsParseBack) {
   for (const auto& r : runs.runs()) EXPECT_GT(r.result().throughput_samples_per_s(), 0);
 
   Result markdown = Cli({"runs", "--host", d.address(), "--output", "markdown"});
-  EXPECT_EQ(markdown.out.rfind("| job | # | config", 0), 0u) << markdown.out;
+  EXPECT_EQ(markdown.out.rfind("| job | # | run | config", 0), 0u) << markdown.out;
 }
 
 // --output gbench is read by Google Benchmark's own compare.py (Debian's

@@ -36,7 +36,7 @@ std::vector<std::string> ConfigColumn(
   std::vector<v1::Run> runs;
   for (const v1::RunConfig& c : configs)
     *runs.emplace_back().mutable_config() = c;
-  const client::Table table = client::RunsTable(runs, /*with_job_column=*/false);
+  const client::Table table = client::RunsTable(runs, /*with_job_column=*/false, client::Format::kTable);
   const auto column =
       std::find(table.header.begin(), table.header.end(), "config");
   EXPECT_NE(column, table.header.end());
@@ -93,6 +93,16 @@ TEST(DescribeConfig, IsWhatTheCliRunsTablePrints) {
   add(copy, "copy 256.0 MiB device_to_host pinned cuda:1");
   copy.mutable_pipeline()->set_pinned_memory(false);
   add(copy, "copy 256.0 MiB device_to_host pageable cuda:1");
+
+  // Whatever else differs from the workload's defaults is named, so that
+  // two configs that differ never share a label.
+  v1::RunConfig tweaked = Model("resnet18");
+  tweaked.set_batch_size(16);
+  tweaked.mutable_params()->set_image_size(64);
+  tweaked.set_learning_rate(0.5);
+  tweaked.set_input_source(v1::INPUT_SOURCE_HOST);
+  tweaked.mutable_pipeline()->set_extra_cost_us_per_sample(500);
+  add(tweaked, "resnet18 train b16 host/0L image_size=64 extra_cost_us_per_sample=500 lr=0.5");
 
   add(Model("empty"), "empty");
   add(v1::RunConfig(), "? train b32");

@@ -178,7 +178,9 @@ TEST(Distributed, AFailingRankFailsItsRunCleanlyAndTheSweepGoesOn) {
   spec.mutable_sweep()->add_batch_size(8);
   spec.mutable_sweep()->add_batch_size(16);
   const auto [job, runs] = RunToEnd(d, spec);
-  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
+  // A run missing: the job failed, saying so, with the other run kept.
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED) << d.log();
+  EXPECT_NE(job.error().find("1 of 2 runs failed"), std::string::npos) << job.error();
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(runs[0].error().find("rank 1 of 2"), std::string::npos) << runs[0].error();

@@ -180,8 +180,11 @@ TEST(Faults, AWorkerCrashCostsOnlyItsSweepPoint) {
   std::string id;
   ASSERT_TRUE(Submit(d, spec, &id).ok());
   const v1::Job job = WaitForEnd(d, id);
-  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  // Failed, not succeeded, with the other points kept.
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(job.error().find("1 of 3 runs failed"), std::string::npos) << job.error();
   EXPECT_EQ(job.runs_done(), 3);
+  EXPECT_EQ(job.runs_failed(), 1);
   auto runs = Runs(d, id);
   ASSERT_EQ(runs.size(), 3u);
   EXPECT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED) << runs[0].error();

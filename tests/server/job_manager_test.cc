@@ -2,6 +2,9 @@
 // LibTorch) over a real SQLite store: crash isolation, cancel, timeout and
 // requeue after a shutdown, each decided by JobManager itself.
 #include "server/job_manager.h"
+
+#include <functional>
+
 #include "tests/server/job_manager_fixture.h"
 
 namespace gpubench::server {
@@ -14,7 +17,10 @@ TEST_F(JobManagerTest, AWorkerCrashFailsOnlyItsRunAndAFreshWorkerGoesOn) {
   auto job = jobs->Submit(Sweep(3), "", "tester");
   ASSERT_TRUE(job.ok()) << job.status();
   v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
-  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  // The job is not a success with a run missing, and says how many failed.
+  EXPECT_EQ(done.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(done.error().find("1 of 3 runs failed"), std::string::npos) << done.error();
+  EXPECT_EQ(done.runs_failed(), 1);
   EXPECT_EQ(started_.load(), 2);  // the crashed one, then a fresh one for run 2
   auto runs = store_->runs().List(job->job_id(), false);
   ASSERT_TRUE(runs.ok());
@@ -25,6 +31,42 @@ TEST_F(JobManagerTest, AWorkerCrashFailsOnlyItsRunAndAFreshWorkerGoesOn) {
   EXPECT_NE((*runs)[1].error().find("Segmentation fault"), std::string::npos);
   EXPECT_EQ((*runs)[2].state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_EQ(done.runs_done(), 3);
+}
+
+// What this host cannot run is refused when the job is planned, naming the
+// field, rather than failing in a worker after it was queued.
+TEST_F(JobManagerTest, WhatTheHostCannotRunIsRefusedAtSubmitNamingTheField) {
+  auto jobs = Manager(Script());
+  struct Case {
+    std::function<void(v1::JobSpec*)> set;
+    const char* field;
+  };
+  const Case cases[] = {
+      {[](v1::JobSpec* s) { s->mutable_base()->set_device("cuda"); }, "spec.base.device"},
+      {[](v1::JobSpec* s) { s->mutable_base()->set_device("cuda:3"); }, "spec.base.device"},
+      {[](v1::JobSpec* s) {
+         s->mutable_sweep()->add_device("cpu");
+         s->mutable_sweep()->add_device("cuda:0");
+       },
+       "spec.sweep.device"},
+      {[](v1::JobSpec* s) { s->mutable_base()->set_device("mps"); }, "spec.base.device"},
+      {[](v1::JobSpec* s) { s->mutable_base()->set_precision(v1::PRECISION_FP16); },
+       "spec.base.precision"},
+  };
+  for (const Case& c : cases) {
+    v1::JobSpec spec = Sweep(1);
+    spec.mutable_base()->set_workload("mlp");
+    c.set(&spec);
+    auto plan = jobs->PlanJob(spec);
+    EXPECT_TRUE(absl::IsInvalidArgument(plan.status())) << spec.ShortDebugString();
+    EXPECT_NE(plan.status().message().find(c.field), std::string::npos) << plan.status();
+  }
+  // With the GPU there, the same cuda:0 plans.
+  host_.add_gpus()->set_index(0);
+  v1::JobSpec on_gpu = Sweep(1);
+  on_gpu.mutable_base()->set_device("cuda:0");
+  on_gpu.mutable_base()->set_precision(v1::PRECISION_FP16);
+  EXPECT_TRUE(Manager(Script())->PlanJob(on_gpu).ok());
 }
 
 // A worker killed (at a limit, say) after its last run was stored lost

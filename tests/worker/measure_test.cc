@@ -120,7 +120,10 @@ TEST(Measure, NoisyClockRunsToMaxTimeAndIsUnstable) {
   auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
   ASSERT_TRUE(out.ok());
   EXPECT_FALSE(out->stable);
-  EXPECT_GE(out->measured_ms, 1000);
+  EXPECT_TRUE(out->stopped_at_max_time);
+  // The bound is the run's, warm-up included: about 1 s, one step over at most.
+  EXPECT_GE(out->measured_ms, 900);
+  EXPECT_LE(clock.now_ns, int64_t{1'006'000'000});
   EXPECT_GT(out->window_cv, c.cv_threshold);
 }
 
@@ -204,9 +207,9 @@ TEST(Measure, IntervalComesFromTheTrialsWhenThereAreSeveral) {
 }
 
 // A CPU step of a long model takes seconds: warming up 10 of them would
-// outlast the run's limit. Warm-up by count stops at half of max_time_ms,
-// and the measurement keeps to the limit with what it measured.
-TEST(Measure, ASlowStepWarmsUpForAtMostHalfTheTimeLimit) {
+// outlast the run's limit. Warm-up by count leaves time for a measured step,
+// and the run keeps to the limit with what it measured.
+TEST(Measure, ASlowStepWarmsUpOnlyWhileAMeasuredStepStillFits) {
   FakeClock clock;
   FakeStepper stepper(&clock, [] { return int64_t{1'000'000'000}; });  // 1 s a step
   measure::MeasureConfig c = Config();
@@ -216,11 +219,57 @@ TEST(Measure, ASlowStepWarmsUpForAtMostHalfTheTimeLimit) {
   c.window_iterations = 1;
   auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
   ASSERT_TRUE(out.ok()) << out.status();
-  // The cold start, then warm-up until 2 s had passed: 3 steps, not 10.
+  // The cold start and two warm-up steps (a third and a measured one would
+  // not fit), then one measured step: 4 s in all.
   EXPECT_EQ(stepper.steps - out->iterations, 3);
-  EXPECT_EQ(out->iterations, 4);
+  EXPECT_EQ(out->iterations, 1);
   EXPECT_FALSE(out->stable);
-  EXPECT_NEAR(out->measured_ms, 4000, 1e-6);
+  EXPECT_TRUE(out->stopped_at_max_time);
+  EXPECT_NEAR(out->measured_ms, 1000, 1e-6);
+  EXPECT_EQ(clock.now_ns, int64_t{4'000'000'000});
+}
+
+// max_time_ms bounds the whole run, warm-up and trials included: whatever a
+// step costs, the run passes the bound by one step at most; a first step
+// that alone outlasts it is followed by one measured step, no more.
+TEST(Measure, MaxTimeBoundsTheWholeRunToOneStep) {
+  for (int64_t step_us : {300, 7'000, 130'000, 900'000, 2'500'000, 4'000'000}) {
+    FakeClock clock;
+    FakeStepper stepper(&clock, [&] { return step_us * 1000; });
+    measure::MeasureConfig c = Config();
+    c.warmup_iterations = 10;
+    c.min_time_ms = 5000;  // never reached: the bound ends it
+    c.max_time_ms = 3000;
+    c.trials = 2;
+    auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LE(clock.now_ns, (std::max(c.max_time_ms * 1000, step_us) + step_us) * 1000)
+        << step_us << " us a step";
+    EXPECT_TRUE(out->stopped_at_max_time) << step_us;
+    EXPECT_FALSE(out->stable) << step_us;
+    EXPECT_GE(out->iterations, 1) << step_us;  // always a figure
+    EXPECT_EQ(out->trials.size(), 1u) << step_us;  // the bound came before the second
+  }
+}
+
+// Ranks stop together where they agree, after a window: they pass the bound
+// by one window at most.
+TEST(Measure, RanksPassTheBoundByOneWindowAtMost) {
+  class RankStepper : public FakeStepper {
+   public:
+    using FakeStepper::FakeStepper;
+    bool Ranked() const override { return true; }
+  };
+  FakeClock clock;
+  RankStepper stepper(&clock, [] { return int64_t{100'000'000}; });  // 100 ms
+  measure::MeasureConfig c = Config();
+  c.min_time_ms = 5000;
+  c.max_time_ms = 1000;
+  auto out = Measure(c, 1, &clock, &stepper, nullptr, nullptr);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->stopped_at_max_time);
+  EXPECT_EQ(out->iterations % c.window_iterations, 0);  // whole windows
+  EXPECT_LE(clock.now_ns, int64_t{(1000 + 10 * 100) * 1'000'000});
 }
 
 TEST(Measure, WarmUpBySecondsRunsUntilTheTimeIsUp) {

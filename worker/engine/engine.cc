@@ -268,6 +268,7 @@ void Summarize(const measure::Outcome& m, int64_t samples_per_iteration,
   out->iterations = m.iterations;
   out->measured_ms = m.measured_ms;
   out->stable = m.stable;
+  out->stopped_at_max_time = m.stopped_at_max_time;
   out->window_cv = m.window_cv;
   out->trials = m.trials;
   if (m.measured_ms > 0) {
@@ -410,6 +411,14 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
     out->error = std::string(measured.status().message());
     return;
   }
+  if (measured->iterations == 0 && !measured->cancelled) {
+    // The bound came before a measured step: a failed run, never a 0.
+    out->error = absl::StrCat("nothing was measured within max_time_ms ", m.max_time_ms,
+                              ": the first step alone took ",
+                              static_cast<int64_t>(measured->cold_start_ms),
+                              " ms; raise --max-time-ms");
+    return;
+  }
   Summarize(*measured, w->samples_per_iteration(), out);
   w->Report(out);
   if (out->latency_ms.p50 > 0) SetAchievedTflops(w->samples_per_iteration(), out);
@@ -434,6 +443,8 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
     return out;
   }
   out.resolved_device = device->str();
+  out.cpu_blas = CpuBlas();
+  out.cpu_threads = at::get_num_threads();
   if (auto s = CheckRunnable(c, *device); !s.ok()) {
     out.error = std::string(s.message());
     return out;
@@ -463,10 +474,39 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
   return out;
 }
 
+std::string CpuBlas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    if (absl::StrContains(path, "openblas")) {
+      const size_t dir_end = path.rfind('/');
+      const size_t dir_start = path.rfind('/', dir_end - 1);
+      return absl::StrCat("OpenBLAS (", path.substr(dir_start + 1, dir_end - dir_start - 1),
+                          ")");
+    }
+    if (absl::StrContains(path, "libblis")) return "BLIS";
+    if (absl::StrContains(path, "libmkl")) return "MKL";
+    if (absl::StrContains(path, "/blas/libblas.so")) return "reference BLAS (netlib; slow)";
+  }
+  // Linked in: what LibTorch was built with.
+  const std::string config = at::show_config();
+  const size_t at = config.find("BLAS_INFO=");
+  if (at != std::string::npos) {
+    const size_t end = config.find_first_of(", \n", at + 10);
+    return config.substr(at + 10, end == std::string::npos ? end : end - at - 10);
+  }
+  return "unknown";
+}
+
 DeviceProbe ProbeDevices() {
   DeviceProbe probe;
   probe.torch_version = TORCH_VERSION;
   probe.mps_available = at::hasMPS();
+  probe.cpu_blas = CpuBlas();
+  probe.cpu_threads = at::get_num_threads();
   cuda::Probe(&probe);
   return probe;
 }

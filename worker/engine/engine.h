@@ -52,6 +52,8 @@ struct RunOutcome {
   RunStatus status = RunStatus::kFailed;
   std::string error;            // kFailed and kOutOfMemory
   std::string resolved_device;  // "cpu", "cuda:0", "mps"
+  std::string cpu_blas;         // what the CPU's matrix products ran on (CpuBlas)
+  int cpu_threads = 0;          // LibTorch's intra-op threads
 
   double throughput_samples_per_s = 0;
   double throughput_ci_low = 0;
@@ -87,6 +89,7 @@ struct RunOutcome {
   int iterations = 0;
   double measured_ms = 0;
   bool stable = false;
+  bool stopped_at_max_time = false;  // the run's time bound cut it short
   double window_cv = 0;
   std::vector<measure::Trial> trials;
 
@@ -144,8 +147,17 @@ struct DeviceProbe {
   bool cuda_built = false;    // LibTorch was built with CUDA
   bool mps_available = false;
   std::vector<Gpu> gpus;
+  std::string cpu_blas;  // CpuBlas()
+  int cpu_threads = 0;   // LibTorch's intra-op threads
 };
 DeviceProbe ProbeDevices();
+
+// The BLAS the CPU's matrix products run on: the library LibTorch loaded for
+// it (Debian's takes whatever libblas.so.3 points at: Netlib's reference
+// BLAS unless an optimised one is installed), else the one it was built
+// with (the wheel links MKL in). E.g. "OpenBLAS (openblas-pthread)",
+// "reference BLAS (netlib; slow)", "mkl".
+std::string CpuBlas();
 
 // Trainable parameters of the built-in model config names (defaults
 // applied), built on the CPU; InvalidArgument as CreateModel.

@@ -2,15 +2,17 @@
 
 #include <chrono>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include "worker/engine/inject.h"
 
 namespace gpubench::engine {
 namespace {
 
-constexpr int kPad = 8;  // the stored image is this much larger than the crop
-constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
-constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
+// The data set: this many encoded images, each about 1.75 x 1.4 times the
+// crop's sides (an ImageNet photograph against a 224 crop).
+constexpr int kImages = 16;
 
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(
@@ -24,32 +26,6 @@ void Spin(int us) {
   const auto end =
       std::chrono::steady_clock::now() + std::chrono::microseconds(us);
   while (std::chrono::steady_clock::now() < end) {
-  }
-}
-
-// One image sample: a random uint8 picture, cropped, maybe flipped and
-// normalised into dst ([3, h, w] floats).
-void MakeImage(std::mt19937_64& rng, int64_t h, int64_t w, float* dst) {
-  const int64_t sh = h + kPad, sw = w + kPad;
-  std::vector<uint8_t> raw(3 * sh * sw);
-  for (size_t i = 0; i < raw.size(); i += 8) {
-    uint64_t bits = rng();
-    for (size_t j = 0; j < 8 && i + j < raw.size(); ++j) {
-      raw[i + j] = static_cast<uint8_t>(bits >> (8 * j));
-    }
-  }
-  const int64_t oy = rng() % (kPad + 1), ox = rng() % (kPad + 1);
-  const bool flip = rng() & 1;
-  for (int c = 0; c < 3; ++c) {
-    const float scale = 1.0f / (255.0f * kStd[c]);
-    const float shift = kMean[c] / kStd[c];
-    for (int64_t y = 0; y < h; ++y) {
-      const uint8_t* row = &raw[(c * sh + oy + y) * sw + ox];
-      float* out = dst + (c * h + y) * w;
-      for (int64_t x = 0; x < w; ++x) {
-        out[x] = row[flip ? w - 1 - x : x] * scale - shift;
-      }
-    }
   }
 }
 
@@ -71,6 +47,14 @@ HostPipeline::HostPipeline(const PipelineConfig& config, InputKind kind,
       // As PyTorch's prefetch_factor: batches in flight per loader thread.
       capacity_(static_cast<size_t>(std::max(1, config.prefetch_depth)) *
                 std::max(1, config.loader_threads)) {
+  if (kind_ != InputKind::kTokens) {
+    const int64_t h = sample_shape_[sample_shape_.size() - 2];
+    const int64_t w = sample_shape_.back();
+    auto images = JpegImages::Make(kImages, static_cast<int>(std::max<int64_t>(8, w * 7 / 4)),
+                                   static_cast<int>(std::max<int64_t>(8, h * 7 / 5)), seed_);
+    if (!images.ok()) throw std::runtime_error(std::string(images.status().message()));
+    images_ = std::move(*images);
+  }
   for (int i = 0; i < config_.loader_threads; ++i) {
     loaders_.emplace_back([this] { LoaderLoop(); });
   }
@@ -114,7 +98,10 @@ torch::Tensor HostPipeline::BuildBatch(int64_t batch_index) const {
   for (int64_t s = 0; s < batch_size_; ++s) {
     std::mt19937_64 rng(seed_ ^ (batch_index * batch_size_ + s) * 0x9E3779B97F4A7C15ull);
     for (int64_t f = 0; f < frames; ++f) {
-      MakeImage(rng, h, w, data + s * per_sample + f * 3 * h * w);
+      if (auto st = images_->Sample(rng(), h, w, data + s * per_sample + f * 3 * h * w);
+          !st.ok()) {
+        throw std::runtime_error(std::string(st.message()));
+      }
     }
     Spin(config_.extra_cost_us_per_sample);
   }

@@ -1,5 +1,6 @@
 // The `host` input pipeline: loader threads build batches on the CPU the way
-// an image data loader does (uint8 decode, random crop, flip, normalise),
+// an image data loader does (JPEG decode, random resized crop, flip,
+// normalise: JpegImages), or draw token ids for the sequence models,
 // collate them into pinned or pageable buffers and hand them to the loop.
 // Internal to the engine.
 #ifndef GPUBENCH_WORKER_ENGINE_PIPELINE_H_
@@ -18,6 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "worker/engine/config.h"
+#include "worker/engine/jpeg_images.h"
 #include "worker/engine/models.h"
 
 namespace gpubench::engine {
@@ -54,6 +56,8 @@ class HostPipeline {
   const bool pinned_;
   const uint64_t seed_;
   const size_t capacity_;
+  // Images: the encoded data set the loaders decode (null for tokens).
+  std::unique_ptr<JpegImages> images_;
 
   std::atomic<int64_t> next_batch_{0};
   std::vector<std::thread> loaders_;

@@ -126,6 +126,7 @@ class Workload : public measure::Stepper {
     if (comm_ == nullptr) return stop;
     return dist::AnyRank(comm_, stop || (cancel_ != nullptr && cancel_->load()), device_);
   }
+  bool Ranked() const override { return comm_ != nullptr; }
   // Makes this one rank of a distributed run: the loop's decisions go
   // through comm, and cancel is read at them (never inside a window).
   void JoinGroup(dist::Communicator* comm, const std::atomic<bool>* cancel) {
