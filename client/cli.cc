@@ -46,7 +46,8 @@ ABSL_FLAG(std::string, schedule, "", "jobs, runs: of this schedule");
 ABSL_FLAG(std::string, host_id, "", "runs: measured on this host id");
 ABSL_FLAG(std::string, limit, "", "jobs, runs: at most N rows");
 ABSL_FLAG(std::string, cron, "", "schedule add: \"MIN HOUR DOM MON DOW\"");
-ABSL_FLAG(std::string, tz, "", "schedule add: the cron's time zone (default UTC)");
+ABSL_FLAG(std::string, tz, "",
+          "schedule add: the cron's time zone (default: the daemon's local zone)");
 ABSL_FLAG(std::string, out, "", "report, trace: the file to write (also -o)");
 ABSL_FLAG(std::string, title, "", "report: its title");
 ABSL_FLAG(std::string, alpha, "", "compare: significance level (default 0.05)");

@@ -25,6 +25,16 @@ std::string When(const google::protobuf::Timestamp& t) {
                           absl::LocalTimeZone());
 }
 
+// A schedule's time in the schedule's own zone, its UTC offset said
+// ("2026-11-27 02:00 +01:00"); in UTC where the zone is the daemon's local
+// one or unknown here.
+std::string WhenIn(const google::protobuf::Timestamp& t, const std::string& zone) {
+  if (t.seconds() == 0) return "-";
+  absl::TimeZone tz = absl::UTCTimeZone();
+  if (!zone.empty() && !absl::LoadTimeZone(zone, &tz)) tz = absl::UTCTimeZone();
+  return absl::FormatTime("%Y-%m-%d %H:%M %Ez", absl::FromUnixSeconds(t.seconds()), tz);
+}
+
 std::string Duration(double ms) {
   if (ms < 0) ms = 0;
   const int64_t s = static_cast<int64_t>(ms / 1000);
@@ -198,6 +208,9 @@ int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::
   *req.mutable_spec() = spec;
   auto resp = d.Call(&v1::BenchService::Stub::SubmitJob, req);
   if (!resp.ok()) return CallFailed(d.host, resp.status(), err);
+  for (const std::string& note : resp->notes()) {
+    err << "gpubench: note: " << Printable(note) << "\n";
+  }
   const std::string& id = resp->job().job_id();
   if (!a.wait) {
     out << id << "\n";
@@ -219,6 +232,9 @@ int DryRun(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::ostre
   req.set_dry_run(true);
   auto resp = d->Call(&v1::BenchService::Stub::SubmitJob, req);
   if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
+  for (const std::string& note : resp->notes()) {
+    err << "gpubench: note: " << Printable(note) << "\n";
+  }
   if (a.format == Format::kJson) {
     out << MessageToJson(*resp) << "\n";
     return kExitOk;
@@ -474,7 +490,8 @@ int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err) {
     *s->mutable_spec() = *spec;
     auto resp = d->Call(&v1::BenchService::Stub::CreateSchedule, req);
     if (!resp.ok()) return CallFailed(d->host, resp.status(), err);
-    out << resp->schedule().schedule_id() << "  next run " << When(resp->schedule().next_run_time())
+    out << resp->schedule().schedule_id() << "  next run "
+        << WhenIn(resp->schedule().next_run_time(), resp->schedule().time_zone())
         << "\n";
     return kExitOk;
   }
@@ -491,9 +508,12 @@ int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err) {
     t.header = {"schedule", "cron", "zone", "next run", "last run", "name", "failures",
                 "last error"};
     for (const v1::Schedule& s : resp.schedules()) {
-      t.rows.push_back({s.schedule_id(), s.cron(), s.time_zone().empty() ? "local" : s.time_zone(),
-                        s.disabled() ? "disabled" : When(s.next_run_time()),
-                        When(s.last_run_time()), s.name().empty() ? "-" : s.name(),
+      // Times in the zone the row names, never the client's own under it.
+      t.rows.push_back({s.schedule_id(), s.cron(),
+                        s.time_zone().empty() ? "daemon's local" : s.time_zone(),
+                        s.disabled() ? "disabled" : WhenIn(s.next_run_time(), s.time_zone()),
+                        WhenIn(s.last_run_time(), s.time_zone()),
+                        s.name().empty() ? "-" : s.name(),
                         absl::StrCat(s.failure_count()),
                         s.last_error().empty() ? "-" : s.last_error()});
     }

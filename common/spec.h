@@ -76,6 +76,11 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(const v1::JobSpec& spec);
 // carry them, and compare field by field.
 void FillConfigDefaults(v1::RunConfig* config);
 
+// The WorkloadParams fields set in config (away from their defaults) that
+// its workload does not read ("model_size" on resnet50): they are accepted
+// but mean nothing there. In field order.
+std::vector<std::string> UnreadParams(const v1::RunConfig& config);
+
 // A run config as a key: equal configs give equal keys, in every build
 // ("k1:" and the base64 of protobuf's deterministic binary form, a format
 // protobuf keeps stable). Stored: Job.max_batch_size_fits is keyed by it.

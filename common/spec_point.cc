@@ -1,13 +1,16 @@
 // The checks of one planned point, base and axes combined and its defaults
 // filled in: what relates two fields, and what the registry says applies
 // to its workload.
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/spec.h"
 #include "common/spec_checks.h"
 #include "common/workload_registry.h"
+#include "google/protobuf/text_format.h"
 
 namespace gpubench {
 
@@ -139,6 +142,42 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
                                 ")"));
   }
   return absl::OkStatus();
+}
+
+std::vector<std::string> UnreadParams(const v1::RunConfig& config) {
+  std::set<std::string> read;
+  for (std::string_view name :
+       {std::string_view(config.workload()),
+        ModelWorkload(config.workload(), config.params().ddp_model())}) {
+    if (const WorkloadInfo* w = FindWorkload(name)) read.insert(w->params.begin(), w->params.end());
+  }
+  v1::RunConfig filled = config, reference;
+  FillConfigDefaults(&filled);
+  reference.set_workload(config.workload());
+  reference.set_mode(config.mode());
+  reference.mutable_params()->set_ddp_model(config.params().ddp_model());
+  FillConfigDefaults(&reference);
+  const v1::WorkloadParams& p = filled.params();
+  const google::protobuf::Reflection* r = p.GetReflection();
+  std::vector<std::string> unread;
+  for (int i = 0; i < p.GetDescriptor()->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = p.GetDescriptor()->field(i);
+    if (read.count(f->name())) continue;
+    bool set;
+    if (f->is_repeated()) {
+      set = r->FieldSize(p, f) > 0;
+    } else if (f->has_presence()) {
+      set = r->HasField(p, f);
+    } else {
+      std::string value, default_value;
+      google::protobuf::TextFormat::PrintFieldValueToString(p, f, -1, &value);
+      google::protobuf::TextFormat::PrintFieldValueToString(reference.params(), f, -1,
+                                                            &default_value);
+      set = value != default_value;
+    }
+    if (set) unread.push_back(f->name());
+  }
+  return unread;
 }
 
 }  // namespace gpubench

@@ -112,7 +112,12 @@ std::string Td(const std::string& html, bool num = false) {
 }
 
 std::string RunTable(const JobView& view) {
-  if (view.runs.empty()) return "<p class=\"note\">No runs.</p>\n";
+  if (view.runs.empty()) {
+    return view.src->job.state() == v1::JOB_STATE_RUNNING ||
+                   view.src->job.state() == v1::JOB_STATE_QUEUED
+               ? "<p class=\"note\">No run has finished yet.</p>\n"
+               : "<p class=\"note\">No runs.</p>\n";
+  }
   std::string out =
       "<div class=\"tablewrap\"><table class=\"runs\"><thead><tr><th "
       "class=\"num\">#</th>";
@@ -245,6 +250,22 @@ std::string JobId(const v1::Job& job) {
   return job.job_id().empty() ? "job" : job.job_id();
 }
 
+// A running job's current run: its phase, iterations and time ("" when
+// the job is not running).
+std::string WhereItIs(const ReportJob& job) {
+  if (job.job.state() != v1::JOB_STATE_RUNNING || job.current_run.run_count() == 0) return "";
+  const v1::RunProgress& p = job.current_progress;
+  std::string now = absl::StrFormat("run %d of %d: %s", job.current_run.index() + 1,
+                                    job.current_run.run_count(),
+                                    EscapeHtml(DescribeConfig(job.current_run.config())));
+  if (p.phase().empty() || p.index() != job.current_run.index()) return now + ", starting";
+  return absl::StrCat(now, absl::StrFormat(", %s, %d iterations, %.1f samples/s, %.0f s in, at "
+                                           "most %.0f s left",
+                                           EscapeHtml(p.phase()), p.iterations(),
+                                           p.throughput_samples_per_s(), p.elapsed_ms() / 1000,
+                                           p.eta_ms() / 1000));
+}
+
 std::string JobSection(const ReportJob& job) {
   const JobView view = MakeView(job);
   const v1::Job& j = job.job;
@@ -282,6 +303,7 @@ std::string JobSection(const ReportJob& job) {
         " from ", EscapeHtml(When(j.start_time())));
   }
   row("time", times);
+  if (std::string now = WhereItIs(job); !now.empty()) row("now", now);
   row("max batch that fit", MaxBatchFits(view));
   if (!j.schedule_id().empty()) row("schedule", EscapeHtml(j.schedule_id()));
   if (!j.error().empty())

@@ -22,6 +22,10 @@ struct ReportJob {
   // The host's matmul and device-to-device copy runs, whose best figures are
   // the roofline's peaks (the job's own such runs count too); may be empty.
   std::vector<v1::Run> peak_runs;
+  // A running job: the run it is in and that run's last progress (empty
+  // otherwise), shown in its summary.
+  v1::RunStarted current_run;
+  v1::RunProgress current_progress;
 };
 
 // Renders jobs as one HTML page titled `title`. The page is self-contained:

@@ -147,6 +147,17 @@ void HttpFront::Route(JobManager* jobs, storage::Store* store, const Authorizer*
                auto runs = store->runs().List(id, /*include_samples=*/false);
                if (!runs.ok()) return Fail(res, HttpStatus(runs.status()), runs.status().ToString());
                rj.runs = *std::move(runs);
+               if (rj.job.state() == v1::JOB_STATE_RUNNING) {
+                 // Where it is now, from its live events.
+                 std::vector<v1::ProgressEvent> events;
+                 bool ended = false;
+                 if (jobs->EventsAfter(id, 0, &events, &ended).ok()) {
+                   for (const v1::ProgressEvent& e : events) {
+                     if (e.has_run_started()) rj.current_run = e.run_started();
+                     if (e.has_run_progress()) rj.current_progress = e.run_progress();
+                   }
+                 }
+               }
                res.set_content(report::RenderReport({rj}, "gpubench report"),
                                "text/html; charset=utf-8");
                for (const auto& [name, value] : kPageHeaders) res.set_header(name, value);

@@ -79,6 +79,7 @@ class JobManager {
   struct Plan {
     v1::JobSpec spec;
     std::vector<v1::RunConfig> runs;
+    std::vector<std::string> notes;  // settings that mean nothing where they run
   };
   absl::StatusOr<Plan> PlanJob(const v1::JobSpec& spec) const;
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -72,6 +73,35 @@ absl::Status CheckOnHost(const v1::JobSpec& spec, const v1::RunConfig& c,
         ": fp16 does not run on the CPU; use bf16 or fp32 there"));
   }
   return absl::OkStatus();
+}
+
+// What the runs set that means nothing where they run: a parameter their
+// workload does not read, a GPU setting on the CPU. Noted, not refused;
+// each note once.
+std::vector<std::string> NotesOn(const std::vector<v1::RunConfig>& runs,
+                                 const v1::HostInfo& host) {
+  std::set<std::string> seen;
+  std::vector<std::string> notes;
+  auto note = [&](std::string text) {
+    if (seen.insert(text).second) notes.push_back(std::move(text));
+  };
+  for (const v1::RunConfig& c : runs) {
+    for (const std::string& p : UnreadParams(c)) {
+      note(absl::StrCat("params.", p, " means nothing for ", c.workload(),
+                        ", which does not read it (gpubench workloads ", c.workload(), ")"));
+    }
+    if (DeviceLease(c, host) != "cpu") continue;
+    if (c.precision() == v1::PRECISION_TF32) {
+      note("precision tf32 means nothing on the CPU: it runs fp32 there");
+    }
+    if (c.cudnn_benchmark()) note("cudnn_benchmark means nothing on the CPU: there is no cuDNN");
+    if (c.input_source() == v1::INPUT_SOURCE_HOST &&
+        (c.pipeline().pinned_memory() || c.pipeline().non_blocking())) {
+      note("pinned memory and non_blocking mean nothing on the CPU: no batch is copied to a "
+           "device");
+    }
+  }
+  return notes;
 }
 
 }  // namespace
@@ -221,6 +251,7 @@ absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& submitte
   for (const v1::RunConfig& c : plan.runs) {
     if (auto s = CheckOnHost(spec, c, host_); !s.ok()) return s;
   }
+  plan.notes = NotesOn(plan.runs, host_);
   if (spec.timeout_s() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.timeout_s: must be >= 0, got ", spec.timeout_s()));

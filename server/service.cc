@@ -210,6 +210,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
   }
   // Before the plan moves into the job.
   for (const v1::RunConfig& r : *runs) *response->add_runs() = r;
+  for (const std::string& note : plan->notes) response->add_notes(note);
   if (request->dry_run()) {
     *response->mutable_job()->mutable_spec() = plan->spec;
     response->mutable_job()->set_run_count(runs->size());

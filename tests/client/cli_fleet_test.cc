@@ -489,6 +489,15 @@ TEST(CliDaemon, TraceScheduleModelAndReport) {
   EXPECT_EQ(Cli({"schedule", "rm", schedule_id, "--host", d.address()}).code, kExitOk);
   EXPECT_EQ(Cli({"schedule", "list", "--host", d.address()}).out.find(schedule_id),
             std::string::npos);
+  // A schedule's times print in its own zone, with the offset said: 02:00
+  // in Paris, whatever zone the client is in.
+  Result paris = Cli(Tiny({"schedule", "add", "--cron", "0 2 * * *", "--tz", "Europe/Paris",
+                           "--host", d.address()}));
+  ASSERT_EQ(paris.code, kExitOk) << paris.err;
+  EXPECT_NE(paris.out.find(" 02:00 +0"), std::string::npos) << paris.out;
+  Result paris_listed = Cli({"schedule", "list", "--host", d.address()});
+  EXPECT_NE(paris_listed.out.find("Europe/Paris"), std::string::npos) << paris_listed.out;
+  EXPECT_NE(paris_listed.out.find(" 02:00 +0"), std::string::npos) << paris_listed.out;
 
   // model upload: the printed hash is the file's.
   const std::string model = dir + "/model.pt";

@@ -124,8 +124,12 @@ TEST(CliDaemon, ADryRunAnswersWithTheConfigsTheSubmitRuns) {
   EXPECT_TRUE(plan.job().job_id().empty());
   Result none = Cli({"jobs", "--host", d.address()});
   EXPECT_EQ(SplitLines(none.out).size(), 1u) << none.out;  // the header: nothing queued
-  Result table = Cli(Tiny({"spec", "--dry-run", "--host", d.address(), "--batch", "4,8"}));
+  Result table = Cli(Tiny({"spec", "--dry-run", "--host", d.address(), "--batch", "4,8",
+                           "--cudnn-benchmark"}));
   EXPECT_NE(table.out.find("2 runs"), std::string::npos) << table.out;
+  // A setting that means nothing on the CPU is taken, and said.
+  EXPECT_NE(table.err.find("note: cudnn_benchmark means nothing on the CPU"), std::string::npos)
+      << table.err;
   EXPECT_NE(table.out.find("mlp infer b8"), std::string::npos) << table.out;
 
   Result waited = Cli(Tiny({"submit", "--host", d.address(), "--batch", "4,8", "--wait",

@@ -244,6 +244,38 @@ TEST(HttpFront, ChromiumShowsRecentJobsAndTheirReports) {
   EXPECT_EQ(report.find("<script"), std::string::npos);
 }
 
+// A running job's page says where it is: its run, phase and iterations,
+// and that no run has finished yet (not "No runs").
+TEST(HttpFront, ARunningJobsPageSaysWhereItIs) {
+  Daemon d(FreshDir("http_running"), kMetricsOn);
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->mutable_base()->set_workload("empty");
+  req.mutable_spec()->mutable_base()->set_device("cpu");
+  req.mutable_spec()->mutable_measurement()->set_min_time_ms(20000);
+  req.mutable_spec()->mutable_measurement()->set_max_time_ms(30000);
+  req.mutable_spec()->mutable_measurement()->set_cv_threshold(0.000001);
+  req.mutable_spec()->mutable_measurement()->set_max_iterations(100000000);
+  grpc::ClientContext ctx;
+  v1::SubmitJobResponse resp;
+  ASSERT_TRUE(d.stub()->SubmitJob(&ctx, req, &resp).ok());
+  const std::string id = resp.job().job_id();
+  Reply page;
+  for (int i = 0; i < 100; ++i) {
+    page = Get(d.metrics_port(), "/jobs/" + id);
+    if (page.body.find("iterations") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(page.body.find("run 1 of 1: empty"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("iterations"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("No run has finished yet"), std::string::npos) << page.body;
+  grpc::ClientContext cancel_ctx;
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(id);
+  v1::CancelJobResponse cancelled;
+  EXPECT_TRUE(d.stub()->CancelJob(&cancel_ctx, cancel, &cancelled).ok());
+}
+
 TEST(HttpFront, ChromiumLogsInWithTheTokenAsItsPassword) {
   const std::string dir = FreshDir("http_chromium_login");
   WriteFile(dir + "/tokens", Sha256Hex("reader-token") + " dashboards read\n");

@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "absl/strings/str_join.h"
 #include "tests/server/job_manager_fixture.h"
 
 namespace gpubench::server {
@@ -61,6 +62,21 @@ TEST_F(JobManagerTest, WhatTheHostCannotRunIsRefusedAtSubmitNamingTheField) {
     EXPECT_TRUE(absl::IsInvalidArgument(plan.status())) << spec.ShortDebugString();
     EXPECT_NE(plan.status().message().find(c.field), std::string::npos) << plan.status();
   }
+  // What means nothing there is taken, with a note naming it, once.
+  v1::JobSpec idle = Sweep(2);
+  idle.mutable_base()->set_workload("resnet18");
+  idle.mutable_base()->mutable_params()->set_model_size("large");  // resnet18 has no sizes
+  idle.mutable_base()->set_cudnn_benchmark(true);
+  idle.mutable_base()->set_precision(v1::PRECISION_TF32);
+  auto noted = jobs->PlanJob(idle);
+  ASSERT_TRUE(noted.ok()) << noted.status();
+  const std::string notes = absl::StrJoin(noted->notes, "\n");
+  EXPECT_EQ(noted->notes.size(), 3u) << notes;  // not one per run
+  EXPECT_NE(notes.find("params.model_size means nothing for resnet18"), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("cudnn_benchmark means nothing on the CPU"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("tf32 means nothing on the CPU"), std::string::npos) << notes;
+  EXPECT_TRUE(jobs->PlanJob(Sweep(1))->notes.empty());
   // With the GPU there, the same cuda:0 plans.
   host_.add_gpus()->set_index(0);
   v1::JobSpec on_gpu = Sweep(1);
