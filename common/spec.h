@@ -76,6 +76,11 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(const v1::JobSpec& spec);
 // carry them, and compare field by field.
 void FillConfigDefaults(v1::RunConfig* config);
 
+// What config would be with nothing set but what picks its defaults (the
+// workload, its ddp_model, the mode, the input source), defaults filled:
+// the reference that tells which of config's fields differ from them.
+v1::RunConfig DefaultsFor(const v1::RunConfig& config);
+
 // The WorkloadParams fields set in config (away from their defaults) that
 // its workload does not read ("model_size" on resnet50): they are accepted
 // but mean nothing there. In field order.

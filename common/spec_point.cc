@@ -144,6 +144,16 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
   return absl::OkStatus();
 }
 
+v1::RunConfig DefaultsFor(const v1::RunConfig& config) {
+  v1::RunConfig reference;
+  reference.set_workload(config.workload());
+  reference.set_mode(config.mode());
+  reference.set_input_source(config.input_source());
+  reference.mutable_params()->set_ddp_model(config.params().ddp_model());
+  FillConfigDefaults(&reference);
+  return reference;
+}
+
 std::vector<std::string> UnreadParams(const v1::RunConfig& config) {
   std::set<std::string> read;
   for (std::string_view name :
@@ -151,12 +161,9 @@ std::vector<std::string> UnreadParams(const v1::RunConfig& config) {
         ModelWorkload(config.workload(), config.params().ddp_model())}) {
     if (const WorkloadInfo* w = FindWorkload(name)) read.insert(w->params.begin(), w->params.end());
   }
-  v1::RunConfig filled = config, reference;
+  v1::RunConfig filled = config;
   FillConfigDefaults(&filled);
-  reference.set_workload(config.workload());
-  reference.set_mode(config.mode());
-  reference.mutable_params()->set_ddp_model(config.params().ddp_model());
-  FillConfigDefaults(&reference);
+  const v1::RunConfig reference = DefaultsFor(config);
   const v1::WorkloadParams& p = filled.params();
   const google::protobuf::Reflection* r = p.GetReflection();
   std::vector<std::string> unread;

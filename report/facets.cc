@@ -293,12 +293,7 @@ void ChangedFields(const google::protobuf::Message& m, const google::protobuf::M
 std::vector<std::string> OtherSettings(const v1::RunConfig& config) {
   v1::RunConfig c = config;  // a field left 0 means its default
   FillConfigDefaults(&c);
-  v1::RunConfig reference;
-  reference.set_workload(c.workload());
-  reference.set_mode(c.mode());
-  reference.set_input_source(c.input_source());
-  reference.mutable_params()->set_ddp_model(c.params().ddp_model());
-  FillConfigDefaults(&reference);
+  const v1::RunConfig reference = DefaultsFor(c);
   std::vector<std::string> words;
   ChangedFields(c.params(), reference.params(),
                 {"model_size", "matmul_m", "matmul_n", "matmul_k", "copy_bytes",
