@@ -19,12 +19,6 @@ namespace {
 
 std::string Times(double x) { return absl::StrFormat("%.2f\u00d7", x); }
 
-// "low-high", or "-" where there is no finite interval.
-std::string Interval(double low, double high, int decimals) {
-  if (!(high > 0) || !std::isfinite(high) || !std::isfinite(low)) return "-";
-  return absl::StrFormat("%.*f-%.*f", decimals, low, decimals, high);
-}
-
 // A succeeded distributed run with its scaling efficiency (ddp; -1 without
 // a one-rank run of the same config).
 struct DistributedRow {

@@ -26,6 +26,9 @@ using report::DescribeConfig;
 using report::FlopRate;
 using report::NumericsNote;
 using report::Short;
+using report::RunWarnings;
+using report::WarningMeaning;
+using report::GpuTelemetry;
 
 struct Args {
   std::string command;

@@ -1,6 +1,7 @@
 #include "client/output.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -156,6 +157,11 @@ void PrintAligned(const Table& table, std::ostream& out) {
 }
 
 }  // namespace
+
+std::string Interval(double low, double high, int decimals) {
+  if (!(high > 0) || !std::isfinite(high) || !std::isfinite(low)) return "-";
+  return absl::StrFormat("%.*f-%.*f", decimals, low, decimals, high);
+}
 
 void PrintTable(const Table& raw, Format format, std::ostream& out) {
   // JSON escapes on its own; the other formats print cells as they are.

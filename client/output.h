@@ -35,6 +35,10 @@ struct Table {
 // Markdown cell has HTML, '|' and link syntax escaped.
 void PrintTable(const Table& table, Format format, std::ostream& out);
 
+// A 95% interval as a cell: "low-high" with `decimals` decimals, or "-"
+// where there is no finite interval.
+std::string Interval(double low, double high, int decimals);
+
 }  // namespace gpubench::client
 
 #endif  // GPUBENCH_CLIENT_OUTPUT_H_

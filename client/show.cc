@@ -51,15 +51,9 @@ std::string RunNotes(const v1::Run& r) {
     } else if (res.compile_ms() > 0) {
       notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
     }
-    if (res.stopped_at_max_time()) {
-      notes.push_back("stopped at max-time");
-    } else if (!res.stable()) {
-      notes.push_back("unstable");
-    }
     if (std::string n = NumericsNote(res.numerics()); !n.empty()) notes.push_back(n);
-    if (res.telemetry().throttled()) notes.push_back("throttled");
-    if (res.contention().contended()) notes.push_back("contended");
   }
+  for (std::string& w : RunWarnings(r)) notes.push_back(std::move(w));
   if (r.history().verdict() == v1::VERDICT_REGRESSED ||
       r.history().verdict() == v1::VERDICT_IMPROVED) {
     notes.push_back(absl::StrFormat("%s x%.3f vs history",
@@ -79,7 +73,8 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
        {"index", "run_id", "config", "device", "state", "throughput_samples_per_s",
         "throughput_ci_low", "throughput_ci_high", "p50_ms", "p95_ms", "p99_ms",
         "data_wait_share", "peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes",
-        "loss_first", "loss_last", "notes"}) {
+        "loss_first", "loss_last", "gpu_utilization_pct", "power_w", "samples_per_joule",
+        "notes"}) {
     t.header.push_back(h);
   }
   auto number = [](double v, bool present) {
@@ -90,6 +85,8 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
     const bool measured = Measured(r);
     const bool interval = measured && res.throughput_ci_high() > 0;
     const bool loss = measured && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0;
+    const v1::TelemetrySummary& tel = res.telemetry();
+    const bool gpu = GpuTelemetry(res);
     std::vector<std::string> row;
     if (with_job_column) row.push_back(r.job_id());
     row.insert(row.end(),
@@ -105,7 +102,10 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
                 number(res.memory().peak_device_reserved_bytes(),
                        res.memory().peak_device_reserved_bytes() > 0),
                 number(res.memory().peak_host_rss_bytes(), res.memory().peak_host_rss_bytes() > 0),
-                number(res.first_loss(), loss), number(res.last_loss(), loss), RunNotes(r)});
+                number(res.first_loss(), loss), number(res.last_loss(), loss),
+                number(tel.gpu_utilization_pct().mean(), gpu), number(tel.power_w().mean(), gpu),
+                number(tel.samples_per_joule(), gpu && tel.samples_per_joule() > 0),
+                RunNotes(r)});
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -113,12 +113,23 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
 
 }  // namespace
 
+// What each warning in the table's notes means, those that appear only.
+void PrintWarningLegend(const std::vector<v1::Run>& runs, std::ostream& out) {
+  std::set<std::string> seen;
+  for (const v1::Run& r : runs) {
+    for (const std::string& w : RunWarnings(r)) {
+      if (seen.insert(w).second) out << "  " << w << ": " << WarningMeaning(w) << "\n";
+    }
+  }
+}
+
 Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column, Format format) {
   if (format == Format::kCsv) return RunsData(runs, with_job_column);
   Table t;
   if (with_job_column) t.header.push_back("job");
   for (const char* h : {"#", "run", "config", "device", "state", "samples/s", "95% CI", "p50 ms",
-                        "p95 ms", "p99 ms", "wait%", "peak alloc", "peak RSS", "loss", "notes"}) {
+                        "p95 ms", "p99 ms", "wait%", "gpu util%", "peak alloc", "peak RSS",
+                        "loss", "notes"}) {
     t.header.push_back(h);
   }
   for (const v1::Run& r : runs) {
@@ -132,16 +143,16 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column, Format f
     row.push_back(Short(v1::RunState_descriptor(), r.state()));
     if (Measured(r)) {
       row.push_back(absl::StrFormat("%.1f", res.throughput_samples_per_s()));
-      row.push_back(res.throughput_ci_high() > 0
-                        ? absl::StrFormat("%.1f-%.1f", res.throughput_ci_low(),
-                                          res.throughput_ci_high())
-                        : "-");
+      row.push_back(Interval(res.throughput_ci_low(), res.throughput_ci_high(), 1));
       row.push_back(absl::StrFormat("%.3f", res.latency().p50_ms()));
       row.push_back(absl::StrFormat("%.3f", res.latency().p95_ms()));
       row.push_back(absl::StrFormat("%.3f", res.latency().p99_ms()));
       row.push_back(absl::StrFormat("%.1f", 100 * res.data_wait_share()));
+      row.push_back(GpuTelemetry(res)
+                        ? absl::StrFormat("%.0f", res.telemetry().gpu_utilization_pct().mean())
+                        : "-");
     } else {
-      for (int i = 0; i < 6; ++i) row.push_back("-");
+      for (int i = 0; i < 7; ++i) row.push_back("-");
     }
     // As torch.cuda.max_memory_allocated gives it (not the allocator's
     // reserved peak); "-" where the device has no allocator that counts.
@@ -189,6 +200,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   }
   PrintTable(RunsTable(runs, false, format), format, out);
   if (format == Format::kTable || format == Format::kMarkdown) {
+    PrintWarningLegend(runs, out);
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
     PrintDistributed(runs, format, out);

@@ -24,6 +24,12 @@ absl::StatusOr<int64_t> ToInt(const std::string& flag, const std::string& v) {
   return n;
 }
 
+absl::StatusOr<double> ToDouble(const std::string& flag, const std::string& v) {
+  double d;
+  if (!absl::SimpleAtod(v, &d)) return Bad(flag, absl::StrCat("not a number: \"", v, "\""));
+  return d;
+}
+
 absl::StatusOr<bool> ToBool(const std::string& flag, const std::string& v) {
   if (v == "on" || v == "true" || v == "1" || v == "yes") return true;
   if (v == "off" || v == "false" || v == "0" || v == "no") return false;
@@ -57,11 +63,18 @@ struct Flag {
                              v1::JobSpec*)>
       apply;
   bool boolean = false;  // a switch: bare means on
+  bool text = false;     // free text: a comma is part of the value, not a list
 };
 
 // f, as a switch.
 Flag Switch(Flag f) {
   f.boolean = true;
+  return f;
+}
+
+// f, taking free text.
+Flag Text(Flag f) {
+  f.text = true;
   return f;
 }
 
@@ -242,6 +255,9 @@ const std::map<std::string, Flag>& Flags() {
                              j->mutable_base()->set_optimizer(
                                  static_cast<v1::Optimizer>(v));
                            })},
+      {"learning-rate", Single("optimizer learning rate (default: sgd 1e-2, adamw 1e-3)",
+                               ToDouble,
+                               [](double v, J* j) { j->mutable_base()->set_learning_rate(v); })},
       {"extra-cost-us", Single("host pipeline extra CPU cost per sample, us", ToInt,
                                [](int64_t v, J* j) {
                                  j->mutable_base()->mutable_pipeline()
@@ -263,6 +279,12 @@ const std::map<std::string, Flag>& Flags() {
                         [](int64_t v, J* j) {
                           j->mutable_measurement()->set_warmup_iterations(v);
                         })},
+      {"cv-threshold", Single("a run is stable once its last 3 windows' throughput varies "
+                              "less than this (coefficient of variation, default 0.02)",
+                              ToDouble,
+                              [](double v, J* j) {
+                                j->mutable_measurement()->set_cv_threshold(v);
+                              })},
       {"trials", Single("independent measurement windows per run", ToInt,
                         [](int64_t v, J* j) {
                           j->mutable_measurement()->set_trials(v);
@@ -295,8 +317,8 @@ const std::map<std::string, Flag>& Flags() {
                                  j->mutable_profiling()->set_enabled(true);
                                  j->mutable_profiling()->set_top_operators(v);
                                })},
-      {"name", Single("job name", AsString,
-                      [](const std::string& v, J* j) { j->set_name(v); })},
+      {"name", Text(Single("job name (commas are part of it)", AsString,
+                           [](const std::string& v, J* j) { j->set_name(v); }))},
       {"check-numerics",
        Switch(Single("check each model run's output (and loss, gradient) against fp64 on "
                      "the CPU",
@@ -333,7 +355,8 @@ absl::Status ApplySpecFlags(const std::map<std::string, std::string>& flags,
       for (const auto& [flag, unused] : Flags()) known.push_back(flag);
       return Bad(name, absl::StrCat("unknown flag", DidYouMean(name, known), "; see --help"));
     }
-    const Values values = absl::StrSplit(value, ',', absl::SkipEmpty());
+    const Values values = it->second.text ? Values{value}
+                                          : Values(absl::StrSplit(value, ',', absl::SkipEmpty()));
     if (values.empty()) return Bad(name, "needs a value");
     if (auto s = it->second.apply(name, values, spec); !s.ok()) return s;
   }

@@ -239,6 +239,10 @@ LineAxes FitAxes(LineChart* chart) {
       if (y > 0) y_min_positive = std::min(y_min_positive, y);
       a.xs.push_back(x);
     }
+    for (const ErrorBar& e : s.error_bars) {
+      y_max = std::max(y_max, e.high);
+      if (e.low > 0) y_min_positive = std::min(y_min_positive, e.low);
+    }
   }
   std::sort(a.xs.begin(), a.xs.end());
   a.xs.erase(std::unique(a.xs.begin(), a.xs.end()), a.xs.end());
@@ -309,9 +313,18 @@ void AppendFrame(const LineChart& chart, const LineAxes& a, std::string* svg) {
                   EscapeHtml(chart.y_label + (a.log_y ? " (log scale)" : "")), "</text>");
 }
 
-// Each series' line, then its points over it (a hover title on each).
+// Each series' error bars, its line, then its points over it (a hover
+// title on each).
 void AppendSeries(const LineChart& chart, const LineAxes& a, std::string* svg) {
   for (const Series& s : chart.series) {
+    for (const ErrorBar& e : s.error_bars) {
+      const double x = a.px(e.x), lo = a.py(e.low), hi = a.py(e.high);
+      absl::StrAppend(svg, "<path d=\"M", Px(x), " ", Px(lo), " V", Px(hi), " M", Px(x - 4), " ",
+                      Px(lo), " H", Px(x + 4), " M", Px(x - 4), " ", Px(hi), " H", Px(x + 4),
+                      "\" fill=\"none\" stroke=\"", s.color, "\" stroke-width=\"1.2\"><title>",
+                      EscapeHtml(s.label), ": 95% interval ", FormatFigure(e.low), "\u2013",
+                      FormatFigure(e.high), "</title></path>");
+    }
     std::vector<std::string> pts;
     for (const auto& [x, y] : s.points) pts.push_back(absl::StrCat(Px(a.px(x)), ",", Px(a.py(y))));
     if (pts.size() > 1) {

@@ -38,6 +38,8 @@ inline constexpr char kInk[] = "#1f2328";
 // Bars of a ratio above and below 1x.
 inline constexpr char kFaster[] = "#4e9a5a";
 inline constexpr char kSlower[] = "#d1495b";
+// A ratio whose interval holds 1x: no difference claimed.
+inline constexpr char kNoisy[] = "#b8bec6";
 
 // The i-th colour of a 10-colour palette (Tableau 10), repeating after 10.
 const char* SeriesColor(int i);
@@ -66,6 +68,11 @@ struct LegendEntry {
   Mark mark = Mark::kLine;
 };
 
+// A vertical bar at x from low to high: a figure's 95% interval.
+struct ErrorBar {
+  double x = 0, low = 0, high = 0;
+};
+
 // One line of a line chart: (x, y) points in any order.
 struct Series {
   std::string label;
@@ -73,6 +80,7 @@ struct Series {
   // Dashed line and hollow points, e.g. for p95 beside a solid p50.
   bool dashed = false;
   std::vector<std::pair<double, double>> points;
+  std::vector<ErrorBar> error_bars;
 };
 
 struct LineChart {

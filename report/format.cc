@@ -22,6 +22,54 @@ bool Measured(const v1::Run& run) {
   return run.state() == v1::RUN_STATE_SUCCEEDED && run.result().throughput_samples_per_s() > 0;
 }
 
+std::string ByteRate(double bytes_per_s) {
+  return bytes_per_s >= 1e12 ? absl::StrFormat("%.2f TB/s", bytes_per_s / 1e12)
+                             : absl::StrFormat("%.1f GB/s", bytes_per_s / 1e9);
+}
+
+bool GpuTelemetry(const v1::RunResult& res) {
+  return res.telemetry().available() && res.telemetry().sample_count() > 0 &&
+         res.resolved_device().rfind("cuda", 0) == 0;
+}
+
+std::vector<std::string> RunWarnings(const v1::Run& run) {
+  const v1::RunResult& res = run.result();
+  const bool figures = (run.state() == v1::RUN_STATE_SUCCEEDED ||
+                        run.state() == v1::RUN_STATE_CANCELLED) &&
+                       res.throughput_samples_per_s() > 0;
+  if (!figures) return {};
+  std::vector<std::string> out;
+  if (run.state() == v1::RUN_STATE_CANCELLED) out.push_back("partial");
+  if (res.stopped_at_max_time()) {
+    out.push_back("stopped at max-time");
+  } else if (!res.stable()) {
+    out.push_back("unstable");
+  }
+  if (res.telemetry().throttled()) out.push_back("throttled");
+  if (res.contention().contended()) out.push_back("contended");
+  return out;
+}
+
+std::string WarningMeaning(const std::string& warning) {
+  if (warning == "partial") return "the job was cancelled mid-run: figures of the part measured";
+  if (warning == "stopped at max-time") {
+    return "--max-time-ms ended the run, warm-up included, before its trials were done: "
+           "fewer iterations, a wider interval";
+  }
+  if (warning == "unstable") {
+    return "the last 3 windows' throughput still varied more than --cv-threshold allows "
+           "when the time ran out: the figure may still be moving";
+  }
+  if (warning == "throttled") {
+    return "the GPU lowered its clocks (power, heat) while the run was measured";
+  }
+  if (warning == "contended") {
+    return "other jobs, other processes on its GPU, or over 0.5 CPU cores of other work "
+           "shared the host while it was measured";
+  }
+  return "";
+}
+
 std::vector<const v1::Run*> RunPointers(const std::vector<v1::Run>& runs) {
   std::vector<const v1::Run*> pointers;
   pointers.reserve(runs.size());

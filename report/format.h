@@ -32,11 +32,28 @@ std::string RunDevice(const v1::Run& run);
 // GFLOP/s ("41.9 GFLOP/s"); "" under 0.1 GFLOP/s.
 std::string FlopRate(double flops_per_s);
 
+// A byte rate in TB/s at 1 TB/s and above ("3.35 TB/s"), else in GB/s
+// ("12.6 GB/s").
+std::string ByteRate(double bytes_per_s);
+
 // A numerics check (JobSpec.check_numerics) in a few words: "numerics ok:
 // output 3.1e-06 (tolerance 1e-04 on the output)", "numerics FAILED: inf or
 // NaN in the output", "numerics not checked: <why>"; "" where none ran.
 // Training runs list the loss and the first parameter's gradient too.
 std::string NumericsNote(const v1::NumericsCheck& check);
+
+// The run has NVML's readings of its GPU over its measured window
+// (result.telemetry: utilisation, power, clocks).
+bool GpuTelemetry(const v1::RunResult& result);
+
+// The warnings on a run's figures, in a word or two each: "stopped at
+// max-time" (else "unstable"), "throttled", "contended", and "partial" for a
+// cancelled run's figures. Empty for a run without figures.
+std::vector<std::string> RunWarnings(const v1::Run& run);
+
+// What a RunWarnings word means, in a sentence, for the legends under run
+// tables; "" for another word.
+std::string WarningMeaning(const std::string& warning);
 
 }  // namespace gpubench::report
 

@@ -60,10 +60,10 @@ std::string StatePill(const google::protobuf::EnumDescriptor* type, int state) {
 std::string Flags(const v1::Run& r) {
   const auto& res = r.result();
   std::vector<std::string> flags;
+  for (const std::string& w : RunWarnings(r)) {
+    if (w != "throttled") flags.push_back(Pill(w, "warn"));  // throttled names its reasons below
+  }
   if (HasFigures(r)) {
-    if (!res.stable()) flags.push_back(Pill("unstable", "warn"));
-    if (r.state() == v1::RUN_STATE_CANCELLED)
-      flags.push_back(Pill("partial", "warn"));
     if (res.bandwidth_gb_per_s() > 0) {
       flags.push_back(
           Pill(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()), "info"));
@@ -107,6 +107,23 @@ std::string Flags(const v1::Run& r) {
   return absl::StrJoin(flags, " ");
 }
 
+// What each warning in the table's flags means, those that appear only.
+std::string WarningLegend(const std::vector<const v1::Run*>& runs) {
+  std::vector<std::string> seen;
+  for (const v1::Run* r : runs) {
+    for (const std::string& w : RunWarnings(*r)) {
+      if (std::find(seen.begin(), seen.end(), w) == seen.end()) seen.push_back(w);
+    }
+  }
+  if (seen.empty()) return "";
+  std::string out = "<dl class=\"legend\">";
+  for (const std::string& w : seen) {
+    absl::StrAppend(&out, "<dt>", Pill(w, "warn"), "</dt><dd>", EscapeHtml(WarningMeaning(w)),
+                    "</dd>");
+  }
+  return out + "</dl>\n";
+}
+
 std::string Td(const std::string& html, bool num = false) {
   return absl::StrCat(num ? "<td class=\"num\">" : "<td>", html, "</td>");
 }
@@ -131,6 +148,7 @@ std::string RunTable(const JobView& view) {
       "CI</th>"
       "<th class=\"num\">p50 ms</th><th class=\"num\">p95 ms</th>"
       "<th class=\"num\">p99 ms</th><th class=\"num\">data wait</th>"
+      "<th class=\"num\">GPU util</th>"
       "<th class=\"num\">peak mem</th><th class=\"num\">loss first&gt;last</th>"
       "<th>flags</th></tr></thead><tbody>\n");
   for (size_t i = 0; i < view.runs.size(); ++i) {
@@ -144,7 +162,7 @@ std::string RunTable(const JobView& view) {
     }
     out += Td(StatePill(v1::RunState_descriptor(), r.state()));
     std::string tput = "-", ci = "-", p50 = "-", p95 = "-", p99 = "-",
-                wait = "-", loss = "-";
+                wait = "-", util = "-", loss = "-";
     if (HasFigures(r)) {
       tput = FormatFigure(res.throughput_samples_per_s());
       if (res.throughput_ci_high() > 0) {
@@ -155,9 +173,12 @@ std::string RunTable(const JobView& view) {
       p95 = FormatFigure(res.latency().p95_ms());
       p99 = FormatFigure(res.latency().p99_ms());
       wait = absl::StrFormat("%.1f%%", 100 * res.data_wait_share());
+      if (GpuTelemetry(res)) {
+        util = absl::StrFormat("%.0f%%", res.telemetry().gpu_utilization_pct().mean());
+      }
       if (Trains(r.config()) &&
           (res.first_loss() != 0 || res.last_loss() != 0)) {
-        loss = absl::StrFormat("%.3f &gt; %.3f", res.first_loss(),
+        loss = absl::StrFormat("%.4g &gt; %.4g", res.first_loss(),
                                res.last_loss());
       }
     }
@@ -169,16 +190,23 @@ std::string RunTable(const JobView& view) {
             : "-";
     out += Td(tput, true) +
            Td(absl::StrCat("<span class=\"ci\">", ci, "</span>"), true) +
-           Td(p50, true) + Td(p95, true) + Td(p99, true) + Td(wait, true) +
+           Td(p50, true) + Td(p95, true) + Td(p99, true) + Td(wait, true) + Td(util, true) +
            Td(mem, true) + Td(loss, true) + "<td class=\"flags\">" + Flags(r) +
            "</td>";
     out += "</tr>\n";
   }
   out += "</tbody></table></div>\n";
-  return out;
+  return out + WarningLegend(view.runs);
 }
 
+// The largest batch that fit per config, where the job swept the batch or a
+// run ran out of memory; "" otherwise (every batch then fit: no news).
 std::string MaxBatchFits(const JobView& view) {
+  const bool oom = std::any_of(view.runs.begin(), view.runs.end(), [](const v1::Run* r) {
+    return r->state() == v1::RUN_STATE_OUT_OF_MEMORY ||
+           r->state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
+  });
+  if (!view.varying[kBatch] && !oom) return "";
   const auto& fits = view.src->job.max_batch_size_fits();
   if (fits.empty()) return "-";
   std::vector<std::pair<std::string, int>> rows;
@@ -240,6 +268,9 @@ h2 .pill { vertical-align: middle; }
 .pill.info { background: #ddf4ff; color: #0550ae; }
 .plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 14px; }
 figure { margin: 0; border: 1px solid #eaeef2; border-radius: 6px; padding: 6px; background: #fff; }
+dl.legend { display: grid; grid-template-columns: max-content 1fr; gap: 4px 10px;
+  font-size: 12px; color: #57606a; margin: 6px 0 12px; }
+dl.legend dd { margin: 0; align-self: center; }
 svg.chart { display: block; width: 100%; height: auto; }
 footer { color: #6e7781; font-size: 12px; text-align: center; margin-top: 8px; }
 )css";
@@ -304,7 +335,7 @@ std::string JobSection(const ReportJob& job) {
   }
   row("time", times);
   if (std::string now = WhereItIs(job); !now.empty()) row("now", now);
-  row("max batch that fit", MaxBatchFits(view));
+  if (const std::string fits = MaxBatchFits(view); !fits.empty()) row("max batch that fit", fits);
   if (!j.schedule_id().empty()) row("schedule", EscapeHtml(j.schedule_id()));
   if (!j.error().empty())
     row("error",

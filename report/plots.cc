@@ -29,66 +29,111 @@ std::string Figure(const std::string& svg) {
   return absl::StrCat("<figure>", svg, "</figure>\n");
 }
 
-std::string BatchPlots(const JobView& view) {
-  const auto groups = Groups(view, Bit(kBatch), [](const v1::Run& r) {
-    return Measured(r) && r.config().batch_size() > 0;
+// A measured throughput at x with its 95% interval, where the run has one.
+void AddThroughput(double x, const v1::RunResult& res, Series* s) {
+  s->points.push_back({x, res.throughput_samples_per_s()});
+  if (res.throughput_ci_high() > res.throughput_ci_low() && res.throughput_ci_low() > 0) {
+    s->error_bars.push_back({x, res.throughput_ci_low(), res.throughput_ci_high()});
+  }
+}
+
+// What a sweep's charts draw against their axis.
+enum Drawn : unsigned { kThroughput = 1, kLatency = 2, kMemory = 4, kDataWait = 8 };
+
+// One sweep axis of a job: the facet it varies, where a run lands on the x
+// axis (0 leaves the run out), the axis' name, and the charts it draws.
+struct SweepAxis {
+  FacetId facet;
+  double (*x)(const v1::Run&);
+  const char* name;  // "batch size"
+  unsigned drawn;
+};
+
+// Each returns -1 for a run the axis does not apply to.
+double BatchOf(const v1::Run& r) {
+  return r.config().batch_size() > 0 ? r.config().batch_size() : -1;
+}
+double MillionsOfParameters(const v1::Run& r) {
+  return r.result().parameter_count() > 0 ? r.result().parameter_count() / 1e6 : -1;
+}
+double LoadersOf(const v1::Run& r) {
+  return HostInput(r.config()) ? r.config().pipeline().loader_threads() : -1;
+}
+
+// Throughput (with its intervals), latency p50/p95, peak memory and data-wait
+// share against one sweep axis, a line per group of runs that agree on
+// everything else.
+std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
+  const auto groups = Groups(view, Bit(axis.facet), [&](const v1::Run& r) {
+    return Measured(r) && axis.x(r) >= 0;
   });
   // Workloads 30x apart share the chart on a log axis, where the slow one
   // does not read as zero.
-  LineChart tput{"Throughput vs batch size", "batch size", "samples/s", {}, true};
-  LineChart latency{"Latency (p50, p95) vs batch size",
-                    "batch size",
-                    "ms per step",
-                    {},
-                    true};
-  bool device_memory = false;
-  int64_t max_bytes = 0;
+  LineChart tput{absl::StrCat("Throughput vs ", axis.name, " (bars: 95% interval)"), axis.name,
+                 "samples/s", {}, true};
+  LineChart latency{absl::StrCat("Latency (p50, p95) vs ", axis.name), axis.name, "ms per step",
+                    {}, true};
+  LineChart wait{absl::StrCat("Data-wait share vs ", axis.name), axis.name,
+                 "data wait (% of measured time)", {}};
+  // A group on a device with an allocator that counts (CUDA) is drawn by its
+  // peak allocated; one on the CPU by its process's peak RSS, on a chart of
+  // its own.
+  auto device_bytes = [&](size_t i) {
+    return view.runs[i]->result().memory().peak_device_allocated_bytes();
+  };
+  auto on_device = [&](const std::vector<size_t>& g) {
+    return std::any_of(g.begin(), g.end(), [&](size_t i) { return device_bytes(i) > 0; });
+  };
+  int64_t max_device = 0, max_rss = 0;
   for (const auto& g : groups) {
     for (size_t i : g) {
-      const auto& m = view.runs[i]->result().memory();
-      if (m.peak_device_allocated_bytes() > 0) device_memory = true;
-      max_bytes = std::max({max_bytes, m.peak_device_allocated_bytes(),
-                            m.peak_host_rss_bytes()});
+      if (on_device(g)) {
+        max_device = std::max(max_device, device_bytes(i));
+      } else {
+        max_rss = std::max(max_rss, view.runs[i]->result().memory().peak_host_rss_bytes());
+      }
     }
   }
-  const bool gib = max_bytes >= (int64_t{1} << 30);
-  LineChart memory{device_memory ? "Peak device memory vs batch size"
-                                 : "Peak host RSS vs batch size",
-                   "batch size",
-                   absl::StrCat(device_memory ? "peak allocated" : "peak RSS",
-                                gib ? " (GiB)" : " (MiB)"),
-                   {}};
+  const double device_unit = max_device >= (int64_t{1} << 30) ? 1 << 30 : 1 << 20;
+  const double rss_unit = max_rss >= (int64_t{1} << 30) ? 1 << 30 : 1 << 20;
+  auto unit_name = [](double unit) { return unit > (1 << 20) ? " (GiB)" : " (MiB)"; };
+  LineChart device_memory{absl::StrCat("Peak device memory allocated vs ", axis.name), axis.name,
+                          absl::StrCat("peak allocated", unit_name(device_unit)), {}};
+  LineChart rss{absl::StrCat("Peak host RSS vs ", axis.name), axis.name,
+                absl::StrCat("peak RSS", unit_name(rss_unit)), {}};
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const auto& g = groups[gi];
     const std::string label =
-        LabelOr(GroupLabel(view.values[g[0]], view.varying, Bit(kBatch)),
+        LabelOr(GroupLabel(view.values[g[0]], view.varying, Bit(axis.facet)),
                 view.values[g[0]][kWorkload]);
     const std::string color = SeriesColor(gi);
-    Series t{label, color, false, {}}, p50{label + " p50", color, false, {}},
-        p95{label + " p95", color, true, {}}, mem{label, color, false, {}};
+    const bool device = on_device(g);
+    Series t{label, color, false, {}, {}}, p50{label + " p50", color, false, {}, {}},
+        p95{label + " p95", color, true, {}, {}}, mem{label, color, false, {}, {}},
+        waiting{label, color, false, {}, {}};
     for (size_t i : g) {
       const v1::Run& r = *view.runs[i];
-      const double batch = r.config().batch_size();
+      const double x = axis.x(r);
       const auto& res = r.result();
-      t.points.push_back({batch, res.throughput_samples_per_s()});
-      if (res.latency().p50_ms() > 0)
-        p50.points.push_back({batch, res.latency().p50_ms()});
-      if (res.latency().p95_ms() > 0)
-        p95.points.push_back({batch, res.latency().p95_ms()});
-      const int64_t bytes = device_memory
-                                ? res.memory().peak_device_allocated_bytes()
-                                : res.memory().peak_host_rss_bytes();
-      if (bytes > 0)
-        mem.points.push_back({batch, bytes / double(gib ? 1 << 30 : 1 << 20)});
+      AddThroughput(x, res, &t);
+      if (res.latency().p50_ms() > 0) p50.points.push_back({x, res.latency().p50_ms()});
+      if (res.latency().p95_ms() > 0) p95.points.push_back({x, res.latency().p95_ms()});
+      const int64_t bytes = device ? device_bytes(i) : res.memory().peak_host_rss_bytes();
+      if (bytes > 0) mem.points.push_back({x, bytes / (device ? device_unit : rss_unit)});
+      if (HostInput(r.config())) waiting.points.push_back({x, 100 * res.data_wait_share()});
     }
     tput.series.push_back(std::move(t));
     if (!p50.points.empty()) latency.series.push_back(std::move(p50));
     if (!p95.points.empty()) latency.series.push_back(std::move(p95));
-    if (!mem.points.empty()) memory.series.push_back(std::move(mem));
+    if (!mem.points.empty()) (device ? device_memory : rss).series.push_back(std::move(mem));
+    if (!waiting.points.empty()) wait.series.push_back(std::move(waiting));
   }
   std::string out;
-  for (const LineChart* c : {&tput, &latency, &memory}) {
-    out += Figure(RenderLineChart(*c));
+  if (axis.drawn & kThroughput) out += Figure(RenderLineChart(tput));
+  if (axis.drawn & kDataWait) out += Figure(RenderLineChart(wait));
+  if (axis.drawn & kLatency) out += Figure(RenderLineChart(latency));
+  if (axis.drawn & kMemory) {
+    out += Figure(RenderLineChart(device_memory)) + Figure(RenderLineChart(rss));
   }
   return out;
 }
@@ -98,16 +143,24 @@ constexpr size_t kMaxBars = 40;
 std::vector<LegendEntry> SpeedupLegend(const std::string& baseline) {
   return {{"faster than " + baseline, kFaster, Mark::kBox},
           {"slower", kSlower, Mark::kBox},
+          {"too noisy to tell (the 95% interval holds 1\u00d7)", kNoisy, Mark::kBox},
           {"1\u00d7 = " + baseline, kInk, Mark::kReference}};
 }
 
+// A bar of run's throughput against base's, coloured only where the ratio's
+// interval (its ends from the two runs' 95% intervals, as DeviceSpeedups
+// takes them) leaves out 1x; grey where it holds 1x or a run has none.
 Bar SpeedupBar(std::string label, const v1::Run& run, const v1::Run& base) {
-  const double a = run.result().throughput_samples_per_s();
-  const double b = base.result().throughput_samples_per_s();
-  const double ratio = a / b;
-  return {std::move(label), ratio, absl::StrFormat("%.2f\u00d7", ratio),
-          ratio >= 1 ? kFaster : kSlower,
-          absl::StrCat(FormatFigure(a), " vs ", FormatFigure(b), " samples/s")};
+  const v1::RunResult& a = run.result();
+  const v1::RunResult& b = base.result();
+  const ThroughputRatio r = RatioOf(a, b);
+  return {std::move(label), r.ratio, absl::StrFormat("%.2f\u00d7", r.ratio),
+          r.faster() ? kFaster : r.slower() ? kSlower : kNoisy,
+          absl::StrCat(FormatFigure(a.throughput_samples_per_s()), " vs ",
+                       FormatFigure(b.throughput_samples_per_s()), " samples/s",
+                       r.has_interval()
+                           ? absl::StrFormat("; 95%% interval %.2f-%.2f\u00d7", r.low, r.high)
+                           : std::string("; no interval: too noisy to tell"))};
 }
 
 void CapBars(BarChart* chart) {
@@ -132,14 +185,16 @@ std::string DeviceSpeedupPlot(const JobView& view) {
     const DeviceSide& base = v.sides[0];
     for (size_t i = 1; i < v.sides.size(); ++i) {
       const DeviceSide& s = v.sides[i];
-      Bar bar = SpeedupBar(absl::StrCat(s.device, " vs ", base.device, " \u00b7 ", v.config),
-                           *s.run, *base.run);
-      absl::StrAppend(&bar.tooltip,
-                      s.speedup_high > 0
-                          ? absl::StrFormat("; 95%% interval %.2f-%.2f\u00d7", s.speedup_low,
-                                            s.speedup_high)
-                          : std::string("; no interval"));
-      chart.bars.push_back(std::move(bar));
+      // What tells the configs apart first ("batch 64"), where the job varies
+      // more than the device; the whole config otherwise.
+      const auto at = std::find(view.runs.begin(), view.runs.end(), s.run);
+      std::string config = at == view.runs.end()
+                               ? std::string()
+                               : GroupLabel(view.values[at - view.runs.begin()], view.varying,
+                                            Bit(kDevice));
+      if (config.empty()) config = v.config;
+      chart.bars.push_back(SpeedupBar(
+          absl::StrCat(config, " \u00b7 ", s.device, " vs ", base.device), *s.run, *base.run));
     }
     if (v.categories.empty()) continue;
     absl::StrAppend(&tables, "<table class=\"runs\"><caption>",
@@ -214,31 +269,6 @@ std::string OptimisedPlot(const JobView& view) {
   }
   CapBars(&chart);
   return Figure(RenderBarChart(chart));
-}
-
-std::string DataWaitPlot(const JobView& view) {
-  const auto groups = Groups(view, Bit(kLoaders), [](const v1::Run& r) {
-    return Measured(r) && HostInput(r.config());
-  });
-  LineChart chart{"Data-wait share vs loader threads",
-                  "loader threads",
-                  "data wait (% of measured time)",
-                  {}};
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const auto& g = groups[gi];
-    Series s{LabelOr(GroupLabel(view.values[g[0]], view.varying, Bit(kLoaders)),
-                     view.values[g[0]][kWorkload] + ", host input"),
-             SeriesColor(gi),
-             false,
-             {}};
-    for (size_t i : g) {
-      const v1::Run& r = *view.runs[i];
-      s.points.push_back({double(r.config().pipeline().loader_threads()),
-                          100 * r.result().data_wait_share()});
-    }
-    chart.series.push_back(std::move(s));
-  }
-  return Figure(RenderLineChart(chart));
 }
 
 // Stable colours per category across every operator chart of the page.
@@ -321,9 +351,9 @@ std::string RooflinePlot(const JobView& view) {
     if (p.peak_flops_per_s > 0 && p.peak_bytes_per_s > 0 &&
         !drawn[{p.device, p.peak_flops_per_s}]) {
       drawn[{p.device, p.peak_flops_per_s}] = true;
-      chart.roofs.push_back({absl::StrFormat("%s peak %s, %.2f TB/s", p.device,
+      chart.roofs.push_back({absl::StrFormat("%s peak %s, %s", p.device,
                                              FlopRate(p.peak_flops_per_s),
-                                             p.peak_bytes_per_s / 1e12),
+                                             ByteRate(p.peak_bytes_per_s)),
                              kInk, p.peak_flops_per_s, p.peak_bytes_per_s});
     }
     const std::string label = absl::StrCat("#", p.run->index(), " ", DescribeConfig(p.run->config()));
@@ -370,8 +400,8 @@ std::string DistributedPlots(const JobView& view) {
       auto [it, added] = collective_lines.emplace(key, bandwidth.series.size());
       if (added) {
         const std::string color = SeriesColor(static_cast<int>(it->second));
-        bandwidth.series.push_back({key, color, false, {}});
-        time.series.push_back({key, color, false, {}});
+        bandwidth.series.push_back({key, color, false, {}, {}});
+        time.series.push_back({key, color, false, {}, {}});
       }
       const double bytes = static_cast<double>(c.params().collective_bytes());
       if (c.world_size() > 1) {  // one rank moves nothing between devices: no bandwidth
@@ -383,8 +413,8 @@ std::string DistributedPlots(const JobView& view) {
       auto [it, added] = ddp_lines.emplace(key, scaling.series.size());
       if (added) {
         const std::string color = SeriesColor(static_cast<int>(it->second));
-        scaling.series.push_back({key, color, false, {}});
-        scaling.series.push_back({key + " ideal", color, true, {}});
+        scaling.series.push_back({key, color, false, {}, {}});
+        scaling.series.push_back({key + " ideal", color, true, {}, {}});
       }
       scaling.series[it->second].points.push_back(
           {static_cast<double>(std::max(1, c.world_size())), res.throughput_samples_per_s()});
@@ -414,8 +444,16 @@ std::string DistributedPlots(const JobView& view) {
 }  // namespace
 
 std::string JobPlots(const JobView& view) {
-  return BatchPlots(view) + DeviceSpeedupPlot(view) + OptimisedPlot(view) +
-         DataWaitPlot(view) + OperatorPlots(view) + RooflinePlot(view) + DistributedPlots(view);
+  static const SweepAxis kBatchAxis{kBatch, BatchOf, "batch size",
+                                    kThroughput | kLatency | kMemory};
+  static const SweepAxis kModelAxis{kModelSize, MillionsOfParameters,
+                                    "model size (millions of parameters)",
+                                    kThroughput | kMemory};
+  static const SweepAxis kLoaderAxis{kLoaders, LoadersOf, "loader threads",
+                                     kThroughput | kDataWait};
+  return SweepPlots(view, kBatchAxis) + SweepPlots(view, kModelAxis) +
+         SweepPlots(view, kLoaderAxis) + DeviceSpeedupPlot(view) + OptimisedPlot(view) +
+         OperatorPlots(view) + RooflinePlot(view) + DistributedPlots(view);
 }
 
 }  // namespace gpubench::report::internal

@@ -12,12 +12,6 @@ int PrecisionOf(const v1::RunConfig& c) {
   return c.precision() == v1::PRECISION_UNSPECIFIED ? v1::PRECISION_FP32 : c.precision();
 }
 
-// "3.35 TB/s", "41.0 GB/s".
-std::string Rate(double bytes_per_s) {
-  return bytes_per_s >= 1e12 ? absl::StrFormat("%.2f TB/s", bytes_per_s / 1e12)
-                             : absl::StrFormat("%.1f GB/s", bytes_per_s / 1e9);
-}
-
 }  // namespace
 
 std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& runs,
@@ -81,14 +75,15 @@ std::vector<RooflinePoint> Roofline(const std::vector<const v1::Run*>& runs,
       if (p.verdict.empty() && p.roof_share > kBeyondPeak) {
         // The peaks are too low to place the run: no verdict from them.
         p.why = absl::StrFormat(
-            "the run beat this host's measured peaks (%s, %s): measure them again with a "
-            "larger matmul and copy",
-            FlopRate(p.peak_flops_per_s), Rate(p.peak_bytes_per_s));
+            "the run beat this host's best measured matmul and copy (%s, %s), which are then "
+            "not its peaks: measure matmul in the run's precision at several sizes "
+            "(--matmul-size 512,1024,2048,4096) and a device-to-device copy",
+            FlopRate(p.peak_flops_per_s), ByteRate(p.peak_bytes_per_s));
       } else if (p.verdict.empty()) {
         p.verdict = p.intensity < ridge ? "memory-bound" : "compute-bound";
         p.why = absl::StrFormat("%.1f FLOP/B %s the ridge at %.1f (%s, %s)", p.intensity,
                                 p.intensity < ridge ? "below" : "above", ridge,
-                                FlopRate(p.peak_flops_per_s), Rate(p.peak_bytes_per_s));
+                                FlopRate(p.peak_flops_per_s), ByteRate(p.peak_bytes_per_s));
       }
     } else if (p.verdict.empty()) {
       p.why = "no peaks measured for this device and precision: run matmul and a "

@@ -25,6 +25,17 @@ std::map<std::string, double> CategoryTimesOf(const v1::Run& r, int iterations) 
 
 }  // namespace
 
+ThroughputRatio RatioOf(const v1::RunResult& a, const v1::RunResult& b) {
+  ThroughputRatio r;
+  r.ratio = a.throughput_samples_per_s() / b.throughput_samples_per_s();
+  if (a.throughput_ci_low() > 0 && b.throughput_ci_low() > 0 && a.throughput_ci_high() > 0 &&
+      b.throughput_ci_high() > 0) {
+    r.low = a.throughput_ci_low() / b.throughput_ci_high();
+    r.high = a.throughput_ci_high() / b.throughput_ci_low();
+  }
+  return r;
+}
+
 std::vector<DeviceSpeedup> DeviceSpeedups(const std::vector<const v1::Run*>& runs,
                                           int profile_iterations) {
   const int iterations = profile_iterations > 0 ? profile_iterations : kDefaultProfileIterations;
@@ -51,13 +62,10 @@ std::vector<DeviceSpeedup> DeviceSpeedups(const std::vector<const v1::Run*>& run
                           [](const DeviceSide& s) { return s.device == "cpu"; });
     const v1::RunResult& base = view.sides[0].run->result();
     for (DeviceSide& side : view.sides) {
-      const v1::RunResult& res = side.run->result();
-      side.speedup = res.throughput_samples_per_s() / base.throughput_samples_per_s();
-      // Without both intervals the speedup has none either (0, 0).
-      const bool intervals = res.throughput_ci_low() > 0 && base.throughput_ci_low() > 0 &&
-                             res.throughput_ci_high() > 0 && base.throughput_ci_high() > 0;
-      side.speedup_low = intervals ? res.throughput_ci_low() / base.throughput_ci_high() : 0;
-      side.speedup_high = intervals ? res.throughput_ci_high() / base.throughput_ci_low() : 0;
+      const ThroughputRatio r = RatioOf(side.run->result(), base);
+      side.speedup = r.ratio;
+      side.speedup_low = r.low;
+      side.speedup_high = r.high;
     }
     view.sides[0].speedup_low = view.sides[0].speedup_high = 1;
     const bool profiled = std::all_of(view.sides.begin(), view.sides.end(), [](const auto& s) {

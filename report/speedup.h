@@ -13,6 +13,18 @@
 
 namespace gpubench::report {
 
+// a's throughput over b's, with an interval whose ends are the ratios of the
+// two runs' 95% intervals' ends: it holds at least 95%. Without both
+// intervals the ratio has none (low = high = 0).
+struct ThroughputRatio {
+  double ratio = 1, low = 0, high = 0;
+  bool has_interval() const { return high > 0; }
+  // A difference the interval supports: it leaves out 1x.
+  bool faster() const { return has_interval() && low > 1; }
+  bool slower() const { return has_interval() && high < 1; }
+};
+ThroughputRatio RatioOf(const v1::RunResult& a, const v1::RunResult& b);
+
 struct DeviceSide {
   std::string device;  // as the run resolved it ("cuda:0"), else as asked
   const v1::Run* run = nullptr;

@@ -147,6 +147,27 @@ TEST(Cli, FlagsTakeEitherSpellingAndDoNotCarryOverToTheNextCall) {
       << missing_err.str();
 }
 
+// A job's name is text: its commas are kept, not read as a list. The
+// numbers that are not integers parse as numbers, and a bad one names its
+// flag.
+TEST(Cli, ANameKeepsItsCommasAndRealFlagsTakeNumbers) {
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCli({"spec", "--workload", "mlp", "--name", "lab 4: fp16, a fed GPU",
+                    "--learning-rate", "0.05", "--cv-threshold", "0.03"},
+                   out, err),
+            kExitOk)
+      << err.str();
+  EXPECT_NE(out.str().find("\"name\": \"lab 4: fp16, a fed GPU\""), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("\"learning_rate\": 0.05"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("\"cv_threshold\": 0.03"), std::string::npos) << out.str();
+  std::ostringstream bad_out, bad_err;
+  EXPECT_EQ(RunCli({"spec", "--workload", "mlp", "--learning-rate", "fast"}, bad_out, bad_err),
+            kExitUsage);
+  EXPECT_NE(bad_err.str().find("--learning-rate: not a number: \"fast\""), std::string::npos)
+      << bad_err.str();
+}
+
 // --ddp-bucket-mb 0 (one message after backward) is kept as given, and a
 // value out of range is refused as typed, naming the flag.
 TEST(Cli, DdpBucketMbKeepsZeroAndRefusesWhatIsOutOfRange) {

@@ -57,17 +57,17 @@ LineChart Chart(std::vector<Series> series) {
 
 TEST(LineChart, DrawsNothingWithoutTwoDifferentX) {
   EXPECT_EQ(RenderLineChart(Chart({})), "");
-  EXPECT_EQ(RenderLineChart(Chart({{"fp32", "#000", false, {{32, 900}}}})), "");
+  EXPECT_EQ(RenderLineChart(Chart({{"fp32", "#000", false, {{32, 900}}, {}}})), "");
   // Two points, but at one batch size: still no line.
-  EXPECT_EQ(RenderLineChart(Chart({{"fp32", "#000", false, {{32, 900}}},
-                                   {"fp16", "#111", false, {{32, 1700}}}})),
+  EXPECT_EQ(RenderLineChart(Chart({{"fp32", "#000", false, {{32, 900}}, {}},
+                                   {"fp16", "#111", false, {{32, 1700}}, {}}})),
             "");
   EXPECT_EQ(
-      RenderLineChart(Chart({{"fp32", "#000", false, {{32, 900}, {32, 910}}}})),
+      RenderLineChart(Chart({{"fp32", "#000", false, {{32, 900}, {32, 910}}, {}}})),
       "");
 
   const std::string svg = RenderLineChart(
-      Chart({{"fp32", "#000", false, {{64, 1200}, {32, 900}}}}));
+      Chart({{"fp32", "#000", false, {{64, 1200}, {32, 900}}, {}}}));
   EXPECT_EQ(svg.rfind("<svg", 0), 0u) << svg;
   EXPECT_TRUE(Once(svg, "<polyline")) << svg;
   // Each point, with its values on hover.
@@ -76,7 +76,7 @@ TEST(LineChart, DrawsNothingWithoutTwoDifferentX) {
 }
 
 TEST(LineChart, PutsDoublingBatchSizesOnALogAxis) {
-  Series s{"fp32", "#000", false, {}};
+  Series s{"fp32", "#000", false, {}, {}};
   for (double batch : {8, 16, 32, 64, 128, 256})
     s.points.push_back({batch, batch});
   const std::string svg = RenderLineChart(Chart({s}));
@@ -86,19 +86,31 @@ TEST(LineChart, PutsDoublingBatchSizesOnALogAxis) {
     EXPECT_NE(svg.find(tick), std::string::npos) << tick;
   }
 
-  Series narrow{"fp32", "#000", false, {{8, 1}, {16, 2}}};
+  Series narrow{"fp32", "#000", false, {{8, 1}, {16, 2}}, {}};
   EXPECT_EQ(RenderLineChart(Chart({narrow})).find("(log scale)"),
             std::string::npos);
 }
 
 TEST(LineChart, SwitchesToALogYAxisOnlyWhenAskedAndWide) {
-  LineChart chart = Chart({{"cpu", "#000", false, {{8, 3}, {16, 4}}},
-                           {"cuda:0", "#111", false, {{8, 900}, {16, 1700}}}});
+  LineChart chart = Chart({{"cpu", "#000", false, {{8, 3}, {16, 4}}, {}},
+                           {"cuda:0", "#111", false, {{8, 900}, {16, 1700}}, {}}});
   EXPECT_EQ(RenderLineChart(chart).find("samples/s (log scale)"),
             std::string::npos);
   chart.log_y_when_wide = true;
   EXPECT_NE(RenderLineChart(chart).find("samples/s (log scale)"),
             std::string::npos);
+}
+
+TEST(LineChart, DrawsErrorBarsAndFitsTheAxisToThem) {
+  Series s{"fp32", "#000", false, {{1, 10}, {2, 20}}, {}};
+  const std::string bare = RenderLineChart(Chart({s}));
+  EXPECT_EQ(bare.find("95% interval"), std::string::npos);
+  EXPECT_EQ(bare.find(">40<"), std::string::npos) << bare;  // the axis ends near 20
+  s.error_bars.push_back({2, 15, 45});
+  const std::string barred = RenderLineChart(Chart({s}));
+  EXPECT_NE(barred.find("<title>fp32: 95% interval 15.00\u201345.00</title>"), std::string::npos)
+      << barred;
+  EXPECT_NE(barred.find(">40<"), std::string::npos) << barred;  // the axis holds the bar's top
 }
 
 TEST(BarChart, DrawsNothingWithoutBars) {
@@ -120,7 +132,7 @@ TEST(ChartText, IsEscapedEverywhere) {
       LineChart{"<script>t</script>",
                 "x & <y>",
                 "\"q\"",
-                {{"<b>series</b>", "#000", false, {{1, 1}, {2, 2}}}}});
+                {{"<b>series</b>", "#000", false, {{1, 1}, {2, 2}}, {}}}});
   const std::string bar =
       RenderBarChart({"<script>t</script>",
                       "x & <y>",
@@ -151,7 +163,8 @@ TEST(ChartLegend, WrapsLongEntriesInsideTheChart) {
         "cuda:" + std::to_string(i) + ", fp16, channels_last on, input host",
         SeriesColor(i),
         false,
-        {{1, 1.0 + i}, {2, 2.0 + i}}};
+        {{1, 1.0 + i}, {2, 2.0 + i}},
+        {}};
     if (i == 0) one.push_back(s);
     many.push_back(s);
   }

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/spec.h"
 #include "report/format.h"
 #include "report/roofline.h"
@@ -38,13 +39,14 @@ using fixtures::SweepJob;
 TEST(Report, HoldsEveryPlotTheDataSupports) {
   const std::string html = RenderReport({SweepJob(), PipelineJob()}, "nightly");
   // Sweep: throughput, latency, memory, device speedup, optimised speedup.
-  // Pipeline: data wait, one operator chart. Nothing else is an <svg>.
-  EXPECT_EQ(Count(html, "<svg"), 7);
+  // Pipeline: throughput and data wait against loader threads, one operator
+  // chart. Nothing else is an <svg>.
+  EXPECT_EQ(Count(html, "<svg"), 8);
   for (const char* title :
-       {"Throughput vs batch size", "Latency (p50, p95) vs batch size",
-        "Peak device memory vs batch size", "Speedup by device",
-        "Optimised vs baseline", "Data-wait share vs loader threads",
-        "Top operators"}) {
+       {"Throughput vs batch size (bars: 95% interval)", "Latency (p50, p95) vs batch size",
+        "Peak device memory allocated vs batch size", "Speedup by device",
+        "Optimised vs baseline", "Throughput vs loader threads",
+        "Data-wait share vs loader threads", "Top operators"}) {
     EXPECT_NE(html.find(title), std::string::npos) << title;
   }
   // The legend names the precisions, the device bar names both devices, the
@@ -176,7 +178,7 @@ TEST(Report, DeviceSweepGivesTheSpeedupWithItsIntervalAndCategories) {
   EXPECT_DOUBLE_EQ(v.categories[1].us_per_sample[1], 62.5);
 
   const std::string html = RenderReport({job}, "device sweep");
-  EXPECT_NE(html.find("cuda:0 vs cpu \u00b7 unet train b16"), std::string::npos);
+  EXPECT_NE(html.find("unet train b16 \u00b7 cuda:0 vs cpu"), std::string::npos);
   EXPECT_NE(html.find("20.00\u00d7"), std::string::npos);
   EXPECT_NE(html.find("95% interval 19.22-20.82\u00d7"), std::string::npos) << html;
   EXPECT_NE(html.find("self time per sample by operator category"), std::string::npos);
@@ -214,6 +216,27 @@ TEST(Report, RooflinePlacesProfiledRunsAgainstTheHostsPeaks) {
             std::string::npos);
 }
 
+// A CPU's roof in the units it is in (12.6 GB/s, not "0.01 TB/s"), and a
+// run above the best matmul measured gets no verdict from it, but how to
+// measure the peak.
+TEST(Report, ACpuRoofReadsInGigabytesAndARunAboveItGetsNoVerdict) {
+  ReportJob job = RooflineJob();
+  for (v1::Run* r : {&job.runs[0], &job.runs[1], &job.peak_runs[0], &job.peak_runs[1]}) {
+    r->mutable_config()->set_device("cpu");
+    r->mutable_result()->set_resolved_device("cpu");
+    r->mutable_result()->set_device_kernel_share(0);
+  }
+  job.peak_runs[0].mutable_result()->set_achieved_tflops(0.0048);  // 4.8 GFLOP/s
+  job.peak_runs[1].mutable_result()->set_bandwidth_gb_per_s(6.3);  // 12.6 GB/s of traffic
+  const std::string html = RenderReport({job}, "cpu roofline");
+  EXPECT_NE(html.find("cpu peak 4.8 GFLOP/s, 12.6 GB/s"), std::string::npos) << html;
+  EXPECT_NE(html.find("the run beat this host&#39;s best measured matmul and copy (4.8 GFLOP/s, "
+                      "12.6 GB/s), which are then not its peaks: measure matmul in the run&#39;s "
+                      "precision at several sizes"),
+            std::string::npos)
+      << html;
+}
+
 TEST(Report, TableShowsVaryingColumnsFiguresAndFlags) {
   const std::string html = RenderReport({SweepJob()}, "nightly");
   EXPECT_NE(html.find("<th>precision</th>"), std::string::npos);
@@ -224,7 +247,7 @@ TEST(Report, TableShowsVaryingColumnsFiguresAndFlags) {
   EXPECT_NE(html.find("out_of_memory"), std::string::npos);
   EXPECT_NE(html.find("unstable"), std::string::npos);
   EXPECT_NE(html.find("throttled: sw_thermal"), std::string::npos);
-  EXPECT_NE(html.find("6.910 &gt; 6.420"), std::string::npos);
+  EXPECT_NE(html.find("6.91 &gt; 6.42"), std::string::npos);
   // Max batch that fit, per precision and device.
   EXPECT_NE(html.find("cuda:0, fp32: <b>256</b>"), std::string::npos) << html;
   EXPECT_NE(html.find("cpu, fp32: <b>32</b>"), std::string::npos);
@@ -243,6 +266,88 @@ TEST(Report, EscapesTextAndIsSelfContained) {
       R"re((src|href)\s*=\s*["']?\s*(https?:)?//|url\(\s*["']?\s*(https?:)?//)re",
       std::regex::icase);
   EXPECT_FALSE(std::regex_search(html, external));
+}
+
+// A bar is green or red only where the ratio's interval leaves out 1x:
+// 1.03x on two +-2% intervals (0.99-1.07x) is grey, too noisy to tell.
+TEST(Report, ColoursASpeedupOnlyWhereItsIntervalLeavesOutOne) {
+  ReportJob job;
+  job.job.set_job_id("job-0005");
+  v1::RunConfig c;
+  c.set_workload("resnet50");
+  c.set_mode(v1::MODE_INFER);
+  c.set_device("cuda:0");
+  c.set_batch_size(32);
+  job.runs.push_back(SucceededRun(0, c, 1000));
+  c.set_precision(v1::PRECISION_FP16);
+  job.runs.push_back(SucceededRun(1, c, 1030));
+  c.set_precision(v1::PRECISION_BF16);
+  job.runs.push_back(SucceededRun(2, c, 600));
+  c.set_precision(v1::PRECISION_FP32);
+  c.set_channels_last(true);
+  job.runs.push_back(SucceededRun(3, c, 1500));
+  const std::string html = RenderReport({job}, "verdicts");
+  auto fill_of = [&](const std::string& tooltip) {
+    const size_t at = html.find("<title>" + tooltip);
+    if (at == std::string::npos) return std::string("not drawn");
+    const size_t fill = html.rfind("fill=\"", at);
+    return html.substr(fill + 6, 7);
+  };
+  EXPECT_EQ(fill_of("1030 vs 1000 samples/s; 95% interval 0.99-1.07"), "#b8bec6") << html;
+  EXPECT_EQ(fill_of("600.0 vs 1000 samples/s; 95% interval 0.58-0.62"), "#d1495b");
+  EXPECT_EQ(fill_of("1500 vs 1000 samples/s; 95% interval 1.44-1.56"), "#4e9a5a");
+  EXPECT_NE(html.find("too noisy to tell (the 95% interval holds 1\u00d7)"), std::string::npos);
+  // A run without an interval claims nothing either.
+  job.runs[3].mutable_result()->clear_throughput_ci_low();
+  job.runs[3].mutable_result()->clear_throughput_ci_high();
+  const std::string bare = RenderReport({job}, "verdicts");
+  const size_t at = bare.find("<title>1500 vs 1000 samples/s; no interval: too noisy to tell");
+  ASSERT_NE(at, std::string::npos) << bare;
+  EXPECT_EQ(bare.substr(bare.rfind("fill=\"", at) + 6, 7), "#b8bec6");
+}
+
+// Each warning the table shows is explained under it, once; a table
+// without warnings has no legend.
+TEST(Report, ExplainsEachWarningItsTableShows) {
+  ReportJob job = SweepJob();  // unstable at batch 8, throttled at fp16 batch 256
+  job.runs[1].mutable_result()->mutable_contention()->set_contended(true);
+  job.runs[2].mutable_result()->set_stopped_at_max_time(true);
+  const std::string html = RenderReport({job}, "warnings");
+  ASSERT_EQ(Count(html, "<dl class=\"legend\">"), 1);
+  const std::string legend = html.substr(html.find("<dl class=\"legend\">"));
+  for (const char* w : {"unstable", "throttled", "contended", "stopped at max-time"}) {
+    EXPECT_NE(legend.find(absl::StrCat(">", w, "</span></dt><dd>", WarningMeaning(w).substr(0, 12))),
+              std::string::npos)
+        << w;
+  }
+  EXPECT_NE(legend.find("shared the host"), std::string::npos);
+  EXPECT_EQ(Count(RenderReport({PipelineJob()}, "calm"), "<dl class=\"legend\">"), 0);
+}
+
+// mlp at three sizes: throughput and memory against the parameter count.
+TEST(Report, AModelSizeSweepIsPlottedAgainstParameters) {
+  ReportJob job;
+  job.job.set_job_id("job-0006");
+  v1::RunConfig c;
+  c.set_workload("mlp");
+  c.set_mode(v1::MODE_TRAIN);
+  c.set_device("cuda:0");
+  c.set_batch_size(256);
+  const char* sizes[] = {"small", "medium", "large"};
+  const int64_t params[] = {1600000, 13000000, 105000000};
+  for (int i = 0; i < 3; ++i) {
+    c.mutable_params()->set_model_size(sizes[i]);
+    v1::Run r = SucceededRun(i, c, 90000.0 / (i + 1));
+    r.mutable_result()->set_parameter_count(params[i]);
+    r.mutable_result()->mutable_memory()->set_peak_device_allocated_bytes(params[i] * 16);
+    job.runs.push_back(r);
+  }
+  const std::string html = RenderReport({job}, "model size");
+  EXPECT_NE(html.find("Throughput vs model size (millions of parameters)"), std::string::npos);
+  EXPECT_NE(html.find("Peak device memory allocated vs model size"), std::string::npos);
+  EXPECT_NE(html.find("model size (millions of parameters) 105, 30000"), std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("Throughput vs batch size"), std::string::npos);
 }
 
 TEST(Report, DrawsNoPlotFromTooLittleData) {

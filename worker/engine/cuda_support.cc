@@ -74,15 +74,21 @@ class SideCopyStream : public CopyStream {
                      bool non_blocking) override {
     auto current = c10::cuda::getCurrentCUDAStream(to.index());
     if (!side_) side_ = c10::cuda::getStreamFromPool(false, to.index());
-    // Allocated on the current stream, which is the one that reads it.
-    torch::Tensor out = torch::empty(host.sizes(), host.options().device(to));
+    torch::Tensor out;
     {
+      // Allocated on the side stream, which writes it: a block of the
+      // current stream's pool may still be read by its queued kernels (the
+      // host runs steps ahead), and a copy there would overwrite them.
       c10::cuda::CUDAStreamGuard guard(*side_);
+      out = torch::empty(host.sizes(), host.options().device(to));
       out.copy_(host, non_blocking);
     }
     // One event, re-recorded each copy: the wait captures its state now.
     done_.record(*side_);
     done_.block(current);
+    // The current stream reads it: its block returns to the side stream's
+    // pool only once the current stream's work queued before the free is done.
+    out.record_stream(current);
     return out;
   }
 
