@@ -103,6 +103,13 @@ R50="--workload resnet50 --device cuda"
 case_ r50_infer_bs32_fp32 "ratio>=1.0 (eager)" tput \
   "$R50 --mode infer --batch 32 --precision fp32" \
   "--workload resnet50 --mode infer --batch 32 --precision fp32"
+# PyTorch's default fp32 (TF32 in cuDNN's convolutions, not in matmuls).
+case_ r50_infer_bs256_fp32_default "ratio>=1.0 (eager)" tput \
+  "$R50 --mode infer --batch 256 --precision fp32_default" \
+  "--workload resnet50 --mode infer --batch 256 --precision fp32_default"
+case_ r50_train_bs64_fp32_default "ratio>=1.0 (eager)" tput \
+  "$R50 --mode train --batch 64 --precision fp32_default" \
+  "--workload resnet50 --mode train --batch 64 --precision fp32_default"
 case_ r50_infer_bs32_fp16_cl_graph "ratio>=1.0 (torch.compile)" tput \
   "$R50 --mode infer --batch 32 --precision fp16 --channels-last true --execution cuda_graph" \
   "--workload resnet50 --mode infer --batch 32 --precision fp16 --channels-last --compile"

@@ -16,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/cli_internal.h"
+#include "client/estimate.h"
 #include "client/local_daemon.h"
 #include "client/spec_flags.h"
 #include "client/suggest.h"
@@ -188,6 +189,10 @@ int SpecCommand(const Args& a, std::ostream& out, std::ostream& err) {
   }
   // JSON output is the spec alone, which submit and compare take back.
   out << MessageToJson(*spec) << "\n";
+  if (a.format == Format::kTable) {
+    out << "\nestimated from the architectures (a training step is about 3x the forward):\n";
+    PrintTable(EstimateTable(*runs), Format::kTable, out);
+  }
   (a.format == Format::kJson ? err : out) << runs->size() << " runs\n";
   return kExitOk;
 }

@@ -74,7 +74,7 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
         "throughput_ci_low", "throughput_ci_high", "p50_ms", "p95_ms", "p99_ms",
         "data_wait_share", "peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes",
         "loss_first", "loss_last", "gpu_utilization_pct", "power_w", "samples_per_joule",
-        "notes"}) {
+        "math_mode", "notes"}) {
     t.header.push_back(h);
   }
   auto number = [](double v, bool present) {
@@ -105,13 +105,30 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
                 number(res.first_loss(), loss), number(res.last_loss(), loss),
                 number(tel.gpu_utilization_pct().mean(), gpu), number(tel.power_w().mean(), gpu),
                 number(tel.samples_per_joule(), gpu && tel.samples_per_joule() > 0),
-                RunNotes(r)});
+                res.math_mode(), RunNotes(r)});
     t.rows.push_back(std::move(row));
   }
   return t;
 }
 
 }  // namespace
+
+// The math each run's precision ran in, as the runs recorded it: one line
+// per mode with its runs' indexes.
+void PrintMathModes(const std::vector<v1::Run>& runs, std::ostream& out) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> modes;
+  for (const v1::Run& r : runs) {
+    const std::string& mode = r.result().math_mode();
+    if (mode.empty()) continue;
+    auto it = std::find_if(modes.begin(), modes.end(), [&](const auto& m) { return m.first == mode; });
+    if (it == modes.end()) it = modes.insert(modes.end(), {mode, {}});
+    it->second.push_back(absl::StrCat(r.index()));
+  }
+  for (const auto& [mode, indexes] : modes) {
+    out << "  math: " << mode << " (run" << (indexes.size() > 1 ? "s " : " ")
+        << absl::StrJoin(indexes, ", ") << ")\n";
+  }
+}
 
 // What each warning in the table's notes means, those that appear only.
 void PrintWarningLegend(const std::vector<v1::Run>& runs, std::ostream& out) {
@@ -201,6 +218,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   PrintTable(RunsTable(runs, false, format), format, out);
   if (format == Format::kTable || format == Format::kMarkdown) {
     PrintWarningLegend(runs, out);
+    PrintMathModes(runs, out);
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
     PrintDistributed(runs, format, out);

@@ -169,7 +169,9 @@ const std::map<std::string, Flag>& Flags() {
                      [](int64_t v, C* c) { c->set_batch_size(v); },
                      [](int64_t v, S* s) { s->add_batch_size(v); })},
       {"precision",
-       Axis("fp32, tf32, fp16, bf16", EnumParser(v1::Precision_descriptor()),
+       Axis("fp32 (TF32 off), fp32_default (PyTorch's: TF32 in cuDNN convolutions), tf32, fp16, "
+            "bf16",
+            EnumParser(v1::Precision_descriptor()),
             [](int v, C* c) { c->set_precision(static_cast<v1::Precision>(v)); },
             [](int v, S* s) { s->add_precision(static_cast<v1::Precision>(v)); })},
       {"channels-last", Switch(Axis("on/off (bare: on)", ToBool,

@@ -1,12 +1,15 @@
 // gpubench workloads: the registry's entries, what each reads and what
 // applies to it.
+#include <algorithm>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli.h"
 #include "client/cli_internal.h"
+#include "client/estimate.h"
 #include "common/workload_registry.h"
 
 namespace gpubench::client {
@@ -31,6 +34,23 @@ std::string Applies(const WorkloadInfo& w) {
   return text;
 }
 
+// A built-in model's size and forward cost at its defaults, each model_size
+// where it has them: "11.7M parameters, 3.64 GFLOP forward a sample".
+std::string CostText(const WorkloadInfo& w) {
+  std::vector<std::string> sizes = {""};
+  if (std::find(w.params.begin(), w.params.end(), "model_size") != w.params.end()) {
+    sizes = {"small", "medium", "large"};
+  }
+  std::vector<std::string> parts;
+  for (const std::string& size : sizes) {
+    const ModelCost c = w.cost(DefaultShape(w, size));
+    parts.push_back(absl::StrCat(size.empty() ? "" : size + " ", Millions(c.parameters),
+                                 " parameters, ", FlopCount(c.forward_flops_per_sample),
+                                 " forward a sample"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
 }  // namespace
 
 int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err) {
@@ -43,6 +63,8 @@ int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     if (!a.positional.empty() && a.positional[0] != w->name) continue;
     found = true;
     out << w->name << ": " << w->summary << "\n";
+    if (!w->architecture.empty()) out << "  model:   " << w->architecture << "\n";
+    if (w->cost != nullptr) out << "  cost:    " << CostText(*w) << " (at the defaults)\n";
     std::vector<std::string> params;
     for (const std::string& p : w->params) {
       const std::string d = DefaultText(*w, p);

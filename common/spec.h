@@ -14,7 +14,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
 #include "gpubench/v1/spec.pb.h"
-#include "common/workload_registry.h"  // IsModelWorkload, IsDistributedWorkload
+#include "common/workload_registry.h"  // IsModelWorkload, IsDistributedWorkload, ModelCost
 
 namespace gpubench {
 
@@ -80,6 +80,11 @@ void FillConfigDefaults(v1::RunConfig* config);
 // workload, its ddp_model, the mode, the input source), defaults filled:
 // the reference that tells which of config's fields differ from them.
 v1::RunConfig DefaultsFor(const v1::RunConfig& config);
+
+// The cost of the built-in model config runs (ddp: its ddp_model) at its
+// params (common/workload_registry.h's ModelCost); all zero for a workload
+// that is not a built-in model. Defaults filled.
+ModelCost CostOf(const v1::RunConfig& config);
 
 // The WorkloadParams fields set in config (away from their defaults) that
 // its workload does not read ("model_size" on resnet50): they are accepted

@@ -14,6 +14,23 @@
 
 namespace gpubench {
 
+ModelCost CostOf(const v1::RunConfig& c) {
+  const WorkloadInfo* model = FindWorkload(ModelWorkload(c.workload(), c.params().ddp_model()));
+  if (model == nullptr || model->cost == nullptr) return {};
+  const v1::WorkloadParams& p = c.params();
+  ModelShape s;
+  s.model_size = p.model_size();
+  s.image_size = p.image_size();
+  s.num_classes = p.num_classes();
+  s.sequence_length = p.sequence_length();
+  s.num_layers = p.num_layers();
+  s.hidden_size = p.hidden_size();
+  s.num_heads = p.num_heads();
+  s.vocab_size = p.vocab_size();
+  s.decoder = p.decoder();
+  return model->cost(s);
+}
+
 // What one run's input would weigh, against its bounds: batch × image²
 // (× frames for cnn_lstm), batch × sequence length, and each torchscript
 // input's elements; and the model's own floor on the image. Defaults

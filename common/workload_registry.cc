@@ -72,6 +72,20 @@ std::string DefaultText(const WorkloadInfo& w, std::string_view param) {
   return "";
 }
 
+ModelShape DefaultShape(const WorkloadInfo& w, std::string_view model_size) {
+  const WorkloadDefaults& d = w.defaults;
+  ModelShape s;
+  s.model_size = model_size.empty() ? d.model_size : std::string(model_size);
+  s.image_size = d.image_size;
+  s.num_classes = d.num_classes;
+  s.sequence_length = d.sequence_length;
+  s.num_layers = d.num_layers;
+  s.hidden_size = d.hidden_size;
+  s.num_heads = d.num_heads;
+  s.vocab_size = d.vocab_size;
+  return s;
+}
+
 WorkloadDefaults DefaultsOf(std::string_view workload) {
   const WorkloadInfo* w = FindWorkload(workload);
   return w != nullptr ? w->defaults : WorkloadDefaults{};

@@ -43,6 +43,29 @@ struct WorkloadDefaults {
   int collective_op = 0;       // gpubench.v1.CollectiveOp's number
 };
 
+// A built-in model's sizes as a run gives them: its config's params with the
+// defaults filled.
+struct ModelShape {
+  std::string model_size;
+  int64_t image_size = 0;
+  int64_t num_classes = 0;
+  int64_t sequence_length = 0;
+  int64_t num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t num_heads = 0;
+  int64_t vocab_size = 0;
+  bool decoder = false;
+};
+
+// What a built-in model costs, from its architecture alone: its trainable
+// parameters, and its forward pass's FLOPs per sample (a multiply-add is 2:
+// the convolutions, matrix products, LSTM gates and attention; not the
+// elementwise work). A training step costs about 3x the forward.
+struct ModelCost {
+  int64_t parameters = 0;
+  double forward_flops_per_sample = 0;
+};
+
 // What one sample of the workload's input is, for the size bounds.
 enum class SampleShape {
   kNone,    // a kernel: no batch of samples (matmul, copy, collective, empty)
@@ -55,6 +78,12 @@ enum class SampleShape {
 struct WorkloadInfo {
   std::string name;
   std::string summary;  // one line, for `gpubench workloads` and --help
+  // A built-in model's layers in a line ("7x7 conv stem, 4 stages of 2 basic
+  // blocks, 64 to 512 channels, global pool, linear"); "" for the others.
+  std::string architecture;
+  // A built-in model's cost at a shape; null for the others. All zero for a
+  // shape the model refuses (an unknown model_size).
+  ModelCost (*cost)(const ModelShape&) = nullptr;
   // A built-in network: ddp can train it, aot compiles it, check_numerics
   // checks it.
   bool model = false;
@@ -102,6 +131,9 @@ std::string DefaultText(const WorkloadInfo& w, std::string_view param);
 
 // The defaults of workload; all zero for an unknown name.
 WorkloadDefaults DefaultsOf(std::string_view workload);
+
+// w's model at its defaults, model_size as given ("" keeps the default).
+ModelShape DefaultShape(const WorkloadInfo& w, std::string_view model_size = "");
 
 }  // namespace gpubench
 

@@ -91,8 +91,9 @@ std::vector<std::string> NotesOn(const std::vector<v1::RunConfig>& runs,
                         ", which does not read it (gpubench workloads ", c.workload(), ")"));
     }
     if (DeviceLease(c, host) != "cpu") continue;
-    if (c.precision() == v1::PRECISION_TF32) {
-      note("precision tf32 means nothing on the CPU: it runs fp32 there");
+    if (c.precision() == v1::PRECISION_TF32 || c.precision() == v1::PRECISION_FP32_DEFAULT) {
+      note(absl::StrCat("precision ", EnumShortName(v1::Precision_descriptor(), c.precision()),
+                        " means nothing on the CPU: it runs fp32 there"));
     }
     if (c.cudnn_benchmark()) note("cudnn_benchmark means nothing on the CPU: there is no cuDNN");
     if (c.input_source() == v1::INPUT_SOURCE_HOST &&

@@ -39,15 +39,6 @@
 namespace gpubench::worker {
 namespace {
 
-const char* PrecisionName(engine::Precision p) {
-  switch (p) {
-    case engine::Precision::kTf32: return "tf32";
-    case engine::Precision::kFp16: return "fp16";
-    case engine::Precision::kBf16: return "bf16";
-    default: return "fp32";
-  }
-}
-
 bool IsDir(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

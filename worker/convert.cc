@@ -225,6 +225,7 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   v1::RunResult* r = run->mutable_result();
   r->set_resolved_device(o.resolved_device);
   r->set_cpu_blas(o.cpu_blas);
+  r->set_math_mode(o.math_mode);
   r->set_cpu_threads(o.cpu_threads);
   r->set_throughput_samples_per_s(o.throughput_samples_per_s);
   r->set_throughput_ci_low(o.throughput_ci_low);

@@ -84,8 +84,9 @@ def measure_repeated(step, samples_per_step, args):
 def run_case(args):
     dev = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
-    # fp32 means fp32, as in gpubench: PyTorch's default lets cuDNN use TF32.
-    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
+    # fp32 means fp32, as in gpubench; fp32_default is PyTorch's default,
+    # which lets cuDNN use TF32 in convolutions but not cuBLAS in matmuls.
+    torch.backends.cudnn.allow_tf32 = args.precision in ("tf32", "fp32_default")
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
     out = {"case": args.case}
     if args.workload == "empty":
@@ -157,7 +158,8 @@ def main():
                    choices=list(models.MODEL_WORKLOADS) + ["matmul", "copy", "empty"])
     p.add_argument("--mode", default="infer", choices=["infer", "train"])
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"])
+    p.add_argument("--precision", default="fp32",
+                   choices=["fp32", "fp32_default", "tf32", "fp16", "bf16"])
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--compile", action="store_true")
     p.add_argument("--compile-mode", default="default",

@@ -1,13 +1,45 @@
 // mlp: a multilayer perceptron over flattened images.
+#include "common/model_cost.h"
 #include "common/workloads/builtin.h"
 
-namespace gpubench::workloads {
+namespace gpubench {
+
+std::vector<int64_t> cost::MlpHiddenWidths(std::string_view model_size) {
+  if (model_size == "small") return {10};
+  if (model_size == "medium") return {128, 128};
+  if (model_size == "large") return {2048, 192};
+  return {};
+}
+
+namespace workloads {
+namespace {
+
+ModelCost MlpCost(const ModelShape& s) {
+  const std::vector<int64_t> hidden = cost::MlpHiddenWidths(s.model_size);
+  if (hidden.empty()) return {};
+  ModelCost c;
+  double macs = 0;
+  int64_t in = 3 * s.image_size * s.image_size;
+  for (int64_t width : hidden) {
+    c.parameters += cost::LinearParams(in, width);
+    macs += static_cast<double>(in) * width;
+    in = width;
+  }
+  c.parameters += cost::LinearParams(in, s.num_classes);
+  macs += static_cast<double>(in) * s.num_classes;
+  c.forward_flops_per_sample = cost::Flops(macs);
+  return c;
+}
+
+}  // namespace
 
 WorkloadInfo Mlp() {
   WorkloadInfo w;
   w.name = "mlp";
-  w.summary = "multilayer perceptron on flattened images; model_size small, medium or large "
-              "(about 0.03M, 0.41M, 6.7M parameters)";
+  w.summary = "multilayer perceptron on flattened images; model_size small, medium or large";
+  w.architecture = "flattened pixels, ReLU linear layers of 10 (small), 128-128 (medium) or "
+                   "2048-192 (large) units, linear classifier";
+  w.cost = MlpCost;
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kImage;
   w.params = {"model_size", "image_size", "num_classes"};
@@ -17,4 +49,5 @@ WorkloadInfo Mlp() {
   return w;
 }
 
-}  // namespace gpubench::workloads
+}  // namespace workloads
+}  // namespace gpubench

@@ -1,12 +1,40 @@
 // transformer: a token classifier over an encoder (or causal decoder) stack.
+#include "common/model_cost.h"
 #include "common/workloads/builtin.h"
 
 namespace gpubench::workloads {
+namespace {
+
+// Token embedding and learnt positions; per block LayerNorm, fused qkv,
+// output projection, LayerNorm, a 4x MLP; a final LayerNorm and the head
+// (the vocabulary for the decoder, the classes for the encoder).
+ModelCost TransformerCost(const ModelShape& s) {
+  const int64_t h = s.hidden_size, out = s.decoder ? s.vocab_size : s.num_classes;
+  ModelCost c;
+  const int64_t block = 2 * cost::NormParams(h) + cost::LinearParams(h, 3 * h) +
+                        cost::LinearParams(h, h) + cost::LinearParams(h, 4 * h) +
+                        cost::LinearParams(4 * h, h);
+  c.parameters = s.vocab_size * h + s.sequence_length * h + s.num_layers * block +
+                 cost::NormParams(h) + cost::LinearParams(h, out);
+  const double t = static_cast<double>(s.sequence_length), hd = static_cast<double>(h);
+  // Per token and layer: qkv 3h², out projection h², MLP 8h², and the two
+  // attention matmuls (QK^T and AV) over all T positions. The causal mask's
+  // skipped half is counted too, as is usual for MFU figures.
+  const double per_layer = t * (12 * hd * hd + 2 * t * hd);
+  const double head = s.decoder ? t * hd * s.vocab_size : hd * s.num_classes;
+  c.forward_flops_per_sample = cost::Flops(s.num_layers * per_layer + head);
+  return c;
+}
+
+}  // namespace
 
 WorkloadInfo Transformer() {
   WorkloadInfo w;
   w.name = "transformer";
   w.summary = "transformer encoder (decoder: causal) stack classifying token sequences";
+  w.architecture = "token embedding and learnt positions, num_layers pre-LN blocks (fused qkv "
+                   "attention, 4x MLP), LayerNorm, linear head";
+  w.cost = TransformerCost;
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kTokens;
   w.params = {"sequence_length", "num_layers", "hidden_size", "num_heads", "decoder",

@@ -125,6 +125,56 @@ TEST(Cli, WorkloadsListsEachWorkloadWithItsDefaults) {
   EXPECT_NE(bad_err.str().find("unknown workload \"resnet1000\""), std::string::npos);
 }
 
+// A model is not a black box: its layers in a line, its parameters and its
+// forward FLOPs (torchvision's ResNet-18: 11.7M and 1.81 GMACs at 224 px);
+// each of mlp's sizes; nothing of the kind for a kernel.
+TEST(Cli, WorkloadsDescribeEachModelAndWhatItCosts) {
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCli({"workloads", "resnet18"}, out, err), kExitOk) << err.str();
+  EXPECT_NE(out.str().find("  model:   7x7 conv stem and max pool, 4 stages of 2 basic blocks"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("  cost:    11.7M parameters, 3.63 GFLOP forward a sample (at the "
+                           "defaults)"),
+            std::string::npos)
+      << out.str();
+  std::ostringstream mlp, mlp_err;
+  ASSERT_EQ(RunCli({"workloads", "mlp"}, mlp, mlp_err), kExitOk);
+  EXPECT_NE(mlp.str().find("small 0.03M parameters"), std::string::npos) << mlp.str();
+  EXPECT_NE(mlp.str().find("large 6.7M parameters"), std::string::npos) << mlp.str();
+  std::ostringstream matmul, matmul_err;
+  ASSERT_EQ(RunCli({"workloads", "matmul"}, matmul, matmul_err), kExitOk);
+  EXPECT_EQ(matmul.str().find("cost:"), std::string::npos) << matmul.str();
+}
+
+// `spec` says what each run will cost before anything runs: ResNet-50
+// training at batch 32 is 3 x 32 x 8.2 GFLOP a step, and its fp32 weights,
+// gradients and SGD momentum weigh 12 bytes a parameter; a matmul's step is
+// 2MNK; JSON stays the spec alone.
+TEST(Cli, SpecEstimatesEachRunsCost) {
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCli({"spec", "--workload", "resnet50", "--mode", "train", "--batch", "32"}, out, err),
+            kExitOk)
+      << err.str();
+  const std::string text = out.str();
+  const size_t table = text.find("estimated from the architectures");
+  ASSERT_NE(table, std::string::npos) << text;
+  const std::string rows = text.substr(table);
+  EXPECT_NE(rows.find("25.6M"), std::string::npos) << rows;
+  EXPECT_NE(rows.find("8.18 GFLOP"), std::string::npos) << rows;
+  EXPECT_NE(rows.find("785."), std::string::npos) << rows;  // 3 x 32 x 8.18 GFLOP
+  EXPECT_NE(rows.find("292.5 MiB"), std::string::npos) << rows;  // 25,557,032 x 12 bytes
+  std::ostringstream matmul, matmul_err;
+  ASSERT_EQ(RunCli({"spec", "--workload", "matmul", "--matmul-size", "1024"}, matmul, matmul_err),
+            kExitOk)
+      << matmul_err.str();
+  EXPECT_NE(matmul.str().find("2.15 GFLOP"), std::string::npos) << matmul.str();  // 2 x 1024^3
+  std::ostringstream json, json_err;
+  ASSERT_EQ(RunCli({"spec", "--workload", "resnet50", "--output", "json"}, json, json_err),
+            kExitOk);
+  EXPECT_EQ(json.str().find("estimated"), std::string::npos);
+}
+
 TEST(Cli, FlagsTakeEitherSpellingAndDoNotCarryOverToTheNextCall) {
   for (const std::vector<std::string>& argv :
        {std::vector<std::string>{"version", "--output=yaml"},

@@ -76,6 +76,12 @@ TEST_F(JobManagerTest, WhatTheHostCannotRunIsRefusedAtSubmitNamingTheField) {
       << notes;
   EXPECT_NE(notes.find("cudnn_benchmark means nothing on the CPU"), std::string::npos) << notes;
   EXPECT_NE(notes.find("tf32 means nothing on the CPU"), std::string::npos) << notes;
+  idle.mutable_base()->set_precision(v1::PRECISION_FP32_DEFAULT);
+  auto pytorch_default = jobs->PlanJob(idle);
+  ASSERT_TRUE(pytorch_default.ok()) << pytorch_default.status();
+  EXPECT_NE(absl::StrJoin(pytorch_default->notes, "\n")
+                .find("precision fp32_default means nothing on the CPU: it runs fp32 there"),
+            std::string::npos);
   EXPECT_TRUE(jobs->PlanJob(Sweep(1))->notes.empty());
   // With the GPU there, the same cuda:0 plans.
   host_.add_gpus()->set_index(0);

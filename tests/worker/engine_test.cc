@@ -16,6 +16,7 @@
 #include "common/workload_registry.h"
 #include "tests/support/planned_config.h"
 #include "worker/engine/config.h"
+#include "worker/engine/models.h"
 
 namespace gpubench::engine {
 namespace {
@@ -127,6 +128,8 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
       EXPECT_EQ(out.throughput_ci_low, 0);
     }
     EXPECT_GT(out.peak_host_rss_bytes, 0);
+    // Every run says what math it ran in: on the CPU, fp32 whatever TF32 asks.
+    EXPECT_EQ(out.math_mode, "fp32");
     if (GetParam() == "matmul") {
       EXPECT_DOUBLE_EQ(out.flops_per_iteration, 2.0 * 128 * 128 * 128);
       EXPECT_GT(out.achieved_tflops, 0);
@@ -138,6 +141,13 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
       EXPECT_EQ(out.flops_per_iteration, 0);
     } else {
       EXPECT_GT(out.parameter_count, 0);
+    }
+    // A built-in model's FLOPs are the registry's (what `spec` estimated).
+    if (IsModelWorkload(GetParam())) {
+      EXPECT_DOUBLE_EQ(out.flops_per_iteration,
+                       CostOf(config).forward_flops_per_sample * config.batch_size *
+                           (mode == Mode::kTrain ? 3 : 1));
+      EXPECT_EQ(out.parameter_count, CostOf(config).parameters);
     }
     if (trains && mode == Mode::kTrain && GetParam() != "torchscript") {
       // Cross-entropy style losses; a TorchScript model trains on the mean

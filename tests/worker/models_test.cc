@@ -126,10 +126,52 @@ TEST(Models, ParameterCountsMatchReferences) {
 
 TEST(Models, ResNetFlopsMatchPublishedFigures) {
   // 1.8 and 4.1 GMACs at 224x224.
-  EXPECT_NEAR(Build(Config("resnet18"))->ForwardFlopsPerSample(), 3.64e9,
-              0.05e9);
-  EXPECT_NEAR(Build(Config("resnet50"))->ForwardFlopsPerSample(), 8.18e9,
-              0.1e9);
+  EXPECT_NEAR(CostOf(Config("resnet18")).forward_flops_per_sample, 3.64e9, 0.05e9);
+  EXPECT_NEAR(CostOf(Config("resnet50")).forward_flops_per_sample, 8.18e9, 0.1e9);
+}
+
+// The registry's parameter count (what `gpubench workloads` and `spec` show,
+// worked out from the architecture without LibTorch) is the count of the
+// model the engine builds, for every built-in model at its defaults and at
+// other sizes.
+TEST(Models, TheRegistrysParameterCountIsTheBuiltModels) {
+  std::vector<RunConfig> configs;
+  for (const char* w : {"mlp", "simple_cnn", "resnet18", "resnet50", "unet", "bilstm",
+                        "cnn_lstm", "transformer"}) {
+    configs.push_back(Config(w));
+    RunConfig other = Config(w);
+    other.image_size = other.image_size > 0 ? 48 : 0;
+    other.num_classes = 7;
+    other.sequence_length = other.sequence_length > 0 ? 12 : 0;
+    other.vocab_size = other.vocab_size > 0 ? 300 : 0;
+    if (other.workload == "transformer") {
+      other.num_layers = 2;
+      other.hidden_size = 64;
+      other.num_heads = 4;
+      RunConfig decoder = other;
+      decoder.decoder = true;
+      configs.push_back(decoder);
+    }
+    configs.push_back(other);
+  }
+  for (const char* size : {"medium", "large"}) {
+    RunConfig mlp = Config("mlp");
+    mlp.model_size = size;
+    configs.push_back(mlp);
+  }
+  for (const RunConfig& c : configs) {
+    SCOPED_TRACE(c.workload + " " + c.model_size + " image " + std::to_string(c.image_size) +
+                 (c.decoder ? " decoder" : ""));
+    std::shared_ptr<BenchModel> model = Build(c);
+    ASSERT_NE(model, nullptr);
+    const ModelCost cost = CostOf(c);
+    EXPECT_EQ(cost.parameters, CountParameters(*model));
+    EXPECT_GT(cost.forward_flops_per_sample, 0);
+  }
+  RunConfig unknown = Config("mlp");
+  unknown.model_size = "huge";
+  EXPECT_EQ(CostOf(unknown).parameters, 0);
+  EXPECT_EQ(CostOf(Config("matmul")).parameters, 0);
 }
 
 struct ShapeCase {
@@ -187,7 +229,7 @@ TEST(Models, ForwardGivesShapesAndDeterministicLabels) {
     ASSERT_NE(model, nullptr);
     EXPECT_EQ(model->input_kind(), test.kind);
     EXPECT_EQ(model->sample_shape(), test.sample_shape);
-    EXPECT_GT(model->ForwardFlopsPerSample(), 0);
+    EXPECT_GT(CostOf(test.config).forward_flops_per_sample, 0);
 
     torch::Tensor input = RandomBatch(*model, 2);
     torch::Tensor output = model->Forward(input);

@@ -37,7 +37,6 @@ class CompiledModel : public BenchModel {
   std::vector<int64_t> sample_shape() const override { return twin_->sample_shape(); }
   InputKind input_kind() const override { return twin_->input_kind(); }
   int64_t vocab_size() const override { return twin_->vocab_size(); }
-  double ForwardFlopsPerSample() const override { return twin_->ForwardFlopsPerSample(); }
   double Metric(const torch::Tensor& output, const torch::Tensor& labels) override {
     return twin_->Metric(output, labels);
   }

@@ -13,7 +13,24 @@
 namespace gpubench::engine {
 
 enum class Mode { kUnspecified = 0, kTrain = 1, kInfer = 2 };
-enum class Precision { kUnspecified = 0, kFp32 = 1, kTf32 = 2, kFp16 = 3, kBf16 = 4 };
+enum class Precision {
+  kUnspecified = 0,
+  kFp32 = 1,
+  kTf32 = 2,
+  kFp16 = 3,
+  kBf16 = 4,
+  kFp32Default = 5,  // PyTorch's default: TF32 in cuDNN convolutions only
+};
+// Its name in a spec: "fp32", "fp32_default".
+inline const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kTf32: return "tf32";
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp32Default: return "fp32_default";
+    default: return "fp32";
+  }
+}
 enum class Execution { kUnspecified = 0, kEager = 1, kCudaGraph = 2, kAot = 3, kAotCudaGraph = 4 };
 
 // Whether a step is replayed from a captured CUDA graph.

@@ -92,8 +92,30 @@ void ConfigureBackends(const RunConfig& c) {
   auto& ctx = at::globalContext();
   const bool tf32 = c.precision == Precision::kTf32;
   ctx.setAllowTF32CuBLAS(tf32);
-  ctx.setAllowTF32CuDNN(tf32);
+  ctx.setAllowTF32CuDNN(tf32 || c.precision == Precision::kFp32Default);
   ctx.setBenchmarkCuDNN(c.cudnn_benchmark);
+}
+
+// The math the run's precision runs in on device, in words.
+std::string MathMode(const RunConfig& c, const torch::Device& device) {
+  const bool training = c.mode != Mode::kInfer;
+  switch (c.precision) {
+    case Precision::kFp16:
+      return IsCompiled(c.execution) ? "fp16 weights and activations (compiled)"
+             : training              ? "fp16 autocast, dynamic loss scaling"
+                                     : "fp16 autocast";
+    case Precision::kBf16:
+      return IsCompiled(c.execution) ? "bf16 weights and activations (compiled)" : "bf16 autocast";
+    default:
+      break;
+  }
+  if (!device.is_cuda()) return "fp32";
+  switch (c.precision) {
+    case Precision::kTf32: return "fp32 tensors, TF32 in matmuls and convolutions";
+    case Precision::kFp32Default:
+      return "fp32 tensors, TF32 in cuDNN convolutions, not in matmuls (PyTorch's default)";
+    default: return "fp32, TF32 off in matmuls and convolutions";
+  }
 }
 
 // A built-in model (CreateModel's list) in the network loop, compiled where
@@ -129,15 +151,15 @@ WorkloadOrError MakeWorkload(const RunConfig& c, torch::Device device, const Mea
 
 // The run as NVTX ranges name it: "gpubench resnet50 train b32 fp16 cuda_graph".
 std::string RangeLabel(const RunConfig& c) {
-  static const char* const kPrecision[] = {"", "fp32", "tf32", "fp16", "bf16"};
   static const char* const kExecution[] = {"", "", "cuda_graph", "aot", "aot_cuda_graph"};
   std::string label = absl::StrCat("gpubench ", c.workload);
   if (c.mode != Mode::kUnspecified) {
     absl::StrAppend(&label, c.mode == Mode::kTrain ? " train" : " infer");
   }
   absl::StrAppend(&label, " b", c.batch_size);
-  const auto p = static_cast<size_t>(c.precision);
-  if (p > 0 && p < 5) absl::StrAppend(&label, " ", kPrecision[p]);
+  if (c.precision != Precision::kUnspecified) {
+    absl::StrAppend(&label, " ", PrecisionName(c.precision));
+  }
   const auto e = static_cast<size_t>(c.execution);
   if (e > 1 && e < 5) absl::StrAppend(&label, " ", kExecution[e]);
   return label;
@@ -315,7 +337,8 @@ void RooflineFigures(const RunConfig& c, RunOutcome* out) {
 
 double NumericsTolerance(Precision precision) {
   switch (precision) {
-    case Precision::kTf32: return 5e-3;
+    case Precision::kTf32:
+    case Precision::kFp32Default: return 5e-3;
     case Precision::kFp16: return 1e-2;
     case Precision::kBf16: return 5e-2;
     default: return 1e-4;
@@ -445,6 +468,7 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
   out.resolved_device = device->str();
   out.cpu_blas = CpuBlas();
   out.cpu_threads = at::get_num_threads();
+  out.math_mode = MathMode(c, *device);
   if (auto s = CheckRunnable(c, *device); !s.ok()) {
     out.error = std::string(s.message());
     return out;

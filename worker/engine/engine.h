@@ -53,6 +53,7 @@ struct RunOutcome {
   std::string error;            // kFailed and kOutOfMemory
   std::string resolved_device;  // "cpu", "cuda:0", "mps"
   std::string cpu_blas;         // what the CPU's matrix products ran on (CpuBlas)
+  std::string math_mode;        // what the precision ran in ("fp32, TF32 off in ...")
   int cpu_threads = 0;          // LibTorch's intra-op threads
 
   double throughput_samples_per_s = 0;

@@ -1,5 +1,5 @@
 // The built-in models' shared parts (internal to the engine): version
-// compatibility, the fixed label functions, FLOP counting, the layers and
+// compatibility, the fixed label functions, the layers and
 // blocks several models use, and the factories of the model files
 // (models_vision.cc, models_sequence.cc) that CreateModel calls.
 #ifndef GPUBENCH_WORKER_ENGINE_MODEL_PARTS_H_
@@ -153,26 +153,6 @@ inline torch::Tensor CountLabels(const torch::Tensor& tokens, int64_t num_classe
 }
 
 // ---------------------------------------------------------------------------
-// FLOP counting. MACs, doubled by the models.
-
-inline int64_t ConvOutSize(int64_t in, int64_t kernel, int64_t stride,
-                    int64_t padding) {
-  return (in + 2 * padding - kernel) / stride + 1;
-}
-
-inline double ConvMacs(int64_t in_channels, int64_t out_channels, int64_t kernel,
-                int64_t out_size) {
-  return static_cast<double>(in_channels) * out_channels * kernel * kernel *
-         out_size * out_size;
-}
-
-// Per time step of one direction of one LSTM layer: four gates, each a matmul
-// of the input and one of the hidden state.
-inline double LstmStepMacs(int64_t input_size, int64_t hidden_size) {
-  return 4.0 * hidden_size * (input_size + hidden_size);
-}
-
-// ---------------------------------------------------------------------------
 // Layers.
 
 inline torch::nn::Conv2d Conv(int64_t in, int64_t out, int64_t kernel, int64_t stride,
@@ -195,10 +175,6 @@ class DoubleConv : public torch::nn::Module {
   torch::Tensor Forward(const torch::Tensor& x) {
     torch::Tensor y = torch::relu(bn1_(conv1_(x)));
     return torch::relu(bn2_(conv2_(y)));
-  }
-
-  static double Macs(int64_t in, int64_t out, int64_t size) {
-    return ConvMacs(in, out, 3, size) + ConvMacs(out, out, 3, size);
   }
 
  private:
@@ -247,23 +223,6 @@ class ResidualBlock : public torch::nn::Module {
       y = bn2_(conv2_(y));
     }
     return torch::relu(y + (downsample_ ? downsample_->forward(x) : x));
-  }
-
-  // MACs for an input of side in_size; *out_size receives the output side.
-  static double Macs(int64_t in, int64_t planes, int64_t stride,
-                     bool bottleneck, int64_t in_size, int64_t* out_size) {
-    const int64_t out = planes * Expansion(bottleneck);
-    const int64_t size = ConvOutSize(in_size, 3, stride, 1);
-    double macs;
-    if (bottleneck) {
-      macs = ConvMacs(in, planes, 1, in_size) +
-             ConvMacs(planes, planes, 3, size) + ConvMacs(planes, out, 1, size);
-    } else {
-      macs = ConvMacs(in, planes, 3, size) + ConvMacs(planes, planes, 3, size);
-    }
-    if (stride != 1 || in != out) macs += ConvMacs(in, out, 1, size);
-    *out_size = size;
-    return macs;
   }
 
  private:

@@ -43,6 +43,22 @@ torch::Tensor BenchModel::Loss(const torch::Tensor& output,
 
 int64_t BenchModel::ParameterCount() const { return CountParameters(*this); }
 
+ModelCost CostOf(const RunConfig& c) {
+  const WorkloadInfo* info = FindWorkload(ModelWorkload(c.workload, c.ddp_model));
+  if (info == nullptr || info->cost == nullptr) return {};
+  ModelShape s;
+  s.model_size = c.model_size;
+  s.image_size = c.image_size;
+  s.num_classes = c.num_classes;
+  s.sequence_length = c.sequence_length;
+  s.num_layers = c.num_layers;
+  s.hidden_size = c.hidden_size;
+  s.num_heads = c.num_heads;
+  s.vocab_size = c.vocab_size;
+  s.decoder = c.decoder;
+  return info->cost(s);
+}
+
 int64_t CountParameters(const torch::nn::Module& module) {
   int64_t count = 0;
   for (const torch::Tensor& parameter : module.parameters()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/workload_registry.h"
 #include "worker/engine/config.h"
 
 namespace gpubench::engine {
@@ -52,10 +53,6 @@ class BenchModel : public torch::nn::Module {
   virtual int64_t vocab_size() const { return 0; }
   virtual int64_t token_low() const { return 0; }
 
-  // Forward FLOPs for one sample, counting 2 per multiply-accumulate of
-  // convolutions, linear layers, LSTM gates and attention matmuls.
-  virtual double ForwardFlopsPerSample() const = 0;
-
   // Trainable parameters (CountParameters of this module, unless the
   // weights live elsewhere).
   virtual int64_t ParameterCount() const;
@@ -71,6 +68,11 @@ class BenchModel : public torch::nn::Module {
     return -1;
   }
 };
+
+// The cost of the built-in model c runs (ddp: its ddp_model), from the
+// workload registry: parameters and forward FLOPs per sample. All zero for a
+// workload that is not a built-in model.
+ModelCost CostOf(const RunConfig& c);
 
 // Builds the model named by config.workload ("mlp", "simple_cnn", "resnet18",
 // "resnet50", "unet", "bilstm", "cnn_lstm", "transformer") with its

@@ -51,13 +51,6 @@ class BiLstm : public BenchModel {
   }
   InputKind input_kind() const override { return InputKind::kTokens; }
   int64_t vocab_size() const override { return vocab_size_; }
-  double ForwardFlopsPerSample() const override {
-    const double macs = 2.0 * sequence_length_ *
-                            (LstmStepMacs(kEmbedding, kHidden) +
-                             LstmStepMacs(2 * kHidden, kHidden)) +
-                        2.0 * kHidden * num_classes_;
-    return 2 * macs;
-  }
 
  private:
   const int64_t sequence_length_;
@@ -119,18 +112,6 @@ class CnnLstm : public BenchModel {
     return {sequence_length_, 3, image_size_, image_size_};
   }
   InputKind input_kind() const override { return InputKind::kFrames; }
-  double ForwardFlopsPerSample() const override {
-    double frame_macs = 0;
-    int64_t size = image_size_;
-    for (int i = 0; i < 3; ++i) {
-      size = ConvOutSize(size, 3, 2, 1);
-      frame_macs += ConvMacs(kWidths[i], kWidths[i + 1], 3, size);
-    }
-    const double macs =
-        sequence_length_ * (frame_macs + LstmStepMacs(kWidths[3], kHidden)) +
-        static_cast<double>(kHidden) * num_classes_;
-    return 2 * macs;
-  }
 
  private:
   const int64_t sequence_length_;
@@ -201,16 +182,6 @@ class Transformer : public BenchModel {
   }
   InputKind input_kind() const override { return InputKind::kTokens; }
   int64_t vocab_size() const override { return vocab_size_; }
-  double ForwardFlopsPerSample() const override {
-    const double t = static_cast<double>(sequence_length_);
-    const double h = static_cast<double>(hidden_);
-    // Per token and layer: qkv 3h^2, out projection h^2, MLP 8h^2, and the
-    // two attention matmuls (QK^T and AV) over all T positions. The causal
-    // mask's skipped half is counted too, as is usual for MFU figures.
-    const double per_layer = t * (12 * h * h + 2 * t * h);
-    const double head = decoder_ ? t * h * vocab_size_ : h * num_classes_;
-    return 2 * (num_layers_ * per_layer + head);
-  }
 
  private:
   const int64_t sequence_length_;

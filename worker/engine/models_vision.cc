@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/model_cost.h"
 #include "worker/engine/model_parts.h"
 
 namespace gpubench::engine {
@@ -19,11 +20,9 @@ class Mlp : public ImageClassifier {
     for (size_t i = 0; i < hidden.size(); ++i) {
       layers_.push_back(register_module(absl::StrCat("fc", i),
                                         torch::nn::Linear(in, hidden[i])));
-      macs_ += static_cast<double>(in) * hidden[i];
       in = hidden[i];
     }
     out_ = register_module("out", torch::nn::Linear(in, num_classes));
-    macs_ += static_cast<double>(in) * num_classes;
   }
 
   torch::Tensor Forward(const torch::Tensor& input) override {
@@ -31,12 +30,10 @@ class Mlp : public ImageClassifier {
     for (torch::nn::Linear& layer : layers_) x = torch::relu(layer(x));
     return out_(x);
   }
-  double ForwardFlopsPerSample() const override { return 2 * macs_; }
 
  private:
   std::vector<torch::nn::Linear> layers_;
   torch::nn::Linear out_{nullptr};
-  double macs_ = 0;
 };
 
 class SimpleCnn : public ImageClassifier {
@@ -48,26 +45,19 @@ class SimpleCnn : public ImageClassifier {
         fc1_(register_module(
             "fc1",
             torch::nn::Linear(64 * (image_size / 4) * (image_size / 4), 128))),
-        fc2_(register_module("fc2", torch::nn::Linear(128, num_classes))) {
-    const int64_t half = image_size / 2;
-    const int64_t quarter = half / 2;
-    macs_ = ConvMacs(3, 32, 3, image_size) + ConvMacs(32, 64, 3, half) +
-            64.0 * quarter * quarter * 128 + 128.0 * num_classes;
-  }
+        fc2_(register_module("fc2", torch::nn::Linear(128, num_classes))) {}
 
   torch::Tensor Forward(const torch::Tensor& input) override {
     torch::Tensor x = torch::max_pool2d(torch::relu(conv1_(input)), {2, 2});
     x = torch::max_pool2d(torch::relu(conv2_(x)), {2, 2});
     return fc2_(torch::relu(fc1_(x.flatten(1))));
   }
-  double ForwardFlopsPerSample() const override { return 2 * macs_; }
 
  private:
   torch::nn::Conv2d conv1_;
   torch::nn::Conv2d conv2_;
   torch::nn::Linear fc1_;
   torch::nn::Linear fc2_;
-  double macs_ = 0;
 };
 
 // torchvision's resnet18 / resnet50, module names included.
@@ -78,9 +68,6 @@ class ResNet : public ImageClassifier {
       : ImageClassifier(image_size, num_classes),
         conv1_(register_module("conv1", Conv(3, 64, 7, 2, 3, false))),
         bn1_(register_module("bn1", torch::nn::BatchNorm2d(64))) {
-    int64_t size = ConvOutSize(image_size, 7, 2, 3);
-    macs_ = ConvMacs(3, 64, 7, size);
-    size = ConvOutSize(size, 3, 2, 1);  // max pool
     int64_t in = 64;
     for (size_t stage = 0; stage < blocks_per_stage.size(); ++stage) {
       const int64_t planes = int64_t{64} << stage;
@@ -92,13 +79,10 @@ class ResNet : public ImageClassifier {
             std::make_shared<ResidualBlock>(in, planes, stride, bottleneck);
         list->push_back(block);
         blocks_.push_back(block);
-        macs_ +=
-            ResidualBlock::Macs(in, planes, stride, bottleneck, size, &size);
         in = planes * ResidualBlock::Expansion(bottleneck);
       }
     }
     fc_ = register_module("fc", torch::nn::Linear(in, num_classes));
-    macs_ += static_cast<double>(in) * num_classes;
 
     // torchvision's initialisation; BatchNorm already starts at weight 1,
     // bias 0, and the fc keeps the default Linear init, as in torchvision.
@@ -116,14 +100,12 @@ class ResNet : public ImageClassifier {
     for (const auto& block : blocks_) x = block->Forward(x);
     return fc_(torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1));
   }
-  double ForwardFlopsPerSample() const override { return 2 * macs_; }
 
  private:
   torch::nn::Conv2d conv1_;
   torch::nn::BatchNorm2d bn1_;
   std::vector<std::shared_ptr<ResidualBlock>> blocks_;
   torch::nn::Linear fc_{nullptr};
-  double macs_ = 0;
 };
 
 // One decoder step of the UNet: upsample, concatenate the skip, DoubleConv.
@@ -176,19 +158,6 @@ class UNet : public BenchModel {
     }
     outc_ =
         register_module("outc", Conv(widths[0], num_classes, 1, 1, 0, true));
-
-    int64_t sizes[5] = {image_size};
-    for (int i = 1; i < 5; ++i) sizes[i] = sizes[i - 1] / 2;
-    macs_ = DoubleConv::Macs(3, widths[0], sizes[0]);
-    for (int i = 1; i < 5; ++i) {
-      macs_ += DoubleConv::Macs(widths[i - 1], widths[i], sizes[i]);
-    }
-    for (int i = 4; i > 0; --i) {
-      // A 2x2 stride-2 transposed conv: every input pixel feeds 4 outputs.
-      macs_ += 4.0 * widths[i] * (widths[i] / 2) * sizes[i] * sizes[i];
-      macs_ += DoubleConv::Macs(widths[i], widths[i - 1], sizes[i - 1]);
-    }
-    macs_ += ConvMacs(widths[0], num_classes, 1, image_size);
   }
 
   torch::Tensor Forward(const torch::Tensor& input) override {
@@ -252,7 +221,6 @@ class UNet : public BenchModel {
     return {3, image_size_, image_size_};
   }
   InputKind input_kind() const override { return InputKind::kImage; }
-  double ForwardFlopsPerSample() const override { return 2 * macs_; }
 
  private:
   const int64_t image_size_;
@@ -261,20 +229,13 @@ class UNet : public BenchModel {
   std::vector<std::shared_ptr<DoubleConv>> downs_;  // inc, down1..down4
   std::vector<std::shared_ptr<UpBlock>> ups_;       // up1..up4
   torch::nn::Conv2d outc_{nullptr};
-  double macs_ = 0;
 };
 
 }  // namespace
 
 ModelOrError NewMlp(const RunConfig& c) {
-  std::vector<int64_t> hidden;
-  if (c.model_size == "small") {
-    hidden = {10};
-  } else if (c.model_size == "medium") {
-    hidden = {128, 128};
-  } else if (c.model_size == "large") {
-    hidden = {2048, 192};
-  } else {
+  const std::vector<int64_t> hidden = cost::MlpHiddenWidths(c.model_size);
+  if (hidden.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.base.params.model_size: must be small, medium or large, got \"", c.model_size,
         "\""));

@@ -81,7 +81,7 @@ class NetworkWorkload : public Workload {
   void Report(RunOutcome* out) override {
     out->graph_capture_ms = graph_capture_ms_;
     out->parameter_count = model_->ParameterCount();
-    const double fwd = model_->ForwardFlopsPerSample() * c_.batch_size * world_size_;
+    const double fwd = CostOf(c_).forward_flops_per_sample * c_.batch_size * world_size_;
     out->flops_per_iteration = c_.mode == Mode::kTrain ? 3 * fwd : fwd;
     if (first_loss_) out->first_loss = *first_loss_;
     if (last_loss_.defined()) out->last_loss = last_loss_.item<double>();

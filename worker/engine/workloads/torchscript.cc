@@ -118,7 +118,6 @@ class TorchScriptModel : public BenchModel {
   }
   int64_t vocab_size() const override { return inputs_[0].high; }
   int64_t token_low() const override { return inputs_[0].low; }
-  double ForwardFlopsPerSample() const override { return 0; }
   void train(bool on) override { module_.train(on); }
   // The scripted module's own parameters and buffers (the registered
   // parameters are the same tensors), and its floating-point inputs.
@@ -182,7 +181,6 @@ class AotiModel : public BenchModel {
   }
   int64_t vocab_size() const override { return script_inputs_[0].high; }
   int64_t token_low() const override { return script_inputs_[0].low; }
-  double ForwardFlopsPerSample() const override { return 0; }
 
  private:
   torch::inductor::AOTIModelPackageLoader loader_;

@@ -39,7 +39,8 @@ def parse_args(argv):
     p.add_argument("--decoder", type=int, default=0)
     p.add_argument("--vocab-size", type=int, default=1000)
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
+    p.add_argument("--precision", default="fp32",
+                   choices=("fp32", "tf32", "fp16", "bf16", "fp32_default"))
     p.add_argument("--channels-last", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--out")
@@ -93,6 +94,9 @@ def main(argv=None):
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.precision, torch.float32)
     if a.precision == "tf32":
         torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    elif a.precision == "fp32_default":  # PyTorch's own defaults
+        torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = True
     elif a.precision == "fp32":
         torch.backends.cuda.matmul.allow_tf32 = False
