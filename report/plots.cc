@@ -81,13 +81,15 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
   auto device_bytes = [&](size_t i) {
     return view.runs[i]->result().memory().peak_device_allocated_bytes();
   };
-  auto on_device = [&](const std::vector<size_t>& g) {
-    return std::any_of(g.begin(), g.end(), [&](size_t i) { return device_bytes(i) > 0; });
-  };
-  int64_t max_device = 0, max_rss = 0;
+  std::vector<bool> on_device;
   for (const auto& g : groups) {
-    for (size_t i : g) {
-      if (on_device(g)) {
+    on_device.push_back(
+        std::any_of(g.begin(), g.end(), [&](size_t i) { return device_bytes(i) > 0; }));
+  }
+  int64_t max_device = 0, max_rss = 0;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    for (size_t i : groups[gi]) {
+      if (on_device[gi]) {
         max_device = std::max(max_device, device_bytes(i));
       } else {
         max_rss = std::max(max_rss, view.runs[i]->result().memory().peak_host_rss_bytes());
@@ -107,7 +109,7 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
         LabelOr(GroupLabel(view.values[g[0]], view.varying, Bit(axis.facet)),
                 view.values[g[0]][kWorkload]);
     const std::string color = SeriesColor(gi);
-    const bool device = on_device(g);
+    const bool device = on_device[gi];
     Series t{label, color, false, {}, {}}, p50{label + " p50", color, false, {}, {}},
         p95{label + " p95", color, true, {}, {}}, mem{label, color, false, {}, {}},
         waiting{label, color, false, {}, {}};
