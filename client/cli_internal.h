@@ -136,6 +136,8 @@ int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::
 
 // Commands, each returning the exit code.
 int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err);
+int RunCommand(const Args& a, std::ostream& out, std::ostream& err);   // spec_commands.cc
+int SpecCommand(const Args& a, std::ostream& out, std::ostream& err);  // spec_commands.cc
 // `spec --dry-run`: the daemon's plan of spec (what SubmitJob would queue
 // and its workers would run, cuda:all rewritten), queueing nothing.
 int DryRun(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::ostream& err);

@@ -244,10 +244,8 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
       out << "by category: " << absl::StrJoin(parts, ", ") << "\n";
     }
   }
-  const bool any_oom = std::any_of(runs.begin(), runs.end(), [](const v1::Run& r) {
-    return r.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
-           r.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
-  });
+  const bool any_oom = std::any_of(runs.begin(), runs.end(),
+                                   [](const v1::Run& r) { return report::OutOfMemory(r); });
   if (format == Format::kTable && any_oom) {
     for (const auto& [key, batch] : job.max_batch_size_fits()) {
       auto config = ParseConfigKey(key);

@@ -22,6 +22,11 @@ bool Measured(const v1::Run& run) {
   return run.state() == v1::RUN_STATE_SUCCEEDED && run.result().throughput_samples_per_s() > 0;
 }
 
+bool OutOfMemory(const v1::Run& run) {
+  return run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
+         run.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
+}
+
 std::string ByteRate(double bytes_per_s) {
   return bytes_per_s >= 1e12 ? absl::StrFormat("%.2f TB/s", bytes_per_s / 1e12)
                              : absl::StrFormat("%.1f GB/s", bytes_per_s / 1e9);

@@ -22,6 +22,10 @@ std::string Short(const google::protobuf::EnumDescriptor* type, int value);
 // The analyses and plots use only these.
 bool Measured(const v1::Run& run);
 
+// Whether a run ran out of memory, or was skipped after a smaller batch of
+// its config did: then "the largest batch that fit" is news.
+bool OutOfMemory(const v1::Run& run);
+
 // Pointers to runs, in order, for the analyses that take them.
 std::vector<const v1::Run*> RunPointers(const std::vector<v1::Run>& runs);
 

@@ -202,10 +202,8 @@ std::string RunTable(const JobView& view) {
 // The largest batch that fit per config, where the job swept the batch or a
 // run ran out of memory; "" otherwise (every batch then fit: no news).
 std::string MaxBatchFits(const JobView& view) {
-  const bool oom = std::any_of(view.runs.begin(), view.runs.end(), [](const v1::Run* r) {
-    return r->state() == v1::RUN_STATE_OUT_OF_MEMORY ||
-           r->state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
-  });
+  const bool oom = std::any_of(view.runs.begin(), view.runs.end(),
+                               [](const v1::Run* r) { return OutOfMemory(*r); });
   if (!view.varying[kBatch] && !oom) return "";
   const auto& fits = view.src->job.max_batch_size_fits();
   if (fits.empty()) return "-";

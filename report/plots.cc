@@ -75,8 +75,9 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
                     {}, true};
   LineChart wait{absl::StrCat("Data-wait share vs ", axis.name), axis.name,
                  "data wait (% of measured time)", {}};
-  // A group on a device with an allocator that counts (CUDA) is drawn by its
-  // peak allocated; one on the CPU by its process's peak RSS, on a chart of
+  // A group whose device's allocator counts (CUDA; the CPU since the
+  // worker's counting allocator) is drawn by its tensors' peak allocated;
+  // one without (older runs, MPS) by its process's peak RSS, on a chart of
   // its own.
   auto device_bytes = [&](size_t i) {
     return view.runs[i]->result().memory().peak_device_allocated_bytes();
@@ -99,7 +100,7 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
   const double device_unit = max_device >= (int64_t{1} << 30) ? 1 << 30 : 1 << 20;
   const double rss_unit = max_rss >= (int64_t{1} << 30) ? 1 << 30 : 1 << 20;
   auto unit_name = [](double unit) { return unit > (1 << 20) ? " (GiB)" : " (MiB)"; };
-  LineChart device_memory{absl::StrCat("Peak device memory allocated vs ", axis.name), axis.name,
+  LineChart device_memory{absl::StrCat("Peak memory allocated vs ", axis.name), axis.name,
                           absl::StrCat("peak allocated", unit_name(device_unit)), {}};
   LineChart rss{absl::StrCat("Peak host RSS vs ", axis.name), axis.name,
                 absl::StrCat("peak RSS", unit_name(rss_unit)), {}};

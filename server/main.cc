@@ -151,17 +151,15 @@ absl::Status NonNegative(const char* name, int64_t value) {
 
 int Clamp(int64_t value, int64_t most) { return static_cast<int>(std::min(value, most)); }
 
-// The flags, checked for range, as the daemon's configuration.
-absl::StatusOr<DaemonConfig> ConfigFromFlags() {
-  using gpubench::DefaultDataDir;
-  DaemonConfig c;
-  gpubench::server::DaemonOptions& options = c.jobs;
-  gpubench::server::ServiceOptions& service = c.service;
+// The numeric limits, each checked for range.
+absl::Status ReadLimits(DaemonConfig* c) {
+  gpubench::server::DaemonOptions& options = c->jobs;
+  gpubench::server::ServiceOptions& service = c->service;
   gpubench::storage::RetentionLimits& retention = options.retention;
   const int64_t max_queue = absl::GetFlag(FLAGS_max_queue);
   const int64_t max_requeues = absl::GetFlag(FLAGS_max_requeues);
   const int64_t max_priority = absl::GetFlag(FLAGS_max_priority);
-  c.max_db_bytes = absl::GetFlag(FLAGS_max_db_bytes);
+  c->max_db_bytes = absl::GetFlag(FLAGS_max_db_bytes);
   options.max_job_seconds = absl::GetFlag(FLAGS_max_job_seconds);
   options.stop_grace_ms = absl::GetFlag(FLAGS_stop_grace_ms);
   retention.max_runs_with_samples = absl::GetFlag(FLAGS_keep_samples_runs);
@@ -174,7 +172,7 @@ absl::StatusOr<DaemonConfig> ConfigFromFlags() {
   for (const auto& [name, value] : std::initializer_list<std::pair<const char*, int64_t>>{
            {"max-queue", max_queue},
            {"max-requeues", max_requeues},
-           {"max-db-bytes", c.max_db_bytes},
+           {"max-db-bytes", c->max_db_bytes},
            {"max-priority", max_priority},
            {"stop-grace-ms", options.stop_grace_ms},
            {"keep-samples-runs", retention.max_runs_with_samples},
@@ -201,12 +199,20 @@ absl::StatusOr<DaemonConfig> ConfigFromFlags() {
   options.max_requeues = Clamp(max_requeues, 1 << 30);
   service.upload_idle_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_upload_idle_timeout_ms));
   service.upload_min_bytes_per_second = absl::GetFlag(FLAGS_upload_min_bytes_per_second);
-  c.listen = absl::GetFlag(FLAGS_listen);
-  c.data_dir =
-      absl::GetFlag(FLAGS_data_dir).empty() ? DefaultDataDir() : absl::GetFlag(FLAGS_data_dir);
+  service.max_priority_without_admin = Clamp(max_priority, 1000);
+  return absl::OkStatus();
+}
+
+// Where the daemon listens, keeps its data and finds its worker and models.
+absl::Status ReadPaths(DaemonConfig* c) {
+  gpubench::server::DaemonOptions& options = c->jobs;
+  c->listen = absl::GetFlag(FLAGS_listen);
+  c->data_dir = absl::GetFlag(FLAGS_data_dir).empty() ? gpubench::DefaultDataDir()
+                                                      : absl::GetFlag(FLAGS_data_dir);
   // Absolute: workers (in their scratch folders) find uploaded models by it.
-  if (char cwd[PATH_MAX]; !c.data_dir.empty() && c.data_dir[0] != '/' && getcwd(cwd, sizeof(cwd))) {
-    c.data_dir = std::string(cwd) + "/" + c.data_dir;
+  if (char cwd[PATH_MAX];
+      !c->data_dir.empty() && c->data_dir[0] != '/' && getcwd(cwd, sizeof(cwd))) {
+    c->data_dir = std::string(cwd) + "/" + c->data_dir;
   }
   options.worker_path = absl::GetFlag(FLAGS_worker).empty() ? gpubench::worker::DefaultWorkerPath()
                                                             : absl::GetFlag(FLAGS_worker);
@@ -215,7 +221,7 @@ absl::StatusOr<DaemonConfig> ConfigFromFlags() {
   if (const std::string real = gpubench::RealPath(options.worker_path); !real.empty()) {
     options.worker_path = real;
   }
-  options.model_dir = c.data_dir + "/models";
+  options.model_dir = c->data_dir + "/models";
   for (const std::string& root : absl::GetFlag(FLAGS_model_root)) {
     auto canonical = gpubench::CanonicalDir(root);
     if (!canonical.ok()) {
@@ -225,28 +231,33 @@ absl::StatusOr<DaemonConfig> ConfigFromFlags() {
   }
   options.allow_uploaded_aoti = absl::GetFlag(FLAGS_allow_uploaded_aoti);
   options.aot.set_python(absl::GetFlag(FLAGS_python));
-  options.aot.set_cache_dir(c.data_dir + "/aot-cache");
+  options.aot.set_cache_dir(c->data_dir + "/aot-cache");
   options.aot.set_cache_bytes(absl::GetFlag(FLAGS_aot_cache_bytes));
-  c.token_file = absl::GetFlag(FLAGS_token_file);
-  c.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  c.tls_key = absl::GetFlag(FLAGS_tls_key);
-  c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
-  c.client_cert_role = absl::GetFlag(FLAGS_client_cert_role);
-  c.worker_user = absl::GetFlag(FLAGS_worker_user);
-  c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  c.health_listen = absl::GetFlag(FLAGS_health_listen);
-  c.port_file = absl::GetFlag(FLAGS_port_file);
-  c.insecure = absl::GetFlag(FLAGS_insecure);
-  c.metrics_without_token = absl::GetFlag(FLAGS_metrics_without_token);
-  c.allow_unconfined_user_models = absl::GetFlag(FLAGS_allow_unconfined_user_models);
-  // Confinement: the worker may not read what the daemon keeps private.
-  gpubench::worker::WorkerLimits& limits = options.worker_limits;
-  limits.scratch_root = c.data_dir + "/work";
+  c->metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  c->health_listen = absl::GetFlag(FLAGS_health_listen);
+  c->port_file = absl::GetFlag(FLAGS_port_file);
+  return absl::OkStatus();
+}
+
+// Who may call, and what a worker may touch. After ReadPaths: the worker
+// may not read what the daemon keeps private, its data directory first.
+void ReadAccess(DaemonConfig* c) {
+  c->token_file = absl::GetFlag(FLAGS_token_file);
+  c->tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  c->tls_key = absl::GetFlag(FLAGS_tls_key);
+  c->tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  c->client_cert_role = absl::GetFlag(FLAGS_client_cert_role);
+  c->worker_user = absl::GetFlag(FLAGS_worker_user);
+  c->insecure = absl::GetFlag(FLAGS_insecure);
+  c->metrics_without_token = absl::GetFlag(FLAGS_metrics_without_token);
+  c->allow_unconfined_user_models = absl::GetFlag(FLAGS_allow_unconfined_user_models);
+  gpubench::worker::WorkerLimits& limits = c->jobs.worker_limits;
+  limits.scratch_root = c->data_dir + "/work";
   limits.confine =
       absl::GetFlag(FLAGS_confine_workers) && gpubench::worker::LandlockAbi() > 0;
-  limits.protected_paths = {c.data_dir};
+  limits.protected_paths = {c->data_dir};
   for (const std::string& path :
-       {c.token_file, c.tls_key, c.tls_cert, c.tls_client_ca, absl::GetFlag(FLAGS_config)}) {
+       {c->token_file, c->tls_key, c->tls_cert, c->tls_client_ca, absl::GetFlag(FLAGS_config)}) {
     // Resolved here: a worker, in its scratch folder, would resolve a
     // relative one elsewhere and protect nothing.
     if (!path.empty()) {
@@ -255,10 +266,17 @@ absl::StatusOr<DaemonConfig> ConfigFromFlags() {
     }
   }
   limits.read_paths = absl::GetFlag(FLAGS_worker_read_path);
-  service.user_models_need_admin = !limits.confine && !c.allow_unconfined_user_models;
-  service.model_dir = options.model_dir;
-  service.allow_uploaded_aoti = options.allow_uploaded_aoti;
-  service.max_priority_without_admin = Clamp(max_priority, 1000);
+  c->service.user_models_need_admin = !limits.confine && !c->allow_unconfined_user_models;
+  c->service.model_dir = c->jobs.model_dir;
+  c->service.allow_uploaded_aoti = c->jobs.allow_uploaded_aoti;
+}
+
+// The flags, checked for range, as the daemon's configuration.
+absl::StatusOr<DaemonConfig> ConfigFromFlags() {
+  DaemonConfig c;
+  if (auto s = ReadLimits(&c); !s.ok()) return s;
+  if (auto s = ReadPaths(&c); !s.ok()) return s;
+  ReadAccess(&c);
   return c;
 }
 

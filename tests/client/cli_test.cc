@@ -373,6 +373,26 @@ TEST(CliDaemon, CsvAndJsonOutputsParseBack) {
   EXPECT_EQ(markdown.out.rfind("| job | # | run | config", 0), 0u) << markdown.out;
 }
 
+// A gbench export of two jobs' runs of the same two configs: each config is
+// a benchmark of two repetitions (0 and 1), with our counters.
+void ExpectTwoRepetitionsOfTwoConfigs(const std::string& gbench) {
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(gbench, &doc).ok()) << gbench;
+  const auto& benchmarks = doc.fields().at("benchmarks").list_value().values();
+  ASSERT_EQ(benchmarks.size(), 4);
+  std::map<std::string, std::set<int>> reps;
+  for (const auto& b : benchmarks) {
+    const auto& f = b.struct_value().fields();
+    EXPECT_EQ(f.at("repetitions").number_value(), 2);
+    reps[f.at("name").string_value()].insert(f.at("repetition_index").number_value());
+    EXPECT_GT(f.at("items_per_second").number_value(), 0);
+    EXPECT_GT(f.at("p99_ms").number_value(), 0);
+    EXPECT_GE(f.at("p99_ms").number_value(), f.at("p50_ms").number_value());
+  }
+  EXPECT_EQ(reps.size(), 2u);
+  for (const auto& [name, indices] : reps) EXPECT_EQ(indices, (std::set<int>{0, 1})) << name;
+}
+
 // --output gbench is read by Google Benchmark's own compare.py (Debian's
 // libbenchmark-tools): it pairs the two jobs' runs by config and reads our
 // time per iteration; runs of one config across jobs are repetitions.
@@ -441,21 +461,7 @@ TEST(CliDaemon, GoogleBenchmarksCompareReadsTheGbenchExport) {
   // Across both jobs, each config has two repetitions; the counters are there.
   Result all = Cli({"runs", "--host", d.address(), "--output", "gbench"});
   ASSERT_EQ(all.code, kExitOk) << all.err;
-  google::protobuf::Struct doc;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(all.out, &doc).ok()) << all.out;
-  const auto& benchmarks = doc.fields().at("benchmarks").list_value().values();
-  ASSERT_EQ(benchmarks.size(), 4);
-  std::map<std::string, std::set<int>> reps;
-  for (const auto& b : benchmarks) {
-    const auto& f = b.struct_value().fields();
-    EXPECT_EQ(f.at("repetitions").number_value(), 2);
-    reps[f.at("name").string_value()].insert(f.at("repetition_index").number_value());
-    EXPECT_GT(f.at("items_per_second").number_value(), 0);
-    EXPECT_GT(f.at("p99_ms").number_value(), 0);
-    EXPECT_GE(f.at("p99_ms").number_value(), f.at("p50_ms").number_value());
-  }
-  EXPECT_EQ(reps.size(), 2u);
-  for (const auto& [name, indices] : reps) EXPECT_EQ(indices, (std::set<int>{0, 1})) << name;
+  ASSERT_NO_FATAL_FAILURE(ExpectTwoRepetitionsOfTwoConfigs(all.out));
 
   // Not a format for commands that print no runs.
   Result jobs = Cli({"jobs", "--host", d.address(), "--output", "gbench"});

@@ -44,14 +44,20 @@ uint32_t Be32(const unsigned char* p) {
 
 constexpr char kPngSignature[] = "\x89PNG\r\n\x1a\n";
 
-// Decodes an 8-bit RGB or RGBA non-interlaced PNG, which is what Chromium's
-// screenshots are. Returns an error text, empty on success.
-std::string DecodePng(const std::string& file, Image* image) {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(file.data());
-  if (file.size() < 8 || std::memcmp(bytes, kPngSignature, 8) != 0)
-    return "not a PNG";
-  int depth = 0, colour = 0, interlace = 0;
+// What a PNG's chunks hold: its header's fields and its image data, still
+// deflated.
+struct PngChunks {
+  int depth = 0;
+  int colour = 0;
+  int interlace = 0;
   std::string idat;
+};
+
+// Reads the chunks after the signature up to IEND, checking each one's CRC;
+// the image's size goes to image. Returns an error text, empty on success.
+std::string ReadChunks(const std::string& file, Image* image,
+                       PngChunks* chunks) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(file.data());
   bool ended = false;
   for (size_t pos = 8; pos + 12 <= file.size() && !ended;) {
     const uint32_t length = Be32(bytes + pos);
@@ -64,33 +70,48 @@ std::string DecodePng(const std::string& file, Image* image) {
       if (length != 13) return "bad IHDR";
       image->width = static_cast<int>(Be32(data));
       image->height = static_cast<int>(Be32(data + 4));
-      depth = data[8];
-      colour = data[9];
+      chunks->depth = data[8];
+      chunks->colour = data[9];
       if (data[10] != 0 || data[11] != 0)
         return "unknown compression or filter method";
-      interlace = data[12];
+      chunks->interlace = data[12];
     } else if (type == "IDAT") {
-      idat.append(reinterpret_cast<const char*>(data), length);
+      chunks->idat.append(reinterpret_cast<const char*>(data), length);
     } else if (type == "IEND") {
       ended = true;
     }
     pos += 12 + length;
   }
-  if (!ended) return "no IEND";
-  if (depth != 8 || (colour != 2 && colour != 6) || interlace != 0) {
-    return "unsupported: depth " + std::to_string(depth) + ", colour type " +
-           std::to_string(colour) + ", interlace " + std::to_string(interlace);
+  return ended ? "" : "no IEND";
+}
+
+// What a byte's filter type adds back to it, given the bytes left of it (a),
+// above it (b) and above and left (c); -1 for an unknown filter type.
+int Predictor(int filter, int a, int b, int c) {
+  switch (filter) {
+    case 0:
+      return 0;
+    case 1:
+      return a;
+    case 2:
+      return b;
+    case 3:
+      return (a + b) / 2;
+    case 4: {
+      const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b),
+                pc = std::abs(p - c);
+      return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+    }
+    default:
+      return -1;
   }
-  const size_t channels = colour == 6 ? 4 : 3;
+}
+
+// Undoes each row's filter in raw (a filter type byte, then the row's bytes)
+// into image's pixels. Returns an error text, empty on success.
+std::string Unfilter(const std::vector<unsigned char>& raw, size_t channels,
+                     Image* image) {
   const size_t stride = image->width * channels;
-  std::vector<unsigned char> raw(image->height * (stride + 1));
-  uLongf raw_size = raw.size();
-  if (uncompress(raw.data(), &raw_size,
-                 reinterpret_cast<const Bytef*>(idat.data()),
-                 idat.size()) != Z_OK ||
-      raw_size != raw.size()) {
-    return "IDAT does not inflate to the image size";
-  }
   std::vector<unsigned char> prev(stride, 0), cur(stride);
   image->pixels.resize(size_t(image->width) * image->height);
   for (int y = 0; y < image->height; ++y) {
@@ -100,29 +121,8 @@ std::string DecodePng(const std::string& file, Image* image) {
       const int a = x >= channels ? cur[x - channels] : 0;
       const int b = prev[x];
       const int c = x >= channels ? prev[x - channels] : 0;
-      int predictor = 0;
-      switch (filter) {
-        case 0:
-          predictor = 0;
-          break;
-        case 1:
-          predictor = a;
-          break;
-        case 2:
-          predictor = b;
-          break;
-        case 3:
-          predictor = (a + b) / 2;
-          break;
-        case 4: {
-          const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b),
-                    pc = std::abs(p - c);
-          predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-          break;
-        }
-        default:
-          return "bad filter type " + std::to_string(filter);
-      }
+      const int predictor = Predictor(filter, a, b, c);
+      if (predictor < 0) return "bad filter type " + std::to_string(filter);
       cur[x] = static_cast<unsigned char>(line[1 + x] + predictor);
     }
     for (int x = 0; x < image->width; ++x) {
@@ -134,6 +134,33 @@ std::string DecodePng(const std::string& file, Image* image) {
     std::swap(prev, cur);
   }
   return "";
+}
+
+// Decodes an 8-bit RGB or RGBA non-interlaced PNG, which is what Chromium's
+// screenshots are. Returns an error text, empty on success.
+std::string DecodePng(const std::string& file, Image* image) {
+  if (file.size() < 8 || std::memcmp(file.data(), kPngSignature, 8) != 0)
+    return "not a PNG";
+  PngChunks chunks;
+  const std::string error = ReadChunks(file, image, &chunks);
+  if (!error.empty()) return error;
+  if (chunks.depth != 8 || (chunks.colour != 2 && chunks.colour != 6) ||
+      chunks.interlace != 0) {
+    return "unsupported: depth " + std::to_string(chunks.depth) +
+           ", colour type " + std::to_string(chunks.colour) + ", interlace " +
+           std::to_string(chunks.interlace);
+  }
+  const size_t channels = chunks.colour == 6 ? 4 : 3;
+  const size_t stride = image->width * channels;
+  std::vector<unsigned char> raw(image->height * (stride + 1));
+  uLongf raw_size = raw.size();
+  if (uncompress(raw.data(), &raw_size,
+                 reinterpret_cast<const Bytef*>(chunks.idat.data()),
+                 chunks.idat.size()) != Z_OK ||
+      raw_size != raw.size()) {
+    return "IDAT does not inflate to the image size";
+  }
+  return Unfilter(raw, channels, image);
 }
 
 struct Ink {

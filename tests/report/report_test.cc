@@ -44,7 +44,7 @@ TEST(Report, HoldsEveryPlotTheDataSupports) {
   EXPECT_EQ(Count(html, "<svg"), 8);
   for (const char* title :
        {"Throughput vs batch size (bars: 95% interval)", "Latency (p50, p95) vs batch size",
-        "Peak device memory allocated vs batch size", "Speedup by device",
+        "Peak memory allocated vs batch size", "Speedup by device",
         "Optimised vs baseline", "Throughput vs loader threads",
         "Data-wait share vs loader threads", "Top operators"}) {
     EXPECT_NE(html.find(title), std::string::npos) << title;
@@ -344,7 +344,7 @@ TEST(Report, AModelSizeSweepIsPlottedAgainstParameters) {
   }
   const std::string html = RenderReport({job}, "model size");
   EXPECT_NE(html.find("Throughput vs model size (millions of parameters)"), std::string::npos);
-  EXPECT_NE(html.find("Peak device memory allocated vs model size"), std::string::npos);
+  EXPECT_NE(html.find("Peak memory allocated vs model size"), std::string::npos);
   EXPECT_NE(html.find("model size (millions of parameters) 105, 30000"), std::string::npos)
       << html;
   EXPECT_EQ(html.find("Throughput vs batch size"), std::string::npos);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -42,103 +43,130 @@ const std::map<std::string, Need>& Policy() {
 
 using Stub = v1::BenchService::Stub;
 
-// Calls one rpc with a harmless request.
-grpc::Status Call(Stub* stub, const std::string& method, const std::string& token) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+// Reads a server stream to its end; returns how it ended.
+template <typename Response>
+grpc::Status Drain(grpc::ClientReader<Response>* reader) {
+  Response resp;
+  while (reader->Read(&resp)) {
+  }
+  return reader->Finish();
+}
+
+// Each Call... below calls method with a harmless request if method is one
+// of its group of rpcs, and returns nothing otherwise.
+
+std::optional<grpc::Status> CallJobRpc(Stub* stub, grpc::ClientContext* ctx,
+                                       const std::string& method) {
   if (method == "SubmitJob") {
     v1::SubmitJobRequest req;
     req.mutable_spec()->mutable_base()->set_workload("empty");
     req.mutable_spec()->mutable_base()->set_device("cpu");
     req.set_dry_run(true);
     v1::SubmitJobResponse resp;
-    return stub->SubmitJob(&ctx, req, &resp);
+    return stub->SubmitJob(ctx, req, &resp);
   }
   if (method == "GetJob") {
     v1::GetJobRequest req;
     req.set_job_id("nope");
     v1::GetJobResponse resp;
-    return stub->GetJob(&ctx, req, &resp);
+    return stub->GetJob(ctx, req, &resp);
   }
   if (method == "ListJobs") {
     v1::ListJobsResponse resp;
-    return stub->ListJobs(&ctx, {}, &resp);
+    return stub->ListJobs(ctx, {}, &resp);
   }
   if (method == "WatchJob") {
     v1::WatchJobRequest req;
     req.set_job_id("nope");
-    auto reader = stub->WatchJob(&ctx, req);
-    v1::WatchJobResponse resp;
-    while (reader->Read(&resp)) {
-    }
-    return reader->Finish();
+    return Drain(stub->WatchJob(ctx, req).get());
   }
   if (method == "CancelJob") {
     v1::CancelJobRequest req;
     req.set_job_id("nope");
     v1::CancelJobResponse resp;
-    return stub->CancelJob(&ctx, req, &resp);
+    return stub->CancelJob(ctx, req, &resp);
   }
+  return std::nullopt;
+}
+
+std::optional<grpc::Status> CallRunRpc(Stub* stub, grpc::ClientContext* ctx,
+                                       const std::string& method) {
   if (method == "GetRun") {
     v1::GetRunRequest req;
     req.set_run_id("nope");
     v1::GetRunResponse resp;
-    return stub->GetRun(&ctx, req, &resp);
+    return stub->GetRun(ctx, req, &resp);
   }
   if (method == "ListRuns") {
     v1::ListRunsRequest req;
     req.set_job_id("nope");
     v1::ListRunsResponse resp;
-    return stub->ListRuns(&ctx, req, &resp);
+    return stub->ListRuns(ctx, req, &resp);
   }
   if (method == "QueryRuns") {
     v1::QueryRunsResponse resp;
-    return stub->QueryRuns(&ctx, {}, &resp);
+    return stub->QueryRuns(ctx, {}, &resp);
   }
-  if (method == "GetHostInfo") {
-    v1::GetHostInfoResponse resp;
-    return stub->GetHostInfo(&ctx, {}, &resp);
+  if (method == "GetTrace") {
+    v1::GetTraceRequest req;
+    req.set_run_id("nope");
+    return Drain(stub->GetTrace(ctx, req).get());
   }
+  if (method == "ListRegressions") {
+    v1::ListRegressionsResponse resp;
+    return stub->ListRegressions(ctx, {}, &resp);
+  }
+  return std::nullopt;
+}
+
+std::optional<grpc::Status> CallScheduleRpc(Stub* stub, grpc::ClientContext* ctx,
+                                            const std::string& method) {
   if (method == "CreateSchedule") {
     v1::CreateScheduleRequest req;  // no cron: INVALID_ARGUMENT once allowed
     v1::CreateScheduleResponse resp;
-    return stub->CreateSchedule(&ctx, req, &resp);
+    return stub->CreateSchedule(ctx, req, &resp);
   }
   if (method == "ListSchedules") {
     v1::ListSchedulesResponse resp;
-    return stub->ListSchedules(&ctx, {}, &resp);
+    return stub->ListSchedules(ctx, {}, &resp);
   }
   if (method == "DeleteSchedule") {
     v1::DeleteScheduleRequest req;
     req.set_schedule_id("nope");
     v1::DeleteScheduleResponse resp;
-    return stub->DeleteSchedule(&ctx, req, &resp);
+    return stub->DeleteSchedule(ctx, req, &resp);
   }
+  return std::nullopt;
+}
+
+std::optional<grpc::Status> CallModelOrHostRpc(Stub* stub, grpc::ClientContext* ctx,
+                                               const std::string& method) {
   if (method == "UploadModel") {
     v1::UploadModelResponse resp;
-    auto writer = stub->UploadModel(&ctx, &resp);
+    auto writer = stub->UploadModel(ctx, &resp);
     writer->WritesDone();  // no header: INVALID_ARGUMENT once allowed
     return writer->Finish();
-  }
-  if (method == "GetTrace") {
-    v1::GetTraceRequest req;
-    req.set_run_id("nope");
-    auto reader = stub->GetTrace(&ctx, req);
-    v1::GetTraceResponse resp;
-    while (reader->Read(&resp)) {
-    }
-    return reader->Finish();
-  }
-  if (method == "ListRegressions") {
-    v1::ListRegressionsResponse resp;
-    return stub->ListRegressions(&ctx, {}, &resp);
   }
   if (method == "DeleteModel") {
     v1::DeleteModelRequest req;
     req.set_sha256(std::string(64, 'a'));
     v1::DeleteModelResponse resp;
-    return stub->DeleteModel(&ctx, req, &resp);
+    return stub->DeleteModel(ctx, req, &resp);
+  }
+  if (method == "GetHostInfo") {
+    v1::GetHostInfoResponse resp;
+    return stub->GetHostInfo(ctx, {}, &resp);
+  }
+  return std::nullopt;
+}
+
+// Calls one rpc with a harmless request.
+grpc::Status Call(Stub* stub, const std::string& method, const std::string& token) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  for (auto* call : {&CallJobRpc, &CallRunRpc, &CallScheduleRpc, &CallModelOrHostRpc}) {
+    if (std::optional<grpc::Status> status = call(stub, &ctx, method)) return *status;
   }
   return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "the test does not know " + method);
 }
@@ -181,33 +209,91 @@ struct Identity {
   int role;  // 0: refused as unauthenticated
 };
 
-TEST(AuthMatrix, EveryRpcTimesEveryRoleTimesEveryTransport) {
-  // Every rpc of the service is in the policy above, so a new rpc fails
-  // here until someone says who may call it.
+struct Transport {
+  const char* label;
+  std::shared_ptr<grpc::Channel> channel;
+  int anonymous_role;  // what a call without a token may do
+};
+
+// The three daemons' flags: tokens alone, with TLS, and with TLS that takes
+// a certificate of the CA in dir as the read role. Writes their token file.
+struct DaemonFlags {
+  std::vector<std::string> plain, tls, mtls;
+};
+
+DaemonFlags WriteTokensAndFlags(const std::string& dir) {
+  std::ofstream(dir + "/tokens") << Sha256Hex("r-token") << " dashboards read\n"
+                                 << Sha256Hex("s-token") << " ci submit\n"
+                                 << Sha256Hex("a-token") << " ops admin\n";
+  DaemonFlags flags;
+  flags.plain = {"--token-file", dir + "/tokens"};
+  const std::vector<std::string> tls = {"--tls-cert", dir + "/server.pem", "--tls-key",
+                                        dir + "/server.key"};
+  flags.tls = flags.mtls = flags.plain;
+  flags.tls.insert(flags.tls.end(), tls.begin(), tls.end());
+  flags.mtls.insert(flags.mtls.end(), tls.begin(), tls.end());
+  for (const char* a : {"--tls-client-ca", "", "--client-cert-role", "read"}) {
+    flags.mtls.push_back(*a ? a : dir + "/ca.pem");
+  }
+  return flags;
+}
+
+// How a call that needs the need role ends for who on a transport where a
+// call without a token has anonymous_role.
+void ExpectAuthorization(const grpc::Status& s, const Identity& who, int anonymous_role,
+                         Need need, const std::string& where) {
+  if (who.role == 0 && !(anonymous_role > 0 && who.token.empty())) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << where;
+  } else if (who.role < need) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << where;
+  } else {
+    EXPECT_NE(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << where;
+    EXPECT_NE(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << where;
+    EXPECT_NE(s.error_code(), grpc::StatusCode::UNAVAILABLE) << where;
+    EXPECT_NE(s.error_code(), grpc::StatusCode::UNIMPLEMENTED) << where;
+  }
+}
+
+// Calls every rpc as every identity over t; returns how many calls it checked.
+int CheckEveryRpcAsEveryone(const Transport& t) {
+  auto stub = v1::BenchService::NewStub(t.channel);
+  const std::vector<Identity> identities = {{"no token", "", t.anonymous_role},
+                                            {"wrong token", "guess", 0},
+                                            {"read", "r-token", kRead},
+                                            {"submit", "s-token", kSubmit},
+                                            {"admin", "a-token", kAdmin}};
+  int checked = 0;
+  for (const auto& [method, need] : Policy()) {
+    for (const Identity& who : identities) {
+      const grpc::Status s = Call(stub.get(), method, who.token);
+      const std::string where = std::string(t.label) + " " + method + " as " + who.label +
+                                ": " + std::to_string(s.error_code()) + " " +
+                                s.error_message();
+      ExpectAuthorization(s, who, t.anonymous_role, need, where);
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+// Every rpc of the service is in the policy above, so a new rpc fails here
+// until someone says who may call it.
+TEST(AuthMatrix, ThePolicyNamesEveryRpc) {
   const auto* service = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
       "gpubench.v1.BenchService");
   ASSERT_NE(service, nullptr);
   for (int i = 0; i < service->method_count(); ++i) {
     EXPECT_EQ(Policy().count(service->method(i)->name()), 1u) << service->method(i)->name();
   }
+}
 
+TEST(AuthMatrix, EveryRpcTimesEveryRoleTimesEveryTransport) {
   const std::string dir = FreshDir("auth_matrix");
   MakeCertificates(dir);
-  std::ofstream(dir + "/tokens") << Sha256Hex("r-token") << " dashboards read\n"
-                                 << Sha256Hex("s-token") << " ci submit\n"
-                                 << Sha256Hex("a-token") << " ops admin\n";
-  const std::vector<std::string> tokens = {"--token-file", dir + "/tokens"};
-  const std::vector<std::string> tls = {"--tls-cert", dir + "/server.pem", "--tls-key",
-                                        dir + "/server.key"};
-  std::vector<std::string> tls_args = tokens, mtls_args = tokens;
-  tls_args.insert(tls_args.end(), tls.begin(), tls.end());
-  mtls_args.insert(mtls_args.end(), tls.begin(), tls.end());
-  for (const char* a : {"--tls-client-ca", "", "--client-cert-role", "read"}) {
-    mtls_args.push_back(*a ? a : dir + "/ca.pem");
-  }
-  Daemon plain(FreshDir("auth_plain"), tokens);
-  Daemon tls_daemon(FreshDir("auth_tls"), tls_args);
-  Daemon mtls_daemon(FreshDir("auth_mtls"), mtls_args);
+  const DaemonFlags flags = WriteTokensAndFlags(dir);
+  Daemon plain(FreshDir("auth_plain"), flags.plain);
+  Daemon tls_daemon(FreshDir("auth_tls"), flags.tls);
+  Daemon mtls_daemon(FreshDir("auth_mtls"), flags.mtls);
   for (Daemon* d : {&plain, &tls_daemon, &mtls_daemon}) ASSERT_TRUE(d->serving()) << d->log();
 
   grpc::SslCredentialsOptions server_only;
@@ -215,11 +301,6 @@ TEST(AuthMatrix, EveryRpcTimesEveryRoleTimesEveryTransport) {
   grpc::SslCredentialsOptions as_alice = server_only;
   as_alice.pem_cert_chain = ReadFile(dir + "/alice.pem");
   as_alice.pem_private_key = ReadFile(dir + "/alice.key");
-  struct Transport {
-    const char* label;
-    std::shared_ptr<grpc::Channel> channel;
-    int anonymous_role;  // what a call without a token may do
-  };
   const std::vector<Transport> transports = {
       {"plaintext", grpc::CreateChannel(plain.address(), grpc::InsecureChannelCredentials()),
        0},
@@ -229,33 +310,7 @@ TEST(AuthMatrix, EveryRpcTimesEveryRoleTimesEveryTransport) {
        kRead},
   };
   int checked = 0;
-  for (const Transport& t : transports) {
-    auto stub = v1::BenchService::NewStub(t.channel);
-    const std::vector<Identity> identities = {{"no token", "", t.anonymous_role},
-                                              {"wrong token", "guess", 0},
-                                              {"read", "r-token", kRead},
-                                              {"submit", "s-token", kSubmit},
-                                              {"admin", "a-token", kAdmin}};
-    for (const auto& [method, need] : Policy()) {
-      for (const Identity& who : identities) {
-        const grpc::Status s = Call(stub.get(), method, who.token);
-        const std::string where = std::string(t.label) + " " + method + " as " + who.label +
-                                  ": " + std::to_string(s.error_code()) + " " +
-                                  s.error_message();
-        if (who.role == 0 && !(t.anonymous_role > 0 && who.token.empty())) {
-          EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << where;
-        } else if (who.role < need) {
-          EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << where;
-        } else {
-          EXPECT_NE(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << where;
-          EXPECT_NE(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << where;
-          EXPECT_NE(s.error_code(), grpc::StatusCode::UNAVAILABLE) << where;
-          EXPECT_NE(s.error_code(), grpc::StatusCode::UNIMPLEMENTED) << where;
-        }
-        ++checked;
-      }
-    }
-  }
+  for (const Transport& t : transports) checked += CheckEveryRpcAsEveryone(t);
   EXPECT_EQ(checked, 3 * 5 * static_cast<int>(Policy().size()));
 
   // A certificate from a CA the daemon does not trust never gets a call in.

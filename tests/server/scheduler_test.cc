@@ -199,6 +199,26 @@ class SchedulerTest : public ::testing::Test {
     return {};
   }
 
+  // A copy of measured, `night` seconds later, in a succeeded job of its own
+  // stored as one of schedule_id's, whose id goes into *planted. The run
+  // is for the caller to change and store.
+  v1::Run PlantedNight(const v1::Run& measured, const std::string& schedule_id, int night,
+                       std::set<std::string>* planted) {
+    v1::Job job;
+    job.set_state(v1::JOB_STATE_SUCCEEDED);
+    job.set_schedule_id(schedule_id);
+    job.mutable_spec()->mutable_base()->set_workload("mlp");
+    const std::string job_id = *store_->jobs().Insert(job);
+    planted->insert(job_id);
+    v1::Run run = measured;
+    run.mutable_start_time()->set_seconds(measured.start_time().seconds() + 1 + night);
+    run.clear_run_id();
+    run.clear_history();
+    run.set_job_id(job_id);
+    run.mutable_result()->clear_contention();
+    return run;
+  }
+
   std::unique_ptr<storage::Store> store_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -352,31 +372,15 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
   // short and share the cores with other tests, and a first run in a cold
   // worker measured 37x slower than the second.)
   std::set<std::string> planted = {first.job_id()};
-  // A copy of the measured run, `night` seconds later, in a job of its own.
-  auto plant = [&](int night) {
-    v1::Job job;
-    job.set_state(v1::JOB_STATE_SUCCEEDED);
-    job.set_schedule_id(id);
-    job.mutable_spec()->mutable_base()->set_workload("mlp");
-    const std::string job_id = *store_->jobs().Insert(job);
-    planted.insert(job_id);
-    v1::Run run = measured;
-    run.mutable_start_time()->set_seconds(measured.start_time().seconds() + 1 + night);
-    run.clear_run_id();
-    run.clear_history();
-    run.set_job_id(job_id);
-    run.mutable_result()->clear_contention();
-    return run;
-  };
   for (int night = 0; night < 7; ++night) {
-    v1::Run run = plant(night);
+    v1::Run run = PlantedNight(measured, id, night, &planted);
     run.mutable_result()->set_throughput_samples_per_s(real * (night % 2 ? 1000.0 : 1050.0));
     ASSERT_TRUE(store_->runs().Insert(run).ok());
   }
   // Three later nights at the real speed, each contended or thermally
   // throttled: they are no baseline, so they cannot hide the regression.
   for (int night = 7; night < 10; ++night) {
-    v1::Run run = plant(night);
+    v1::Run run = PlantedNight(measured, id, night, &planted);
     if (night == 9) {
       run.mutable_result()->mutable_telemetry()->add_throttle_reasons("hw_thermal");
     } else {

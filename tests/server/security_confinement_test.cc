@@ -79,6 +79,70 @@ std::string VisibleText(Daemon& d, const std::string& id) {
   return text;
 }
 
+// The hostile models' forward methods, in TorchScript.
+
+// Reads size bytes of the file at path and raises them as its error.
+std::string ReadAndRaiseSource(const std::string& path, size_t size) {
+  return "def forward(self, x):\n"
+         "    t = torch.from_file(\"" + path + "\", False, " + std::to_string(size) +
+         ", dtype=0)\n"
+         "    vals: List[int] = t.tolist()\n"
+         "    s = \"\"\n"
+         "    for v in vals:\n"
+         "        s = s + chr(v)\n"
+         "    assert False, s\n"
+         "    return x\n";
+}
+
+// Writes through a shared mapping of the file at path.
+std::string OverwriteSource(const std::string& path) {
+  return "def forward(self, x):\n"
+         "    t = torch.from_file(\"" + path + "\", True, 8, dtype=0)\n"
+         "    t.fill_(88)\n"
+         "    return x\n";
+}
+
+// torch.saves to planted.pt in each directory.
+std::string SaveSource(const std::string& dir, const std::string& other_dir) {
+  return "def forward(self, x):\n"
+         "    torch.save(x, \"" + dir + "/planted.pt\")\n"
+         "    torch.save(x, \"" + other_dir + "/planted.pt\")\n"
+         "    return x\n";
+}
+
+// Compiles source to the model file at path and submits it as alice: by
+// upload, or by its path (under a model root); leaves the job's id in *id.
+void SubmitScriptModel(Daemon& d, const std::string& path, const std::string& source,
+                       bool by_upload, std::string* id) {
+  const std::string bytes = ScriptModel(path, source);
+  ASSERT_FALSE(bytes.empty()) << path;
+  if (by_upload) {
+    v1::ModelInfo info;
+    ASSERT_TRUE(Upload(d, bytes, v1::MODEL_FORMAT_TORCHSCRIPT, kAlice, &info).ok());
+    ASSERT_TRUE(Submit(d, ModelSpec("", info.sha256()), kAlice, id).ok());
+  } else {
+    ASSERT_TRUE(Submit(d, ModelSpec(path), kAlice, id).ok());
+  }
+}
+
+// What a power cut leaves: the database's files in data copied as they are
+// (to copy) while d runs. It opens, with the good job and each of ids there.
+void ExpectACopyOfTheDatabaseHasEveryJob(Daemon& d, const std::string& data,
+                                         const std::string& copy, const std::string& good,
+                                         const std::vector<std::string>& ids) {
+  ASSERT_EQ(std::system(("mkdir -p " + copy + " && cp " + data + "/gpubench.db* " + copy)
+                            .c_str()),
+            0);
+  d.Stop(SIGKILL);
+  Daemon again(copy);
+  ASSERT_TRUE(again.serving()) << again.log();
+  EXPECT_EQ(testing_support::JobOf(again, good).state(), v1::JOB_STATE_SUCCEEDED);
+  for (const std::string& id : ids) {
+    EXPECT_EQ(testing_support::JobRuns(again, id).size(), 1u) << id;
+  }
+  EXPECT_EQ(testing_support::JobRuns(again, good).size(), 1u);
+}
+
 TEST(Security, HostileTorchScriptFromASubmitterCannotReadWriteOrDamageTheHost) {
 #ifndef GPUBENCH_SCRIPT_MODEL_PATH
   GTEST_SKIP() << "needs the script_model tool (a build with the worker)";
@@ -103,54 +167,24 @@ TEST(Security, HostileTorchScriptFromASubmitterCannotReadWriteOrDamageTheHost) {
   ASSERT_EQ(WaitForJob(d, good, kAlice).state(), v1::JOB_STATE_SUCCEEDED);
 
   // The probe's attacks: read a file and raise its bytes, write through a
-  // shared mapping (a host file, the database's WAL, the token file), and
-  // torch.save to a path.
-  const std::string read_bytes =
-      "def forward(self, x):\n"
-      "    t = torch.from_file(\"" + secret + "\", False, " + std::to_string(kSecret.size()) +
-      ", dtype=0)\n"
-      "    vals: List[int] = t.tolist()\n"
-      "    s = \"\"\n"
-      "    for v in vals:\n"
-      "        s = s + chr(v)\n"
-      "    assert False, s\n"
-      "    return x\n";
-  auto overwrite = [](const std::string& path) {
-    return "def forward(self, x):\n"
-           "    t = torch.from_file(\"" + path + "\", True, 8, dtype=0)\n"
-           "    t.fill_(88)\n"
-           "    return x\n";
-  };
-  const std::string save =
-      "def forward(self, x):\n"
-      "    torch.save(x, \"" + outside + "/planted.pt\")\n"
-      "    torch.save(x, \"" + data + "/planted.pt\")\n"
-      "    return x\n";
-  // The database has a WAL while the daemon runs.
+  // shared mapping (a host file, the database's WAL, which it has while the
+  // daemon runs, the token file), and torch.save to a path.
   const std::string wal = data + "/gpubench.db-wal";
   struct Attack {
     std::string name, source;
   };
-  const std::vector<Attack> attacks = {{"read", read_bytes},
-                                       {"write", overwrite(target)},
-                                       {"wal", overwrite(wal)},
-                                       {"tokens", overwrite(tokens)},
-                                       {"save", save}};
+  const std::vector<Attack> attacks = {{"read", ReadAndRaiseSource(secret, kSecret.size())},
+                                       {"write", OverwriteSource(target)},
+                                       {"wal", OverwriteSource(wal)},
+                                       {"tokens", OverwriteSource(tokens)},
+                                       {"save", SaveSource(outside, data)}};
   std::vector<std::string> ids;
   for (size_t i = 0; i < attacks.size(); ++i) {
-    const std::string model = root + "/" + attacks[i].name + ".pt";
-    const std::string bytes = ScriptModel(model, attacks[i].source);
-    ASSERT_FALSE(bytes.empty()) << attacks[i].name;
     std::string id;
-    if (i == 0) {
-      // By upload: the model then lives in the data directory, which the
-      // worker may not open, except for this one file.
-      v1::ModelInfo info;
-      ASSERT_TRUE(Upload(d, bytes, v1::MODEL_FORMAT_TORCHSCRIPT, kAlice, &info).ok());
-      ASSERT_TRUE(Submit(d, ModelSpec("", info.sha256()), kAlice, &id).ok());
-    } else {
-      ASSERT_TRUE(Submit(d, ModelSpec(model), kAlice, &id).ok());
-    }
+    // The first by upload: the model then lives in the data directory, which
+    // the worker may not open, except for this one file.
+    ASSERT_NO_FATAL_FAILURE(SubmitScriptModel(d, root + "/" + attacks[i].name + ".pt",
+                                              attacks[i].source, i == 0, &id));
     ids.push_back(id);
   }
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -173,20 +207,7 @@ TEST(Security, HostileTorchScriptFromASubmitterCannotReadWriteOrDamageTheHost) {
   EXPECT_FALSE(std::ifstream(outside + "/planted.pt").good());
   EXPECT_FALSE(std::ifstream(data + "/planted.pt").good());
   EXPECT_EQ(ReadAll(wal).find("XXXXXXXX"), std::string::npos);
-  // What a power cut leaves: the database's files copied as they are. It
-  // opens, and every job is there.
-  const std::string copy = dir + "/copy";
-  ASSERT_EQ(std::system(("mkdir -p " + copy + " && cp " + data + "/gpubench.db* " + copy)
-                            .c_str()),
-            0);
-  d.Stop(SIGKILL);
-  Daemon again(copy);
-  ASSERT_TRUE(again.serving()) << again.log();
-  EXPECT_EQ(testing_support::JobOf(again, good).state(), v1::JOB_STATE_SUCCEEDED);
-  for (const std::string& id : ids) {
-    EXPECT_EQ(testing_support::JobRuns(again, id).size(), 1u) << id;
-  }
-  EXPECT_EQ(testing_support::JobRuns(again, good).size(), 1u);
+  ExpectACopyOfTheDatabaseHasEveryJob(d, data, dir + "/copy", good, ids);
 }
 
 TEST(Security, ConfinementCheckShowsAWorkerCannotOpenTheDaemonsFiles) {

@@ -315,6 +315,60 @@ TEST(Security, PriorityAboveTheCeilingNeedsAdmin) {
   EXPECT_TRUE(Submit(d, spec, kAlice).ok());
 }
 
+// An upload as token, open after its header, for the test to feed or leave
+// quiet.
+struct OpenUpload {
+  OpenUpload(Daemon& d, const std::string& token) {
+    Auth(&ctx, token);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    writer = d.stub()->UploadModel(&ctx, &resp);
+  }
+
+  // Announces size bytes hashing to sha256; false if the daemon ended the
+  // upload.
+  bool SendHeader(const std::string& name, const std::string& sha256, size_t size) {
+    v1::UploadModelRequest req;
+    req.mutable_header()->set_name(name);
+    req.mutable_header()->set_sha256(sha256);
+    req.mutable_header()->set_size_bytes(size);
+    return writer->Write(req);
+  }
+
+  grpc::ClientContext ctx;
+  v1::UploadModelResponse resp;
+  std::unique_ptr<grpc::ClientWriter<v1::UploadModelRequest>> writer;
+};
+
+// Uploads data announced as hashing to sha256, all of it at once.
+grpc::Status UploadAtOnce(Daemon& d, const std::string& token, const std::string& data,
+                          const std::string& sha256) {
+  OpenUpload upload(d, token);
+  upload.SendHeader("m", sha256, data.size());
+  v1::UploadModelRequest req;
+  req.set_chunk(data);
+  upload.writer->Write(req);
+  upload.writer->WritesDone();
+  return upload.writer->Finish();
+}
+
+// Tries a small third upload by alice while she holds the trickle and a
+// 1000-byte upload that then goes quiet: *third is how the third ended,
+// *idle how the quiet one did. A probe still in flight when the quiet header
+// arrives refuses the quiet one instead, so each try opens a fresh quiet
+// upload and waits longer for its header.
+void UploadBesideAQuietOne(Daemon& d, const std::string& no_such_hash, grpc::Status* third,
+                           grpc::Status* idle) {
+  for (int i = 1; i <= 10; ++i) {
+    OpenUpload quiet(d, kAlice);
+    ASSERT_TRUE(quiet.SendHeader("quiet", no_such_hash, 1000));
+    std::this_thread::sleep_for(std::chrono::milliseconds(25 * i));
+    *third = UploadAtOnce(d, kAlice, std::string(1000, 't'), no_such_hash);
+    if (third->error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) quiet.ctx.TryCancel();
+    *idle = quiet.writer->Finish();  // the held one is cancelled after the 1 s idle timeout
+    if (third->error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) return;
+  }
+}
+
 // One submitter cannot hold the models quota against everyone else: its
 // uploads in flight may take at most half the quota (and 2 at a time), and an
 // upload that trickles a byte just inside each idle timeout is still cut off
@@ -326,47 +380,18 @@ TEST(Security, OneSubmittersTrickledUploadsCannotHoldTheSharedModelQuota) {
                  "--max-model-bytes", "2000000", "--upload-idle-timeout-ms", "1000",
                  "--upload-min-bytes-per-second", "500000"});
   ASSERT_TRUE(d.serving()) << d.log();
-  // Uploads data announced as hashing to sha256, all of it at once.
-  auto upload = [&](const std::string& token, const std::string& data,
-                    const std::string& sha256) {
-    grpc::ClientContext ctx;
-    Auth(&ctx, token);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::UploadModelResponse resp;
-    auto writer = d.stub()->UploadModel(&ctx, &resp);
-    v1::UploadModelRequest req;
-    req.mutable_header()->set_name("m");
-    req.mutable_header()->set_sha256(sha256);
-    req.mutable_header()->set_size_bytes(data.size());
-    writer->Write(req);
-    req.Clear();
-    req.set_chunk(data);
-    writer->Write(req);
-    writer->WritesDone();
-    return writer->Finish();
-  };
   const std::string kNoSuchHash(64, '0');  // never stored: its data does not hash to it
 
   // Alice announces 1.5 MB of the 4 MB and trickles a byte every 300 ms,
   // well inside the 1 s idle timeout.
   const std::string held(1500000, 'h');
-  grpc::ClientContext trickle_ctx;
-  Auth(&trickle_ctx, kAlice);
-  trickle_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::UploadModelResponse trickle_resp;
-  auto trickle = d.stub()->UploadModel(&trickle_ctx, &trickle_resp);
-  {
-    v1::UploadModelRequest req;
-    req.mutable_header()->set_name("trickle");
-    req.mutable_header()->set_sha256(Sha256Hex(held));
-    req.mutable_header()->set_size_bytes(held.size());
-    ASSERT_TRUE(trickle->Write(req));
-  }
+  OpenUpload trickle(d, kAlice);
+  ASSERT_TRUE(trickle.SendHeader("trickle", Sha256Hex(held), held.size()));
   std::thread trickler([&] {
     for (size_t at = 0; at < held.size(); ++at) {
       v1::UploadModelRequest req;
       req.set_chunk(held.substr(at, 1));
-      if (!trickle->Write(req)) return;  // the daemon ended it
+      if (!trickle.writer->Write(req)) return;  // the daemon ended it
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
   });
@@ -374,7 +399,7 @@ TEST(Security, OneSubmittersTrickledUploadsCannotHoldTheSharedModelQuota) {
   // Her second upload of 2 MB would pass her share (half of 4 MB) ...
   grpc::Status over;
   for (int i = 0; i < 50; ++i) {  // until the trickled upload's header is taken
-    over = upload(kAlice, std::string(2000000, 'x'), kNoSuchHash);
+    over = UploadAtOnce(d, kAlice, std::string(2000000, 'x'), kNoSuchHash);
     if (over.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -383,28 +408,9 @@ TEST(Security, OneSubmittersTrickledUploadsCannotHoldTheSharedModelQuota) {
                                       "quota (2000000"),
             std::string::npos)
       << over.error_message();
-  // A third upload at once is past her share too, however small: she holds
-  // the trickle and a 1000-byte upload that then goes quiet. A probe still
-  // in flight when the quiet header arrives refuses the quiet one instead,
-  // so each try opens a fresh quiet upload and waits longer for its header.
+  // ... and a third upload at once is past her share too, however small.
   grpc::Status third, idle;
-  for (int i = 1; i <= 10; ++i) {
-    grpc::ClientContext quiet_ctx;
-    Auth(&quiet_ctx, kAlice);
-    quiet_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::UploadModelResponse quiet_resp;
-    auto quiet = d.stub()->UploadModel(&quiet_ctx, &quiet_resp);
-    v1::UploadModelRequest req;
-    req.mutable_header()->set_name("quiet");
-    req.mutable_header()->set_sha256(kNoSuchHash);
-    req.mutable_header()->set_size_bytes(1000);
-    ASSERT_TRUE(quiet->Write(req));
-    std::this_thread::sleep_for(std::chrono::milliseconds(25 * i));
-    third = upload(kAlice, std::string(1000, 't'), kNoSuchHash);
-    if (third.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) quiet_ctx.TryCancel();
-    idle = quiet->Finish();  // the held one is cancelled after the 1 s idle timeout
-    if (third.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
-  }
+  ASSERT_NO_FATAL_FAILURE(UploadBesideAQuietOne(d, kNoSuchHash, &third, &idle));
   EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << third.error_message();
   EXPECT_NE(third.error_message().find("alice has 2 uploads in flight, its share (at most 2"),
             std::string::npos)
@@ -415,20 +421,20 @@ TEST(Security, OneSubmittersTrickledUploadsCannotHoldTheSharedModelQuota) {
 
   // Bob's 1.5 MB still fits beside hers.
   const std::string bobs(1500000, 'b');
-  grpc::Status bob = upload(kBob, bobs, Sha256Hex(bobs));
+  grpc::Status bob = UploadAtOnce(d, kBob, bobs, Sha256Hex(bobs));
   EXPECT_TRUE(bob.ok()) << bob.error_message();
 
   // The trickle is cut off at 1 s + 1.5 MB at 0.5 MB/s, whatever it sends
   // (its client's own deadline, 10 s, would say only "Deadline Exceeded").
   trickler.join();
-  grpc::Status cut = trickle->Finish();
+  grpc::Status cut = trickle.writer->Finish();
   EXPECT_EQ(cut.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << cut.error_message();
   EXPECT_NE(cut.error_message().find("--upload-min-bytes-per-second"), std::string::npos)
       << cut.error_message();
   EXPECT_NE(d.log().find("an upload by alice had "), std::string::npos) << d.log();
 
   // Its quota is free again: Alice's 1.5 MB goes through (3 MB stored of 4).
-  grpc::Status again = upload(kAlice, held, Sha256Hex(held));
+  grpc::Status again = UploadAtOnce(d, kAlice, held, Sha256Hex(held));
   EXPECT_TRUE(again.ok()) << again.error_message();
   EXPECT_EQ(d.Stop(SIGTERM), 0);
 }

@@ -29,14 +29,23 @@ def message_class(descriptor):
 
 
 def reflect(stub, metadata, **request):
-    return next(iter(stub.ServerReflectionInfo(
+    # The first answer ends the exchange: the stream is cancelled rather than
+    # left open for the channel's threads to wait on at exit.
+    call = stub.ServerReflectionInfo(
         iter([reflection_pb2.ServerReflectionRequest(**request)]), metadata=metadata,
-        timeout=10)))
+        timeout=10)
+    try:
+        return next(call)
+    finally:
+        call.cancel()
 
 
 def main(address, token):
-    metadata = [("authorization", "Bearer " + token)] if token else []
-    channel = grpc.insecure_channel(address)
+    with grpc.insecure_channel(address) as channel:
+        steps(channel, [("authorization", "Bearer " + token)] if token else [])
+
+
+def steps(channel, metadata):
     try:
         health = health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=""), timeout=10)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -33,13 +34,23 @@ TEST(Telemetry, MissingNvmlIsARecordedReasonNotAnError) {
   EXPECT_EQ(s.sample_count, 0);
 }
 
+// Spins until this process has used ms of CPU (not of wall time: on a
+// loaded machine it takes longer, but does the same work).
+void SpinCpu(int ms) {
+  auto cpu_ms = [] {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
+  };
+  const double end = cpu_ms() + ms;
+  volatile double x = 0;
+  while (cpu_ms() < end) x = x + 1;
+}
+
 TEST(Telemetry, HostSamplerRecordsCpuAndRssOfThisProcess) {
   Sampler sampler(OpenHost(), 20);
   sampler.Start();
-  // Keep one core busy for a while.
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-  volatile double x = 0;
-  while (std::chrono::steady_clock::now() < end) x = x + 1;
+  SpinCpu(300);
   const Series series = sampler.Stop();
   EXPECT_EQ(series.source, "host");
   ASSERT_GE(series.samples.size(), 5u);
@@ -47,7 +58,8 @@ TEST(Telemetry, HostSamplerRecordsCpuAndRssOfThisProcess) {
   EXPECT_GT(series.samples.back().offset_ms, series.samples.front().offset_ms);
   const Summary s = Summarize(series, 0, 1000);
   EXPECT_TRUE(s.available);
-  // One busy thread: near 100% alone, less on a loaded machine, near 0 idle.
+  // One busy thread: near 100% alone, less on a loaded machine (a tenth
+  // would take eight other busy processes a core), near 0 idle.
   EXPECT_GT(s.host_cpu_utilization_pct.mean, 10);
   EXPECT_LT(s.host_cpu_utilization_pct.mean, 250);
 }
@@ -55,22 +67,29 @@ TEST(Telemetry, HostSamplerRecordsCpuAndRssOfThisProcess) {
 // Another process's CPU work over a window counts as contention; this
 // process's own does not.
 TEST(Telemetry, OtherCpuLoadCountsOtherProcessesBusyCores) {
+  const auto start = std::chrono::steady_clock::now();
   OtherCpuLoad load;
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
-    volatile double x = 0;
-    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    SpinCpu(600);
     _exit(0);
   }
   int status = 0;
-  waitpid(child, &status, 0);
+  struct rusage usage {};
+  wait4(child, &status, 0, &usage);
   double cores = -1;
   ASSERT_TRUE(load.Read(&cores));
-  // One core busy in the child for nearly all of the window (more where
-  // other tests share the machine).
-  EXPECT_GT(cores, 0.6);
+  const double window_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double child_s = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 +
+                         usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
+  ASSERT_GT(child_s, 0.5) << "the child did not spin";
+  // Every CPU second the child used is in the other processes' load (with
+  // other tests' on a shared machine, so more, never less), whatever the
+  // load stretched the window to. /proc/stat counts 10 ms ticks.
+  EXPECT_GE(cores * window_s, child_s - 0.05)
+      << cores << " cores over " << window_s << " s, the child used " << child_s << " s";
 }
 
 // A child that spins until killed, in process group `group` (0: a new one

@@ -15,6 +15,15 @@
 #include <torch/mps.h>
 #endif
 
+// c10::Allocator::allocate is const in 1.13 and not in 2.x, where
+// copy_data is also to be defined (2.3 on; 1.13 and 2.11 are the two
+// built here).
+#if GPUBENCH_TORCH_AT_LEAST(2, 3)
+#define GPUBENCH_ALLOCATE_CONST
+#else
+#define GPUBENCH_ALLOCATE_CONST const
+#endif
+
 namespace gpubench::engine::compat {
 
 // Turns autocast on or off for one device type with the given dtype.

@@ -27,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "common/workload_registry.h"
 #include "worker/engine/compat.h"
+#include "worker/engine/cpu_memory.h"
 #include "worker/engine/cuda_support.h"
 #include "worker/engine/distributed.h"
 #include "worker/engine/grad_buckets.h"
@@ -420,6 +421,11 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
   SampleWhileMeasuring(w, device_index, m, out, &sampler);
   auto measured = measure::Measure(m, w->samples_per_iteration(), measure::SteadyClock(), w,
                                    progress, distributed ? nullptr : cancel);
+  if (device.is_cpu()) {
+    // The tensors' own peak over the warm-up and measured windows (the
+    // profiled window and the numerics check come after).
+    out->peak_device_allocated_bytes = cpu_memory::PeakBytes();
+  }
   if (device.is_mps()) {
     // The MPS allocator keeps no peak: what it holds as measuring ends
     // (model, optimizer state, the last step's tensors) stands for it.
@@ -483,6 +489,8 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
       cuda::ResetPeakMemory(device_index);
     }
     ResetPeakRss();
+    cpu_memory::Install();
+    cpu_memory::ResetPeak();
     RunOnDevice(c, *device, measure_config, progress, cancel, &out);
   } catch (const std::exception& e) {
     // c10::Error derives from std::exception.
@@ -496,43 +504,6 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
   }
   out.peak_host_rss_bytes = PeakRssBytes();
   return out;
-}
-
-std::string CpuBlas() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    const size_t slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    const std::string path = line.substr(slash);
-    if (absl::StrContains(path, "openblas")) {
-      const size_t dir_end = path.rfind('/');
-      const size_t dir_start = path.rfind('/', dir_end - 1);
-      return absl::StrCat("OpenBLAS (", path.substr(dir_start + 1, dir_end - dir_start - 1),
-                          ")");
-    }
-    if (absl::StrContains(path, "libblis")) return "BLIS";
-    if (absl::StrContains(path, "libmkl")) return "MKL";
-    if (absl::StrContains(path, "/blas/libblas.so")) return "reference BLAS (netlib; slow)";
-  }
-  // Linked in: what LibTorch was built with.
-  const std::string config = at::show_config();
-  const size_t at = config.find("BLAS_INFO=");
-  if (at != std::string::npos) {
-    const size_t end = config.find_first_of(", \n", at + 10);
-    return config.substr(at + 10, end == std::string::npos ? end : end - at - 10);
-  }
-  return "unknown";
-}
-
-DeviceProbe ProbeDevices() {
-  DeviceProbe probe;
-  probe.torch_version = TORCH_VERSION;
-  probe.mps_available = at::hasMPS();
-  probe.cpu_blas = CpuBlas();
-  probe.cpu_threads = at::get_num_threads();
-  cuda::Probe(&probe);
-  return probe;
 }
 
 absl::StatusOr<int64_t> ModelParameterCount(const RunConfig& config) {
@@ -574,36 +545,6 @@ absl::Status SaveModelCheckpoint(const RunConfig& config, const std::string& pat
     return absl::InternalError(MessageOf(e));
   }
 }
-
-namespace {
-
-// The instruction-set extensions Inductor's CPU code may use that this
-// host's CPU has, in a fixed order ("avx2 avx512f avx512_bf16 amx_tile").
-std::string CpuIsa() {
-  static const char* const kExtensions[] = {
-      "avx",         "avx2",        "fma",         "f16c",        "avx512f",    "avx512bw",
-      "avx512vl",    "avx512dq",    "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
-      "amx_bf16",    "amx_int8",    "avx_vnni",    "asimd",       "sve"};
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  std::set<std::string> flags;
-  while (std::getline(cpuinfo, line)) {
-    if (absl::StartsWith(line, "flags") || absl::StartsWith(line, "Features")) {
-      for (absl::string_view f : absl::StrSplit(line.substr(line.find(':') + 1), ' ',
-                                                absl::SkipEmpty())) {
-        flags.insert(std::string(f));
-      }
-      break;
-    }
-  }
-  std::vector<std::string> have;
-  for (const char* e : kExtensions) {
-    if (flags.count(e)) have.push_back(e);
-  }
-  return absl::StrJoin(have, " ");
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> CompileTarget(const std::string& device_name) {
   auto device = ResolveDevice(device_name);

@@ -160,6 +160,10 @@ DeviceProbe ProbeDevices();
 // "reference BLAS (netlib; slow)", "mkl".
 std::string CpuBlas();
 
+// The instruction-set extensions Inductor's CPU code may use that this
+// host's CPU has, in a fixed order ("avx2 avx512f avx512_bf16 amx_tile").
+std::string CpuIsa();
+
 // Trainable parameters of the built-in model config names (defaults
 // applied), built on the CPU; InvalidArgument as CreateModel.
 absl::StatusOr<int64_t> ModelParameterCount(const RunConfig& config);
