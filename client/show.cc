@@ -74,7 +74,8 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
         "throughput_ci_low", "throughput_ci_high", "p50_ms", "p95_ms", "p99_ms",
         "data_wait_share", "peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes",
         "loss_first", "loss_last", "gpu_utilization_pct", "power_w", "samples_per_joule",
-        "math_mode", "notes"}) {
+        "math_mode", "tokens_per_s", "mfu", "ttft_p50_ms", "itl_p50_ms", "itl_p99_ms",
+        "decode_gb_per_s", "attention", "notes"}) {
     t.header.push_back(h);
   }
   auto number = [](double v, bool present) {
@@ -105,8 +106,41 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
                 number(res.first_loss(), loss), number(res.last_loss(), loss),
                 number(tel.gpu_utilization_pct().mean(), gpu), number(tel.power_w().mean(), gpu),
                 number(tel.samples_per_joule(), gpu && tel.samples_per_joule() > 0),
-                res.math_mode(), RunNotes(r)});
+                res.math_mode(), number(res.tokens_per_s(), measured && res.tokens_per_s() > 0),
+                number(res.mfu(), measured && res.mfu() > 0),
+                number(res.time_to_first_token().p50_ms(), res.has_time_to_first_token()),
+                number(res.inter_token_latency().p50_ms(), res.has_inter_token_latency()),
+                number(res.inter_token_latency().p99_ms(), res.has_inter_token_latency()),
+                number(res.decode_bandwidth_gb_per_s(), res.decode_bandwidth_gb_per_s() > 0),
+                res.attention_backend(), RunNotes(r)});
     t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+// The language models' figures (tokens/s, MFU, time to first token,
+// inter-token latency, the attention kernel), one row per such run; no
+// rows where the job has none.
+Table LanguageModelTable(const std::vector<v1::Run>& runs) {
+  Table t;
+  t.header = {"#", "tokens/s", "MFU", "of TFLOP/s", "TTFT p50 ms", "ITL p50 ms", "ITL p99 ms",
+              "decode GB/s", "attention"};
+  auto or_dash = [](bool present, const std::string& text) { return present ? text : "-"; };
+  for (const v1::Run& r : runs) {
+    const v1::RunResult& res = r.result();
+    if (!Measured(r) || res.tokens_per_s() <= 0) continue;
+    const bool decode = res.has_inter_token_latency();
+    t.rows.push_back(
+        {absl::StrCat(r.index()), absl::StrFormat("%.0f", res.tokens_per_s()),
+         or_dash(res.mfu() > 0, absl::StrFormat("%.1f%%", 100 * res.mfu())),
+         or_dash(res.datasheet_peak_tflops() > 0,
+                 absl::StrFormat("%.1f", res.datasheet_peak_tflops())),
+         or_dash(decode, absl::StrFormat("%.3f", res.time_to_first_token().p50_ms())),
+         or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p50_ms())),
+         or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p99_ms())),
+         or_dash(res.decode_bandwidth_gb_per_s() > 0,
+                 absl::StrFormat("%.1f", res.decode_bandwidth_gb_per_s())),
+         res.attention_backend().empty() ? "-" : res.attention_backend()});
   }
   return t;
 }
@@ -219,6 +253,11 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   if (format == Format::kTable || format == Format::kMarkdown) {
     PrintWarningLegend(runs, out);
     PrintMathModes(runs, out);
+    if (const Table lm = LanguageModelTable(runs); !lm.rows.empty()) {
+      out << "\nlanguage models (MFU: the model's FLOPs over the GPU's dense datasheet peak; "
+             "TTFT: prefill and first token; ITL: each next token)\n";
+      PrintTable(lm, format, out);
+    }
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
     PrintDistributed(runs, format, out);

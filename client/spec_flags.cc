@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/suggest.h"
 #include "common/spec.h"
@@ -144,6 +145,17 @@ Flag PowersOfTwo(Flag axis) {
           }};
 }
 
+// --model-size's help: each workload's sizes, from the registry.
+std::string ModelSizesHelp() {
+  std::vector<std::string> parts;
+  for (const WorkloadInfo* w : Workloads()) {
+    if (!w->model_sizes.empty()) {
+      parts.push_back(absl::StrCat(w->name, " ", absl::StrJoin(w->model_sizes, ", ")));
+    }
+  }
+  return absl::StrCat("model size(s): ", absl::StrJoin(parts, "; "));
+}
+
 const std::map<std::string, Flag>& Flags() {
   using C = v1::RunConfig;
   using S = v1::Sweep;
@@ -156,7 +168,7 @@ const std::map<std::string, Flag>& Flags() {
             AsString, [](const std::string& v, C* c) { c->set_workload(v); },
             [](const std::string& v, S* s) { s->add_workload(v); })},
       {"model-size",
-       Axis("mlp size(s): small, medium, large", AsString,
+       Axis(ModelSizesHelp(), AsString,
             [](const std::string& v, C* c) { c->mutable_params()->set_model_size(v); },
             [](const std::string& v, S* s) { s->add_model_size(v); })},
       {"mode", Axis("train, infer", EnumParser(v1::Mode_descriptor()),
@@ -170,7 +182,7 @@ const std::map<std::string, Flag>& Flags() {
                      [](int64_t v, S* s) { s->add_batch_size(v); })},
       {"precision",
        Axis("fp32 (TF32 off), fp32_default (PyTorch's: TF32 in cuDNN convolutions), tf32, fp16, "
-            "bf16",
+            "bf16, fp8 (matmul: e4m3 through torch._scaled_mm)",
             EnumParser(v1::Precision_descriptor()),
             [](int v, C* c) { c->set_precision(static_cast<v1::Precision>(v)); },
             [](int v, S* s) { s->add_precision(static_cast<v1::Precision>(v)); })},
@@ -201,6 +213,44 @@ const std::map<std::string, Flag>& Flags() {
       {"image-size", Axis("image side in pixels", ToInt,
                           [](int64_t v, C* c) { c->mutable_params()->set_image_size(v); },
                           [](int64_t v, S* s) { s->add_image_size(v); })},
+      {"prompt-len",
+       Axis("gpt, llama infer: prompt tokens prefilled before decoding (default 512)",
+            IntIn(1, 1 << 20),
+            [](int64_t v, C* c) { c->mutable_params()->set_prompt_length(v); },
+            [](int64_t v, S* s) { s->add_prompt_length(v); })},
+      {"new-tokens",
+       Axis("gpt, llama infer: tokens generated after the prompt (default 128)",
+            IntIn(1, 1 << 20), [](int64_t v, C* c) { c->mutable_params()->set_new_tokens(v); },
+            [](int64_t v, S* s) { s->add_new_tokens(v); })},
+      {"attention",
+       Axis("attention kernel: auto, flash, efficient, cudnn, math (transformer, gpt, llama)",
+            EnumParser(v1::Attention_descriptor()),
+            [](int v, C* c) { c->set_attention(static_cast<v1::Attention>(v)); },
+            [](int v, S* s) { s->add_attention(static_cast<v1::Attention>(v)); })},
+      {"num-layers", Single("transformer, gpt, llama: layers (gpt, llama: model-size custom)",
+                            IntIn(1, 256), [](int64_t v, J* j) {
+                              j->mutable_base()->mutable_params()->set_num_layers(v);
+                            })},
+      {"hidden-size", Single("transformer, gpt, llama: width", IntIn(8, 65536),
+                             [](int64_t v, J* j) {
+                               j->mutable_base()->mutable_params()->set_hidden_size(v);
+                             })},
+      {"num-heads", Single("transformer, gpt, llama: attention heads", IntIn(1, 1024),
+                           [](int64_t v, J* j) {
+                             j->mutable_base()->mutable_params()->set_num_heads(v);
+                           })},
+      {"num-kv-heads", Single("llama: key/value heads (grouped-query attention)", IntIn(1, 1024),
+                              [](int64_t v, J* j) {
+                                j->mutable_base()->mutable_params()->set_num_kv_heads(v);
+                              })},
+      {"ffn-size", Single("llama: SwiGLU feed-forward width", IntIn(8, 1 << 20),
+                          [](int64_t v, J* j) {
+                            j->mutable_base()->mutable_params()->set_ffn_hidden_size(v);
+                          })},
+      {"vocab-size", Single("bilstm, transformer, gpt, llama: vocabulary", IntIn(2, 10000000),
+                            [](int64_t v, J* j) {
+                              j->mutable_base()->mutable_params()->set_vocab_size(v);
+                            })},
       {"seq-len", Axis("sequence length", ToInt,
                        [](int64_t v, C* c) {
                          c->mutable_params()->set_sequence_length(v);

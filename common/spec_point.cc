@@ -28,6 +28,8 @@ ModelCost CostOf(const v1::RunConfig& c) {
   s.num_heads = p.num_heads();
   s.vocab_size = p.vocab_size();
   s.decoder = p.decoder();
+  s.num_kv_heads = p.num_kv_heads();
+  s.ffn_hidden_size = p.ffn_hidden_size();
   return model->cost(s);
 }
 
@@ -61,6 +63,22 @@ absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
     return Invalid(path, absl::StrCat("batch_size ", batch, " × sequence_length ", tokens,
                                       " = ", batch * tokens, " tokens; at most ",
                                       kMaxBatchTokens));
+  }
+  if (model->language_model && c.mode() == v1::MODE_INFER) {
+    // The KV cache holds the prompt and the new tokens of every sequence;
+    // gpt's learnt positions end at its context, sequence_length.
+    const int64_t context = int64_t{c.params().prompt_length()} + c.params().new_tokens();
+    if (model->name == "gpt" && context > tokens) {
+      return Invalid(path + ".params.new_tokens",
+                     absl::StrCat("prompt_length ", c.params().prompt_length(), " + new_tokens ",
+                                  c.params().new_tokens(), " passes gpt's context, ",
+                                  "sequence_length ", tokens));
+    }
+    if (batch * context > kMaxBatchTokens) {
+      return Invalid(path, absl::StrCat("batch_size ", batch, " × (prompt_length + new_tokens) ",
+                                        context, " = ", batch * context,
+                                        " cached tokens; at most ", kMaxBatchTokens));
+    }
   }
   for (int i = 0; i < c.params().inputs_size(); ++i) {
     int64_t elements = batch;
@@ -116,6 +134,15 @@ absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c) {
   }
   if (c.device() == "mps" && !w.on_mps) {
     return Invalid(path + ".device", absl::StrCat(w.name, " runs on cuda or cpu, not mps"));
+  }
+  if (c.attention() > v1::ATTENTION_AUTO && !w.attends) {
+    return Invalid(path + ".attention",
+                   absl::StrCat(w.name, " has no attention; the models with attention: ",
+                                WorkloadNames([](const WorkloadInfo& i) { return i.attends; })));
+  }
+  if (c.precision() == v1::PRECISION_FP8 && w.name != "matmul") {
+    return Invalid(path + ".precision",
+                   "fp8 is for the matmul workload (torch._scaled_mm, e4m3 operands)");
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -54,12 +55,19 @@ absl::Status CheckWorkload(const std::string& path, const std::string& name) {
   return absl::OkStatus();
 }
 
+// A size some workload takes (a sweep's sizes may serve several workloads;
+// each point is held to its own workload's in CheckSizeOfWorkload).
 absl::Status CheckModelSize(const std::string& path, const std::string& size) {
-  if (size.empty() || size == "small" || size == "medium" || size == "large") {
-    return absl::OkStatus();
+  if (size.empty()) return absl::OkStatus();
+  std::vector<std::string> all;
+  for (const WorkloadInfo* w : Workloads()) {
+    if (absl::c_linear_search(w->model_sizes, size)) return absl::OkStatus();
+    for (const std::string& name : w->model_sizes) {
+      all.push_back(absl::StrCat(w->name, " ", name));
+    }
   }
-  return Invalid(path, absl::StrCat("must be small, medium or large, got \"",
-                                    size, "\""));
+  return Invalid(path, absl::StrCat("must be one of ", absl::StrJoin(all, ", "), "; got \"",
+                                    size.substr(0, 64), "\""));
 }
 
 absl::Status CheckDevice(const std::string& path, const std::string& device) {
@@ -141,6 +149,14 @@ const ParamBound kParamBounds[] = {
     {"num_heads", [](const v1::WorkloadParams& p) -> int64_t { return p.num_heads(); }, 1, 1024},
     {"vocab_size", [](const v1::WorkloadParams& p) -> int64_t { return p.vocab_size(); }, 2,
      10000000},
+    {"num_kv_heads", [](const v1::WorkloadParams& p) -> int64_t { return p.num_kv_heads(); }, 1,
+     1024},
+    {"ffn_hidden_size",
+     [](const v1::WorkloadParams& p) -> int64_t { return p.ffn_hidden_size(); }, 8, 1 << 20},
+    {"prompt_length", [](const v1::WorkloadParams& p) -> int64_t { return p.prompt_length(); },
+     1, 1 << 20},
+    {"new_tokens", [](const v1::WorkloadParams& p) -> int64_t { return p.new_tokens(); }, 1,
+     1 << 20},
     {"matmul_m", [](const v1::WorkloadParams& p) { return p.matmul_m(); }, 1, kMaxMatmul},
     {"matmul_n", [](const v1::WorkloadParams& p) { return p.matmul_n(); }, 1, kMaxMatmul},
     {"matmul_k", [](const v1::WorkloadParams& p) { return p.matmul_k(); }, 1, kMaxMatmul},
@@ -149,16 +165,57 @@ const ParamBound kParamBounds[] = {
      kMaxCollectiveBytes},
 };
 
-// num_heads divides hidden_size, with the workload's defaults for what is
-// left 0: the run gets them.
+// The size a point's workload takes, and, where the size names a shape
+// (gpt "350m"), no layer count, width or head count that differs from it.
+absl::Status CheckSizeOfWorkload(const std::string& path, const std::string& workload,
+                                 const v1::WorkloadParams& p) {
+  const WorkloadInfo* w = FindWorkload(ModelWorkload(workload, p.ddp_model()));
+  if (w == nullptr || w->model_sizes.empty() || p.model_size().empty()) return absl::OkStatus();
+  if (!absl::c_linear_search(w->model_sizes, p.model_size())) {
+    return Invalid(path + ".model_size",
+                   absl::StrCat(w->name, " takes ", absl::StrJoin(w->model_sizes, ", "),
+                                "; got \"", p.model_size().substr(0, 64), "\""));
+  }
+  if (w->size_shape == nullptr || p.model_size() == "custom") return absl::OkStatus();
+  const WorkloadDefaults d = DefaultsOf(w->name, p.model_size());
+  const std::pair<const char*, std::pair<int64_t, int64_t>> given[] = {
+      {"num_layers", {p.num_layers(), d.num_layers}},
+      {"hidden_size", {p.hidden_size(), d.hidden_size}},
+      {"num_heads", {p.num_heads(), d.num_heads}},
+      {"num_kv_heads", {p.num_kv_heads(), d.num_kv_heads}},
+      {"ffn_hidden_size", {p.ffn_hidden_size(), d.ffn_hidden_size}}};
+  for (const auto& [field, values] : given) {
+    if (values.first != 0 && values.first != values.second) {
+      return Invalid(absl::StrCat(path, ".", field),
+                     absl::StrCat("model_size ", p.model_size(), " has ", values.second,
+                                  "; leave it out, or use model_size custom"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// num_heads divides hidden_size (into an even head size where positions
+// rotate), and num_kv_heads divides num_heads, with the workload's
+// defaults for what is left 0: the run gets them.
 absl::Status CheckHeads(const std::string& path, const std::string& workload,
                         const v1::WorkloadParams& p) {
-  const WorkloadDefaults defaults = DefaultsOf(ModelWorkload(workload, p.ddp_model()));
+  const std::string_view model = ModelWorkload(workload, p.ddp_model());
+  const WorkloadDefaults defaults = DefaultsOf(model, p.model_size());
   const int hidden = p.hidden_size() != 0 ? p.hidden_size() : defaults.hidden_size;
   const int heads = p.num_heads() != 0 ? p.num_heads() : defaults.num_heads;
+  const int kv_heads = p.num_kv_heads() != 0 ? p.num_kv_heads() : defaults.num_kv_heads;
   if (hidden != 0 && heads != 0 && hidden % heads != 0) {
     return Invalid(path + (p.num_heads() != 0 ? ".num_heads" : ".hidden_size"),
                    absl::StrCat("num_heads ", heads, " must divide hidden_size ", hidden));
+  }
+  if (model == "llama" && hidden != 0 && heads != 0 && (hidden / heads) % 2 != 0) {
+    return Invalid(path + ".hidden_size",
+                   absl::StrCat("rotary positions need an even head size; hidden_size ", hidden,
+                                " / num_heads ", heads, " is ", hidden / heads));
+  }
+  if (heads != 0 && kv_heads != 0 && heads % kv_heads != 0) {
+    return Invalid(path + (p.num_kv_heads() != 0 ? ".num_kv_heads" : ".num_heads"),
+                   absl::StrCat("num_kv_heads ", kv_heads, " must divide num_heads ", heads));
   }
   return absl::OkStatus();
 }
@@ -200,6 +257,7 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
                             const v1::WorkloadParams& p) {
   absl::Status s;
   if (!(s = CheckModelSize(path + ".model_size", p.model_size())).ok()) return s;
+  if (!(s = CheckSizeOfWorkload(path, workload, p)).ok()) return s;
   for (const ParamBound& b : kParamBounds) {
     if (!(s = CheckOptionalRange(absl::StrCat(path, ".", b.field), b.get(p), b.lo, b.hi)).ok()) {
       return s;
@@ -285,6 +343,8 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
                       c.optimizer()))
            .ok())
     return s;
+  if (!(s = CheckEnum(path + ".attention", v1::Attention_descriptor(), c.attention())).ok())
+    return s;
   return CheckRange(path + ".learning_rate", c.learning_rate(), 0.0, 100.0);
 }
 
@@ -369,6 +429,14 @@ absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
   if (!(s = ForEachValue(path + ".collective_bytes", w.collective_bytes(),
                          bound(BoundOf("collective_bytes"))))
            .ok())
+    return s;
+  for (const char* field : {"prompt_length", "new_tokens"}) {
+    const auto& values = std::string_view(field) == "prompt_length" ? w.prompt_length()
+                                                                    : w.new_tokens();
+    if (!(s = ForEachValue(absl::StrCat(path, ".", field), values, bound(BoundOf(field)))).ok())
+      return s;
+  }
+  if (!(s = ForEachEnum(path + ".attention", w.attention(), v1::Attention_descriptor())).ok())
     return s;
   return ForEachValue(path + ".batch_size", w.batch_size(), CheckBatch);
 }

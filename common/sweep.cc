@@ -31,7 +31,8 @@ int CountSweepPoints(const v1::Sweep& w) {
       w.loader_threads_size(),  w.pinned_memory_size(),  w.prefetch_depth_size(),
       w.image_size_size(),      w.sequence_length_size(), w.matmul_size_size(),
       w.copy_bytes_size(),      w.batch_size_size(),      w.world_size_size(),
-      w.collective_op_size(),   w.collective_bytes_size()};
+      w.collective_op_size(),   w.collective_bytes_size(), w.prompt_length_size(),
+      w.new_tokens_size(),      w.attention_size()};
   int64_t product = 1;
   for (int n : sizes) {
     if (n == 0) continue;
@@ -45,8 +46,17 @@ void FillConfigDefaults(v1::RunConfig* c) {
   v1::WorkloadParams* p = c->mutable_params();
   if (c->workload() == "ddp" && p->ddp_model().empty()) p->set_ddp_model(kDefaultDdpModel);
   if (c->workload() == "ddp" && !p->has_ddp_bucket_mb()) p->set_ddp_bucket_mb(kDefaultDdpBucketMb);
-  const WorkloadDefaults d = DefaultsOf(ModelWorkload(c->workload(), p->ddp_model()));
-  if (p->model_size().empty()) p->set_model_size(d.model_size);
+  const std::string_view model = ModelWorkload(c->workload(), p->ddp_model());
+  const WorkloadInfo* info = FindWorkload(model);
+  // A model of named shapes given its layers, widths or heads but no size
+  // is a custom one.
+  if (p->model_size().empty() && info != nullptr && info->size_shape != nullptr &&
+      (p->num_layers() != 0 || p->hidden_size() != 0 || p->num_heads() != 0 ||
+       p->num_kv_heads() != 0 || p->ffn_hidden_size() != 0)) {
+    p->set_model_size("custom");
+  }
+  if (p->model_size().empty()) p->set_model_size(DefaultsOf(model).model_size);
+  const WorkloadDefaults d = DefaultsOf(model, p->model_size());
   if (p->image_size() == 0) p->set_image_size(d.image_size);
   if (p->num_classes() == 0) p->set_num_classes(d.num_classes);
   if (p->sequence_length() == 0) p->set_sequence_length(d.sequence_length);
@@ -54,6 +64,8 @@ void FillConfigDefaults(v1::RunConfig* c) {
   if (p->hidden_size() == 0) p->set_hidden_size(d.hidden_size);
   if (p->num_heads() == 0) p->set_num_heads(d.num_heads);
   if (p->vocab_size() == 0) p->set_vocab_size(d.vocab_size);
+  if (p->num_kv_heads() == 0) p->set_num_kv_heads(d.num_kv_heads);
+  if (p->ffn_hidden_size() == 0) p->set_ffn_hidden_size(d.ffn_hidden_size);
   if (p->matmul_m() == 0) p->set_matmul_m(d.matmul_size);
   if (p->matmul_n() == 0) p->set_matmul_n(d.matmul_size);
   if (p->matmul_k() == 0) p->set_matmul_k(d.matmul_size);
@@ -69,6 +81,17 @@ void FillConfigDefaults(v1::RunConfig* c) {
   // keys stay as runs stored before it had one.
   if (c->world_size() == 0 && IsDistributedWorkload(c->workload())) c->set_world_size(1);
   if (c->mode() == v1::MODE_UNSPECIFIED) c->set_mode(v1::MODE_TRAIN);
+  // A language model's prompt and new tokens are its inference's; its
+  // attention kernel is named (other configs keep their keys as stored
+  // before there was a choice: unset is auto).
+  const bool language_model = info != nullptr && info->language_model;
+  if (language_model && c->mode() == v1::MODE_INFER) {
+    if (p->prompt_length() == 0) p->set_prompt_length(d.prompt_length);
+    if (p->new_tokens() == 0) p->set_new_tokens(d.new_tokens);
+  }
+  if (language_model && c->attention() == v1::ATTENTION_UNSPECIFIED) {
+    c->set_attention(v1::ATTENTION_AUTO);
+  }
   if (c->device().empty()) c->set_device("auto");
   if (c->batch_size() == 0) c->set_batch_size(kDefaultBatchSize);
   if (c->precision() == v1::PRECISION_UNSPECIFIED) c->set_precision(v1::PRECISION_FP32);
@@ -143,6 +166,12 @@ absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
   });
   AddAxis(&setters, &sizes, w.collective_bytes(),
           [](int64_t v, C* c) { c->mutable_params()->set_collective_bytes(v); });
+  AddAxis(&setters, &sizes, w.prompt_length(),
+          [](int v, C* c) { c->mutable_params()->set_prompt_length(v); });
+  AddAxis(&setters, &sizes, w.new_tokens(),
+          [](int v, C* c) { c->mutable_params()->set_new_tokens(v); });
+  AddAxis(&setters, &sizes, w.attention(),
+          [](int v, C* c) { c->set_attention(static_cast<v1::Attention>(v)); });
 
   const int total = CountSweepPoints(w);
   std::vector<v1::RunConfig> runs;

@@ -13,6 +13,7 @@ const std::vector<const WorkloadInfo*>& Workloads() {
       new WorkloadInfo(workloads::ResNet18()),    new WorkloadInfo(workloads::ResNet50()),
       new WorkloadInfo(workloads::UNet()),        new WorkloadInfo(workloads::BiLstm()),
       new WorkloadInfo(workloads::CnnLstm()),     new WorkloadInfo(workloads::Transformer()),
+      new WorkloadInfo(workloads::Gpt()),         new WorkloadInfo(workloads::Llama()),
       new WorkloadInfo(workloads::Matmul()),      new WorkloadInfo(workloads::Copy()),
       new WorkloadInfo(workloads::Empty()),       new WorkloadInfo(workloads::TorchScript()),
       new WorkloadInfo(workloads::Collective()),  new WorkloadInfo(workloads::Ddp()),
@@ -63,7 +64,9 @@ std::string DefaultText(const WorkloadInfo& w, std::string_view param) {
       {"image_size", d.image_size},   {"num_classes", d.num_classes},
       {"sequence_length", d.sequence_length}, {"num_layers", d.num_layers},
       {"hidden_size", d.hidden_size}, {"num_heads", d.num_heads},
-      {"vocab_size", d.vocab_size},   {"matmul_m", d.matmul_size},
+      {"vocab_size", d.vocab_size},   {"num_kv_heads", d.num_kv_heads},
+      {"ffn_hidden_size", d.ffn_hidden_size}, {"prompt_length", d.prompt_length},
+      {"new_tokens", d.new_tokens},   {"matmul_m", d.matmul_size},
       {"matmul_n", d.matmul_size},    {"matmul_k", d.matmul_size},
       {"copy_bytes", d.copy_bytes},   {"collective_bytes", d.collective_bytes}};
   for (const auto& [name, value] : numbers) {
@@ -73,7 +76,7 @@ std::string DefaultText(const WorkloadInfo& w, std::string_view param) {
 }
 
 ModelShape DefaultShape(const WorkloadInfo& w, std::string_view model_size) {
-  const WorkloadDefaults& d = w.defaults;
+  const WorkloadDefaults d = DefaultsOf(w.name, model_size);
   ModelShape s;
   s.model_size = model_size.empty() ? d.model_size : std::string(model_size);
   s.image_size = d.image_size;
@@ -83,12 +86,35 @@ ModelShape DefaultShape(const WorkloadInfo& w, std::string_view model_size) {
   s.hidden_size = d.hidden_size;
   s.num_heads = d.num_heads;
   s.vocab_size = d.vocab_size;
+  s.num_kv_heads = d.num_kv_heads;
+  s.ffn_hidden_size = d.ffn_hidden_size;
   return s;
 }
 
-WorkloadDefaults DefaultsOf(std::string_view workload) {
+WorkloadDefaults DefaultsOf(std::string_view workload, std::string_view model_size) {
   const WorkloadInfo* w = FindWorkload(workload);
-  return w != nullptr ? w->defaults : WorkloadDefaults{};
+  if (w == nullptr) return WorkloadDefaults{};
+  WorkloadDefaults d = w->defaults;
+  if (w->size_shape != nullptr && !model_size.empty()) w->size_shape(model_size, &d);
+  return d;
 }
 
+namespace workloads {
+
+bool ApplySizeShape(const std::vector<SizeShape>& shapes, std::string_view size,
+                    WorkloadDefaults* d) {
+  if (size == "custom") return true;
+  for (const SizeShape& s : shapes) {
+    if (size != s.name) continue;
+    for (auto [value, field] : {std::pair{s.layers, &d->num_layers}, {s.width, &d->hidden_size},
+                                {s.heads, &d->num_heads}, {s.kv_heads, &d->num_kv_heads},
+                                {s.ffn, &d->ffn_hidden_size}, {s.vocab, &d->vocab_size}}) {
+      if (value != 0) *field = value;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace workloads
 }  // namespace gpubench

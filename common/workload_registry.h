@@ -36,6 +36,10 @@ struct WorkloadDefaults {
   int hidden_size = 0;
   int num_heads = 0;
   int vocab_size = 0;
+  int num_kv_heads = 0;        // llama
+  int ffn_hidden_size = 0;     // llama
+  int prompt_length = 0;       // language models, inference
+  int new_tokens = 0;          // language models, inference
   int64_t matmul_size = 0;     // M, N and K each
   int64_t copy_bytes = 0;
   int copy_direction = 0;      // gpubench.v1.CopyDirection's number
@@ -55,6 +59,8 @@ struct ModelShape {
   int64_t num_heads = 0;
   int64_t vocab_size = 0;
   bool decoder = false;
+  int64_t num_kv_heads = 0;
+  int64_t ffn_hidden_size = 0;
 };
 
 // What a built-in model costs, from its architecture alone: its trainable
@@ -101,8 +107,19 @@ struct WorkloadInfo {
   bool on_mps = true;            // device mps
   SampleShape sample = SampleShape::kNone;
   int min_image_size = 0;        // the model's floor beyond the spec's (pools)
+  // A language model (gpt, llama): training counts tokens and MFU;
+  // inference prefills a prompt and decodes new tokens with a KV cache.
+  bool language_model = false;
+  // Scaled-dot-product attention inside: `attention` picks its kernel.
+  bool attends = false;
   // The WorkloadParams fields it reads, in the order `workloads` lists them.
   std::vector<std::string> params;
+  // The model_size values it takes, in order ("" where it has none).
+  std::vector<std::string> model_sizes;
+  // Where model_size names a shape (gpt "350m"): sets d's layers, widths
+  // and heads for size; false for a size it does not know. Null where the
+  // sizes set no parameter (mlp's widths are the model's own).
+  bool (*size_shape)(std::string_view size, WorkloadDefaults* d) = nullptr;
   WorkloadDefaults defaults;
 };
 
@@ -129,8 +146,10 @@ std::string_view ModelWorkload(std::string_view workload, std::string_view ddp_m
 // none (a path, an option off).
 std::string DefaultText(const WorkloadInfo& w, std::string_view param);
 
-// The defaults of workload; all zero for an unknown name.
-WorkloadDefaults DefaultsOf(std::string_view workload);
+// The defaults of workload; all zero for an unknown name. With a
+// model_size that names a shape (size_shape), that shape's layers, widths
+// and heads.
+WorkloadDefaults DefaultsOf(std::string_view workload, std::string_view model_size = "");
 
 // w's model at its defaults, model_size as given ("" keeps the default).
 ModelShape DefaultShape(const WorkloadInfo& w, std::string_view model_size = "");

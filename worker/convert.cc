@@ -87,6 +87,11 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   c.pipeline.non_blocking = v.pipeline().non_blocking() || v.pipeline().pinned_memory();
   c.optimizer = static_cast<engine::Optimizer>(v.optimizer());
   c.learning_rate = v.learning_rate();
+  c.attention = static_cast<engine::Attention>(v.attention());
+  c.num_kv_heads = p.num_kv_heads();
+  c.ffn_hidden_size = p.ffn_hidden_size();
+  c.prompt_length = p.prompt_length();
+  c.new_tokens = p.new_tokens();
   return c;
 }
 
@@ -247,6 +252,17 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   r->set_bandwidth_gb_per_s(o.bandwidth_gb_per_s);
   r->set_algorithm_bandwidth_gb_per_s(o.algorithm_bandwidth_gb_per_s);
   r->set_bus_bandwidth_gb_per_s(o.bus_bandwidth_gb_per_s);
+  r->set_tokens_per_s(o.tokens_per_s);
+  r->set_mfu(o.mfu);
+  r->set_datasheet_peak_tflops(o.datasheet_peak_tflops);
+  if (o.time_to_first_token_ms.count > 0) {
+    FillLatency(o.time_to_first_token_ms, r->mutable_time_to_first_token());
+  }
+  if (o.inter_token_latency_ms.count > 0) {
+    FillLatency(o.inter_token_latency_ms, r->mutable_inter_token_latency());
+  }
+  r->set_decode_bandwidth_gb_per_s(o.decode_bandwidth_gb_per_s);
+  r->set_attention_backend(o.attention_backend);
   r->set_memory_bytes_per_iteration(o.memory_bytes_per_iteration);
   r->set_device_kernel_share(o.profiled_device_share);
   r->set_first_loss(o.first_loss);

@@ -43,6 +43,7 @@ WorkloadInfo Mlp() {
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kImage;
   w.params = {"model_size", "image_size", "num_classes"};
+  w.model_sizes = {"small", "medium", "large"};
   w.defaults.model_size = "small";
   w.defaults.image_size = 32;
   w.defaults.num_classes = 10;

@@ -35,7 +35,7 @@ WorkloadInfo Transformer() {
   w.architecture = "token embedding and learnt positions, num_layers pre-LN blocks (fused qkv "
                    "attention, 4x MLP), LayerNorm, linear head";
   w.cost = TransformerCost;
-  w.model = w.compiles = w.checks_numerics = true;
+  w.model = w.compiles = w.checks_numerics = w.attends = true;
   w.sample = SampleShape::kTokens;
   w.params = {"sequence_length", "num_layers", "hidden_size", "num_heads", "decoder",
               "vocab_size",      "num_classes"};

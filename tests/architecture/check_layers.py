@@ -15,7 +15,7 @@ import sys
 # themselves.
 RULES = [
     ("worker/engine/", ["worker/engine/", "common/stats.h", "common/workload_registry.h",
-                        "common/model_cost.h", "launcher/telemetry.h", "worker/measure.h", "worker/profile_table.h"]),
+                        "common/model_cost.h", "common/gpu_peaks.h", "launcher/telemetry.h", "worker/measure.h", "worker/profile_table.h"]),
     ("worker/measure.", ["worker/measure.h", "common/stats.h"]),
     ("worker/profile_table.", ["worker/profile_table.h"]),
     ("worker/", ["worker/", "launcher/", "common/", "gpubench/"]),
@@ -23,6 +23,7 @@ RULES = [
     ("launcher/", ["launcher/", "common/", "gpubench/"]),
     ("common/workload", ["common/workload", "common/model_cost.h"]),
     ("common/model_cost.", ["common/model_cost.h"]),
+    ("common/gpu_peaks.", ["common/gpu_peaks.h"]),
     ("common/", ["common/", "gpubench/"]),
     ("storage/", ["storage/", "common/", "gpubench/"]),
     ("server/", ["server/", "storage/", "report/", "launcher/", "common/", "gpubench/"]),

@@ -72,6 +72,16 @@ RunConfig Small(const std::string& workload) {
     c.hidden_size = 64;
     c.num_heads = 4;
     c.vocab_size = 500;
+  } else if (workload == "gpt" || workload == "llama") {
+    c.sequence_length = 16;
+    c.num_layers = 2;
+    c.hidden_size = 64;
+    c.num_heads = 4;
+    c.num_kv_heads = 2;
+    c.ffn_hidden_size = 96;
+    c.vocab_size = 100;
+    c.prompt_length = 8;
+    c.new_tokens = 4;
   } else if (workload == "matmul") {
     c.matmul_m = c.matmul_n = c.matmul_k = 128;
   } else if (workload == "copy") {
@@ -142,13 +152,29 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
     } else {
       EXPECT_GT(out.parameter_count, 0);
     }
-    // A built-in model's FLOPs are the registry's (what `spec` estimated).
-    if (IsModelWorkload(GetParam())) {
+    const bool language_model = FindWorkload(GetParam())->language_model;
+    if (language_model) {
+      EXPECT_FALSE(out.attention_backend.empty());
+      if (mode == Mode::kTrain) {
+        EXPECT_DOUBLE_EQ(out.tokens_per_s, out.throughput_samples_per_s * config.sequence_length);
+      } else {
+        // One first token and new_tokens - 1 next ones a generation.
+        EXPECT_EQ(out.time_to_first_token_ms.count, out.iterations);
+        EXPECT_EQ(out.inter_token_latency_ms.count, out.iterations * (config.new_tokens - 1));
+        EXPECT_GT(out.time_to_first_token_ms.p50, 0);
+        EXPECT_NEAR(out.tokens_per_s, config.batch_size * 1000 / out.inter_token_latency_ms.mean,
+                    1e-6 * out.tokens_per_s);
+        EXPECT_GT(out.decode_bandwidth_gb_per_s, 0);
+      }
+    }
+    // A built-in model's FLOPs are the registry's (what `spec` estimated);
+    // a language model's inference reports tokens instead.
+    if (IsModelWorkload(GetParam()) && !(language_model && mode == Mode::kInfer)) {
       EXPECT_DOUBLE_EQ(out.flops_per_iteration,
                        CostOf(config).forward_flops_per_sample * config.batch_size *
                            (mode == Mode::kTrain ? 3 : 1));
-      EXPECT_EQ(out.parameter_count, CostOf(config).parameters);
     }
+    if (IsModelWorkload(GetParam())) EXPECT_EQ(out.parameter_count, CostOf(config).parameters);
     if (trains && mode == Mode::kTrain && GetParam() != "torchscript") {
       // Cross-entropy style losses; a TorchScript model trains on the mean
       // of its output, which may be negative.

@@ -20,6 +20,7 @@ enum class Precision {
   kFp16 = 3,
   kBf16 = 4,
   kFp32Default = 5,  // PyTorch's default: TF32 in cuDNN convolutions only
+  kFp8 = 6,          // matmul: e4m3 operands through _scaled_mm
 };
 // Its name in a spec: "fp32", "fp32_default".
 inline const char* PrecisionName(Precision p) {
@@ -28,10 +29,14 @@ inline const char* PrecisionName(Precision p) {
     case Precision::kFp16: return "fp16";
     case Precision::kBf16: return "bf16";
     case Precision::kFp32Default: return "fp32_default";
+    case Precision::kFp8: return "fp8";
     default: return "fp32";
   }
 }
 enum class Execution { kUnspecified = 0, kEager = 1, kCudaGraph = 2, kAot = 3, kAotCudaGraph = 4 };
+// SDPA's backends; kAuto (and kUnspecified) let LibTorch pick.
+enum class Attention { kUnspecified = 0, kAuto = 1, kFlash = 2, kEfficient = 3, kCudnn = 4,
+                       kMath = 5 };
 
 // Whether a step is replayed from a captured CUDA graph.
 inline bool UsesCudaGraph(Execution e) {
@@ -133,6 +138,12 @@ struct RunConfig {
   PipelineConfig pipeline;
   Optimizer optimizer = Optimizer::kSgd;
   double learning_rate = 0;
+  Attention attention = Attention::kAuto;
+  // Language models (gpt, llama).
+  int num_kv_heads = 0;     // llama: grouped-query key/value heads
+  int ffn_hidden_size = 0;  // llama: SwiGLU width
+  int prompt_length = 0;    // infer: tokens prefilled
+  int new_tokens = 0;       // infer: tokens generated (the first by the prefill)
 };
 
 

@@ -26,12 +26,14 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/workload_registry.h"
+#include "worker/engine/attention.h"
 #include "worker/engine/compat.h"
 #include "worker/engine/cpu_memory.h"
 #include "worker/engine/cuda_support.h"
 #include "worker/engine/distributed.h"
 #include "worker/engine/grad_buckets.h"
 #include "worker/engine/inject.h"
+#include "worker/engine/language_model.h"
 #include "worker/engine/models.h"
 #include "worker/engine/numerics.h"
 #include "worker/engine/pipeline.h"
@@ -107,6 +109,8 @@ std::string MathMode(const RunConfig& c, const torch::Device& device) {
                                      : "fp16 autocast";
     case Precision::kBf16:
       return IsCompiled(c.execution) ? "bf16 weights and activations (compiled)" : "bf16 autocast";
+    case Precision::kFp8:
+      return "fp8 e4m3 operands, per-tensor scales, bf16 result (_scaled_mm)";
     default:
       break;
   }
@@ -146,6 +150,12 @@ WorkloadOrError MakeWorkload(const RunConfig& c, torch::Device device, const Mea
   };
   for (const auto& [name, factory] : kWorkloads) {
     if (c.workload == name) return factory(c, device, m);
+  }
+  // A language model infers by prefilling and decoding; it trains as any
+  // network.
+  const WorkloadInfo* info = FindWorkload(c.workload);
+  if (info != nullptr && info->language_model && c.mode == Mode::kInfer) {
+    return NewDecodeWorkload(c, device, m);
   }
   return MakeNetworkWorkload(c, device, m);
 }
@@ -451,6 +461,9 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
   Summarize(*measured, w->samples_per_iteration(), out);
   w->Report(out);
   if (out->latency_ms.p50 > 0) SetAchievedTflops(w->samples_per_iteration(), out);
+  if (const WorkloadInfo* info = FindWorkload(c.workload); info && info->language_model) {
+    LanguageModelFigures(c, device, out);
+  }
   // Every rank takes the same decision, or some would skip the later runs
   // that the others wait in.
   const bool cancelled =
@@ -483,6 +496,10 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
   try {
     torch::manual_seed(measure_config.seed);
     ConfigureBackends(c);
+    if (auto s = SelectAttention(c.attention); !s.ok()) {
+      out.error = std::string(s.message());
+      return out;
+    }
     if (device_index >= 0) {
       cuda::SetDevice(device_index);
       // Frees what earlier runs left cached, so peaks are this run's own.

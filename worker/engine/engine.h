@@ -76,6 +76,16 @@ struct RunOutcome {
   double bandwidth_gb_per_s = 0;
   double algorithm_bandwidth_gb_per_s = 0;  // collective: nccl-tests' algbw
   double bus_bandwidth_gb_per_s = 0;        // collective: nccl-tests' busbw
+  // Language models: tokens a second (train: batch x sequence a step;
+  // infer: generated), MFU over the datasheet's peak, and inference's
+  // time to first token and inter-token latencies.
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double datasheet_peak_tflops = 0;
+  stats::Summary time_to_first_token_ms;
+  stats::Summary inter_token_latency_ms;
+  double decode_bandwidth_gb_per_s = 0;
+  std::string attention_backend;
   // The profiled window, per iteration: bytes allocated on the run's device
   // and device (kernel and copy) time; then the roofline's estimated memory
   // traffic, and the device time over the measured time per iteration.

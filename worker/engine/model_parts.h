@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "worker/engine/models.h"
@@ -21,15 +23,19 @@ namespace gpubench::engine {
 // ---------------------------------------------------------------------------
 // Version compatibility.
 
-// Self-attention of q, k, v [B, heads, T, head_dim]. The one place that knows
-// which LibTorch has fused attention: 2.x dispatches to flash or
-// memory-efficient kernels, which is what users of 2.x run; 1.13 has no
+// Self-attention of q, k, v [B, heads, T, head_dim], causal or under mask
+// (a bool mask broadcast to [B, heads, Tq, Tk], true where a query may
+// attend). The one place that knows which LibTorch has fused attention:
+// 2.x dispatches to SDPA's kernels (flash, memory-efficient, cuDNN, math,
+// as ConfigureBackends allows), which is what users of 2.x run; 1.13 has no
 // at::scaled_dot_product_attention, so it gets the textbook formula.
-inline torch::Tensor Attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, bool causal) {
+inline torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, bool causal,
+                               const torch::Tensor& mask = {}) {
 #if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{},
-                                          /*dropout_p=*/0.0, causal);
+  return at::scaled_dot_product_attention(
+      q, k, v, mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt,
+      /*dropout_p=*/0.0, causal);
 #else
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
@@ -42,9 +48,18 @@ inline torch::Tensor Attention(const torch::Tensor& q, const torch::Tensor& k,
     scores = scores.masked_fill(future.triu(1),
                                 -std::numeric_limits<float>::infinity());
   }
+  if (mask.defined()) {
+    scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  }
   return torch::matmul(torch::softmax(scores, -1), v);
 #endif
 }
+
+// The SDPA kernel LibTorch would run Sdpa's arguments on ("flash",
+// "efficient", "cudnn", "math"), or "none" where the kernels allowed cannot
+// run them; 1.13 names its textbook formula.
+std::string AttentionKernel(const torch::Tensor& q, const torch::Tensor& k,
+                            const torch::Tensor& v, bool causal, const torch::Tensor& mask);
 
 // ---------------------------------------------------------------------------
 // Fixed label functions.
@@ -260,7 +275,7 @@ class TransformerBlock : public torch::nn::Module {
     torch::Tensor qkv = qkv_(ln1_(x))
                             .view({batch, time, 3, heads_, hidden / heads_})
                             .permute({2, 0, 3, 1, 4});
-    torch::Tensor attended = Attention(qkv[0], qkv[1], qkv[2], causal_)
+    torch::Tensor attended = Sdpa(qkv[0], qkv[1], qkv[2], causal_)
                                  .transpose(1, 2)
                                  .reshape({batch, time, hidden});
     torch::Tensor y = x + proj_(attended);
@@ -319,6 +334,9 @@ ModelOrError NewUNet(const RunConfig& c);
 ModelOrError NewBiLstm(const RunConfig& c);
 ModelOrError NewCnnLstm(const RunConfig& c);
 ModelOrError NewTransformer(const RunConfig& c);
+// models_lm.cc
+ModelOrError NewGpt(const RunConfig& c);
+ModelOrError NewLlama(const RunConfig& c);
 
 }  // namespace gpubench::engine
 

@@ -56,6 +56,8 @@ ModelCost CostOf(const RunConfig& c) {
   s.num_heads = c.num_heads;
   s.vocab_size = c.vocab_size;
   s.decoder = c.decoder;
+  s.num_kv_heads = c.num_kv_heads;
+  s.ffn_hidden_size = c.ffn_hidden_size;
   return info->cost(s);
 }
 
@@ -72,7 +74,8 @@ absl::StatusOr<std::shared_ptr<BenchModel>> CreateModel(const RunConfig& c) {
   static const std::pair<const char*, ModelOrError (*)(const RunConfig&)> kModels[] = {
       {"mlp", NewMlp},       {"simple_cnn", NewSimpleCnn}, {"resnet18", NewResNet},
       {"resnet50", NewResNet}, {"unet", NewUNet},          {"bilstm", NewBiLstm},
-      {"cnn_lstm", NewCnnLstm}, {"transformer", NewTransformer}};
+      {"cnn_lstm", NewCnnLstm}, {"transformer", NewTransformer}, {"gpt", NewGpt},
+      {"llama", NewLlama}};
   const std::string& w = c.workload;
   const WorkloadInfo* info = FindWorkload(w);
   const auto* entry = std::find_if(std::begin(kModels), std::end(kModels),
@@ -86,7 +89,9 @@ absl::StatusOr<std::shared_ptr<BenchModel>> CreateModel(const RunConfig& c) {
   const SampleShape shape = info->sample;
   const bool images = shape == SampleShape::kImage || shape == SampleShape::kFrames;
   const bool sequence = shape == SampleShape::kTokens || shape == SampleShape::kFrames;
-  absl::Status status = CheckAtLeast("num_classes", c.num_classes, 1, w);
+  // A language model's classes are its vocabulary.
+  absl::Status status = info->language_model ? absl::OkStatus()
+                                             : CheckAtLeast("num_classes", c.num_classes, 1, w);
   if (status.ok() && images) {
     status = CheckAtLeast("image_size", c.image_size, std::max(1, info->min_image_size), w);
   }

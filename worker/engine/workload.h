@@ -173,6 +173,10 @@ WorkloadOrError NewMatmulWorkload(const RunConfig& c, torch::Device device,
 WorkloadOrError NewCopyWorkload(const RunConfig& c, torch::Device device, const MeasureConfig& m);
 WorkloadOrError NewEmptyWorkload(const RunConfig& c, torch::Device device,
                                  const MeasureConfig& m);
+// A language model's inference: prefill, then decode with the KV cache
+// (workloads/decode.cc).
+WorkloadOrError NewDecodeWorkload(const RunConfig& c, torch::Device device,
+                                  const MeasureConfig& m);
 // A user's model: TorchScript, or an AOTInductor package.
 WorkloadOrError NewTorchScriptWorkload(const RunConfig& c, torch::Device device,
                                        const MeasureConfig& m);

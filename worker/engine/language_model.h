@@ -1,0 +1,61 @@
+// The language models (gpt, llama; models_lm.cc): a BenchModel that trains
+// on whole sequences, and that decodes with a static KV cache, in the two
+// forms the decode workload (workloads/decode.cc) times. Includes LibTorch:
+// engine TUs only.
+#ifndef GPUBENCH_WORKER_ENGINE_LANGUAGE_MODEL_H_
+#define GPUBENCH_WORKER_ENGINE_LANGUAGE_MODEL_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+#include "worker/engine/config.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/models.h"
+
+namespace gpubench::engine {
+
+class LanguageModel : public BenchModel {
+ public:
+  // Allocates the KV cache (each layer's keys and values [batch, kv_heads,
+  // capacity, head_dim]) in dtype on the weights' device, once for the
+  // longest context; later calls with the same sizes keep it.
+  virtual void AllocateCache(int64_t batch, int64_t capacity, torch::ScalarType dtype) = 0;
+
+  // The prompt [B, P] at positions 0..P-1, its keys and values written to
+  // the cache; the logits of each sequence's last position [B, vocab].
+  virtual torch::Tensor Prefill(const torch::Tensor& prompt) = 0;
+
+  // One token a sequence [B, 1] at position (known on the host): its keys
+  // and values written at position, attending over the cache's positions
+  // 0..position. The logits [B, vocab].
+  virtual torch::Tensor Decode(const torch::Tensor& token, int64_t position) = 0;
+
+  // The same with the position in a device tensor [1] (int64): written with
+  // index_copy_, attending over the whole cache under a mask of the
+  // positions up to it. Every step has the same shapes and no host value,
+  // so one CUDA graph replays every step.
+  virtual torch::Tensor DecodeStatic(const torch::Tensor& token, const torch::Tensor& position) = 0;
+
+  // The attention kernel of the last forward of each kind that ran
+  // ("flash", "math"...): training or prefill over a whole sequence, and
+  // one-token decoding; "" before one ran.
+  std::string sequence_kernel, decode_kernel;
+
+  // Bytes of the weights a decode step reads (each tied matrix once; of an
+  // embedding table that is only looked up, the batch's rows: none
+  // counted), and of the whole cache.
+  virtual int64_t DecodeWeightBytes() const = 0;
+  virtual int64_t CacheBytes() const = 0;
+};
+
+// A language model's training figures from the measured ones (mfu.cc):
+// tokens a second (batch x sequence_length a step), and MFU, the model's
+// FLOPs at that rate over device's datasheet peak for the precision
+// (common/gpu_peaks.h; none where the GPU is not in the table).
+void LanguageModelFigures(const RunConfig& c, const torch::Device& device, RunOutcome* out);
+
+}  // namespace gpubench::engine
+
+#endif  // GPUBENCH_WORKER_ENGINE_LANGUAGE_MODEL_H_
