@@ -15,9 +15,10 @@ ModelCost LlamaCost(const ModelShape& s) {
   const int64_t block = 2 * d + d * d + 2 * d * kv + d * d + 3 * d * s.ffn_hidden_size;
   ModelCost c;
   c.parameters = s.vocab_size * d + layers * block + d + d * s.vocab_size;
-  // For MFU the parameters of the matrix products (torchtitan's count: the
-  // embedding table is a lookup), and the attention over T positions.
-  const double n = static_cast<double>(c.parameters - s.vocab_size * d);
+  // For MFU every parameter (the N: all but a position table, and
+  // llama has none; nanoGPT's count, though the token table is a lookup),
+  // and the attention over T positions.
+  const double n = static_cast<double>(c.parameters);
   c.forward_flops_per_sample = t * (2 * n + 4.0 * layers * t * d);
   return c;
 }

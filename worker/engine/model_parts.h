@@ -24,8 +24,8 @@ namespace gpubench::engine {
 // Version compatibility.
 
 // Self-attention of q, k, v [B, heads, T, head_dim], causal or under mask
-// (a bool mask broadcast to [B, heads, Tq, Tk], true where a query may
-// attend). The one place that knows which LibTorch has fused attention:
+// (broadcast to [B, heads, Tq, Tk]: bool, true where a query may attend, or
+// added to the scores). The one place that knows which LibTorch has fused attention:
 // 2.x dispatches to SDPA's kernels (flash, memory-efficient, cuDNN, math,
 // as ConfigureBackends allows), which is what users of 2.x run; 1.13 has no
 // at::scaled_dot_product_attention, so it gets the textbook formula.
@@ -48,8 +48,10 @@ inline torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k,
     scores = scores.masked_fill(future.triu(1),
                                 -std::numeric_limits<float>::infinity());
   }
-  if (mask.defined()) {
+  if (mask.defined() && mask.scalar_type() == torch::kBool) {
     scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  } else if (mask.defined()) {
+    scores = scores + mask;
   }
   return torch::matmul(torch::softmax(scores, -1), v);
 #endif
