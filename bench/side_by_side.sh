@@ -103,6 +103,11 @@ R50="--workload resnet50 --device cuda"
 case_ r50_infer_bs32_fp32 "ratio>=1.0 (eager)" tput \
   "$R50 --mode infer --batch 32 --precision fp32" \
   "--workload resnet50 --mode infer --batch 32 --precision fp32"
+# channels_last alone in fp32 (lab 5 saw it at 0.84x of NCHW): the same in
+# Python tells whether that is cuDNN's or gpubench's.
+case_ r50_infer_bs32_fp32_cl "ratio>=1.0 (eager)" tput \
+  "$R50 --mode infer --batch 32 --precision fp32 --channels-last true" \
+  "--workload resnet50 --mode infer --batch 32 --precision fp32 --channels-last"
 # PyTorch's default fp32 (TF32 in cuDNN's convolutions, not in matmuls).
 case_ r50_infer_bs256_fp32_default "ratio>=1.0 (eager)" tput \
   "$R50 --mode infer --batch 256 --precision fp32_default" \

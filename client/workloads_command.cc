@@ -1,6 +1,5 @@
 // gpubench workloads: the registry's entries, what each reads and what
 // applies to it.
-#include <algorithm>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -37,10 +36,11 @@ std::string Applies(const WorkloadInfo& w) {
 // A built-in model's size and forward cost at its defaults, each model_size
 // where it has them: "11.7M parameters, 3.64 GFLOP forward a sample".
 std::string CostText(const WorkloadInfo& w) {
-  std::vector<std::string> sizes = {""};
-  if (std::find(w.params.begin(), w.params.end(), "model_size") != w.params.end()) {
-    sizes = {"small", "medium", "large"};
+  std::vector<std::string> sizes;
+  for (const std::string& size : w.model_sizes) {
+    if (size != "custom") sizes.push_back(size);  // custom is the spec's own shape
   }
+  if (sizes.empty()) sizes = {""};
   std::vector<std::string> parts;
   for (const std::string& size : sizes) {
     const ModelCost c = w.cost(DefaultShape(w, size));

@@ -142,6 +142,12 @@ TEST(Cli, WorkloadsDescribeEachModelAndWhatItCosts) {
   ASSERT_EQ(RunCli({"workloads", "mlp"}, mlp, mlp_err), kExitOk);
   EXPECT_NE(mlp.str().find("small 0.03M parameters"), std::string::npos) << mlp.str();
   EXPECT_NE(mlp.str().find("large 6.7M parameters"), std::string::npos) << mlp.str();
+  // A language model's named sizes, each its own shape.
+  std::ostringstream gpt, gpt_err;
+  ASSERT_EQ(RunCli({"workloads", "gpt"}, gpt, gpt_err), kExitOk);
+  EXPECT_NE(gpt.str().find("124m 124M parameters"), std::string::npos) << gpt.str();
+  EXPECT_NE(gpt.str().find("350m 355M parameters"), std::string::npos) << gpt.str();
+  EXPECT_EQ(gpt.str().find("small"), std::string::npos) << gpt.str();
   std::ostringstream matmul, matmul_err;
   ASSERT_EQ(RunCli({"workloads", "matmul"}, matmul, matmul_err), kExitOk);
   EXPECT_EQ(matmul.str().find("cost:"), std::string::npos) << matmul.str();

@@ -102,6 +102,23 @@ RunConfig Scripted(const torch::jit::Module& m, const std::string& name,
   return config;
 }
 
+// A language model's figures: tokens a second, and inference's time to
+// first token and inter-token latencies, one first token and new_tokens - 1
+// next ones a generation.
+void ExpectLanguageModelFigures(const RunConfig& config, const RunOutcome& out) {
+  EXPECT_FALSE(out.attention_backend.empty());
+  if (config.mode == Mode::kTrain) {
+    EXPECT_DOUBLE_EQ(out.tokens_per_s, out.throughput_samples_per_s * config.sequence_length);
+    return;
+  }
+  EXPECT_EQ(out.time_to_first_token_ms.count, out.iterations);
+  EXPECT_EQ(out.inter_token_latency_ms.count, out.iterations * (config.new_tokens - 1));
+  EXPECT_GT(out.time_to_first_token_ms.p50, 0);
+  EXPECT_NEAR(out.tokens_per_s, config.batch_size * 1000 / out.inter_token_latency_ms.mean,
+              1e-6 * out.tokens_per_s);
+  EXPECT_GT(out.decode_bandwidth_gb_per_s, 0);
+}
+
 class EveryWorkload : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
@@ -153,20 +170,7 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
       EXPECT_GT(out.parameter_count, 0);
     }
     const bool language_model = FindWorkload(GetParam())->language_model;
-    if (language_model) {
-      EXPECT_FALSE(out.attention_backend.empty());
-      if (mode == Mode::kTrain) {
-        EXPECT_DOUBLE_EQ(out.tokens_per_s, out.throughput_samples_per_s * config.sequence_length);
-      } else {
-        // One first token and new_tokens - 1 next ones a generation.
-        EXPECT_EQ(out.time_to_first_token_ms.count, out.iterations);
-        EXPECT_EQ(out.inter_token_latency_ms.count, out.iterations * (config.new_tokens - 1));
-        EXPECT_GT(out.time_to_first_token_ms.p50, 0);
-        EXPECT_NEAR(out.tokens_per_s, config.batch_size * 1000 / out.inter_token_latency_ms.mean,
-                    1e-6 * out.tokens_per_s);
-        EXPECT_GT(out.decode_bandwidth_gb_per_s, 0);
-      }
-    }
+    if (language_model) ExpectLanguageModelFigures(config, out);
     // A built-in model's FLOPs are the registry's (what `spec` estimated);
     // a language model's inference reports tokens instead.
     if (IsModelWorkload(GetParam()) && !(language_model && mode == Mode::kInfer)) {
