@@ -61,6 +61,7 @@ case_() {
   local job
   job=$("$B/gpubench" submit $rule --device "$DEVICE" ${TINY[@]+"${TINY[@]}"} $gflags \
         2>> "$OUT/$name.err")
+  echo "$job" > "$OUT/$name.job"
   "$B/gpubench" watch "$job" > "$OUT/$name.gpubench.txt" 2>> "$OUT/$name.err"
   local tiny=("${PTINY[@]+"${PTINY[@]}"}")
   [[ $SMALL = 1 && $pflags == *"--model llama"* ]] && tiny+=(--kv-heads 2 --ffn 128)
@@ -87,12 +88,34 @@ case_ gpt124m_decode_b16_graph "$GPT --mode infer --batch 16 --execution cuda_gr
   "--case decode --model gpt --size 124m --batch 16 --prompt 512 --new-tokens 128 --compile" itl ttft
 case_ gpt1.3b_decode_b1_graph "$GPT --model-size 1.3b --mode infer --batch 1 --execution cuda_graph" \
   "--case decode --model gpt --size 1.3b --batch 1 --prompt 512 --new-tokens 128 --compile" itl ttft gbps
+# AOTInductor: the twin's prefill and step compiled (worker/python/gpubench_models/lm_aot.py),
+# the step replayed as a CUDA graph, against torch.compile's reduce-overhead.
+case_ gpt124m_decode_b1_aot "$GPT --mode infer --batch 1 --execution aot" \
+  "--case decode --model gpt --size 124m --batch 1 --prompt 512 --new-tokens 128 --compile" itl ttft
+case_ gpt124m_decode_b1_aot_graph "$GPT --mode infer --batch 1 --execution aot_cuda_graph" \
+  "--case decode --model gpt --size 124m --batch 1 --prompt 512 --new-tokens 128 --compile" itl ttft itl99 gbps
+case_ gpt124m_decode_b16_aot_graph "$GPT --mode infer --batch 16 --execution aot_cuda_graph" \
+  "--case decode --model gpt --size 124m --batch 16 --prompt 512 --new-tokens 128 --compile" itl ttft
+case_ gpt1.3b_decode_b1_aot_graph "$GPT --model-size 1.3b --mode infer --batch 1 --execution aot_cuda_graph" \
+  "--case decode --model gpt --size 1.3b --batch 1 --prompt 512 --new-tokens 128 --compile" itl ttft gbps
+case_ llama1b_decode_b1_aot_graph "--workload llama --precision bf16 --mode infer --batch 1 --execution aot_cuda_graph" \
+  "--case decode --model llama --size 1b --batch 1 --prompt 512 --new-tokens 128 --compile" itl ttft gbps
 case_ gpt350m_train_b8_eager "$GPT --model-size 350m --mode train --batch 8 --optimizer adamw --learning-rate 3e-4" \
   "--case train --model gpt --size 350m --batch 8 --seq 1024 --precision bf16" tokens mfu
 case_ llama1b_train_b4_eager "--workload llama --precision bf16 --mode train --batch 4 --optimizer adamw --learning-rate 3e-4" \
   "--case train --model llama --size 1b --batch 4 --seq 1024 --precision bf16" tokens mfu
 case_ llama1b_decode_b1_graph "--workload llama --precision bf16 --mode infer --batch 1 --execution cuda_graph" \
   "--case decode --model llama --size 1b --batch 1 --prompt 512 --new-tokens 128 --compile" itl ttft gbps
+
+# COPY_PEAK=1: the host's device-to-device copy, then each decode job's
+# language-model table from show (its reads against that copy's traffic).
+if [ "${COPY_PEAK:-0}" = 1 ]; then
+  "$B/gpubench" submit --workload copy --copy-direction device_to_device \
+    --copy-bytes 1073741824 --device "$DEVICE" $rule --wait > "$OUT/copy_peak.txt" 2>&1
+  for f in "$OUT"/*decode*.job; do
+    [ -e "$f" ] && "$B/gpubench" show "$(cat "$f")" > "${f%.job}.show.txt" 2>&1
+  done
+fi
 
 # The table: for tokens, mfu and gbps gpubench / Python; for latencies
 # Python / gpubench (above 1: gpubench is faster either way).

@@ -47,7 +47,7 @@ absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool includ
 absl::Status ListPeakRuns(const Daemon& d, const v1::Job& job, const std::vector<v1::Run>& runs,
                           std::vector<v1::Run>* peak_runs) {
   peak_runs->clear();
-  if (!report::AnyRooflineFigures(report::RunPointers(runs))) return absl::OkStatus();
+  if (!report::UsesPeaks(report::RunPointers(runs))) return absl::OkStatus();
   for (const char* workload : {"matmul", "copy"}) {
     v1::QueryRunsRequest req;
     req.set_workload(workload);

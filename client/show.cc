@@ -1,6 +1,7 @@
 // `gpubench show`'s output: a job's runs as a table (or CSV, JSON,
 // Markdown), with the analyses they support.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -121,25 +122,36 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
 // The language models' figures (tokens/s, MFU, time to first token,
 // inter-token latency, the attention kernel), one row per such run; no
 // rows where the job has none.
-Table LanguageModelTable(const std::vector<v1::Run>& runs) {
+Table LanguageModelTable(const std::vector<v1::Run>& runs,
+                         const std::map<std::string, report::DevicePeaks>& peaks) {
   Table t;
-  t.header = {"#", "tokens/s", "MFU", "of TFLOP/s", "TTFT p50 ms", "ITL p50 ms", "ITL p99 ms",
-              "decode GB/s", "attention"};
+  t.header = {"#",           "tokens/s",   "MFU",        "of TFLOP/s",  "of measured",
+              "TTFT p50 ms", "ITL p50 ms", "ITL p99 ms", "decode GB/s", "of copy peak",
+              "attention"};
   auto or_dash = [](bool present, const std::string& text) { return present ? text : "-"; };
   for (const v1::Run& r : runs) {
     const v1::RunResult& res = r.result();
     if (!Measured(r) || res.tokens_per_s() <= 0) continue;
     const bool decode = res.has_inter_token_latency();
+    // The host's own peaks (its best matmul at the precision, its best
+    // device copy's traffic), where it measured them.
+    const report::RunPeaks roof = report::PeaksForRun(peaks, r);
+    const double of_matmul = res.achieved_tflops() * 1e12 / roof.flops_per_s;
+    const double of_copy = res.decode_bandwidth_gb_per_s() * 1e9 / roof.bytes_per_s;
     t.rows.push_back(
         {absl::StrCat(r.index()), absl::StrFormat("%.0f", res.tokens_per_s()),
          or_dash(res.mfu() > 0, absl::StrFormat("%.1f%%", 100 * res.mfu())),
          or_dash(res.datasheet_peak_tflops() > 0,
                  absl::StrFormat("%.1f", res.datasheet_peak_tflops())),
+         or_dash(!decode && roof.flops_per_s > 0 && res.achieved_tflops() > 0,
+                 absl::StrFormat("%.1f%%", 100 * of_matmul)),
          or_dash(decode, absl::StrFormat("%.3f", res.time_to_first_token().p50_ms())),
          or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p50_ms())),
          or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p99_ms())),
          or_dash(res.decode_bandwidth_gb_per_s() > 0,
                  absl::StrFormat("%.1f", res.decode_bandwidth_gb_per_s())),
+         or_dash(roof.bytes_per_s > 0 && res.decode_bandwidth_gb_per_s() > 0,
+                 absl::StrFormat("%.1f%%", 100 * of_copy)),
          res.attention_backend().empty() ? "-" : res.attention_backend()});
   }
   return t;
@@ -229,7 +241,8 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   }
   const std::vector<const v1::Run*> pointers = report::RunPointers(runs);
   const auto speedups = report::DeviceSpeedups(pointers, job.spec().profiling().iterations());
-  const auto roofline = report::Roofline(pointers, report::PeaksOf(pointers, peak_runs));
+  const auto peaks = report::PeaksOf(pointers, peak_runs);
+  const auto roofline = report::Roofline(pointers, peaks);
   if (format == Format::kJson) {
     JsonWriter json(out);
     json.Object().Key("job").Message(job).Key("runs").Array();
@@ -253,9 +266,11 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   if (format == Format::kTable || format == Format::kMarkdown) {
     PrintWarningLegend(runs, out);
     PrintMathModes(runs, out);
-    if (const Table lm = LanguageModelTable(runs); !lm.rows.empty()) {
+    if (const Table lm = LanguageModelTable(runs, peaks); !lm.rows.empty()) {
       out << "\nlanguage models (MFU: the model's FLOPs over the GPU's dense datasheet peak; "
-             "TTFT: prefill and first token; ITL: each next token)\n";
+             "of measured: over this host's best matmul at the precision; TTFT: prefill and "
+             "first token; ITL: each next token; of copy peak: weights and cache read over "
+             "this host's best device copy traffic)\n";
       PrintTable(lm, format, out);
     }
     PrintDeviceSpeedups(speedups, format, out);

@@ -22,7 +22,8 @@ if [ "${1:-}" = --bundle ]; then
   FLAVOUR=wheel
 fi
 torch_prefix() { python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null; }
-args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+# UNITY=ON (quickstart.sh): the engine as a unity build, a faster first build.
+args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DGPUBENCH_UNITY_ENGINE=${UNITY:-OFF}")
 if [ -n "$bundle" ]; then
   root=$bundle/root
   if [ ! -f "$root/.unpacked" ]; then

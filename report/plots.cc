@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "report/chart.h"
 #include "report/format.h"
+#include "report/language_model_plots.h"
 #include "report/roofline.h"
 #include "report/speedup.h"
 
@@ -35,6 +36,23 @@ void AddThroughput(double x, const v1::RunResult& res, Series* s) {
   if (res.throughput_ci_high() > res.throughput_ci_low() && res.throughput_ci_low() > 0) {
     s->error_bars.push_back({x, res.throughput_ci_low(), res.throughput_ci_high()});
   }
+}
+
+// A language model's tokens/s at x; a training run's interval is its
+// samples/s interval times the tokens in a sample (decoding has none: its
+// spread is the inter-token latency's, drawn against the context).
+void AddTokens(double x, const v1::RunConfig& c, const v1::RunResult& res, Series* s) {
+  s->points.push_back({x, res.tokens_per_s()});
+  const double per_sample = res.tokens_per_s() / res.throughput_samples_per_s();
+  if (Trains(c) && res.throughput_ci_high() > res.throughput_ci_low() &&
+      res.throughput_ci_low() > 0) {
+    s->error_bars.push_back(
+        {x, res.throughput_ci_low() * per_sample, res.throughput_ci_high() * per_sample});
+  }
+}
+
+bool CountsTokens(const v1::RunResult& r) {
+  return r.tokens_per_s() > 0 && r.throughput_samples_per_s() > 0;
 }
 
 // What a sweep's charts draw against their axis.
@@ -60,6 +78,38 @@ double LoadersOf(const v1::Run& r) {
   return HostInput(r.config()) ? r.config().pipeline().loader_threads() : -1;
 }
 
+// How a sweep's groups draw memory. A group whose device's allocator counts
+// (CUDA; the CPU since the worker's counting allocator) is drawn by its
+// tensors' peak allocated; one without (older runs, MPS) by its process's
+// peak RSS, on a chart of its own. Each chart in GiB where its largest
+// figure reaches one, else MiB.
+struct MemoryUnits {
+  std::vector<bool> on_device;  // per group
+  double device = 1 << 20, rss = 1 << 20;
+};
+
+MemoryUnits UnitsOf(const JobView& view, const std::vector<std::vector<size_t>>& groups) {
+  MemoryUnits units;
+  int64_t max_device = 0, max_rss = 0;
+  for (const auto& g : groups) {
+    const bool device = std::any_of(g.begin(), g.end(), [&](size_t i) {
+      return view.runs[i]->result().memory().peak_device_allocated_bytes() > 0;
+    });
+    units.on_device.push_back(device);
+    for (size_t i : g) {
+      const auto& memory = view.runs[i]->result().memory();
+      if (device) {
+        max_device = std::max(max_device, memory.peak_device_allocated_bytes());
+      } else {
+        max_rss = std::max(max_rss, memory.peak_host_rss_bytes());
+      }
+    }
+  }
+  if (max_device >= (int64_t{1} << 30)) units.device = 1 << 30;
+  if (max_rss >= (int64_t{1} << 30)) units.rss = 1 << 30;
+  return units;
+}
+
 // Throughput (with its intervals), latency p50/p95, peak memory and data-wait
 // share against one sweep axis, a line per group of runs that agree on
 // everything else.
@@ -71,34 +121,19 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
   // does not read as zero.
   LineChart tput{absl::StrCat("Throughput vs ", axis.name, " (bars: 95% interval)"), axis.name,
                  "samples/s", {}, true};
+  // Language models count tokens, on a chart of their own.
+  LineChart tokens{absl::StrCat("Tokens/s vs ", axis.name, " (bars: 95% interval)"), axis.name,
+                   "tokens/s", {}, true};
   LineChart latency{absl::StrCat("Latency (p50, p95) vs ", axis.name), axis.name, "ms per step",
                     {}, true};
   LineChart wait{absl::StrCat("Data-wait share vs ", axis.name), axis.name,
                  "data wait (% of measured time)", {}};
-  // A group whose device's allocator counts (CUDA; the CPU since the
-  // worker's counting allocator) is drawn by its tensors' peak allocated;
-  // one without (older runs, MPS) by its process's peak RSS, on a chart of
-  // its own.
+  const MemoryUnits units = UnitsOf(view, groups);
+  const std::vector<bool>& on_device = units.on_device;
+  const double device_unit = units.device, rss_unit = units.rss;
   auto device_bytes = [&](size_t i) {
     return view.runs[i]->result().memory().peak_device_allocated_bytes();
   };
-  std::vector<bool> on_device;
-  for (const auto& g : groups) {
-    on_device.push_back(
-        std::any_of(g.begin(), g.end(), [&](size_t i) { return device_bytes(i) > 0; }));
-  }
-  int64_t max_device = 0, max_rss = 0;
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    for (size_t i : groups[gi]) {
-      if (on_device[gi]) {
-        max_device = std::max(max_device, device_bytes(i));
-      } else {
-        max_rss = std::max(max_rss, view.runs[i]->result().memory().peak_host_rss_bytes());
-      }
-    }
-  }
-  const double device_unit = max_device >= (int64_t{1} << 30) ? 1 << 30 : 1 << 20;
-  const double rss_unit = max_rss >= (int64_t{1} << 30) ? 1 << 30 : 1 << 20;
   auto unit_name = [](double unit) { return unit > (1 << 20) ? " (GiB)" : " (MiB)"; };
   LineChart device_memory{absl::StrCat("Peak memory allocated vs ", axis.name), axis.name,
                           absl::StrCat("peak allocated", unit_name(device_unit)), {}};
@@ -111,6 +146,8 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
                 view.values[g[0]][kWorkload]);
     const std::string color = SeriesColor(gi);
     const bool device = on_device[gi];
+    const bool counts_tokens = std::all_of(
+        g.begin(), g.end(), [&](size_t i) { return CountsTokens(view.runs[i]->result()); });
     Series t{label, color, false, {}, {}}, p50{label + " p50", color, false, {}, {}},
         p95{label + " p95", color, true, {}, {}}, mem{label, color, false, {}, {}},
         waiting{label, color, false, {}, {}};
@@ -118,21 +155,27 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
       const v1::Run& r = *view.runs[i];
       const double x = axis.x(r);
       const auto& res = r.result();
-      AddThroughput(x, res, &t);
+      if (counts_tokens) {
+        AddTokens(x, r.config(), res, &t);
+      } else {
+        AddThroughput(x, res, &t);
+      }
       if (res.latency().p50_ms() > 0) p50.points.push_back({x, res.latency().p50_ms()});
       if (res.latency().p95_ms() > 0) p95.points.push_back({x, res.latency().p95_ms()});
       const int64_t bytes = device ? device_bytes(i) : res.memory().peak_host_rss_bytes();
       if (bytes > 0) mem.points.push_back({x, bytes / (device ? device_unit : rss_unit)});
       if (HostInput(r.config())) waiting.points.push_back({x, 100 * res.data_wait_share()});
     }
-    tput.series.push_back(std::move(t));
+    (counts_tokens ? tokens : tput).series.push_back(std::move(t));
     if (!p50.points.empty()) latency.series.push_back(std::move(p50));
     if (!p95.points.empty()) latency.series.push_back(std::move(p95));
     if (!mem.points.empty()) (device ? device_memory : rss).series.push_back(std::move(mem));
     if (!waiting.points.empty()) wait.series.push_back(std::move(waiting));
   }
   std::string out;
-  if (axis.drawn & kThroughput) out += Figure(RenderLineChart(tput));
+  if (axis.drawn & kThroughput) {
+    out += Figure(RenderLineChart(tput)) + Figure(RenderLineChart(tokens));
+  }
   if (axis.drawn & kDataWait) out += Figure(RenderLineChart(wait));
   if (axis.drawn & kLatency) out += Figure(RenderLineChart(latency));
   if (axis.drawn & kMemory) {
@@ -456,7 +499,8 @@ std::string JobPlots(const JobView& view) {
                                      kThroughput | kDataWait};
   return SweepPlots(view, kBatchAxis) + SweepPlots(view, kModelAxis) +
          SweepPlots(view, kLoaderAxis) + DeviceSpeedupPlot(view) + OptimisedPlot(view) +
-         OperatorPlots(view) + RooflinePlot(view) + DistributedPlots(view);
+         LanguageModelPlots(view) + OperatorPlots(view) + RooflinePlot(view) +
+         DistributedPlots(view);
 }
 
 }  // namespace gpubench::report::internal

@@ -36,10 +36,26 @@ std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& ru
   return peaks;
 }
 
+RunPeaks PeaksForRun(const std::map<std::string, DevicePeaks>& peaks, const v1::Run& run) {
+  RunPeaks out;
+  auto d = peaks.find(RunDevice(run));
+  if (d == peaks.end()) return out;
+  auto f = d->second.flops_per_s.find(PrecisionOf(run.config()));
+  if (f != d->second.flops_per_s.end()) out.flops_per_s = f->second;
+  out.bytes_per_s = d->second.bytes_per_s;
+  return out;
+}
+
 bool AnyRooflineFigures(const std::vector<const v1::Run*>& runs) {
   return std::any_of(runs.begin(), runs.end(), [](const v1::Run* r) {
     return r->result().memory_bytes_per_iteration() > 0;
   });
+}
+
+bool UsesPeaks(const std::vector<const v1::Run*>& runs) {
+  return AnyRooflineFigures(runs) ||
+         std::any_of(runs.begin(), runs.end(),
+                     [](const v1::Run* r) { return r->result().tokens_per_s() > 0; });
 }
 
 std::vector<RooflinePoint> Roofline(const std::vector<const v1::Run*>& runs,
@@ -58,11 +74,9 @@ std::vector<RooflinePoint> Roofline(const std::vector<const v1::Run*>& runs,
     p.flops_per_s = res.flops_per_iteration() * iterations_per_s;
     p.bytes_per_s = res.memory_bytes_per_iteration() * iterations_per_s;
     p.intensity = res.flops_per_iteration() / res.memory_bytes_per_iteration();
-    if (auto d = peaks.find(p.device); d != peaks.end()) {
-      auto f = d->second.flops_per_s.find(PrecisionOf(run->config()));
-      if (f != d->second.flops_per_s.end()) p.peak_flops_per_s = f->second;
-      p.peak_bytes_per_s = d->second.bytes_per_s;
-    }
+    const RunPeaks roof = PeaksForRun(peaks, *run);
+    p.peak_flops_per_s = roof.flops_per_s;
+    p.peak_bytes_per_s = roof.bytes_per_s;
     const double share = res.device_kernel_share();
     if (share > 0 && share < kHostBoundDeviceShare) {
       p.verdict = "launch/host-bound";

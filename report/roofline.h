@@ -36,6 +36,14 @@ struct DevicePeaks {
 std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& runs,
                                            const std::vector<v1::Run>& peak_runs);
 
+// The peaks a run is held against: its device's best matmul FLOP/s at the
+// run's precision and its copy traffic; 0 each where not measured.
+struct RunPeaks {
+  double flops_per_s = 0;
+  double bytes_per_s = 0;
+};
+RunPeaks PeaksForRun(const std::map<std::string, DevicePeaks>& peaks, const v1::Run& run);
+
 struct RooflinePoint {
   const v1::Run* run = nullptr;
   std::string device;
@@ -61,6 +69,11 @@ std::vector<RooflinePoint> Roofline(const std::vector<const v1::Run*>& runs,
 
 // True when any run has a memory traffic estimate (was profiled).
 bool AnyRooflineFigures(const std::vector<const v1::Run*>& runs);
+
+// True when any run is held against the host's peaks: one with a roofline
+// figure, or a language model's (MFU against the measured matmul, decoding
+// against the copy).
+bool UsesPeaks(const std::vector<const v1::Run*>& runs);
 
 }  // namespace gpubench::report
 

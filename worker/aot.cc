@@ -54,7 +54,8 @@ std::string ReadFile(const std::string& path) {
 // Changes to the twin (its layers or how it compiles) make new packages.
 std::string TwinDigest(const std::string& dir) {
   Sha256 sha;
-  for (const char* file : {"gpubench_models/models.py", "gpubench_models/aot.py"}) {
+  for (const char* file : {"gpubench_models/models.py", "gpubench_models/aot.py",
+                           "gpubench_models/lm.py", "gpubench_models/lm_aot.py"}) {
     sha.Update(ReadFile(dir + "/" + file));
   }
   return sha.HexDigest();
@@ -83,7 +84,12 @@ std::vector<std::string> AotModelArgs(const engine::RunConfig& c) {
           "--vocab-size", absl::StrCat(c.vocab_size),
           "--batch", absl::StrCat(c.batch_size),
           "--precision", PrecisionName(c.precision),
-          "--channels-last", c.channels_last ? "1" : "0"};
+          "--channels-last", c.channels_last ? "1" : "0",
+          "--num-kv-heads", absl::StrCat(c.num_kv_heads),
+          "--ffn-size", absl::StrCat(c.ffn_hidden_size),
+          "--prompt-length", absl::StrCat(c.prompt_length),
+          "--new-tokens", absl::StrCat(c.new_tokens),
+          "--attention", engine::AttentionName(c.attention)};
 }
 
 namespace {

@@ -30,7 +30,8 @@ struct AotPackage {
 
 // The model arguments of `python -m gpubench_models.aot` for config
 // (defaults applied): the workload, every model parameter, the batch size,
-// precision and channels_last.
+// precision and channels_last; a language model's generation (prompt and new
+// tokens: the cache's length) and attention backend.
 std::vector<std::string> AotModelArgs(const engine::RunConfig& config);
 
 // The cache file name (hex sha256) of config's package: the workload and

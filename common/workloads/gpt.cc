@@ -45,7 +45,7 @@ WorkloadInfo Gpt() {
   w.architecture = "token and learnt position embeddings, num_layers pre-LN blocks (causal "
                    "attention, GELU 4x MLP), LayerNorm, LM head tied to the token embedding";
   w.cost = GptCost;
-  w.model = w.checks_numerics = w.language_model = w.attends = true;
+  w.model = w.compiles = w.checks_numerics = w.language_model = w.attends = true;
   w.host_input = false;
   w.sample = SampleShape::kTokens;
   w.params = {"model_size", "sequence_length", "num_layers", "hidden_size", "num_heads",

@@ -41,7 +41,7 @@ WorkloadInfo Llama() {
   w.architecture = "token embedding, num_layers pre-RMSNorm blocks (rotary causal attention "
                    "with num_kv_heads key/value heads, SwiGLU MLP), RMSNorm, untied LM head";
   w.cost = LlamaCost;
-  w.model = w.checks_numerics = w.language_model = w.attends = true;
+  w.model = w.compiles = w.checks_numerics = w.language_model = w.attends = true;
   w.host_input = false;
   w.sample = SampleShape::kTokens;
   w.params = {"model_size", "sequence_length", "num_layers", "hidden_size", "num_heads",

@@ -186,6 +186,50 @@ TEST(CliDaemon, CheckNumericsShowsAgreementWithFp64) {
   }
 }
 
+// A tiny gpt decoding at two prompt lengths beside a device copy: show's
+// language-model table gives TTFT, ITL and the share of the copy peak, and
+// the report draws ITL against the prompt length.
+TEST(CliDaemon, ShowAndReportGiveALanguageModelsLatencies) {
+  Daemon d(FreshDir("cli_lm"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::vector<std::string> timing = {"--device", "cpu", "--warmup", "1",
+                                           "--min-iterations", "3", "--min-time-ms", "50",
+                                           "--max-time-ms", "3000", "--wait"};
+  std::vector<std::string> copy = {"submit", "--host", d.address(), "--workload", "copy",
+                                   "--copy-direction", "device_to_device", "--copy-bytes",
+                                   "16777216"};
+  copy.insert(copy.end(), timing.begin(), timing.end());
+  ASSERT_EQ(Cli(copy).code, kExitOk);
+  std::vector<std::string> lm = {"submit", "--host", d.address(), "--workload", "gpt",
+                                 "--model-size", "custom", "--num-layers", "2",
+                                 "--hidden-size", "32", "--num-heads", "2", "--vocab-size",
+                                 "128", "--seq-len", "64", "--mode", "infer", "--batch", "2",
+                                 "--prompt-len", "8,40", "--new-tokens", "8"};
+  lm.insert(lm.end(), timing.begin(), timing.end());
+  Result done = Cli(lm);
+  ASSERT_EQ(done.code, kExitOk) << done.err << done.out;
+  const size_t table = done.out.find("\nlanguage models (");
+  ASSERT_NE(table, std::string::npos) << done.out;
+  const std::vector<std::string> lines = SplitLines(done.out.substr(table + 1));
+  ASSERT_GE(lines.size(), 4u) << done.out;
+  EXPECT_NE(lines[1].find("TTFT p50 ms"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("of copy peak"), std::string::npos) << lines[1];
+  // Both prompt lengths, each with a share of the copy's traffic (the only
+  // percentage on a CPU: no datasheet, no matmul measured).
+  for (int row : {2, 3}) EXPECT_NE(lines[row].find('%'), std::string::npos) << lines[row];
+
+  const std::string queued = SplitLines(done.err).at(0);  // "job ID queued on HOST (2 runs)"
+  const std::string id = queued.substr(4, queued.find(" queued") - 4);
+  const std::string html = ::testing::TempDir() + "/cli_lm_report.html";
+  Result report = Cli({"report", id, "-o", html, "--host", d.address()});
+  ASSERT_EQ(report.code, kExitOk) << report.err;
+  std::stringstream page;
+  page << std::ifstream(html).rdbuf();
+  EXPECT_NE(page.str().find("Inter-token latency (p50, p99) vs prompt length"),
+            std::string::npos);
+  EXPECT_NE(page.str().find("Decoding&#39;s weight and KV-cache reads"), std::string::npos);
+}
+
 #ifdef GPUBENCH_TEST_GLOO
 // A collective and ddp on one and two CPU ranks (Gloo): show prints
 // nccl-tests' figures and the scaling efficiency, and its JSON carries them.
@@ -547,6 +591,50 @@ TEST(CliDaemon, CompiledExecutionCompilesOnceAndTheSecondJobUsesTheCache) {
                           "export (torch.export, torch 2.11"),
             std::string::npos)
       << lstm.out;
+}
+
+// A language model under aot: its package's prefill and decode step generate
+// (TTFT and ITL measured, the attention kernel the compile chose recorded),
+// and the package's logits for each token equal the Python twin's full
+// forward over the sequence so far.
+TEST(CliDaemon, ALanguageModelDecodesThroughItsCompiledPackage) {
+  Daemon d(FreshDir("cli_aot_lm"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::vector<std::string> model = {
+      "--workload", "llama", "--model-size", "custom", "--num-layers", "2", "--hidden-size",
+      "64", "--num-heads", "4", "--num-kv-heads", "2", "--ffn-size", "96", "--vocab-size", "100",
+      "--seq-len", "32", "--batch", "2", "--prompt-len", "6", "--new-tokens", "5"};
+  std::vector<std::string> args = {"submit", "--host", d.address(), "--device", "cpu",
+                                   "--mode", "infer", "--execution", "aot", "--warmup", "1",
+                                   "--min-iterations", "3", "--min-time-ms", "50",
+                                   "--max-time-ms", "2000", "--wait", "--output", "json"};
+  args.insert(args.end(), model.begin(), model.end());
+  Result r = Cli(args);
+  ASSERT_EQ(r.code, kExitOk) << r.err << r.out;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &doc).ok()) << r.out;
+  const auto& run = doc.fields().at("runs").list_value().values(0).struct_value().fields();
+  const auto& result = run.at("result").struct_value().fields();
+  EXPECT_GT(result.at("inter_token_latency").struct_value().fields().at("p50_ms").number_value(),
+            0);
+  EXPECT_GT(result.at("time_to_first_token").struct_value().fields().at("p50_ms").number_value(),
+            0);
+  EXPECT_EQ(result.at("attention_backend").string_value().rfind("compiled ", 0), 0u) << r.out;
+
+  // The cached package against the twin: python3 -m gpubench_models.aot --verify.
+  const std::string cache = d.data_dir() + "/aot-cache";
+  const auto listing = testing_support::RunCommand("ls '" + cache + "'/*.pt2");
+  ASSERT_EQ(listing.exit_code, 0) << listing.output;
+  const std::string package = SplitLines(listing.output).at(0);
+  std::string source = __FILE__;  // tests/client/cli_test.cc
+  source = source.substr(0, source.rfind("/tests/"));
+  const auto verified = testing_support::RunCommand(
+      "cd '" + source + "/worker/python' && python3 -m gpubench_models.aot --device cpu "
+      "--workload llama --num-layers 2 --hidden-size 64 --num-heads 4 --num-kv-heads 2 "
+      "--ffn-size 96 --vocab-size 100 --sequence-length 32 --batch 2 --prompt-length 6 "
+      "--new-tokens 5 --precision fp32 --verify '" + package + "'");
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  EXPECT_NE(verified.output.find("\"ok\": true"), std::string::npos) << verified.output;
 }
 #endif
 

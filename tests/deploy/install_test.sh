@@ -15,6 +15,8 @@ root=$tmp/root
 for f in usr/local/bin/gpubenchd usr/local/bin/gpubench-worker usr/local/bin/gpubench \
          usr/local/share/gpubench/python/gpubench_models/aot.py \
          usr/local/share/gpubench/python/gpubench_models/models.py \
+         usr/local/share/gpubench/python/gpubench_models/lm.py \
+         usr/local/share/gpubench/python/gpubench_models/lm_aot.py \
          etc/systemd/system/gpubenchd.service etc/gpubench/gpubenchd.conf; do
   [ -e "$root/$f" ] || fail "$f not installed"
 done

@@ -51,6 +51,23 @@ inline v1::Run SucceededRun(int index, const v1::RunConfig& config,
   return run;
 }
 
+// The host's peaks on cuda:0: a matmul at precision reaching tflops, and a
+// device-to-device copy of gb_per_s (twice that in traffic).
+inline std::vector<v1::Run> PeakRuns(v1::Precision precision, double tflops, double gb_per_s) {
+  v1::RunConfig m;
+  m.set_workload("matmul");
+  m.set_device("cuda:0");
+  m.set_precision(precision);
+  v1::Run matmul = SucceededRun(90, m, 10);
+  matmul.mutable_result()->set_achieved_tflops(tflops);
+  m.set_workload("copy");
+  m.clear_precision();
+  m.mutable_params()->set_copy_direction(v1::COPY_DIRECTION_DEVICE_TO_DEVICE);
+  v1::Run copy = SucceededRun(91, m, 10);
+  copy.mutable_result()->set_bandwidth_gb_per_s(gb_per_s);
+  return {matmul, copy};
+}
+
 // A resnet50 training sweep: batch 8..256 in fp32 and fp16 on cuda:0, one
 // fp32 batch-512 run that ran out of memory, and the fp32 batch-32 point on
 // the CPU.
@@ -240,17 +257,7 @@ inline ReportJob RooflineJob() {
   mlp.mutable_result()->set_memory_bytes_per_iteration(1e7);
   mlp.mutable_result()->set_device_kernel_share(0.2);
   job.runs = {r50, mlp};
-  v1::RunConfig m;
-  m.set_workload("matmul");
-  m.set_device("cuda:0");
-  m.set_precision(v1::PRECISION_FP16);
-  v1::Run matmul = SucceededRun(7, m, 10);
-  matmul.mutable_result()->set_achieved_tflops(2000);
-  m.set_workload("copy");
-  m.mutable_params()->set_copy_direction(v1::COPY_DIRECTION_DEVICE_TO_DEVICE);
-  v1::Run copy = SucceededRun(8, m, 10);
-  copy.mutable_result()->set_bandwidth_gb_per_s(1500);  // 3 TB/s of traffic
-  job.peak_runs = {matmul, copy};
+  job.peak_runs = PeakRuns(v1::PRECISION_FP16, 2000, 1500);  // 3 TB/s of traffic
   return job;
 }
 

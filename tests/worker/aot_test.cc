@@ -121,6 +121,17 @@ TEST(Aot, PythonTwinsHaveTheParameterCountsOfTheCppModels) {
   configs.back().num_classes = 1000;
   configs.push_back(Config("simple_cnn"));
   configs.back().image_size = 64;
+  // The language models: gpt 124m (tied head), and llama in a small custom
+  // shape with grouped-query attention (its 1b is 1.5 billion parameters).
+  configs.push_back(Config("gpt"));
+  configs.push_back(Config("llama"));
+  engine::RunConfig& llama = configs.back();
+  llama.num_layers = 2;
+  llama.hidden_size = 128;
+  llama.num_heads = 4;
+  llama.num_kv_heads = 2;
+  llama.ffn_hidden_size = 320;
+  llama.vocab_size = 1000;
   for (const engine::RunConfig& c : configs) {
     const std::vector<std::string> args = AotModelArgs(c);
     SCOPED_TRACE(absl::StrJoin(args, " "));

@@ -178,7 +178,9 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
                        CostOf(config).forward_flops_per_sample * config.batch_size *
                            (mode == Mode::kTrain ? 3 : 1));
     }
-    if (IsModelWorkload(GetParam())) EXPECT_EQ(out.parameter_count, CostOf(config).parameters);
+    if (IsModelWorkload(GetParam())) {
+      EXPECT_EQ(out.parameter_count, CostOf(config).parameters);
+    }
     if (trains && mode == Mode::kTrain && GetParam() != "torchscript") {
       // Cross-entropy style losses; a TorchScript model trains on the mean
       // of its output, which may be negative.

@@ -34,16 +34,6 @@ Switches Defaults() {
 
 }  // namespace
 
-const char* AttentionName(Attention a) {
-  switch (a) {
-    case Attention::kFlash: return "flash";
-    case Attention::kEfficient: return "efficient";
-    case Attention::kCudnn: return "cudnn";
-    case Attention::kMath: return "math";
-    default: return "auto";
-  }
-}
-
 absl::Status SelectAttention(Attention a) {
 #if GPUBENCH_TORCH_AT_LEAST(2, 0)
   Switches s = Defaults();

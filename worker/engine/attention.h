@@ -10,9 +10,6 @@
 
 namespace gpubench::engine {
 
-// "auto", "flash", "efficient", "cudnn", "math".
-const char* AttentionName(Attention a);
-
 // Allows only the kernel a names, or LibTorch's own defaults for auto.
 // FailedPrecondition where this LibTorch has no such kernel (1.13 has no
 // SDPA at all: only its textbook formula, "math").

@@ -1,10 +1,13 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "worker/engine/aoti.h"
+#include "worker/engine/language_model.h"
 #include "worker/engine/workload.h"
 
 
@@ -12,24 +15,25 @@ namespace gpubench::engine {
 namespace {
 
 #if GPUBENCH_HAS_AOTI
-// A built-in model whose forward pass runs the AOTInductor package compiled
-// from its Python twin (execution aot). The C++ twin, kept on the CPU and
-// out of the module tree (so that moving this model moves no weights),
-// answers for the shapes, labels, FLOPs and parameter count; the package
-// holds its own weights on the device.
-class CompiledModel : public BenchModel {
- public:
-  CompiledModel(std::shared_ptr<BenchModel> twin, const std::string& package,
-                const torch::Device& device)
-      : twin_(std::move(twin)),
-        // Single-threaded: one run at a time, without the container's
-        // event waits, which a CUDA graph capture does not allow.
-        loader_(package, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
-                device.is_cuda() && device.has_index() ? device.index() : -1) {}
+// The loader of one model of a package on device. Single-threaded: one run
+// at a time, without the container's event waits, which a CUDA graph
+// capture does not allow.
+torch::inductor::AOTIModelPackageLoader Loader(const std::string& package, const char* model,
+                                               const torch::Device& device) {
+  return torch::inductor::AOTIModelPackageLoader(
+      package, model, /*run_single_threaded=*/true, /*num_runners=*/1,
+      device.is_cuda() && device.has_index() ? device.index() : -1);
+}
 
-  torch::Tensor Forward(const torch::Tensor& input) override {
-    return loader_.run({input})[0];
-  }
+// A model compiled from its Python twin whose C++ twin, kept on the CPU and
+// out of the module tree (so that moving this model moves no weights),
+// answers for the shapes, labels, loss and parameter count; the package
+// holds its own weights on the device.
+template <typename Model>
+class AnsweredByTwin : public Model {
+ public:
+  explicit AnsweredByTwin(std::shared_ptr<Model> twin) : twin_(std::move(twin)) {}
+
   torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor& labels) override {
     return twin_->Loss(output, labels);
   }
@@ -40,13 +44,113 @@ class CompiledModel : public BenchModel {
   double Metric(const torch::Tensor& output, const torch::Tensor& labels) override {
     return twin_->Metric(output, labels);
   }
-  int64_t ParameterCount() const override { return CountParameters(*twin_); }
+  int64_t ParameterCount() const override { return twin_->ParameterCount(); }
+
+ protected:
+  const std::shared_ptr<Model> twin_;
+};
+
+// A built-in model whose forward pass runs the AOTInductor package compiled
+// from its Python twin (execution aot).
+class CompiledModel : public AnsweredByTwin<BenchModel> {
+ public:
+  CompiledModel(std::shared_ptr<BenchModel> twin, const std::string& package,
+                const torch::Device& device)
+      : AnsweredByTwin(std::move(twin)), loader_(Loader(package, "model", device)) {}
+
+  torch::Tensor Forward(const torch::Tensor& input) override {
+    return loader_.run({input})[0];
+  }
 
  private:
-  std::shared_ptr<BenchModel> twin_;
   torch::inductor::AOTIModelPackageLoader loader_;
 };
+
+// A language model's generation through its package's two models
+// (worker/python/gpubench_models/lm_aot.py): "prefill" (prompt, caches) and
+// "step" (token, position, caches), each returning logits [B, vocab], which
+// write the cache given in place. The cache is allocated here, once, and
+// every call gets the same tensors, so a captured step replays. The step is
+// always the static form (the whole cache under a mask); the twin's weights
+// are fp32.
+class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
+ public:
+  CompiledLanguageModel(std::shared_ptr<LanguageModel> twin, const RunConfig& c,
+                        const std::string& package, const torch::Device& device)
+      : AnsweredByTwin(std::move(twin)),
+        c_(c),
+        device_(device),
+        prefill_(Loader(package, "prefill", device)),
+        step_(Loader(package, "step", device)) {
+    // The kernel SDPA dispatched to for each model's shapes, as the compile
+    // recorded it.
+    const auto metadata = prefill_.get_metadata();
+    auto kernel = [&](const char* key) {
+      auto it = metadata.find(key);
+      return it == metadata.end() ? std::string("unknown") : "compiled " + it->second;
+    };
+    sequence_kernel = kernel("attention_prefill");
+    decode_kernel = kernel("attention_step");
+  }
+
+  void AllocateCache(int64_t batch, int64_t capacity, torch::ScalarType dtype) override {
+    const int64_t kv_heads = c_.num_kv_heads > 0 ? c_.num_kv_heads : c_.num_heads;
+    const auto options = torch::TensorOptions().dtype(dtype).device(device_);
+    dtype_ = dtype;
+    caches_.clear();
+    for (int i = 0; i < 2 * c_.num_layers; ++i) {
+      caches_.push_back(
+          torch::zeros({batch, kv_heads, capacity, c_.hidden_size / c_.num_heads}, options));
+    }
+    position_ = torch::zeros({1}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  }
+
+  torch::Tensor Prefill(const torch::Tensor& prompt) override {
+    std::vector<torch::Tensor> inputs = {prompt};
+    inputs.insert(inputs.end(), caches_.begin(), caches_.end());
+    return prefill_.run(inputs)[0];
+  }
+
+  torch::Tensor Decode(const torch::Tensor& token, int64_t position) override {
+    position_.fill_(position);
+    return DecodeStatic(token, position_);
+  }
+
+  torch::Tensor DecodeStatic(const torch::Tensor& token, const torch::Tensor& position) override {
+    std::vector<torch::Tensor> inputs = {token, position};
+    inputs.insert(inputs.end(), caches_.begin(), caches_.end());
+    return step_.run(inputs)[0];
+  }
+
+  // The twin's weights are fp32: the package's are in the cache's dtype.
+  int64_t DecodeWeightBytes() const override {
+    return twin_->DecodeWeightBytes() / 4 * torch::elementSize(dtype_);
+  }
+  int64_t CacheBytes() const override {
+    int64_t bytes = 0;
+    for (const torch::Tensor& t : caches_) bytes += t.numel() * t.element_size();
+    return bytes;
+  }
+
+  torch::Tensor Forward(const torch::Tensor& /*input*/) override {
+    throw std::runtime_error("execution aot: a language model's package generates; it has no "
+                             "whole-sequence forward");
+  }
+
+ private:
+  const RunConfig c_;
+  const torch::Device device_;
+  torch::inductor::AOTIModelPackageLoader prefill_, step_;
+  std::vector<torch::Tensor> caches_;  // k0, v0, k1, v1...
+  torch::Tensor position_;
+  torch::ScalarType dtype_ = torch::kFloat32;
+};
 #endif
+
+// The message of a package that is missing or will not load.
+absl::Status LoadError(const std::string& what) {
+  return absl::FailedPreconditionError(absl::StrCat("execution aot: ", what));
+}
 
 }  // namespace
 
@@ -54,21 +158,33 @@ absl::StatusOr<std::shared_ptr<BenchModel>> LoadCompiledModel(
     [[maybe_unused]] std::shared_ptr<BenchModel> twin, [[maybe_unused]] const RunConfig& c,
     [[maybe_unused]] const torch::Device& device) {
 #if GPUBENCH_HAS_AOTI
-  if (c.aot_package.empty()) {
-    return absl::FailedPreconditionError("execution aot: no package was compiled for this run");
-  }
-  std::shared_ptr<CompiledModel> compiled;
+  if (c.aot_package.empty()) return LoadError("no package was compiled for this run");
   try {
-    compiled = std::make_shared<CompiledModel>(std::move(twin), c.aot_package, device);
+    return std::shared_ptr<BenchModel>(
+        std::make_shared<CompiledModel>(std::move(twin), c.aot_package, device));
   } catch (const std::exception& e) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("execution aot: cannot load the compiled package: ", MessageOf(e)));
+    return LoadError(absl::StrCat("cannot load the compiled package: ", MessageOf(e)));
   }
-  return std::shared_ptr<BenchModel>(compiled);
 #else
-  return absl::FailedPreconditionError(absl::StrCat(
-      "execution aot: this LibTorch (", TORCH_VERSION,
-      ") has no AOTInductor package loader (2.6 or newer has)"));
+  return LoadError(absl::StrCat("this LibTorch (", TORCH_VERSION,
+                                ") has no AOTInductor package loader (2.6 or newer has)"));
+#endif
+}
+
+absl::StatusOr<std::shared_ptr<LanguageModel>> LoadCompiledLanguageModel(
+    [[maybe_unused]] std::shared_ptr<LanguageModel> twin, [[maybe_unused]] const RunConfig& c,
+    [[maybe_unused]] const torch::Device& device) {
+#if GPUBENCH_HAS_AOTI
+  if (c.aot_package.empty()) return LoadError("no package was compiled for this run");
+  try {
+    return std::shared_ptr<LanguageModel>(
+        std::make_shared<CompiledLanguageModel>(std::move(twin), c, c.aot_package, device));
+  } catch (const std::exception& e) {
+    return LoadError(absl::StrCat("cannot load the compiled package: ", MessageOf(e)));
+  }
+#else
+  return LoadError(absl::StrCat("this LibTorch (", TORCH_VERSION,
+                                ") has no AOTInductor package loader (2.6 or newer has)"));
 #endif
 }
 

@@ -37,6 +37,16 @@ enum class Execution { kUnspecified = 0, kEager = 1, kCudaGraph = 2, kAot = 3, k
 // SDPA's backends; kAuto (and kUnspecified) let LibTorch pick.
 enum class Attention { kUnspecified = 0, kAuto = 1, kFlash = 2, kEfficient = 3, kCudnn = 4,
                        kMath = 5 };
+// Its name in a spec: "auto", "flash", "efficient", "cudnn", "math".
+inline const char* AttentionName(Attention a) {
+  switch (a) {
+    case Attention::kFlash: return "flash";
+    case Attention::kEfficient: return "efficient";
+    case Attention::kCudnn: return "cudnn";
+    case Attention::kMath: return "math";
+    default: return "auto";
+  }
+}
 
 // Whether a step is replayed from a captured CUDA graph.
 inline bool UsesCudaGraph(Execution e) {

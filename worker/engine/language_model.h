@@ -8,7 +8,10 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "absl/status/statusor.h"
 
 #include "worker/engine/config.h"
 #include "worker/engine/engine.h"
@@ -49,6 +52,12 @@ class LanguageModel : public BenchModel {
   virtual int64_t DecodeWeightBytes() const = 0;
   virtual int64_t CacheBytes() const = 0;
 };
+
+// A language model that generates through the AOTInductor package compiled
+// from its Python twin for this config (execution aot; compiled_model.cc):
+// its prefill and decode step, the twin answering for the counts.
+absl::StatusOr<std::shared_ptr<LanguageModel>> LoadCompiledLanguageModel(
+    std::shared_ptr<LanguageModel> twin, const RunConfig& c, const torch::Device& device);
 
 // A language model's training figures from the measured ones (mfu.cc):
 // tokens a second (batch x sequence_length a step), and MFU, the model's

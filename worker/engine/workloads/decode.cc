@@ -3,7 +3,9 @@
 // static KV cache (inter-token latency), greedy. One iteration is one
 // generation of the batch. Eager steps attend over the cache up to their
 // position; under execution cuda_graph each decode step is a replay of one
-// captured graph over the whole cache under a mask.
+// captured graph over the whole cache under a mask; under aot the prefill and
+// the step are the package's (the step always the masked form), and
+// aot_cuda_graph replays the captured step.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -65,10 +67,10 @@ class DecodeWorkload : public Workload {
     if (itl.mean > 0) out->tokens_per_s = c_.batch_size * 1000.0 / itl.mean;
     // A step reads every weight but the embedding tables' other rows (gpt's
     // token table is its head: read whole), and the cache: eager up to its
-    // position (the prompt and half the new tokens on average), the graph's
-    // masked form all of it.
+    // position (the prompt and half the new tokens on average), the masked
+    // form (a graph, or a compiled step) all of it.
     const double cached =
-        graph_ ? 1.0
+        graph_ || IsCompiled(c_.execution) ? 1.0
                : (c_.prompt_length + c_.new_tokens / 2.0) / (c_.prompt_length + c_.new_tokens);
     const double bytes = static_cast<double>(model_->DecodeWeightBytes()) +
                          cached * static_cast<double>(model_->CacheBytes());
@@ -146,6 +148,11 @@ WorkloadOrError NewDecodeWorkload(const RunConfig& c, torch::Device device,
   auto language_model = std::dynamic_pointer_cast<LanguageModel>(*model);
   if (language_model == nullptr) {
     return absl::InvalidArgumentError(c.workload + " is not a language model");
+  }
+  if (IsCompiled(c.execution)) {
+    auto compiled = LoadCompiledLanguageModel(std::move(language_model), c, device);
+    if (!compiled.ok()) return compiled.status();
+    language_model = std::move(*compiled);
   }
   return std::unique_ptr<Workload>(
       std::make_unique<DecodeWorkload>(c, device, std::move(language_model)));

@@ -11,7 +11,8 @@ same input the eager run feeds (float32 images or frames, int64 tokens, in
 channels_last where asked) and returns float32: fp16 and bf16 cast the input
 inside the compiled graph and run the weights in that dtype, as a deployed
 half-precision model does; tf32 allows TF32 in matmuls and convolutions.
-Writes the package to a temporary file beside --out and renames it, so a
+The language models (gpt, llama) compile two models into one package,
+"prefill" and "step" (lm_aot.py). Writes the package to a temporary file beside --out and renames it, so a
 reader never sees half a package. Prints one JSON line:
 {"package": PATH, "compile_s": S, "parameters": N, "torch": VERSION}.
 Exit 2 for a workload or setting that cannot be compiled, 3 for a Python
@@ -38,6 +39,14 @@ def parse_args(argv):
     p.add_argument("--num-heads", type=int, default=8)
     p.add_argument("--decoder", type=int, default=0)
     p.add_argument("--vocab-size", type=int, default=1000)
+    # The language models (gpt, llama): their other shapes, and the generation the
+    # package is compiled for (the cache holds prompt + new tokens).
+    p.add_argument("--num-kv-heads", type=int, default=0)
+    p.add_argument("--ffn-size", type=int, default=0)
+    p.add_argument("--prompt-length", type=int, default=0)
+    p.add_argument("--new-tokens", type=int, default=0)
+    p.add_argument("--attention", default="auto",
+                   choices=("auto", "flash", "efficient", "cudnn", "math"))
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--precision", default="fp32",
                    choices=("fp32", "tf32", "fp16", "bf16", "fp32_default"))
@@ -47,6 +56,8 @@ def parse_args(argv):
     p.add_argument("--count-only", action="store_true",
                    help="print the parameter count and exit")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verify", metavar="PACKAGE",
+                   help="gpt, llama: check PACKAGE's generation against the twin (lm_aot.py)")
     return p.parse_args(argv)
 
 
@@ -70,6 +81,9 @@ def main(argv=None):
         fail("%s has no torch: install the PyTorch wheel whose LibTorch gpubench-worker "
              "links (pip install torch==2.11.0)" % sys.executable)
         return 3
+    if a.workload in ("gpt", "llama"):
+        from . import lm_aot
+        return lm_aot.main(a, fail)
     from . import models
 
     params = params_of(a)
