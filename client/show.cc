@@ -45,6 +45,13 @@ std::string RunNotes(const v1::Run& r) {
       notes.push_back(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()));
     }
     if (std::string rate = FlopRate(res.achieved_tflops() * 1e12); !rate.empty()) {
+      // On a GPU in the datasheet table, the share of its dense peak.
+      if (res.datasheet_peak_tflops() > 0) {
+        absl::StrAppend(&rate, absl::StrFormat(" (%.1f%% of the datasheet's %s)",
+                                               100 * res.achieved_tflops() /
+                                                   res.datasheet_peak_tflops(),
+                                               FlopRate(res.datasheet_peak_tflops() * 1e12)));
+      }
       notes.push_back(rate);
     }
     if (res.compile_cached()) {

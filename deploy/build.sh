@@ -22,8 +22,12 @@ if [ "${1:-}" = --bundle ]; then
   FLAVOUR=wheel
 fi
 torch_prefix() { python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null; }
-# UNITY=ON (quickstart.sh): the engine as a unity build, a faster first build.
-args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DGPUBENCH_UNITY_ENGINE=${UNITY:-OFF}")
+# The engine as a unity build (a faster first build: LibTorch's templates
+# instantiated once per batch of files) with Debian's LibTorch; file by file
+# with the wheel's (CUDA sources, GPU hosts with many cores). UNITY=ON/OFF
+# overrides.
+unity=$([ "$FLAVOUR" = debian ] && echo ON || echo OFF)
+args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DGPUBENCH_UNITY_ENGINE=${UNITY:-$unity}")
 if [ -n "$bundle" ]; then
   root=$bundle/root
   if [ ! -f "$root/.unpacked" ]; then

@@ -8,12 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The three programs only, not the tests (deploy/test.sh builds those),
-# without debug information, and (Debian's LibTorch) the engine as a unity
-# build, without ccache (a cold cache only costs): a first run's build is
-# most of its time. On a 2-core machine, 183 s against 280 s per-file with a
-# cold ccache, and 311 s in RelWithDebInfo.
-unity=$([ "${FLAVOUR:-debian}" = debian ] && echo ON || echo OFF)
-build=$(CCACHE_DISABLE=1 UNITY=$unity TARGETS="gpubenchd gpubench gpubench-worker" \
+# without debug information, and without ccache (a cold cache only costs): a
+# first run's build is most of its time. On a 2-core machine (Debian's
+# LibTorch, the engine a unity build as deploy/build.sh makes it), 183 s,
+# against 280 s file by file with a cold ccache and 311 s in RelWithDebInfo.
+build=$(CCACHE_DISABLE=1 TARGETS="gpubenchd gpubench gpubench-worker" \
         ./deploy/build.sh -DCMAKE_BUILD_TYPE=Release)
 bin=$build/bin
 export GPUBENCH_HOST=${GPUBENCH_HOST:-127.0.0.1:50051}

@@ -84,6 +84,21 @@ std::string ContextPlots(const JobView& view) {
   return Figure(RenderLineChart(itl)) + Figure(RenderLineChart(ttft));
 }
 
+// Bars of runs that share a label say their params (a prompt length, a
+// sequence length) too.
+void SayParamsWhereLabelsMeet(const JobView& view, const std::vector<size_t>& runs,
+                              BarChart* chart) {
+  std::map<std::string, int> uses;
+  for (const Bar& b : chart->bars) ++uses[b.label];
+  for (size_t k = 0; k < chart->bars.size(); ++k) {
+    Bar& b = chart->bars[k];
+    if (uses[b.label] < 2) continue;
+    v1::WorkloadParams p = view.runs[runs[k]]->config().params();
+    p.clear_model_size();
+    absl::StrAppend(&b.label, " \u00b7 ", p.ShortDebugString());
+  }
+}
+
 // MFU against the datasheet and against the host's measured matmul peak, and
 // decoding's bandwidth against its measured copy peak: a bar per run.
 std::string ShareBars(const JobView& view) {
@@ -94,6 +109,7 @@ std::string ShareBars(const JobView& view) {
                     "achieved / measured peak (%)", {}, std::nullopt, {}};
   BarChart bandwidth{"Decoding's weight and KV-cache reads (% of this host's best copy traffic)",
                      "bandwidth / measured peak (%)", {}, std::nullopt, {}};
+  std::vector<size_t> datasheet_runs, measured_runs, bandwidth_runs;  // per bar
   for (size_t i = 0; i < view.runs.size(); ++i) {
     const v1::Run& r = *view.runs[i];
     const v1::RunResult& res = r.result();
@@ -102,6 +118,7 @@ std::string ShareBars(const JobView& view) {
     const RunPeaks roof = PeaksForRun(peaks, r);
     const std::string tokens = absl::StrCat(FormatFigure(res.tokens_per_s()), " tokens/s, ");
     if (res.mfu() > 0) {
+      datasheet_runs.push_back(i);
       datasheet.bars.push_back(
           {label, 100 * res.mfu(), absl::StrFormat("%.1f%%", 100 * res.mfu()), SeriesColor(0),
            absl::StrCat(tokens, FormatFigure(res.achieved_tflops()), " of ",
@@ -109,6 +126,7 @@ std::string ShareBars(const JobView& view) {
     }
     if (Trains(r.config()) && res.achieved_tflops() > 0 && roof.flops_per_s > 0) {
       const double share = res.achieved_tflops() * 1e12 / roof.flops_per_s;
+      measured_runs.push_back(i);
       measured.bars.push_back({label, 100 * share, absl::StrFormat("%.1f%%", 100 * share),
                                SeriesColor(1),
                                absl::StrCat(tokens, FlopRate(res.achieved_tflops() * 1e12),
@@ -116,12 +134,16 @@ std::string ShareBars(const JobView& view) {
     }
     if (res.decode_bandwidth_gb_per_s() > 0 && roof.bytes_per_s > 0) {
       const double share = res.decode_bandwidth_gb_per_s() * 1e9 / roof.bytes_per_s;
+      bandwidth_runs.push_back(i);
       bandwidth.bars.push_back({label, 100 * share, absl::StrFormat("%.1f%%", 100 * share),
                                 SeriesColor(2),
                                 absl::StrCat(tokens, ByteRate(res.decode_bandwidth_gb_per_s() * 1e9),
                                              " of ", ByteRate(roof.bytes_per_s))});
     }
   }
+  SayParamsWhereLabelsMeet(view, datasheet_runs, &datasheet);
+  SayParamsWhereLabelsMeet(view, measured_runs, &measured);
+  SayParamsWhereLabelsMeet(view, bandwidth_runs, &bandwidth);
   return Figure(RenderBarChart(datasheet)) + Figure(RenderBarChart(measured)) +
          Figure(RenderBarChart(bandwidth));
 }

@@ -402,6 +402,15 @@ std::string RooflinePlot(const JobView& view) {
                                              ByteRate(p.peak_bytes_per_s)),
                              kInk, p.peak_flops_per_s, p.peak_bytes_per_s});
     }
+    // The datasheet's compute roof above the measured one, on the measured
+    // bandwidth.
+    if (p.datasheet_flops_per_s > 0 && p.peak_bytes_per_s > 0 &&
+        !drawn[{p.device, p.datasheet_flops_per_s}]) {
+      drawn[{p.device, p.datasheet_flops_per_s}] = true;
+      chart.roofs.push_back({absl::StrFormat("%s datasheet %s", p.device,
+                                             FlopRate(p.datasheet_flops_per_s)),
+                             kNoisy, p.datasheet_flops_per_s, p.peak_bytes_per_s});
+    }
     const std::string label = absl::StrCat("#", p.run->index(), " ", DescribeConfig(p.run->config()));
     chart.marks.push_back({label, SeriesColor(static_cast<int>(i)), p.intensity, p.flops_per_s,
                            absl::StrCat(label, ": ", FlopRate(p.flops_per_s), ", ",

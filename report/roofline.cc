@@ -23,6 +23,10 @@ std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& ru
     const v1::Run& r = *run;
     if (!Measured(r)) continue;
     const v1::RunResult& res = r.result();
+    if (res.datasheet_peak_tflops() > 0) {
+      peaks[RunDevice(r)].datasheet_flops_per_s[PrecisionOf(r.config())] =
+          res.datasheet_peak_tflops() * 1e12;
+    }
     if (r.config().workload() == "matmul" && res.achieved_tflops() > 0) {
       double& best = peaks[RunDevice(r)].flops_per_s[PrecisionOf(r.config())];
       best = std::max(best, res.achieved_tflops() * 1e12);
@@ -77,6 +81,10 @@ std::vector<RooflinePoint> Roofline(const std::vector<const v1::Run*>& runs,
     const RunPeaks roof = PeaksForRun(peaks, *run);
     p.peak_flops_per_s = roof.flops_per_s;
     p.peak_bytes_per_s = roof.bytes_per_s;
+    if (auto d = peaks.find(p.device); d != peaks.end()) {
+      auto f = d->second.datasheet_flops_per_s.find(PrecisionOf(run->config()));
+      if (f != d->second.datasheet_flops_per_s.end()) p.datasheet_flops_per_s = f->second;
+    }
     const double share = res.device_kernel_share();
     if (share > 0 && share < kHostBoundDeviceShare) {
       p.verdict = "launch/host-bound";

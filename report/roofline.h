@@ -29,10 +29,13 @@ struct DevicePeaks {
   // The best device-to-device copy, as memory traffic: each byte copied is
   // read once and written once.
   double bytes_per_s = 0;
+  // The GPU's dense datasheet peak by precision, as its runs recorded it.
+  std::map<int, double> datasheet_flops_per_s;
 };
 
 // Peaks by device ("cuda:0", "cpu") from the succeeded matmul and
-// device-to-device copy runs among a job's runs and the host's peak_runs.
+// device-to-device copy runs among a job's runs and the host's peak_runs,
+// and the datasheet's from any run that recorded it.
 std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& runs,
                                            const std::vector<v1::Run>& peak_runs);
 
@@ -53,6 +56,8 @@ struct RooflinePoint {
   // The device's peaks at the run's precision; 0 where not measured.
   double peak_flops_per_s = 0;
   double peak_bytes_per_s = 0;
+  // The GPU's dense datasheet peak at the precision; 0 where unknown.
+  double datasheet_flops_per_s = 0;
   // Achieved FLOP/s over the roof at this intensity, min(peak FLOP/s,
   // intensity x peak bandwidth); 0 without peaks.
   double roof_share = 0;

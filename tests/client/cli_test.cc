@@ -619,7 +619,9 @@ TEST(CliDaemon, ALanguageModelDecodesThroughItsCompiledPackage) {
             0);
   EXPECT_GT(result.at("time_to_first_token").struct_value().fields().at("p50_ms").number_value(),
             0);
-  EXPECT_EQ(result.at("attention_backend").string_value().rfind("compiled ", 0), 0u) << r.out;
+  // "compiled math", or "prefill compiled X, decode compiled Y" where they differ.
+  EXPECT_NE(result.at("attention_backend").string_value().find("compiled "), std::string::npos)
+      << r.out;
 
   // The cached package against the twin: python3 -m gpubench_models.aot --verify.
   const std::string cache = d.data_dir() + "/aot-cache";

@@ -85,6 +85,10 @@ TEST(LanguageModelReport, DrawsLatencyAgainstContextAndMfuBySize) {
   // Decoding at prompt 128 reads 400 / 0.631 = 634 GB/s: 21.1% of 3,000.
   EXPECT_NE(html.find("Decoding&#39;s weight and KV-cache reads"), std::string::npos);
   EXPECT_NE(html.find(">21.1%<"), std::string::npos);
+  // Its three bars, one a prompt length, say which.
+  EXPECT_NE(html.find(" \u00b7 prompt_length: 2048 new_tokens: 64</title>"),
+            std::string::npos)
+      << html;
 }
 
 TEST(LanguageModelReport, TokensPerSecondAgainstBatchOnAChartOfTheirOwn) {
@@ -114,8 +118,9 @@ TEST(LanguageModelReport, LinesApartOnlyInNewTokensSayIt) {
     }
   }
   const std::string html = RenderReport({job}, "new tokens");
-  EXPECT_NE(html.find("new_tokens: 32"), std::string::npos) << html;
-  EXPECT_NE(html.find("new_tokens: 256"), std::string::npos);
+  // The legend's entries (the runs table shows the params anyway).
+  EXPECT_NE(html.find(">124m (124.0M) \u00b7 new_tokens: 32 p50<"), std::string::npos) << html;
+  EXPECT_NE(html.find(">124m (124.0M) \u00b7 new_tokens: 256 p50<"), std::string::npos);
   EXPECT_EQ(Count(html, "Inter-token latency (p50, p99) vs prompt length</title>"), 1);
 }
 

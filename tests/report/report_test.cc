@@ -216,6 +216,26 @@ TEST(Report, RooflinePlacesProfiledRunsAgainstTheHostsPeaks) {
             std::string::npos);
 }
 
+// A GPU's datasheet peak, as its runs recorded it, is a second compute roof
+// on the measured bandwidth, at the placed runs' precision only.
+TEST(Report, RooflineDrawsTheDatasheetRoofOfTheRunsPrecision) {
+  ReportJob job = RooflineJob();
+  job.peak_runs[0].mutable_result()->set_datasheet_peak_tflops(989.4);  // fp16, H100 SXM
+  v1::Run fp8 = job.peak_runs[0];
+  fp8.mutable_config()->set_precision(v1::PRECISION_FP8);
+  fp8.mutable_result()->set_datasheet_peak_tflops(1978.9);
+  job.peak_runs.push_back(fp8);
+  const std::vector<const v1::Run*> runs = RunPointers(job.runs);
+  const auto points = Roofline(runs, PeaksOf(runs, job.peak_runs));
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_DOUBLE_EQ(points[0].datasheet_flops_per_s, 989.4e12);
+  const std::string html = RenderReport({job}, "roofline");
+  EXPECT_NE(html.find("cuda:0 datasheet 989.4 TFLOP/s"), std::string::npos) << html;
+  EXPECT_EQ(html.find("cuda:0 datasheet 1978.9 TFLOP/s"), std::string::npos);
+  // No datasheet recorded: no such roof.
+  EXPECT_EQ(RenderReport({RooflineJob()}, "roofline").find("datasheet"), std::string::npos);
+}
+
 // A CPU's roof in the units it is in (12.6 GB/s, not "0.01 TB/s"), and a
 // run above the best matmul measured gets no verdict from it, but how to
 // measure the peak.

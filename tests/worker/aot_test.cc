@@ -7,6 +7,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_join.h"
 #include "tests/support/command.h"
@@ -49,6 +50,21 @@ TEST(Aot, CacheKeyChangesWithWhatChangesTheCompiledCode) {
   c = base;
   c.num_classes = 10;
   EXPECT_TRUE(differs(c, "cuda sm_90 torch 2.11.0", "twin")) << "num_classes";
+  // A language model's package is compiled for its generation and its
+  // attention backend too.
+  const engine::RunConfig llama = Config("llama");
+  EXPECT_TRUE(differs(llama, "cuda sm_90 torch 2.11.0", "twin")) << "llama";
+  const std::pair<const char*, void (*)(engine::RunConfig*)> kGeneration[] = {
+      {"prompt_length", [](engine::RunConfig* l) { l->prompt_length += 1; }},
+      {"new_tokens", [](engine::RunConfig* l) { l->new_tokens += 1; }},
+      {"num_kv_heads", [](engine::RunConfig* l) { l->num_kv_heads = 4; }},
+      {"ffn_hidden_size", [](engine::RunConfig* l) { l->ffn_hidden_size = 4096; }},
+      {"attention", [](engine::RunConfig* l) { l->attention = engine::Attention::kMath; }}};
+  for (const auto& [name, change] : kGeneration) {
+    c = llama;
+    change(&c);
+    EXPECT_TRUE(differs(c, "cuda sm_90 torch 2.11.0", "twin")) << name;
+  }
   EXPECT_TRUE(differs(base, "cuda sm_80 torch 2.11.0", "twin")) << "architecture";
   EXPECT_TRUE(differs(base, "cuda sm_90 torch 2.12.0", "twin")) << "torch";
   EXPECT_TRUE(differs(base, "cpu torch 2.11.0", "twin")) << "device";

@@ -94,7 +94,10 @@ class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
   }
 
   void AllocateCache(int64_t batch, int64_t capacity, torch::ScalarType dtype) override {
-    const int64_t kv_heads = c_.num_kv_heads > 0 ? c_.num_kv_heads : c_.num_heads;
+    // gpt attends with as many key/value heads as queries (a num_kv_heads
+    // given for it is not its shape: the twins ignore it too).
+    const int64_t kv_heads =
+        c_.workload != "gpt" && c_.num_kv_heads > 0 ? c_.num_kv_heads : c_.num_heads;
     const auto options = torch::TensorOptions().dtype(dtype).device(device_);
     dtype_ = dtype;
     caches_.clear();

@@ -461,9 +461,7 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
   Summarize(*measured, w->samples_per_iteration(), out);
   w->Report(out);
   if (out->latency_ms.p50 > 0) SetAchievedTflops(w->samples_per_iteration(), out);
-  if (const WorkloadInfo* info = FindWorkload(c.workload); info && info->language_model) {
-    LanguageModelFigures(c, device, out);
-  }
+  PeakFigures(c, device, out);
   // Every rank takes the same decision, or some would skip the later runs
   // that the others wait in.
   const bool cancelled =

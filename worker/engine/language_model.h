@@ -59,11 +59,13 @@ class LanguageModel : public BenchModel {
 absl::StatusOr<std::shared_ptr<LanguageModel>> LoadCompiledLanguageModel(
     std::shared_ptr<LanguageModel> twin, const RunConfig& c, const torch::Device& device);
 
-// A language model's training figures from the measured ones (mfu.cc):
-// tokens a second (batch x sequence_length a step), and MFU, the model's
-// FLOPs at that rate over device's datasheet peak for the precision
-// (common/gpu_peaks.h; none where the GPU is not in the table).
-void LanguageModelFigures(const RunConfig& c, const torch::Device& device, RunOutcome* out);
+// The figures held against the GPU's datasheet (mfu.cc): on CUDA, any run
+// with an achieved FLOP rate gets its GPU's dense datasheet peak for the
+// precision (common/gpu_peaks.h; none where the GPU is not in the table). A
+// language model's training also gets tokens a second (batch x
+// sequence_length a step) and MFU, its model's FLOPs at that rate over the
+// peak.
+void PeakFigures(const RunConfig& c, const torch::Device& device, RunOutcome* out);
 
 }  // namespace gpubench::engine
 

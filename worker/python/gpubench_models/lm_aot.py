@@ -90,10 +90,14 @@ def verify(a, c, model, dtype, device):
 
 def main(a, fail):
     c = config_of(a)
-    if c.width % c.heads or c.heads % max(c.kv_heads, 1) or c.head_dim % 2:
-        fail("%s: hidden_size must split into num_heads (an even head size), num_heads "
-             "into num_kv_heads" % a.workload)
+    if c.width % c.heads or c.heads % max(c.kv_heads, 1) or (c.model == "llama" and
+                                                            c.head_dim % 2):
+        fail("%s: hidden_size must split into num_heads (llama: an even head size), "
+             "num_heads into num_kv_heads" % a.workload)
         return 2
+    if not hasattr(torch._inductor, "aot_compile"):
+        fail("torch %s has no AOTInductor (PyTorch 2.6 or newer has)" % torch.__version__)
+        return 3
     device = torch.device(a.device)
     model = lm.build(c, device, a.seed)
     count = sum(w.numel() for w in model.parameters())
