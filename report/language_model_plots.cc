@@ -99,17 +99,29 @@ void SayParamsWhereLabelsMeet(const JobView& view, const std::vector<size_t>& ru
   }
 }
 
-// MFU against the datasheet and against the host's measured matmul peak, and
-// decoding's bandwidth against its measured copy peak: a bar per run.
+// A chart of shares, a bar a run, and the runs its bars stand for.
+struct ShareChart {
+  BarChart chart;
+  int color;
+  std::vector<size_t> runs;
+
+  void Add(size_t run, const std::string& label, double share, std::string tooltip) {
+    runs.push_back(run);
+    chart.bars.push_back({label, 100 * share, absl::StrFormat("%.1f%%", 100 * share),
+                          SeriesColor(color), std::move(tooltip)});
+  }
+};
+
+// MFU against the datasheet and against the measured matmul, and
+// decoding's reads against the copy peak.
 std::string ShareBars(const JobView& view) {
   const auto peaks = PeaksOf(view.runs, view.src->peak_runs);
-  BarChart datasheet{"MFU by model size (% of the GPU's dense datasheet peak)", "MFU (%)",
-                     {}, std::nullopt, {}};
-  BarChart measured{"MFU by model size (% of this host's best measured matmul)",
-                    "achieved / measured peak (%)", {}, std::nullopt, {}};
-  BarChart bandwidth{"Decoding's weight and KV-cache reads (% of this host's best copy traffic)",
-                     "bandwidth / measured peak (%)", {}, std::nullopt, {}};
-  std::vector<size_t> datasheet_runs, measured_runs, bandwidth_runs;  // per bar
+  ShareChart datasheet{{"MFU by model size (% of the GPU's dense datasheet peak)", "MFU (%)",
+                        {}, std::nullopt, {}}, 0, {}};
+  ShareChart measured{{"MFU by model size (% of this host's best measured matmul)",
+                       "achieved / measured peak (%)", {}, std::nullopt, {}}, 1, {}};
+  ShareChart bandwidth{{"Decoding's weight and KV-cache reads (% of this host's best copy "
+                        "traffic)", "bandwidth / measured peak (%)", {}, std::nullopt, {}}, 2, {}};
   for (size_t i = 0; i < view.runs.size(); ++i) {
     const v1::Run& r = *view.runs[i];
     const v1::RunResult& res = r.result();
@@ -118,34 +130,27 @@ std::string ShareBars(const JobView& view) {
     const RunPeaks roof = PeaksForRun(peaks, r);
     const std::string tokens = absl::StrCat(FormatFigure(res.tokens_per_s()), " tokens/s, ");
     if (res.mfu() > 0) {
-      datasheet_runs.push_back(i);
-      datasheet.bars.push_back(
-          {label, 100 * res.mfu(), absl::StrFormat("%.1f%%", 100 * res.mfu()), SeriesColor(0),
-           absl::StrCat(tokens, FormatFigure(res.achieved_tflops()), " of ",
-                        FormatFigure(res.datasheet_peak_tflops()), " TFLOP/s")});
+      datasheet.Add(i, label, res.mfu(),
+                    absl::StrCat(tokens, FormatFigure(res.achieved_tflops()), " of ",
+                                 FormatFigure(res.datasheet_peak_tflops()), " TFLOP/s"));
     }
     if (Trains(r.config()) && res.achieved_tflops() > 0 && roof.flops_per_s > 0) {
-      const double share = res.achieved_tflops() * 1e12 / roof.flops_per_s;
-      measured_runs.push_back(i);
-      measured.bars.push_back({label, 100 * share, absl::StrFormat("%.1f%%", 100 * share),
-                               SeriesColor(1),
-                               absl::StrCat(tokens, FlopRate(res.achieved_tflops() * 1e12),
-                                            " of ", FlopRate(roof.flops_per_s))});
+      measured.Add(i, label, res.achieved_tflops() * 1e12 / roof.flops_per_s,
+                   absl::StrCat(tokens, FlopRate(res.achieved_tflops() * 1e12), " of ",
+                                FlopRate(roof.flops_per_s)));
     }
     if (res.decode_bandwidth_gb_per_s() > 0 && roof.bytes_per_s > 0) {
-      const double share = res.decode_bandwidth_gb_per_s() * 1e9 / roof.bytes_per_s;
-      bandwidth_runs.push_back(i);
-      bandwidth.bars.push_back({label, 100 * share, absl::StrFormat("%.1f%%", 100 * share),
-                                SeriesColor(2),
-                                absl::StrCat(tokens, ByteRate(res.decode_bandwidth_gb_per_s() * 1e9),
-                                             " of ", ByteRate(roof.bytes_per_s))});
+      bandwidth.Add(i, label, res.decode_bandwidth_gb_per_s() * 1e9 / roof.bytes_per_s,
+                    absl::StrCat(tokens, ByteRate(res.decode_bandwidth_gb_per_s() * 1e9), " of ",
+                                 ByteRate(roof.bytes_per_s)));
     }
   }
-  SayParamsWhereLabelsMeet(view, datasheet_runs, &datasheet);
-  SayParamsWhereLabelsMeet(view, measured_runs, &measured);
-  SayParamsWhereLabelsMeet(view, bandwidth_runs, &bandwidth);
-  return Figure(RenderBarChart(datasheet)) + Figure(RenderBarChart(measured)) +
-         Figure(RenderBarChart(bandwidth));
+  std::string html;
+  for (ShareChart* c : {&datasheet, &measured, &bandwidth}) {
+    SayParamsWhereLabelsMeet(view, c->runs, &c->chart);
+    html += Figure(RenderBarChart(c->chart));
+  }
+  return html;
 }
 
 }  // namespace

@@ -14,6 +14,9 @@
 namespace gpubench::engine {
 namespace {
 
+class CompiledModel;
+class CompiledLanguageModel;
+
 #if GPUBENCH_HAS_AOTI
 // The loader of one model of a package on device. Single-threaded: one run
 // at a time, without the container's event waits, which a CUDA graph
@@ -54,9 +57,8 @@ class AnsweredByTwin : public Model {
 // from its Python twin (execution aot).
 class CompiledModel : public AnsweredByTwin<BenchModel> {
  public:
-  CompiledModel(std::shared_ptr<BenchModel> twin, const std::string& package,
-                const torch::Device& device)
-      : AnsweredByTwin(std::move(twin)), loader_(Loader(package, "model", device)) {}
+  CompiledModel(std::shared_ptr<BenchModel> twin, const RunConfig& c, const torch::Device& device)
+      : AnsweredByTwin(std::move(twin)), loader_(Loader(c.aot_package, "model", device)) {}
 
   torch::Tensor Forward(const torch::Tensor& input) override {
     return loader_.run({input})[0];
@@ -76,12 +78,12 @@ class CompiledModel : public AnsweredByTwin<BenchModel> {
 class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
  public:
   CompiledLanguageModel(std::shared_ptr<LanguageModel> twin, const RunConfig& c,
-                        const std::string& package, const torch::Device& device)
+                        const torch::Device& device)
       : AnsweredByTwin(std::move(twin)),
         c_(c),
         device_(device),
-        prefill_(Loader(package, "prefill", device)),
-        step_(Loader(package, "step", device)) {
+        prefill_(Loader(c.aot_package, "prefill", device)),
+        step_(Loader(c.aot_package, "step", device)) {
     // The kernel SDPA dispatched to for each model's shapes, as the compile
     // recorded it.
     const auto metadata = prefill_.get_metadata();
@@ -155,16 +157,16 @@ absl::Status LoadError(const std::string& what) {
   return absl::FailedPreconditionError(absl::StrCat("execution aot: ", what));
 }
 
-}  // namespace
-
-absl::StatusOr<std::shared_ptr<BenchModel>> LoadCompiledModel(
-    [[maybe_unused]] std::shared_ptr<BenchModel> twin, [[maybe_unused]] const RunConfig& c,
-    [[maybe_unused]] const torch::Device& device) {
+// Compiled (CompiledModel or CompiledLanguageModel) over its twin and the
+// run's package, or why it cannot be.
+template <typename Compiled, typename Model>
+absl::StatusOr<std::shared_ptr<Model>> Load([[maybe_unused]] std::shared_ptr<Model> twin,
+                                            [[maybe_unused]] const RunConfig& c,
+                                            [[maybe_unused]] const torch::Device& device) {
 #if GPUBENCH_HAS_AOTI
   if (c.aot_package.empty()) return LoadError("no package was compiled for this run");
   try {
-    return std::shared_ptr<BenchModel>(
-        std::make_shared<CompiledModel>(std::move(twin), c.aot_package, device));
+    return std::shared_ptr<Model>(std::make_shared<Compiled>(std::move(twin), c, device));
   } catch (const std::exception& e) {
     return LoadError(absl::StrCat("cannot load the compiled package: ", MessageOf(e)));
   }
@@ -174,21 +176,17 @@ absl::StatusOr<std::shared_ptr<BenchModel>> LoadCompiledModel(
 #endif
 }
 
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<BenchModel>> LoadCompiledModel(std::shared_ptr<BenchModel> twin,
+                                                              const RunConfig& c,
+                                                              const torch::Device& device) {
+  return Load<CompiledModel>(std::move(twin), c, device);
+}
+
 absl::StatusOr<std::shared_ptr<LanguageModel>> LoadCompiledLanguageModel(
-    [[maybe_unused]] std::shared_ptr<LanguageModel> twin, [[maybe_unused]] const RunConfig& c,
-    [[maybe_unused]] const torch::Device& device) {
-#if GPUBENCH_HAS_AOTI
-  if (c.aot_package.empty()) return LoadError("no package was compiled for this run");
-  try {
-    return std::shared_ptr<LanguageModel>(
-        std::make_shared<CompiledLanguageModel>(std::move(twin), c, c.aot_package, device));
-  } catch (const std::exception& e) {
-    return LoadError(absl::StrCat("cannot load the compiled package: ", MessageOf(e)));
-  }
-#else
-  return LoadError(absl::StrCat("this LibTorch (", TORCH_VERSION,
-                                ") has no AOTInductor package loader (2.6 or newer has)"));
-#endif
+    std::shared_ptr<LanguageModel> twin, const RunConfig& c, const torch::Device& device) {
+  return Load<CompiledLanguageModel>(std::move(twin), c, device);
 }
 
 }  // namespace gpubench::engine

@@ -65,20 +65,10 @@ torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) {
 #endif
 }
 
-// A Linear layer through at::linear, as Python's F.linear runs it: one
-// matrix product with the bias in its epilogue. The C++ frontend's
-// torch::nn::Linear computes matmul, then adds the bias in a kernel of its
-// own (under autocast, fp32 bias into a bf16 product: 48 extra kernels a
-// step in gpt 124m, 6 ms of 56 on an H100).
-torch::Tensor Apply(const torch::nn::Linear& layer, const torch::Tensor& x) {
-  return torch::linear(x, layer->weight, layer->bias);
-}
-
 // Rotary positions, the rotate-half form: x cos + (-x2, x1) sin.
 torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  const torch::Tensor rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-  return x * cos + rotated * sin;
+  const std::vector<torch::Tensor> halves = x.chunk(2, -1);
+  return x * cos + torch::cat({-halves[1], halves[0]}, -1) * sin;
 }
 
 class Block : public torch::nn::Module {
@@ -110,9 +100,8 @@ class Block : public torch::nn::Module {
       return y + Apply(down_, torch::gelu(Apply(up_, ln2_(y))));
     }
     const torch::Tensor y = x + Attend(RmsNorm(x, norm1_), pass, at, cache, kernel);
-    const torch::Tensor gate_up = Apply(up_, RmsNorm(y, norm2_));
-    return y + Apply(down_, torch::silu(gate_up.narrow(-1, 0, s_.ffn)) *
-                                gate_up.narrow(-1, s_.ffn, s_.ffn));
+    const std::vector<torch::Tensor> gate_up = Apply(up_, RmsNorm(y, norm2_)).chunk(2, -1);
+    return y + Apply(down_, torch::silu(gate_up[0]) * gate_up[1]);
   }
 
  private:
@@ -129,11 +118,12 @@ class Block : public torch::nn::Module {
   torch::Tensor Attend(const torch::Tensor& h, Pass pass, const Where& at, KvCache* cache,
                        std::string* kernel) {
     const int64_t b = h.size(0), t = h.size(1), hd = s_.head_dim(), kv = s_.kv_width();
-    const torch::Tensor qkv = Apply(qkv_, h);
-    torch::Tensor q = qkv.narrow(-1, 0, s_.width).view({b, t, s_.heads, hd}).transpose(1, 2);
-    torch::Tensor k = qkv.narrow(-1, s_.width, kv).view({b, t, s_.kv_heads, hd}).transpose(1, 2);
-    torch::Tensor v =
-        qkv.narrow(-1, s_.width + kv, kv).view({b, t, s_.kv_heads, hd}).transpose(1, 2);
+    // Split, not narrowed: a split's gradient is one concatenation, where
+    // each narrow's would be a zeroed full-width tensor, a copy and a sum.
+    const std::vector<torch::Tensor> qkv = Apply(qkv_, h).split_with_sizes({s_.width, kv, kv}, -1);
+    torch::Tensor q = qkv[0].view({b, t, s_.heads, hd}).transpose(1, 2);
+    torch::Tensor k = qkv[1].view({b, t, s_.kv_heads, hd}).transpose(1, 2);
+    torch::Tensor v = qkv[2].view({b, t, s_.kv_heads, hd}).transpose(1, 2);
     if (s_.style == Style::kLlama) {
       // In q's dtype (autocast's bf16 when the weights are fp32).
       const torch::Tensor cos = at.cos.to(q.scalar_type()), sin = at.sin.to(q.scalar_type());

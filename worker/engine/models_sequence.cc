@@ -159,7 +159,7 @@ class Transformer : public BenchModel {
     torch::Tensor x = embedding_(input) + positions_.slice(0, 0, time);
     for (const auto& block : blocks_) x = block->Forward(x);
     x = final_norm_(x);
-    return decoder_ ? head_(x) : head_(x.mean(1));
+    return Apply(head_, decoder_ ? x : x.mean(1));
   }
 
   torch::Tensor Loss(const torch::Tensor& output,
