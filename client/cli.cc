@@ -57,6 +57,10 @@ ABSL_FLAG(bool, dry_run, false,
           "spec: the daemon's plan of the job (--host, else the default), queueing nothing");
 ABSL_FLAG(bool, watch, false, "submit: follow the job with its progress");
 ABSL_FLAG(bool, include_improvements, false, "regressions: improvements too");
+ABSL_FLAG(bool, small, false, "probe: the suite at CPU sizes on the CPU (a check of the setup)");
+ABSL_FLAG(std::string, threshold, "",
+          "fleet: distance from the median (or own history) that flags a GPU (default 0.05)");
+ABSL_FLAG(std::string, report, "", "fleet: also write the fleet page (HTML) to this file");
 
 namespace gpubench::client {
 namespace {
@@ -252,6 +256,31 @@ examples:
 Runs the nightly schedules flagged against their history, across the fleet
 (default: the last 7 days). Exit 4 when there is a regression.
 example: gpubench regressions --since 2026-11-01 --include-improvements --output csv
+)"},
+      {"probe", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, ProbeCommand,
+       R"(  probe                  the fleet probe suite on every host, each GPU in turn [--small])",
+       R"(usage: gpubench probe [--host H]... [--small] [--output F]
+Runs the fixed fleet probe suite (v1) on every host, each GPU in turn and the host to
+itself: bf16, fp16 and (sm_89+) fp8 matrix products at 4096 and 8192, a causal attention
+forward, a 1 GiB device copy, pinned host-to-device and device-to-host copies, the launch
+of a tiny kernel, and with two GPUs or more an NCCL all-reduce on a pair. Prints each
+GPU's figures; `gpubench fleet` ranks them. --small: CPU sizes on the CPU. Run it by hand
+or as a schedule; each run is stored as any other.
+example: gpubench probe --host h100-a --host h100-b
+)"},
+      {"fleet", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, FleetCommand,
+       R"(  fleet                  rank each GPU against its peers on the probes
+                         [--since WHEN] [--threshold X] [--report FILE])",
+       R"(usage: gpubench fleet [--host H]... [--since WHEN] [--threshold X] [--report FILE]
+                     [--output table|json|csv|markdown]
+Ranks each GPU's latest probe figures (gpubench probe, since WHEN: default 30d) against
+every GPU of the same SKU and driver across the hosts: its ratio to their median, its
+percentile and z-score; a straggler is worse than the median by more than --threshold
+(0.05) among 3 or more peers, a drifted GPU that much worse than the median of its own 3 or
+more earlier probes. Flagged GPUs name where their setup differs from their peers' (power
+limit, clocks, PCIe width...). --report writes an HTML page. Says how many hosts answered.
+Exit 4 when a GPU is flagged.
+example: gpubench fleet --since 7d --report fleet.html
 )"},
       {"trace", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, TraceCommand,
        R"(  trace RUN -o FILE      save a run's profiler trace (Chrome/Perfetto JSON))",

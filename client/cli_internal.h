@@ -127,6 +127,12 @@ absl::Status TimeRange(const Args& a, google::protobuf::Timestamp* after,
                        google::protobuf::Timestamp* before);
 
 // Calls call(i) for every daemon i at once, one thread each, and waits.
+// Submits spec to d, follows the job to its end and appends its runs to
+// runs. The exit code (kExitJobFailed where a run did not succeed); what
+// went wrong goes to log. (fleet_commands.cc)
+int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, std::vector<v1::Run>* runs,
+                std::ostream& log);
+
 void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call);
 
 // Submits spec to d; with a.wait, follows it (progress on err) and prints
@@ -150,6 +156,8 @@ int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err);
 int HostsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int CompareCommand(const Args& a, std::ostream& out, std::ostream& err);
 int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err);
+int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err);  // probe_commands.cc
+int FleetCommand(const Args& a, std::ostream& out, std::ostream& err);  // probe_commands.cc
 int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err);  // workloads_command.cc
 int ReportCommand(const Args& a, std::ostream& out, std::ostream& err);
 

@@ -18,6 +18,8 @@
 #include "report/report.h"
 #include "client/spec_flags.h"
 #include "common/contention.h"
+#include "common/fingerprint.h"
+#include "common/printable.h"
 #include "common/spec.h"
 #include "common/stats.h"
 #include "google/protobuf/util/time_util.h"
@@ -41,6 +43,9 @@ struct Row {
   double baseline_tput = 0, candidate_tput = 0;  // medians over the runs
   Comparison c;
   bool configs_differ = false;  // beyond what the comparison varies: no verdict
+  // What differs between the two sides' latest runs' environments
+  // (EnvironmentDiffers), "" where nothing does.
+  std::string environment;
 };
 
 // What a comparison lets differ between its sides' configs.
@@ -66,10 +71,27 @@ Table RowsTable(const std::vector<Row>& rows) {
          ok && spread ? absl::StrFormat("%.3f-%.3f", r.c.speedup.ci95.low, r.c.speedup.ci95.high)
                       : "-",
          ok ? absl::StrFormat("%.2g", r.c.p_value) : "-",
-         r.c.why.empty() ? VerdictName(r.c.verdict)
-                         : absl::StrCat(VerdictName(r.c.verdict), ": ", r.c.why)});
+         absl::StrCat(VerdictName(r.c.verdict), r.c.why.empty() ? "" : ": ", r.c.why,
+                      r.environment.empty() ? "" : "; ", Printable(r.environment))});
   }
   return t;
+}
+
+// "regressed", or "regressed; environment differs: power limit 700 W ->
+// 500 W" where the run's environment changed since its history's latest.
+std::string VerdictWithChanges(const v1::HistoryComparison& h) {
+  std::string text = Short(v1::Verdict_descriptor(), h.verdict());
+  if (h.environment_changes().empty()) return text;
+  return absl::StrCat(text, "; environment differs: ",
+                      Printable(absl::StrJoin(h.environment_changes(), ", ")));
+}
+
+// The run of runs (not empty) that started last.
+const v1::Run* Latest(const std::vector<const v1::Run*>& runs) {
+  return *std::max_element(runs.begin(), runs.end(), [](const v1::Run* a, const v1::Run* b) {
+    return google::protobuf::util::TimeUtil::TimestampToNanoseconds(a->start_time()) <
+           google::protobuf::util::TimeUtil::TimestampToNanoseconds(b->start_time());
+  });
 }
 
 double MedianThroughput(const std::vector<const v1::Run*>& runs) {
@@ -119,6 +141,8 @@ std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rul
         b->first == key ? ""
                         : ConfigDifferences(b->second[0]->config(), cand_runs[0]->config(),
                                             /*work_only=*/varies == Varies::kHowItRuns);
+    row.environment =
+        EnvironmentDiffers(Latest(b->second)->fingerprint(), Latest(cand_runs)->fingerprint());
     if (differences.empty()) {
       row.c = CompareRuns(b->second, cand_runs, rule);
     } else {
@@ -182,33 +206,6 @@ int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
   return kExitOk;
 }
 
-// Submits spec to d, follows the job to its end and appends its runs to
-// side. The exit code; what went wrong goes to log.
-int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, Side* side, std::ostream& log) {
-  v1::SubmitJobRequest submit;
-  *submit.mutable_spec() = spec;
-  auto call = d.Call(&v1::BenchService::Stub::SubmitJob, submit);
-  if (!call.ok()) return CallFailed(d.host, call.status(), log);
-  const std::string job_id = call->job().job_id();
-  if (auto s = FollowJob(d, job_id, /*show_progress=*/false, log); !s.ok()) {
-    return CallFailed(d.host, s, log);
-  }
-  std::vector<v1::Run> runs;
-  if (auto s = ListAllRuns(d, job_id, /*include_samples=*/false, &runs); !s.ok()) {
-    return CallFailed(d.host, s, log);
-  }
-  int code = runs.empty() ? kExitJobFailed : kExitOk;
-  for (const v1::Run& r : runs) {
-    if (r.state() != v1::RUN_STATE_SUCCEEDED) {
-      log << "gpubench: " << d.host.name << ": job " << job_id << " run " << r.index() << " "
-          << Short(v1::RunState_descriptor(), r.state()) << ": " << Printable(r.error()) << "\n";
-      code = kExitJobFailed;
-    }
-    side->runs.push_back(r);
-  }
-  return code;
-}
-
 // --repeat N (default 1): how many times each side is measured.
 absl::StatusOr<int> Repeat(const Args& a) {
   int n = 1;
@@ -240,7 +237,7 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
     std::ostringstream log;
     sides[i].name = d.host.name;
     for (int rep = 0; rep < *repeat && codes[i] == kExitOk; ++rep) {
-      codes[i] = MeasureOnce(d, *spec, &sides[i], log);
+      codes[i] = MeasureOnce(d, *spec, &sides[i].runs, log);
       std::lock_guard<std::mutex> lock(err_mu);
       err << d.host.name << ": measured " << rep + 1 << " of " << *repeat << "\n";
     }
@@ -332,6 +329,32 @@ int CompareHistory(const Args& a, const CompareRule& rule, std::ostream& out,
 
 }  // namespace
 
+int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, std::vector<v1::Run>* runs_out,
+                std::ostream& log) {
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = spec;
+  auto call = d.Call(&v1::BenchService::Stub::SubmitJob, submit);
+  if (!call.ok()) return CallFailed(d.host, call.status(), log);
+  const std::string job_id = call->job().job_id();
+  if (auto s = FollowJob(d, job_id, /*show_progress=*/false, log); !s.ok()) {
+    return CallFailed(d.host, s, log);
+  }
+  std::vector<v1::Run> runs;
+  if (auto s = ListAllRuns(d, job_id, /*include_samples=*/false, &runs); !s.ok()) {
+    return CallFailed(d.host, s, log);
+  }
+  int code = runs.empty() ? kExitJobFailed : kExitOk;
+  for (const v1::Run& r : runs) {
+    if (r.state() != v1::RUN_STATE_SUCCEEDED) {
+      log << "gpubench: " << d.host.name << ": job " << job_id << " run " << r.index() << " "
+          << Short(v1::RunState_descriptor(), r.state()) << ": " << Printable(r.error()) << "\n";
+      code = kExitJobFailed;
+    }
+    runs_out->push_back(r);
+  }
+  return code;
+}
+
 // compare A B --repeat N: A and B are jobs (their specs) or spec files,
 // measured N times each on one host, alternating A B A B, so that whatever
 // drifts on the host meanwhile hits both sides alike.
@@ -377,7 +400,7 @@ int CompareRepeated(const Args& a, const CompareRule& rule, int repeat, std::ost
   for (int rep = 0; rep < repeat; ++rep) {
     for (int i = 0; i < 2; ++i) {
       std::ostringstream log;
-      const int code = MeasureOnce(*d, specs[i], &sides[i], log);
+      const int code = MeasureOnce(*d, specs[i], &sides[i].runs, log);
       err << log.str();
       if (code != kExitOk) return code;
       err << "gpubench: " << "AB"[i] << " measured " << rep + 1 << " of " << repeat << "\n";
@@ -450,7 +473,7 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
       const auto& h = r.history();
       regressed |= h.verdict() == v1::VERDICT_REGRESSED;
       t.rows.push_back({(*daemons)[i].host.name, r.run_id(), r.job_id(), DescribeConfig(r.config()),
-                        Short(v1::Verdict_descriptor(), h.verdict()),
+                        VerdictWithChanges(h),
                         absl::StrFormat("%.1f", h.value_samples_per_s()),
                         absl::StrFormat("%.1f", h.baseline_median_samples_per_s()),
                         absl::StrFormat("%.3f", h.ratio()), absl::StrCat(h.history_count()),

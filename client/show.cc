@@ -11,6 +11,7 @@
 #include "client/cli.h"
 #include "client/cli_internal.h"
 #include "client/gbench.h"
+#include "common/fingerprint.h"
 #include "common/spec.h"
 
 namespace gpubench::client {
@@ -67,6 +68,10 @@ std::string RunNotes(const v1::Run& r) {
     notes.push_back(absl::StrFormat("%s x%.3f vs history",
                                     Short(v1::Verdict_descriptor(), r.history().verdict()),
                                     r.history().ratio()));
+  }
+  if (!r.history().environment_changes().empty()) {
+    notes.push_back(absl::StrCat("environment differs from the history: ",
+                                 absl::StrJoin(r.history().environment_changes(), ", ")));
   }
   if (!r.error().empty()) notes.push_back(r.error().substr(0, 100));
   return absl::StrJoin(notes, "; ");
@@ -240,6 +245,48 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column, Format f
   return t;
 }
 
+// Words joined by ", ", broken into lines of at most 100 columns, each
+// line after the first indented by two spaces.
+std::string Wrapped(const std::string& head, const std::vector<std::string>& words) {
+  std::string text = head, line = head;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string word = words[i] + (i + 1 < words.size() ? "," : "");
+    if (line.size() + 1 + word.size() > 100 && line.size() > 2) {
+      text += "\n  ";
+      line = "  ";
+    } else if (i > 0 || !head.empty()) {
+      text += " ";
+      line += " ";
+    }
+    text += word;
+    line += word;
+  }
+  return text + "\n";
+}
+
+// The first fingerprinted run's environment, then what differs from it in
+// each later run.
+void PrintEnvironment(const std::vector<v1::Run>& runs, std::ostream& out) {
+  const v1::Run* first = nullptr;
+  for (const v1::Run& r : runs) {
+    if (r.fingerprint().ByteSizeLong() == 0) continue;
+    if (first == nullptr) {
+      first = &r;
+      std::vector<std::string> fields;
+      for (const auto& [label, value] : FingerprintFields(r.fingerprint())) {
+        fields.push_back(absl::StrCat(label, " ", Printable(value)));
+      }
+      out << "\n" << Wrapped(absl::StrCat("environment (run ", r.index(), "):"), fields);
+      continue;
+    }
+    const std::vector<std::string> changes =
+        FingerprintChanges(first->fingerprint(), r.fingerprint());
+    std::vector<std::string> printable;
+    for (const std::string& c : changes) printable.push_back(Printable(c));
+    if (!changes.empty()) out << Wrapped(absl::StrCat("  run ", r.index(), ":"), printable);
+  }
+}
+
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
               std::ostream& out, const std::vector<v1::Run>& peak_runs) {
   if (format == Format::kGbench) {
@@ -283,6 +330,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
     PrintDistributed(runs, format, out);
+    PrintEnvironment(runs, out);
   }
   if (format == Format::kTable) {
     for (const v1::Run& r : runs) {

@@ -345,6 +345,11 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
     return s;
   if (!(s = CheckEnum(path + ".attention", v1::Attention_descriptor(), c.attention())).ok())
     return s;
+  if (c.probe().size() > 64 ||
+      c.probe().find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/.") != std::string::npos) {
+    return Invalid(path + ".probe", "at most 64 letters, digits, '_', '/' and '.'");
+  }
   return CheckRange(path + ".learning_rate", c.learning_rate(), 0.0, 100.0);
 }
 

@@ -80,7 +80,11 @@ void FillConfigDefaults(v1::RunConfig* c) {
   // Only distributed workloads carry a world_size, so that other configs'
   // keys stay as runs stored before it had one.
   if (c->world_size() == 0 && IsDistributedWorkload(c->workload())) c->set_world_size(1);
-  if (c->mode() == v1::MODE_UNSPECIFIED) c->set_mode(v1::MODE_TRAIN);
+  // Train, unless the workload only infers (attention).
+  if (c->mode() == v1::MODE_UNSPECIFIED) {
+    c->set_mode(info != nullptr && !info->trains && info->infers ? v1::MODE_INFER
+                                                                 : v1::MODE_TRAIN);
+  }
   // A language model's prompt and new tokens are its inference's; its
   // attention kernel is named (other configs keep their keys as stored
   // before there was a choice: unset is auto).

@@ -14,9 +14,10 @@ const std::vector<const WorkloadInfo*>& Workloads() {
       new WorkloadInfo(workloads::UNet()),        new WorkloadInfo(workloads::BiLstm()),
       new WorkloadInfo(workloads::CnnLstm()),     new WorkloadInfo(workloads::Transformer()),
       new WorkloadInfo(workloads::Gpt()),         new WorkloadInfo(workloads::Llama()),
-      new WorkloadInfo(workloads::Matmul()),      new WorkloadInfo(workloads::Copy()),
-      new WorkloadInfo(workloads::Empty()),       new WorkloadInfo(workloads::TorchScript()),
-      new WorkloadInfo(workloads::Collective()),  new WorkloadInfo(workloads::Ddp()),
+      new WorkloadInfo(workloads::Matmul()),      new WorkloadInfo(workloads::Attention()),
+      new WorkloadInfo(workloads::Copy()),        new WorkloadInfo(workloads::Empty()),
+      new WorkloadInfo(workloads::TorchScript()), new WorkloadInfo(workloads::Collective()),
+      new WorkloadInfo(workloads::Ddp()),
   };
   return *kAll;
 }

@@ -1,7 +1,6 @@
 #include "launcher/telemetry.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,33 +8,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <ios>
+#include <iterator>
 #include <set>
 #include <sstream>
+#include <utility>
+
+#include "launcher/nvml.h"
 
 namespace gpubench::telemetry {
 namespace {
-
-// The slice of NVML's C ABI used here (nvml.h is not needed to build).
-using nvmlReturn_t = int;
-constexpr nvmlReturn_t kNvmlSuccess = 0;
-struct nvmlDevice_st;
-using nvmlDevice_t = nvmlDevice_st*;
-struct nvmlUtilization_t {
-  unsigned int gpu;
-  unsigned int memory;
-};
-struct nvmlMemory_t {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-constexpr int kNvmlClockSm = 1;
-constexpr int kNvmlClockMem = 2;
-constexpr int kNvmlTemperatureGpu = 0;
-constexpr int kNvmlPcieTx = 0;
-constexpr int kNvmlPcieRx = 1;
-
-constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -53,7 +35,15 @@ struct ProcStat {
 // False where the file cannot be read (the process is gone).
 bool ReadProcStat(const std::string& path, ProcStat* out) {
   std::ifstream in(path);
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  // A process that ends between the open and the read makes read(2) fail
+  // with ESRCH, which libstdc++'s streambuf throws (an istreambuf_iterator
+  // does not catch it as the stream's own reads do).
+  std::string stat;
+  try {
+    stat.assign(std::istreambuf_iterator<char>(in), {});
+  } catch (const std::ios_base::failure&) {
+    return false;
+  }
   // The command (field 2) may hold spaces and parentheses: fields resume
   // after its last ')'.
   const size_t close = stat.rfind(')');
@@ -82,116 +72,71 @@ class NvmlSource : public Source {
  public:
   static std::unique_ptr<Source> Open(const std::string& device_id, int index,
                                       std::string* why) {
-    const char* env = std::getenv("GPUBENCH_NVML_LIBRARY");
-    const std::string library = env && *env ? env : "libnvidia-ml.so.1";
-    void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* error = dlerror();
-      *why = "telemetry unavailable: cannot load " + library + " (" +
-             (error ? error : "no NVIDIA driver?") + ")";
+    std::shared_ptr<nvml::Library> library = nvml::Library::Open(why);
+    if (library == nullptr) {
+      *why = "telemetry unavailable: " + *why;
       return nullptr;
     }
-    auto source = std::unique_ptr<NvmlSource>(new NvmlSource(lib));
-    if (!source->Bind(why)) return nullptr;
-    if (source->init_() != kNvmlSuccess) {
-      *why = "telemetry unavailable: nvmlInit failed";
+    const nvml::Api& api = library->api();
+    const std::pair<bool, const char*> kNeeded[] = {
+        {api.utilization != nullptr, "nvmlDeviceGetUtilizationRates"},
+        {api.memory != nullptr, "nvmlDeviceGetMemoryInfo"},
+        {api.clock != nullptr, "nvmlDeviceGetClockInfo"},
+        {api.power != nullptr, "nvmlDeviceGetPowerUsage"},
+        {api.temperature != nullptr, "nvmlDeviceGetTemperature"}};
+    for (const auto& [bound, name] : kNeeded) {
+      if (!bound) {
+        *why = std::string("telemetry unavailable: NVML lacks ") + name;
+        return nullptr;
+      }
+    }
+    nvml::Device device = nullptr;
+    if (!library->Find(device_id, index, &device, why)) {
+      *why = "telemetry unavailable: " + *why;
       return nullptr;
     }
-    source->initialised_ = true;
-    nvmlReturn_t rc = 1;
-    if (device_id.rfind("GPU-", 0) == 0 && source->by_uuid_) {
-      rc = source->by_uuid_(device_id.c_str(), &source->device_);
-    } else if (!device_id.empty() && source->by_pci_) {
-      rc = source->by_pci_(device_id.c_str(), &source->device_);
-    }
-    if (rc != kNvmlSuccess) rc = source->by_index_(index, &source->device_);
-    if (rc != kNvmlSuccess) {
-      *why = "telemetry unavailable: NVML does not know GPU " + std::to_string(index);
-      return nullptr;
-    }
-    return source;
-  }
-
-  ~NvmlSource() override {
-    if (initialised_) shutdown_();
-    dlclose(lib_);
+    return std::unique_ptr<Source>(new NvmlSource(std::move(library), device));
   }
 
   std::string name() const override { return "nvml"; }
 
   bool Read(Sample* s) override {
-    nvmlUtilization_t util{};
-    if (utilization_(device_, &util) == kNvmlSuccess) {
+    nvml::Utilization util{};
+    if (api_.utilization(device_, &util) == nvml::kSuccess) {
       s->gpu_utilization_pct = util.gpu;
       s->memory_utilization_pct = util.memory;
     }
-    nvmlMemory_t memory{};
-    if (memory_(device_, &memory) == kNvmlSuccess) s->memory_used_bytes = memory.used;
+    nvml::Memory memory{};
+    if (api_.memory(device_, &memory) == nvml::kSuccess) s->memory_used_bytes = memory.used;
     unsigned int v = 0;
-    if (clock_(device_, kNvmlClockSm, &v) == kNvmlSuccess) s->sm_clock_mhz = v;
-    if (clock_(device_, kNvmlClockMem, &v) == kNvmlSuccess) s->memory_clock_mhz = v;
-    if (power_(device_, &v) == kNvmlSuccess) s->power_w = v / 1000.0f;  // mW
-    if (temperature_(device_, kNvmlTemperatureGpu, &v) == kNvmlSuccess) s->temperature_c = v;
+    if (api_.clock(device_, nvml::kClockSm, &v) == nvml::kSuccess) s->sm_clock_mhz = v;
+    if (api_.clock(device_, nvml::kClockMem, &v) == nvml::kSuccess) s->memory_clock_mhz = v;
+    if (api_.power(device_, &v) == nvml::kSuccess) s->power_w = v / 1000.0f;  // mW
+    if (api_.temperature(device_, nvml::kTemperatureGpu, &v) == nvml::kSuccess) {
+      s->temperature_c = v;
+    }
     unsigned long long reasons = 0;
-    if (throttle_ && throttle_(device_, &reasons) == kNvmlSuccess) {
+    if (api_.throttle && api_.throttle(device_, &reasons) == nvml::kSuccess) {
       s->throttle_reasons_mask = reasons;
     }
-    if (pcie_ && pcie_(device_, kNvmlPcieRx, &v) == kNvmlSuccess) {
+    if (api_.pcie_throughput &&
+        api_.pcie_throughput(device_, nvml::kPcieRx, &v) == nvml::kSuccess) {
       s->pcie_rx_bytes_per_s = v * 1024.0;  // KB/s
     }
-    if (pcie_ && pcie_(device_, kNvmlPcieTx, &v) == kNvmlSuccess) {
+    if (api_.pcie_throughput &&
+        api_.pcie_throughput(device_, nvml::kPcieTx, &v) == nvml::kSuccess) {
       s->pcie_tx_bytes_per_s = v * 1024.0;
     }
-    if (processes_) s->gpu_processes = OtherProcesses();
+    if (api_.processes) s->gpu_processes = OtherProcesses();
     return true;
   }
 
  private:
-  explicit NvmlSource(void* lib) : lib_(lib) {}
-
-  template <typename F>
-  bool Symbol(const char* name, F* out, bool required, std::string* why) {
-    *out = reinterpret_cast<F>(dlsym(lib_, name));
-    if (*out == nullptr && required) {
-      *why = std::string("telemetry unavailable: NVML lacks ") + name;
-      return false;
-    }
-    return true;
-  }
-
-  bool Bind(std::string* why) {
-    if (!Symbol("nvmlInit_v2", &init_, true, why) ||
-        !Symbol("nvmlShutdown", &shutdown_, true, why) ||
-        !Symbol("nvmlDeviceGetHandleByIndex_v2", &by_index_, true, why) ||
-        !Symbol("nvmlDeviceGetUtilizationRates", &utilization_, true, why) ||
-        !Symbol("nvmlDeviceGetMemoryInfo", &memory_, true, why) ||
-        !Symbol("nvmlDeviceGetClockInfo", &clock_, true, why) ||
-        !Symbol("nvmlDeviceGetPowerUsage", &power_, true, why) ||
-        !Symbol("nvmlDeviceGetTemperature", &temperature_, true, why)) {
-      return false;
-    }
-    Symbol("nvmlDeviceGetHandleByPciBusId_v2", &by_pci_, false, why);
-    Symbol("nvmlDeviceGetHandleByUUID", &by_uuid_, false, why);
-    Symbol("nvmlDeviceGetPcieThroughput", &pcie_, false, why);
-    // Renamed "ClocksEventReasons" in newer drivers; the old name stays.
-    Symbol("nvmlDeviceGetCurrentClocksEventReasons", &throttle_, false, why);
-    if (throttle_ == nullptr) {
-      Symbol("nvmlDeviceGetCurrentClocksThrottleReasons", &throttle_, false, why);
-    }
-    // The _v2 and _v3 calls fill nvmlProcessInfo_v2_t (PID, memory, GPU
-    // and compute instance), the first one nvmlProcessInfo_v1_t.
-    const std::pair<const char*, size_t> kProcessCalls[] = {
-        {"nvmlDeviceGetComputeRunningProcesses_v3", 24},
-        {"nvmlDeviceGetComputeRunningProcesses_v2", 24},
-        {"nvmlDeviceGetComputeRunningProcesses", 16}};
-    for (const auto& [name, stride] : kProcessCalls) {
-      if (processes_ != nullptr) break;
-      Symbol(name, &processes_, false, why);
-      stride_ = stride;
-    }
-    pids_.assign(16 * stride_, 0);
-    return true;
-  }
+  NvmlSource(std::shared_ptr<nvml::Library> library, nvml::Device device)
+      : library_(std::move(library)),
+        api_(library_->api()),
+        device_(device),
+        pids_(16 * api_.process_stride, 0) {}
 
   // Compute processes on the GPU besides the job's own (OwnProcessGroup):
   // NVML's PIDs against this process and its group. Where none of them is
@@ -199,21 +144,22 @@ class NvmlSource : public Source {
   // be read, the count less one, since this worker holds a context on the
   // GPU while it measures.
   int OtherProcesses() {
-    unsigned int count = static_cast<unsigned int>(pids_.size() / stride_);
-    nvmlReturn_t rc = processes_(device_, &count, pids_.empty() ? nullptr : pids_.data());
-    if (rc == kNvmlInsufficientSize) {
-      pids_.assign((count + 8) * stride_, 0);  // room for a few more starting meanwhile
-      count = static_cast<unsigned int>(pids_.size() / stride_);
-      rc = processes_(device_, &count, pids_.data());
+    const size_t stride = api_.process_stride;
+    unsigned int count = static_cast<unsigned int>(pids_.size() / stride);
+    nvml::Return rc = api_.processes(device_, &count, pids_.empty() ? nullptr : pids_.data());
+    if (rc == nvml::kInsufficientSize) {
+      pids_.assign((count + 8) * stride, 0);  // room for a few more starting meanwhile
+      count = static_cast<unsigned int>(pids_.size() / stride);
+      rc = api_.processes(device_, &count, pids_.data());
     }
-    if (rc != kNvmlSuccess && rc != kNvmlInsufficientSize) return 0;
+    if (rc != nvml::kSuccess && rc != nvml::kInsufficientSize) return 0;
     const int fewer = count > 0 ? static_cast<int>(count) - 1 : 0;
-    if (rc != kNvmlSuccess) return fewer;
+    if (rc != nvml::kSuccess) return fewer;
     // The PID leads each entry, whatever the struct's version.
     std::set<pid_t> pids;
     for (unsigned int i = 0; i < count; ++i) {
       unsigned int pid = 0;
-      std::memcpy(&pid, pids_.data() + i * stride_, sizeof(pid));
+      std::memcpy(&pid, pids_.data() + i * stride, sizeof(pid));
       // Zero or a repeat: a layout this code does not know.
       if (pid == 0 || !pids.insert(static_cast<pid_t>(pid)).second) return fewer;
     }
@@ -229,26 +175,13 @@ class NvmlSource : public Source {
     return others;
   }
 
-  void* const lib_;
+  const std::shared_ptr<nvml::Library> library_;
+  const nvml::Api& api_;
+  const nvml::Device device_;
   const pid_t own_group_ = OwnProcessGroup();
-  // Room for nvmlProcessInfo entries: each stride_ bytes, the PID first.
+  // Room for NVML's process entries: each api_.process_stride bytes, the
+  // PID first.
   std::vector<unsigned char> pids_;
-  size_t stride_ = 24;
-  bool initialised_ = false;
-  nvmlDevice_t device_ = nullptr;
-  nvmlReturn_t (*init_)() = nullptr;
-  nvmlReturn_t (*shutdown_)() = nullptr;
-  nvmlReturn_t (*by_index_)(unsigned int, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*by_pci_)(const char*, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*by_uuid_)(const char*, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*utilization_)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
-  nvmlReturn_t (*memory_)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
-  nvmlReturn_t (*clock_)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  nvmlReturn_t (*power_)(nvmlDevice_t, unsigned int*) = nullptr;
-  nvmlReturn_t (*temperature_)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  nvmlReturn_t (*throttle_)(nvmlDevice_t, unsigned long long*) = nullptr;
-  nvmlReturn_t (*pcie_)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  nvmlReturn_t (*processes_)(nvmlDevice_t, unsigned int*, void*) = nullptr;
 };
 
 // This process's CPU seconds (user + system) and RSS from /proc/self/stat.

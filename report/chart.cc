@@ -361,6 +361,10 @@ std::string RenderLineChart(LineChart chart) {
   return svg;
 }
 
+std::string Figure(const std::string& svg) {
+  return svg.empty() ? "" : absl::StrCat("<figure>", svg, "</figure>\n");
+}
+
 std::string RenderBarChart(const BarChart& chart) {
   if (chart.bars.empty()) return "";
   constexpr double kTop = 40, kRow = 22, kRight = 64, kMaxLabel = 230;

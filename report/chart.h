@@ -118,6 +118,10 @@ struct BarChart {
   std::vector<LegendEntry> legend;
 };
 
+// svg in a <figure>; "" for a chart that draws nothing, so it leaves no
+// empty frame.
+std::string Figure(const std::string& svg);
+
 // An <svg> element of horizontal bars (labels such as "fp16 + channels_last,
 // batch 256" read better along rows than under columns). Empty without bars.
 std::string RenderBarChart(const BarChart& chart);

@@ -14,10 +14,6 @@
 namespace gpubench::report::internal {
 namespace {
 
-std::string Figure(const std::string& svg) {
-  return svg.empty() ? "" : absl::StrCat("<figure>", svg, "</figure>\n");
-}
-
 // A decoding run's params but its size and prompt length.
 std::string ParamsButPrompt(const v1::RunConfig& c) {
   v1::WorkloadParams p = c.params();

@@ -24,11 +24,6 @@ std::string LabelOr(std::string label, const std::string& fallback) {
   return label.empty() ? fallback : label;
 }
 
-// A chart that draws nothing leaves no empty frame.
-std::string Figure(const std::string& svg) {
-  if (svg.empty()) return "";
-  return absl::StrCat("<figure>", svg, "</figure>\n");
-}
 
 // A measured throughput at x with its 95% interval, where the run has one.
 void AddThroughput(double x, const v1::RunResult& res, Series* s) {

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "report/chart.h"
+#include "report/fleet_page.h"
 #include "report/html.h"
 #include "common/version.h"
 
@@ -89,6 +90,13 @@ std::string RenderReport(const std::vector<ReportJob>& jobs,
   if (jobs.empty()) out += "<p class=\"note\">No jobs.</p>\n";
   for (const ReportJob& job : jobs) out += JobSection(job);
   return out + PageEnd();
+}
+
+std::string RenderFleetPage(const std::vector<Ranked>& ranked, const std::string& answered,
+                            const FleetRule& rule) {
+  return absl::StrCat(PageStart(absl::StrCat("gpubench fleet, probe suite ", kProbeSuite),
+                                EscapeHtml(answered)),
+                      "</header>\n", internal::FleetSections(ranked, rule), PageEnd());
 }
 
 std::string RenderJobIndex(const std::vector<v1::Job>& jobs, const std::string& title,

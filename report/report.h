@@ -8,6 +8,7 @@
 
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
+#include "report/fleet_rank.h"
 
 namespace gpubench::report {
 
@@ -49,6 +50,12 @@ std::string RenderReport(const std::vector<ReportJob>& jobs,
 // jobs is HTML-escaped. Thread-safe (no state).
 std::string RenderJobIndex(const std::vector<v1::Job>& jobs, const std::string& title,
                            const std::string& host, const std::string& link_prefix);
+
+// The fleet page of gpubench fleet --report: which GPUs are stragglers or
+// have drifted, and per probe and SKU every GPU against its peers' median.
+// answered says which hosts answered. Self-contained like the report.
+std::string RenderFleetPage(const std::vector<Ranked>& ranked, const std::string& answered,
+                            const FleetRule& rule);
 
 }  // namespace gpubench::report
 

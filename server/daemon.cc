@@ -81,7 +81,11 @@ absl::StatusOr<Secrets> ReadSecrets(const DaemonConfig& c) {
     if (path.empty()) continue;
     std::ifstream in(path);
     if (!in) return Usage(absl::StrCat("--", flag, ": cannot read ", path));
-    out->assign(std::istreambuf_iterator<char>(in), {});
+    try {
+      out->assign(std::istreambuf_iterator<char>(in), {});
+    } catch (const std::ios_base::failure&) {  // a directory: read(2) says EISDIR
+      return Usage(absl::StrCat("--", flag, ": cannot read ", path));
+    }
   }
   return s;
 }

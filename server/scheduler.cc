@@ -9,6 +9,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "server/cron.h"
 #include "common/contention.h"
+#include "common/fingerprint.h"
 #include "server/history.h"
 
 namespace gpubench::server {
@@ -157,14 +158,24 @@ void Scheduler::CompareWithHistory(const v1::Job& job, v1::Run* run) {
                                                 job.job_id());
   if (!history.ok()) return;
   std::vector<double> values;
+  const v1::Run* latest = nullptr;  // the newest of the baseline
   for (const auto& r : *history) {
     if (static_cast<int>(values.size()) == window) break;
-    if (NotABaselineBecause(r).empty()) values.push_back(r.result().throughput_samples_per_s());
+    if (!NotABaselineBecause(r).empty()) continue;
+    values.push_back(r.result().throughput_samples_per_s());
+    if (latest == nullptr) latest = &r;
   }
   HistoryRule rule;
   rule.threshold = threshold;
   *run->mutable_history() =
       server::CompareWithHistory(run->result().throughput_samples_per_s(), values, rule);
+  // Whatever the verdict: a change of driver or power limit is worth
+  // naming beside "no change" too.
+  if (latest != nullptr) {
+    for (std::string& change : FingerprintChanges(latest->fingerprint(), run->fingerprint())) {
+      run->mutable_history()->add_environment_changes(std::move(change));
+    }
+  }
 }
 
 void Scheduler::Start() {

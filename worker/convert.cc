@@ -222,6 +222,47 @@ void FillSamples(const engine::RunOutcome& o, v1::IterationSamples* s) {
   }
 }
 
+// Each field the worker could read; the others stay absent.
+void FillFingerprint(const fingerprint::Fingerprint& f, v1::Fingerprint* p) {
+#define GPUBENCH_FINGERPRINT_FIELD(name) \
+  if (f.name) p->set_##name(*f.name)
+  GPUBENCH_FINGERPRINT_FIELD(driver_version);
+  GPUBENCH_FINGERPRINT_FIELD(cuda_driver_version);
+  GPUBENCH_FINGERPRINT_FIELD(cuda_runtime_version);
+  GPUBENCH_FINGERPRINT_FIELD(cudnn_version);
+  GPUBENCH_FINGERPRINT_FIELD(nccl_version);
+  GPUBENCH_FINGERPRINT_FIELD(torch_version);
+  GPUBENCH_FINGERPRINT_FIELD(blas);
+  GPUBENCH_FINGERPRINT_FIELD(gpu_name);
+  GPUBENCH_FINGERPRINT_FIELD(gpu_uuid);
+  GPUBENCH_FINGERPRINT_FIELD(gpu_serial);
+  GPUBENCH_FINGERPRINT_FIELD(board_part_number);
+  GPUBENCH_FINGERPRINT_FIELD(vbios_version);
+  GPUBENCH_FINGERPRINT_FIELD(ecc_enabled);
+  GPUBENCH_FINGERPRINT_FIELD(mig_enabled);
+  GPUBENCH_FINGERPRINT_FIELD(persistence_mode);
+  GPUBENCH_FINGERPRINT_FIELD(power_limit_w);
+  GPUBENCH_FINGERPRINT_FIELD(power_limit_default_w);
+  GPUBENCH_FINGERPRINT_FIELD(power_limit_min_w);
+  GPUBENCH_FINGERPRINT_FIELD(power_limit_max_w);
+  GPUBENCH_FINGERPRINT_FIELD(applications_sm_clock_mhz);
+  GPUBENCH_FINGERPRINT_FIELD(applications_memory_clock_mhz);
+  GPUBENCH_FINGERPRINT_FIELD(max_sm_clock_mhz);
+  GPUBENCH_FINGERPRINT_FIELD(max_memory_clock_mhz);
+  GPUBENCH_FINGERPRINT_FIELD(locked_sm_clock_min_mhz);
+  GPUBENCH_FINGERPRINT_FIELD(locked_sm_clock_max_mhz);
+  GPUBENCH_FINGERPRINT_FIELD(pcie_generation);
+  GPUBENCH_FINGERPRINT_FIELD(pcie_width);
+  GPUBENCH_FINGERPRINT_FIELD(pcie_max_generation);
+  GPUBENCH_FINGERPRINT_FIELD(pcie_max_width);
+  GPUBENCH_FINGERPRINT_FIELD(nvlink_active);
+  GPUBENCH_FINGERPRINT_FIELD(nvlink_links);
+  GPUBENCH_FINGERPRINT_FIELD(kernel);
+  GPUBENCH_FINGERPRINT_FIELD(cpu_governor);
+  GPUBENCH_FINGERPRINT_FIELD(cpu_quota_cores);
+#undef GPUBENCH_FINGERPRINT_FIELD
+}
+
 }  // namespace
 
 void FillRun(const engine::RunOutcome& o, v1::Run* run) {
@@ -287,6 +328,7 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
     FillTelemetry(o.telemetry, o.throughput_samples_per_s, o.measured_ms, run);
   }
   FillSamples(o, run->mutable_samples());
+  FillFingerprint(o.fingerprint, run->mutable_fingerprint());
 }
 
 }  // namespace gpubench::worker

@@ -32,6 +32,7 @@ WorkloadInfo Transformer();
 WorkloadInfo Gpt();
 WorkloadInfo Llama();
 WorkloadInfo Matmul();
+WorkloadInfo Attention();
 WorkloadInfo Copy();
 WorkloadInfo Empty();
 WorkloadInfo TorchScript();

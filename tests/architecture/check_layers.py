@@ -15,11 +15,15 @@ import sys
 # themselves.
 RULES = [
     ("worker/engine/", ["worker/engine/", "common/stats.h", "common/workload_registry.h",
-                        "common/model_cost.h", "common/gpu_peaks.h", "launcher/telemetry.h", "worker/measure.h", "worker/profile_table.h"]),
+                        "common/model_cost.h", "common/gpu_peaks.h", "launcher/telemetry.h",
+                        "launcher/fingerprint.h", "worker/measure.h", "worker/profile_table.h"]),
     ("worker/measure.", ["worker/measure.h", "common/stats.h"]),
     ("worker/profile_table.", ["worker/profile_table.h"]),
     ("worker/", ["worker/", "launcher/", "common/", "gpubench/"]),
-    ("launcher/telemetry.", ["launcher/telemetry.h"]),
+    # The telemetry library (NVML, sampling, the fingerprint): no protobuf.
+    ("launcher/telemetry.", ["launcher/telemetry.h", "launcher/nvml.h"]),
+    ("launcher/nvml.", ["launcher/nvml.h"]),
+    ("launcher/fingerprint.", ["launcher/fingerprint.h", "launcher/nvml.h"]),
     ("launcher/", ["launcher/", "common/", "gpubench/"]),
     ("common/workload", ["common/workload", "common/model_cost.h"]),
     ("common/model_cost.", ["common/model_cost.h"]),

@@ -1,6 +1,7 @@
 #include "client/cli.h"
 
 #include <gtest/gtest.h>
+#include <sys/utsname.h>
 
 #include <algorithm>
 #include <cmath>
@@ -85,6 +86,15 @@ TEST(CliDaemon, SubmitWatchShowRoundTrip) {
   EXPECT_NE(watched.err.find("succeeded"), std::string::npos) << watched.err;  // progress
   EXPECT_NE(watched.out.find("mlp infer b4"), std::string::npos) << watched.out;
   EXPECT_NE(watched.out.find("mlp infer b8"), std::string::npos) << watched.out;
+  // Each run's environment, as its worker read it: LibTorch (and the NCCL
+  // it loaded, where it has one), this kernel.
+  struct utsname host;
+  ASSERT_EQ(uname(&host), 0);
+  const size_t environment = watched.out.find("environment (run 0): ");
+  ASSERT_NE(environment, std::string::npos) << watched.out;
+  EXPECT_NE(watched.out.find("LibTorch ", environment), std::string::npos) << watched.out;
+  EXPECT_NE(watched.out.find(std::string("kernel ") + host.release), std::string::npos)
+      << watched.out;
 
   // JSON: {"job": Job, "runs": [Run]} in the protobuf JSON mapping.
   Result shown = Cli({"show", id, "--host", d.address(), "--output", "json"});

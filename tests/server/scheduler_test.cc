@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/time/civil_time.h"
 #include "server/cron.h"
@@ -347,7 +348,7 @@ TEST_F(SchedulerTest, AJobThatCannotBeSubmittedIsRecordedOnTheSchedule) {
   full.Shutdown();
 }
 
-TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
+TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressedNamingWhatChanged) {
   ASSERT_TRUE(jobs_->Start().ok());
   auto created = scheduler_->Create(Nightly(), Utc(2026, 1, 1, 0, 0));
   ASSERT_TRUE(created.ok()) << created.status();
@@ -375,12 +376,19 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
   for (int night = 0; night < 7; ++night) {
     v1::Run run = PlantedNight(measured, id, night, &planted);
     run.mutable_result()->set_throughput_samples_per_s(real * (night % 2 ? 1000.0 : 1050.0));
+    if (night == 6) {
+      // The baseline's latest night ran under a power limit and another
+      // kernel: the verdict names both.
+      run.mutable_fingerprint()->set_power_limit_w(700);
+      run.mutable_fingerprint()->set_kernel("6.1.0-old");
+    }
     ASSERT_TRUE(store_->runs().Insert(run).ok());
   }
   // Three later nights at the real speed, each contended or thermally
   // throttled: they are no baseline, so they cannot hide the regression.
   for (int night = 7; night < 10; ++night) {
     v1::Run run = PlantedNight(measured, id, night, &planted);
+    run.mutable_fingerprint()->set_kernel("7.0-not-a-baseline");
     if (night == 9) {
       run.mutable_result()->mutable_telemetry()->add_throttle_reasons("hw_thermal");
     } else {
@@ -406,6 +414,16 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressed) {
   EXPECT_EQ(h.history_count(), 7);
   EXPECT_LT(h.ratio(), 0.5);
   EXPECT_GT(h.baseline_median_samples_per_s(), 950 * real);
+  // The real runs were fingerprinted (the kernel, LibTorch), and what
+  // differs from the baseline's latest night is named.
+  const v1::Fingerprint& now = (*runs)[0].fingerprint();
+  ASSERT_TRUE(now.has_kernel());
+  EXPECT_TRUE(now.has_torch_version());
+  EXPECT_FALSE(now.has_power_limit_w());  // a CPU run: no GPU fields
+  const std::vector<std::string> changes(h.environment_changes().begin(),
+                                         h.environment_changes().end());
+  EXPECT_EQ(changes, (std::vector<std::string>{"power limit 700 W \u2192 -",
+                                                "kernel 6.1.0-old \u2192 " + now.kernel()}));
 
   // The regression is what a query for flagged runs of the last hour returns.
   auto flagged =

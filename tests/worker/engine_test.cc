@@ -84,6 +84,10 @@ RunConfig Small(const std::string& workload) {
     c.new_tokens = 4;
   } else if (workload == "matmul") {
     c.matmul_m = c.matmul_n = c.matmul_k = 128;
+  } else if (workload == "attention") {
+    c.sequence_length = 64;
+    c.hidden_size = 64;
+    c.num_heads = 4;
   } else if (workload == "copy") {
     c.copy_bytes = 1 << 20;
   }
@@ -127,8 +131,8 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
     config.model_path = WriteTorchScript();
     config.inputs.push_back({{4, 16}, DType::kFloat32});
   }
-  const bool trains =
-      GetParam() != "matmul" && GetParam() != "copy" && GetParam() != "empty";
+  const WorkloadInfo* info = FindWorkload(GetParam());
+  const bool trains = info->batched && info->trains;
   for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
     if (mode == Mode::kTrain && !trains) continue;
     config.mode = mode;
@@ -162,6 +166,12 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
       EXPECT_GT(out.achieved_tflops, 0);
     } else if (GetParam() == "copy") {
       EXPECT_GT(out.bandwidth_gb_per_s, 0);
+    } else if (GetParam() == "attention") {
+      // Causal: half of 4 B H T^2 D. A kernel, no parameters.
+      EXPECT_DOUBLE_EQ(out.flops_per_iteration, 2.0 * 4 * 4 * 64 * 64 * 16);
+      EXPECT_GT(out.achieved_tflops, 0);
+      EXPECT_FALSE(out.attention_backend.empty());
+      EXPECT_EQ(out.parameter_count, 0);
     } else if (GetParam() == "empty") {
       // Nothing to count: the figures are the harness's own.
       EXPECT_EQ(out.parameter_count, 0);
@@ -169,7 +179,7 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
     } else {
       EXPECT_GT(out.parameter_count, 0);
     }
-    const bool language_model = FindWorkload(GetParam())->language_model;
+    const bool language_model = info->language_model;
     if (language_model) ExpectLanguageModelFigures(config, out);
     // A built-in model's FLOPs are the registry's (what `spec` estimated);
     // a language model's inference reports tokens instead.

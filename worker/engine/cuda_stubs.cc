@@ -19,6 +19,7 @@ absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
 }
 std::unique_ptr<CopyStream> NewCopyStream() { return nullptr; }
 std::string PciBusId(int) { return ""; }
+void Versions(std::string*, std::string*) {}
 void Probe(DeviceProbe*) {}
 bool NvtxBuilt() { return false; }
 void RangePush(const std::string&) {}

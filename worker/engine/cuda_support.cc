@@ -151,16 +151,23 @@ std::string PciBusId(int device) {
   return id;
 }
 
+void Versions(std::string* runtime, std::string* cudnn) {
+  *runtime = absl::StrCat(CUDART_VERSION / 1000, ".", (CUDART_VERSION % 1000) / 10);
+  if (!torch::cuda::is_available()) return;
+  // cuDNN 9 counts major * 10000 + minor * 100 + patch; 8 and before
+  // major * 1000 + minor * 100 + patch (8907 is 8.9.7).
+  const long v = at::detail::getCUDAHooks().versionCuDNN();
+  if (v >= 10000) {
+    *cudnn = absl::StrCat(v / 10000, ".", (v / 100) % 100, ".", v % 100);
+  } else if (v > 0) {
+    *cudnn = absl::StrCat(v / 1000, ".", (v / 100) % 10, ".", v % 100);
+  }
+}
+
 void Probe(DeviceProbe* probe) {
   probe->cuda_built = true;
-  probe->cuda_version = absl::StrCat(CUDART_VERSION / 1000, ".",
-                                     (CUDART_VERSION % 1000) / 10);
+  Versions(&probe->cuda_version, &probe->cudnn_version);
   if (!torch::cuda::is_available()) return;
-  const long cudnn = at::detail::getCUDAHooks().versionCuDNN();
-  if (cudnn > 0) {
-    probe->cudnn_version = absl::StrCat(cudnn / 10000, ".", (cudnn / 100) % 100,
-                                        ".", cudnn % 100);
-  }
   for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) {
     const cudaDeviceProp* p = at::cuda::getDeviceProperties(i);
     DeviceProbe::Gpu gpu;

@@ -64,6 +64,10 @@ std::unique_ptr<CopyStream> NewCopyStream();
 // The device's PCI bus id ("0000:1b:00.0"), for NVML; "" if unknown.
 std::string PciBusId(int device);
 
+// The CUDA runtime LibTorch was built with ("13.0") and, where a GPU is
+// visible, the cuDNN it loaded ("9.13.0"); each "" where there is none.
+void Versions(std::string* runtime, std::string* cudnn);
+
 // Adds GPUs, the CUDA runtime and cuDNN versions to *probe.
 void Probe(DeviceProbe* probe);
 

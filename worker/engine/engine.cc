@@ -146,6 +146,7 @@ WorkloadOrError MakeWorkload(const RunConfig& c, torch::Device device, const Mea
   static const std::pair<const char*, Factory> kWorkloads[] = {
       {"collective", NewCollectiveWorkload}, {"matmul", NewMatmulWorkload},
       {"copy", NewCopyWorkload},             {"empty", NewEmptyWorkload},
+      {"attention", NewAttentionWorkload},
       {"torchscript", NewTorchScriptWorkload}, {"ddp", MakeNetworkWorkload},
   };
   for (const auto& [name, factory] : kWorkloads) {
@@ -483,6 +484,7 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
     return out;
   }
   out.resolved_device = device->str();
+  out.fingerprint = FingerprintOf(out.resolved_device);
   out.cpu_blas = CpuBlas();
   out.cpu_threads = at::get_num_threads();
   out.math_mode = MathMode(c, *device);

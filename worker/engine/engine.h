@@ -14,6 +14,7 @@
 #include "common/stats.h"
 #include "worker/engine/config.h"
 #include "worker/profile_table.h"
+#include "launcher/fingerprint.h"
 #include "launcher/telemetry.h"
 #include "worker/measure.h"
 
@@ -55,6 +56,8 @@ struct RunOutcome {
   std::string cpu_blas;         // what the CPU's matrix products ran on (CpuBlas)
   std::string math_mode;        // what the precision ran in ("fp32, TF32 off in ...")
   int cpu_threads = 0;          // LibTorch's intra-op threads
+  // The run's environment as it started (FingerprintOf).
+  fingerprint::Fingerprint fingerprint;
 
   double throughput_samples_per_s = 0;
   double throughput_ci_low = 0;
@@ -162,6 +165,11 @@ struct DeviceProbe {
   int cpu_threads = 0;   // LibTorch's intra-op threads
 };
 DeviceProbe ProbeDevices();
+
+// The environment a run on device starts in: LibTorch's versions (CUDA
+// runtime, cuDNN, BLAS), the host's (kernel, governors, CPU quota, NCCL),
+// and on a CUDA device its GPU's setup through NVML.
+fingerprint::Fingerprint FingerprintOf(const std::string& device);
 
 // The BLAS the CPU's matrix products run on: the library LibTorch loaded for
 // it (Debian's takes whatever libblas.so.3 points at: Netlib's reference

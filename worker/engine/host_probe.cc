@@ -5,6 +5,7 @@
 #include <ATen/Version.h>
 #include <torch/version.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -43,6 +44,23 @@ std::string CpuBlas() {
     return config.substr(at + 10, end == std::string::npos ? end : end - at - 10);
   }
   return "unknown";
+}
+
+fingerprint::Fingerprint FingerprintOf(const std::string& device) {
+  fingerprint::Fingerprint f;
+  f.torch_version = TORCH_VERSION;
+  f.blas = CpuBlas();
+  fingerprint::ReadHost("", &f);
+  if (!absl::StartsWith(device, "cuda")) return f;
+  std::string runtime, cudnn;
+  cuda::Versions(&runtime, &cudnn);
+  if (!runtime.empty()) f.cuda_runtime_version = runtime;
+  if (!cudnn.empty()) f.cudnn_version = cudnn;
+  const size_t colon = device.find(':');
+  const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
+  std::string why;  // nothing of the GPU's is filled without NVML
+  fingerprint::ReadGpu(cuda::PciBusId(index), index, &f, &why);
+  return f;
 }
 
 DeviceProbe ProbeDevices() {

@@ -170,6 +170,8 @@ WorkloadOrError NewCollectiveWorkload(const RunConfig& c, torch::Device device,
                                       const MeasureConfig& m);
 WorkloadOrError NewMatmulWorkload(const RunConfig& c, torch::Device device,
                                   const MeasureConfig& m);
+WorkloadOrError NewAttentionWorkload(const RunConfig& c, torch::Device device,
+                                     const MeasureConfig& m);
 WorkloadOrError NewCopyWorkload(const RunConfig& c, torch::Device device, const MeasureConfig& m);
 WorkloadOrError NewEmptyWorkload(const RunConfig& c, torch::Device device,
                                  const MeasureConfig& m);

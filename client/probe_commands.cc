@@ -1,0 +1,386 @@
+// gpubench probe: the fleet probe suite (report/fleet_rank.h) on every host,
+// each GPU in turn, the host to itself. gpubench fleet: every GPU's latest
+// probe figures ranked against its peers (same SKU and driver) across the
+// fleet, with stragglers, drift and what differs in their setup.
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/cli.h"
+#include "client/cli_internal.h"
+#include "client/json_writer.h"
+#include "client/output.h"
+#include "common/spec.h"
+#include "report/fleet_rank.h"
+#include "report/report.h"
+
+namespace gpubench::client {
+namespace {
+
+using report::FleetRule;
+using report::ProbeResult;
+using report::Ranked;
+
+// A probe job's spec: the suite's measurement rule, the host to itself.
+v1::JobSpec ProbeSpec(const std::string& probe, const std::vector<std::string>& devices,
+                      bool small) {
+  v1::JobSpec spec;
+  spec.set_name(absl::StrCat("gpubench probe ", report::kProbeSuite, ": ", probe));
+  (*spec.mutable_labels())["gpubench.probe"] = report::kProbeSuite;
+  spec.set_exclusive(true);
+  v1::RunConfig* base = spec.mutable_base();
+  base->set_probe(absl::StrCat(report::kProbeSuite, "/", probe));
+  base->set_mode(v1::MODE_INFER);
+  for (const std::string& d : devices) spec.mutable_sweep()->add_device(d);
+  v1::Measurement* m = spec.mutable_measurement();
+  m->set_warmup_iterations(3);
+  m->set_min_time_ms(small ? 100 : 500);
+  m->set_max_time_ms(small ? 1000 : 3000);
+  return spec;
+}
+
+v1::JobSpec Matmul(const std::string& probe, v1::Precision precision,
+                   const std::vector<int64_t>& sizes, const std::vector<std::string>& devices,
+                   bool small) {
+  v1::JobSpec spec = ProbeSpec(probe, devices, small);
+  spec.mutable_base()->set_workload("matmul");
+  spec.mutable_base()->set_precision(precision);
+  for (int64_t n : sizes) spec.mutable_sweep()->add_matmul_size(n);
+  return spec;
+}
+
+v1::JobSpec Copy(const std::string& probe, v1::CopyDirection direction, int64_t bytes,
+                 const std::vector<std::string>& devices, bool small) {
+  v1::JobSpec spec = ProbeSpec(probe, devices, small);
+  spec.mutable_base()->set_workload("copy");
+  spec.mutable_base()->mutable_params()->set_copy_direction(direction);
+  spec.mutable_base()->mutable_params()->set_copy_bytes(bytes);
+  spec.mutable_base()->mutable_pipeline()->set_pinned_memory(true);
+  return spec;
+}
+
+// The suite's jobs for a host: every probe on each of its GPUs, or at CPU
+// sizes on its CPU (a host without GPUs, or --small): bf16 matmul, attention,
+// copy and launch (the CPU runs no fp16 or fp8, and has no pinned copies).
+std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small) {
+  const bool gpu = !host.gpus().empty() && !small;
+  std::vector<std::string> devices;
+  bool fp8 = gpu;
+  for (const v1::GpuInfo& g : host.gpus()) {
+    devices.push_back(absl::StrCat("cuda:", g.index()));
+    double cc = 0;
+    fp8 &= absl::SimpleAtod(g.compute_capability(), &cc) && cc >= 8.9;
+  }
+  if (!gpu) devices = {"cpu"};
+  std::vector<v1::JobSpec> jobs;
+  const std::vector<int64_t> sizes = gpu ? std::vector<int64_t>{4096, 8192}
+                                         : std::vector<int64_t>{256};
+  jobs.push_back(Matmul("matmul_bf16", v1::PRECISION_BF16, sizes, devices, small));
+  if (gpu) jobs.push_back(Matmul("matmul_fp16", v1::PRECISION_FP16, sizes, devices, small));
+  if (fp8) jobs.push_back(Matmul("matmul_fp8", v1::PRECISION_FP8, sizes, devices, small));
+  v1::JobSpec attention = ProbeSpec("attention", devices, small);
+  attention.mutable_base()->set_workload("attention");
+  attention.mutable_base()->set_precision(gpu ? v1::PRECISION_BF16 : v1::PRECISION_FP32);
+  attention.mutable_base()->set_batch_size(gpu ? 8 : 2);
+  v1::WorkloadParams* p = attention.mutable_base()->mutable_params();
+  p->set_num_heads(gpu ? 16 : 4);
+  p->set_hidden_size(gpu ? 2048 : 128);
+  p->set_sequence_length(gpu ? 2048 : 128);
+  jobs.push_back(attention);
+  jobs.push_back(Copy("copy_d2d", v1::COPY_DIRECTION_DEVICE_TO_DEVICE,
+                      gpu ? int64_t{1} << 30 : int64_t{64} << 20, devices, small));
+  if (gpu) {
+    jobs.push_back(Copy("h2d_pinned", v1::COPY_DIRECTION_HOST_TO_DEVICE, int64_t{256} << 20,
+                        devices, small));
+    jobs.push_back(Copy("d2h_pinned", v1::COPY_DIRECTION_DEVICE_TO_HOST, int64_t{256} << 20,
+                        devices, small));
+  }
+  jobs.push_back(Matmul("launch", v1::PRECISION_FP32, {16}, devices, small));
+  if (gpu && host.gpus_size() >= 2) {
+    v1::JobSpec pair = ProbeSpec("allreduce_pair", {"cuda"}, small);
+    pair.mutable_base()->set_workload("collective");
+    pair.mutable_base()->set_world_size(2);
+    pair.mutable_base()->set_precision(v1::PRECISION_FP32);
+    pair.mutable_base()->mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
+    pair.mutable_base()->mutable_params()->set_collective_bytes(int64_t{256} << 20);
+    jobs.push_back(pair);
+  }
+  return jobs;
+}
+
+// "97 of 100 hosts answered; 2 unreachable (a, b), 1 refused the caller (c)".
+std::string Answered(const std::vector<Daemon>& daemons,
+                     const std::vector<absl::Status>& status) {
+  std::vector<std::string> unreachable, refused, failed;
+  for (size_t i = 0; i < daemons.size(); ++i) {
+    if (status[i].ok()) continue;
+    const std::string& name = daemons[i].host.name;
+    if (absl::IsUnauthenticated(status[i]) || absl::IsPermissionDenied(status[i])) {
+      refused.push_back(name);
+    } else if (absl::IsUnavailable(status[i]) || absl::IsDeadlineExceeded(status[i])) {
+      unreachable.push_back(name);
+    } else {
+      failed.push_back(name);
+    }
+  }
+  std::string text = absl::StrCat(daemons.size() - unreachable.size() - refused.size() -
+                                      failed.size(),
+                                  " of ", daemons.size(), " hosts answered");
+  const std::pair<const char*, const std::vector<std::string>*> kinds[] = {
+      {"unreachable", &unreachable}, {"refused the caller", &refused}, {"failed", &failed}};
+  for (const auto& [what, names] : kinds) {
+    if (names->empty()) continue;
+    absl::StrAppend(&text, "; ", names->size(), " ", what, " (", absl::StrJoin(*names, ", "),
+                    ")");
+  }
+  return text;
+}
+
+std::string Figure(double v) {
+  return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
+}
+
+const report::ProbeInfo* InfoOf(const std::string& probe) {
+  for (const report::ProbeInfo& p : report::ProbeSuite()) {
+    if (probe == p.name) return &p;
+  }
+  return nullptr;
+}
+
+// What a ranked row says beyond its figures: straggler, drift, and what
+// differs in its setup where it is flagged.
+std::string Flags(const Ranked& r) {
+  std::vector<std::string> flags;
+  if (r.straggler) {
+    flags.push_back(absl::StrFormat("straggler: %.2fx the median of %d", r.ratio, r.peers));
+  }
+  if (r.drifted) {
+    flags.push_back(absl::StrFormat("drifted: %.2fx its own last %d", *r.drift,
+                                    static_cast<int>(r.result.history.size())));
+  }
+  if (r.straggler_too_noisy) {
+    flags.push_back(absl::StrFormat("%.2fx the median, within its peers' spread: too noisy "
+                                    "to tell",
+                                    r.ratio));
+  }
+  if (r.drift_too_noisy) {
+    flags.push_back(absl::StrFormat("%.2fx its own last %d, within their spread: too noisy "
+                                    "to tell",
+                                    *r.drift, static_cast<int>(r.result.history.size())));
+  }
+  if ((r.straggler || r.drifted) && !r.differs.empty()) {
+    flags.push_back(absl::StrJoin(r.differs, ", "));
+  }
+  return absl::StrJoin(flags, "; ");
+}
+
+Table FleetTable(const std::vector<Ranked>& ranked) {
+  Table t;
+  t.header = {"probe", "sku", "host", "gpu", "figure", "unit", "x median", "percentile", "z",
+              "drift", "flags"};
+  for (const Ranked& r : ranked) {
+    const report::ProbeInfo* info = InfoOf(r.result.probe);
+    t.rows.push_back(
+        {r.result.probe, r.result.sku, r.result.host, r.result.gpu, Figure(r.result.value),
+         info ? info->unit : "", absl::StrFormat("%.3f", r.ratio),
+         r.percentile ? absl::StrFormat("%.0f", *r.percentile) : "-",
+         r.z ? absl::StrFormat("%+.2f", *r.z) : "-",
+         r.drift ? absl::StrFormat("%.3f", *r.drift) : "-", Flags(r)});
+  }
+  return t;
+}
+
+void FleetJson(const std::vector<Ranked>& ranked, const std::string& answered,
+               std::ostream& out) {
+  JsonWriter json(out);
+  json.Object().Key("suite").String(report::kProbeSuite).Key("answered").String(answered);
+  json.Key("gpus").Array();
+  for (const Ranked& r : ranked) {
+    json.Object()
+        .Key("probe").String(r.result.probe)
+        .Key("sku").String(r.result.sku)
+        .Key("host").String(r.result.host)
+        .Key("gpu").String(r.result.gpu)
+        .Key("run_id").String(r.result.run_id)
+        .Key("value").Number(r.result.value)
+        .Key("peers").Int(r.peers)
+        .Key("median").Number(r.median)
+        .Key("ratio").Number(r.ratio);
+    if (r.percentile) json.Key("percentile").Number(*r.percentile);
+    if (r.z) json.Key("z").Number(*r.z);
+    if (r.drift) json.Key("drift").Number(*r.drift);
+    json.Key("history").Array();
+    for (double v : r.result.history) json.Number(v);
+    json.End();
+    json.Key("straggler").Bool(r.straggler).Key("drifted").Bool(r.drifted);
+    json.Key("straggler_too_noisy").Bool(r.straggler_too_noisy);
+    json.Key("drift_too_noisy").Bool(r.drift_too_noisy);
+    json.Key("differs").Array();
+    for (const std::string& d : r.differs) json.String(d);
+    json.End().End();
+  }
+  json.End().End();
+}
+
+// Every probe run of one host since `since`, newest first.
+absl::Status ProbeRuns(const Daemon& d, const google::protobuf::Timestamp& since,
+                       std::vector<v1::Run>* runs) {
+  for (const report::ProbeInfo& p : report::ProbeSuite()) {
+    v1::QueryRunsRequest req;
+    req.add_config_equals(absl::StrCat("probe=", report::kProbeSuite, "/", p.name));
+    req.add_states(v1::RUN_STATE_SUCCEEDED);
+    *req.mutable_started_after() = since;
+    req.set_page_size(1000);
+    for (int page = 0; page < 10; ++page) {  // 10,000 runs of a probe at most
+      auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req, /*deadline_s=*/30);
+      if (!resp.ok()) return resp.status();
+      runs->insert(runs->end(), resp->runs().begin(), resp->runs().end());
+      if (resp->next_page_token().empty()) break;
+      req.set_page_token(resp->next_page_token());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FleetRule> RuleOf(const Args& a) {
+  FleetRule rule;
+  if (a.Has("threshold") && (!absl::SimpleAtod(a.Option("threshold"), &rule.threshold) ||
+                             rule.threshold <= 0 || rule.threshold >= 1)) {
+    return absl::InvalidArgumentError("--threshold: must be a number in (0, 1), e.g. 0.05");
+  }
+  return rule;
+}
+
+// What one host gave: its CPU's model (the SKU of CPU runs), its probe
+// runs, and whether it answered.
+struct HostRuns {
+  std::string cpu_model;
+  std::vector<v1::Run> runs;
+  absl::Status status;
+};
+
+// Asks every host at once for its host info, then calls gather on each that
+// answered; gather fills its HostRuns' runs and may set its status.
+std::vector<HostRuns> EachHost(
+    const std::vector<Daemon>& daemons,
+    const std::function<void(const Daemon&, const v1::HostInfo&, HostRuns*)>& gather) {
+  std::vector<HostRuns> hosts(daemons.size());
+  ForEachDaemon(daemons, [&](size_t i) {
+    auto info = daemons[i].Call(&v1::BenchService::Stub::GetHostInfo, v1::GetHostInfoRequest(),
+                                /*deadline_s=*/30);
+    hosts[i].status = info.status();
+    if (!info.ok()) return;
+    hosts[i].cpu_model = info->host().cpu_model();
+    gather(daemons[i], info->host(), &hosts[i]);
+  });
+  return hosts;
+}
+
+// Every host's probe results; each host that did not answer said on err.
+// The worst exit code of those.
+int ResultsOf(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& hosts,
+              std::vector<ProbeResult>* results, std::vector<absl::Status>* status,
+              std::ostream& err) {
+  int code = kExitOk;
+  for (size_t i = 0; i < daemons.size(); ++i) {
+    status->push_back(hosts[i].status);
+    if (!hosts[i].status.ok()) {
+      code = std::max(code, CallFailed(daemons[i].host, hosts[i].status, err));
+    }
+    for (ProbeResult& r : report::ProbeResults(daemons[i].host.name, hosts[i].cpu_model,
+                                               hosts[i].runs)) {
+      results->push_back(std::move(r));
+    }
+  }
+  return code;
+}
+
+}  // namespace
+
+int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  auto daemons = ConnectAll(a, /*all_fleet=*/true);
+  if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
+  const bool small = a.Has("small");
+  std::vector<int> codes(daemons->size(), kExitOk);
+  std::vector<std::string> logs(daemons->size());
+  std::mutex err_mu;
+  const std::vector<HostRuns> hosts =
+      EachHost(*daemons, [&](const Daemon& d, const v1::HostInfo& info, HostRuns* host) {
+        const size_t i = &d - daemons->data();
+        std::ostringstream log;
+        const std::vector<v1::JobSpec> jobs = ProbeJobs(info, small);
+        for (size_t j = 0; j < jobs.size(); ++j) {
+          codes[i] = std::max(codes[i], MeasureOnce(d, jobs[j], &host->runs, log));
+          std::lock_guard<std::mutex> lock(err_mu);
+          err << d.host.name << ": " << jobs[j].base().probe() << " done (" << j + 1 << " of "
+              << jobs.size() << ")\n";
+        }
+        logs[i] = log.str();
+      });
+  for (const std::string& log : logs) err << log;
+  std::vector<ProbeResult> results;
+  std::vector<absl::Status> status;
+  int code = ResultsOf(*daemons, hosts, &results, &status, err);
+  for (int c : codes) code = std::max(code, c);
+  Table t;
+  t.header = {"host", "gpu", "sku", "probe", "figure", "unit", "run"};
+  for (const ProbeResult& r : results) {
+    const report::ProbeInfo* info = InfoOf(r.probe);
+    t.rows.push_back({r.host, r.gpu, r.sku, r.probe, Figure(r.value), info ? info->unit : "",
+                      r.run_id});
+  }
+  PrintTable(t, a.format, out);
+  err << Answered(*daemons, status) << "; `gpubench fleet` ranks each GPU against its peers\n";
+  return code;
+}
+
+int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  auto daemons = ConnectAll(a, /*all_fleet=*/true);
+  if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
+  auto rule = RuleOf(a);
+  if (!rule.ok()) return Usage(err, std::string(rule.status().message()));
+  auto since = ParseWhen("--since", a.Option("since", "30d"));
+  if (!since.ok()) return Usage(err, std::string(since.status().message()));
+  google::protobuf::Timestamp after;
+  after.set_seconds(absl::ToUnixSeconds(*since));
+  const std::vector<HostRuns> hosts =
+      EachHost(*daemons, [&](const Daemon& d, const v1::HostInfo&, HostRuns* host) {
+        host->status = ProbeRuns(d, after, &host->runs);
+      });
+  std::vector<ProbeResult> results;
+  std::vector<absl::Status> status;
+  std::ostringstream failures;
+  int code = ResultsOf(*daemons, hosts, &results, &status, failures);
+  const std::vector<Ranked> ranked = report::RankFleet(results, *rule);
+  const std::string answered = Answered(*daemons, status);
+  if (a.Has("report")) {
+    std::ofstream page(a.Option("report"));
+    page << report::RenderFleetPage(ranked, answered, *rule);
+    if (!page) return Usage(err, "--report: cannot write " + a.Option("report"));
+  }
+  if (a.format == Format::kJson) {
+    FleetJson(ranked, answered, out);
+  } else {
+    PrintTable(FleetTable(ranked), a.format, out);
+  }
+  err << failures.str() << answered << "\n";
+  if (ranked.empty()) {
+    err << "gpubench: no probe results since " << a.Option("since", "30d")
+        << ": run `gpubench probe` on the fleet first\n";
+  }
+  const bool flagged = std::any_of(ranked.begin(), ranked.end(),
+                                   [](const Ranked& r) { return r.straggler || r.drifted; });
+  return flagged ? std::max(code, kExitRegression) : code;
+}
+
+}  // namespace gpubench::client

@@ -1,0 +1,213 @@
+#include "report/fleet_rank.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/fingerprint.h"
+#include "common/stats.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace gpubench::report {
+namespace {
+
+int64_t StartNs(const v1::Run& r) {
+  return google::protobuf::util::TimeUtil::TimestampToNanoseconds(r.start_time());
+}
+
+// Better of two figures of a probe.
+bool Better(const ProbeInfo& p, double a, double b) {
+  return p.higher_is_better ? a > b : a < b;
+}
+
+// "cuda:0 GPU-8c1f2a3b", or the device alone where the UUID is unknown.
+std::string GpuOf(const v1::Run& r) {
+  std::string gpu = r.result().resolved_device().empty() ? r.config().device()
+                                                          : r.result().resolved_device();
+  if (r.fingerprint().has_gpu_uuid()) {
+    absl::StrAppend(&gpu, " ", r.fingerprint().gpu_uuid().substr(0, 12));
+  }
+  return gpu;
+}
+
+std::string SkuOf(const v1::Run& r, const std::string& cpu_model) {
+  const v1::Fingerprint& f = r.fingerprint();
+  if (!f.has_gpu_name()) return absl::StrCat("CPU ", cpu_model.empty() ? "?" : cpu_model);
+  return absl::StrCat(f.gpu_name(), ", driver ", f.has_driver_version() ? f.driver_version() : "?");
+}
+
+// Where r's fingerprint differs from what most of peers have: each field
+// whose value is not the most common one among them.
+std::vector<std::string> Differs(const v1::Fingerprint& mine,
+                                 const std::vector<const v1::Fingerprint*>& peers) {
+  std::map<std::string, std::map<std::string, int>> counts;  // label -> value -> peers
+  for (const v1::Fingerprint* f : peers) {
+    for (const auto& [label, value] : FingerprintFields(*f)) ++counts[label][value];
+  }
+  std::vector<std::string> out;
+  for (const auto& [label, value] : FingerprintFields(mine)) {
+    if (absl::StartsWith(label, "GPU UUID") || absl::StartsWith(label, "GPU serial")) continue;
+    const auto& values = counts[label];
+    auto most = std::max_element(values.begin(), values.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (most == values.end() || most->first == value) continue;
+    out.push_back(absl::StrCat(label, " ", value, " (peers ", most->first, ")"));
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<ProbeInfo>& ProbeSuite() {
+  static const auto* suite = new std::vector<ProbeInfo>{
+      {"matmul_bf16", "TFLOP/s", true, "bf16 matrix product, the best of 4096³ and 8192³"},
+      {"matmul_fp16", "TFLOP/s", true, "fp16 matrix product, the best of 4096³ and 8192³"},
+      {"matmul_fp8", "TFLOP/s", true, "fp8 (e4m3) matrix product where the GPU has it (sm_89+)"},
+      {"attention", "TFLOP/s", true, "causal attention forward, bf16, 8 x 16 heads x 2048 x 128"},
+      {"copy_d2d", "GB/s", true, "device-to-device copy of 1 GiB"},
+      {"h2d_pinned", "GB/s", true, "pinned host-to-device copy of 256 MiB"},
+      {"d2h_pinned", "GB/s", true, "pinned device-to-host copy of 256 MiB"},
+      {"launch", "us", false, "host time per launch of a tiny kernel (a 16³ fp32 product)"},
+      {"allreduce_pair", "GB/s", true, "NCCL all-reduce of 256 MiB on a pair of GPUs (bus)"},
+  };
+  return *suite;
+}
+
+const ProbeInfo* ProbeOf(const v1::Run& run) {
+  const std::string& probe = run.config().probe();
+  const std::string prefix = absl::StrCat(kProbeSuite, "/");
+  if (!absl::StartsWith(probe, prefix)) return nullptr;
+  for (const ProbeInfo& p : ProbeSuite()) {
+    if (probe.substr(prefix.size()) == p.name) return &p;
+  }
+  return nullptr;
+}
+
+double ProbeFigure(const ProbeInfo& probe, const v1::Run& run) {
+  const v1::RunResult& r = run.result();
+  const std::string unit = probe.unit;
+  if (unit == "TFLOP/s") return r.achieved_tflops();
+  if (unit == "us") {
+    if (r.host_latency().p50_ms() > 0) return 1e3 * r.host_latency().p50_ms();
+    return r.throughput_samples_per_s() > 0 ? 1e6 / r.throughput_samples_per_s() : 0;
+  }
+  return r.bus_bandwidth_gb_per_s() > 0 ? r.bus_bandwidth_gb_per_s() : r.bandwidth_gb_per_s();
+}
+
+std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string& cpu_model,
+                                      const std::vector<v1::Run>& runs) {
+  // (gpu, probe) -> job -> its best run; then the jobs by time.
+  struct Session {
+    const v1::Run* best = nullptr;
+    double value = 0;
+  };
+  std::map<std::pair<std::string, std::string>, std::map<std::string, Session>> sessions;
+  for (const v1::Run& r : runs) {
+    const ProbeInfo* p = ProbeOf(r);
+    if (p == nullptr || r.state() != v1::RUN_STATE_SUCCEEDED) continue;
+    const double value = ProbeFigure(*p, r);
+    if (value <= 0) continue;
+    Session& s = sessions[{GpuOf(r), p->name}][r.job_id()];
+    if (s.best == nullptr || Better(*p, value, s.value)) s = {&r, value};
+  }
+  std::vector<ProbeResult> out;
+  for (auto& [key, jobs] : sessions) {
+    std::vector<Session> ordered;
+    for (const auto& [job, s] : jobs) ordered.push_back(s);
+    std::sort(ordered.begin(), ordered.end(), [](const Session& a, const Session& b) {
+      return StartNs(*a.best) < StartNs(*b.best);
+    });
+    ProbeResult result;
+    result.host = host;
+    result.gpu = key.first;
+    result.probe = key.second;
+    const Session& latest = ordered.back();
+    result.value = latest.value;
+    result.run_id = latest.best->run_id();
+    result.fingerprint = latest.best->fingerprint();
+    result.sku = SkuOf(*latest.best, cpu_model);
+    for (size_t i = 0; i + 1 < ordered.size(); ++i) result.history.push_back(ordered[i].value);
+    out.push_back(std::move(result));
+  }
+  return out;
+}
+
+std::vector<Ranked> RankFleet(const std::vector<ProbeResult>& results, const FleetRule& rule) {
+  std::map<std::pair<std::string, std::string>, std::vector<const ProbeResult*>> groups;
+  for (const ProbeResult& r : results) groups[{r.sku, r.probe}].push_back(&r);
+  std::map<std::string, int> order;
+  for (size_t i = 0; i < ProbeSuite().size(); ++i) order[ProbeSuite()[i].name] = i;
+  std::vector<Ranked> out;
+  for (const auto& [key, members] : groups) {
+    const ProbeInfo* probe = nullptr;
+    for (const ProbeInfo& p : ProbeSuite()) {
+      if (key.second == p.name) probe = &p;
+    }
+    if (probe == nullptr) continue;
+    std::vector<double> values;
+    std::vector<const v1::Fingerprint*> fingerprints;
+    for (const ProbeResult* m : members) {
+      values.push_back(m->value);
+      fingerprints.push_back(&m->fingerprint);
+    }
+    const double median = stats::Median(values), mean = stats::Mean(values);
+    const double sd = stats::Stddev(values);
+    std::vector<double> deviations;
+    for (double v : values) deviations.push_back(std::abs(v - median));
+    const double robust_sd = 1.4826 * stats::Median(deviations);
+    const int n = static_cast<int>(members.size());
+    for (const ProbeResult* m : members) {
+      Ranked r;
+      r.result = *m;
+      r.peers = n;
+      r.median = median;
+      r.ratio = median > 0 ? m->value / median : 0;
+      if (n > 1) {
+        int beaten = 0;
+        for (double v : values) beaten += Better(*probe, m->value, v) ? 1 : 0;
+        r.percentile = 100.0 * beaten / (n - 1);
+      }
+      if (n >= rule.min_peers && sd > 0) {
+        r.z = (m->value - mean) / sd;
+      }
+      const double worse = probe->higher_is_better ? 1 - r.ratio : r.ratio - 1;
+      if (n >= rule.min_peers && worse > rule.threshold) {
+        // Peers all alike (no spread): any such distance stands out.
+        const bool outlier = robust_sd == 0 ||
+                             std::abs(m->value - median) / robust_sd >= rule.max_robust_z;
+        r.straggler = outlier;
+        r.straggler_too_noisy = !outlier;
+      }
+      if (static_cast<int>(m->history.size()) >= rule.min_history) {
+        r.drift = m->value / stats::Median(m->history);
+        if ((probe->higher_is_better ? 1 - *r.drift : *r.drift - 1) > rule.threshold) {
+          const bool outside = stats::NewValueAgainstHistory(m->value, m->history).p_value <
+                               rule.alpha;
+          r.drifted = outside;
+          r.drift_too_noisy = !outside;
+        }
+      }
+      r.differs = Differs(m->fingerprint, fingerprints);
+      out.push_back(std::move(r));
+    }
+  }
+  std::sort(out.begin(), out.end(), [&](const Ranked& a, const Ranked& b) {
+    const auto worse = [](const Ranked& r, const std::string& probe) {
+      for (const ProbeInfo& p : ProbeSuite()) {
+        if (probe == p.name) return p.higher_is_better ? r.ratio : -r.ratio;
+      }
+      return r.ratio;
+    };
+    return std::make_tuple(order[a.result.probe], a.result.sku, worse(a, a.result.probe),
+                           a.result.host, a.result.gpu) <
+           std::make_tuple(order[b.result.probe], b.result.sku, worse(b, b.result.probe),
+                           b.result.host, b.result.gpu);
+  });
+  return out;
+}
+
+}  // namespace gpubench::report

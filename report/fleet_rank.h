@@ -1,0 +1,99 @@
+// The fleet probe suite and the ranking of each GPU against its peers
+// (gpubench probe, gpubench fleet). A probe is a short fixed measurement
+// (a run whose config names it: RunConfig.probe "v1/matmul_bf16"); a GPU's
+// peers are the GPUs of the same SKU and driver; each GPU's latest figure
+// gets a percentile and a z-score among them, is flagged a straggler beyond
+// a threshold from their median, and against its own earlier figures
+// (drift). Plain data in, plain data out: the CLI prints it, report/
+// draws it.
+#ifndef GPUBENCH_REPORT_FLEET_RANK_H_
+#define GPUBENCH_REPORT_FLEET_RANK_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpubench/v1/result.pb.h"
+
+namespace gpubench::report {
+
+// The suite's version: part of every probe run's RunConfig.probe.
+inline constexpr char kProbeSuite[] = "v1";
+
+struct ProbeInfo {
+  const char* name;       // "matmul_bf16"
+  const char* unit;       // "TFLOP/s", "GB/s", "us"
+  bool higher_is_better;  // throughputs; not the launch latency
+  const char* what;       // one line for --help and the report
+};
+
+// The suite's probes, in the order tables list them.
+const std::vector<ProbeInfo>& ProbeSuite();
+
+// The probe of the suite a run measures (its RunConfig.probe is
+// "v1/NAME"), or nullptr.
+const ProbeInfo* ProbeOf(const v1::Run& run);
+
+// The probe's figure of a run in the probe's unit (TFLOP/s, GB/s, or µs per
+// launch); 0 where the run has none.
+double ProbeFigure(const ProbeInfo& probe, const v1::Run& run);
+
+// One GPU's result of one probe: its latest session's figure (a session is
+// a job: the best of its runs of the probe), and its earlier sessions'.
+struct ProbeResult {
+  std::string host;  // the fleet's name for the daemon
+  std::string gpu;   // "cuda:0" (and the UUID's head where known), "cpu"
+  std::string sku;   // "NVIDIA H100 80GB HBM3, driver 580.159.04"
+  std::string probe;
+  double value = 0;
+  std::vector<double> history;  // earlier sessions, oldest first
+  std::string run_id;           // the latest session's best run
+  v1::Fingerprint fingerprint;  // that run's
+};
+
+// The probe results of one host's probe runs (succeeded runs whose probe
+// is the suite's). cpu_model names the SKU of CPU runs.
+std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string& cpu_model,
+                                      const std::vector<v1::Run>& runs);
+
+// A GPU is flagged only where the distance is beyond the threshold AND
+// beyond the noise: for a straggler, its robust z-score among its peers
+// (distance from their median over 1.4826 x their median absolute
+// deviation) is at least max_robust_z; for drift, the figure lies outside
+// its own history's prediction interval (p < alpha, as the nightly rule).
+// Beyond the threshold but within the noise is "too noisy to tell". (On an
+// H100, the suite's figures varied 0.02-1.7% between sessions, its launch
+// latency 20%: bench/results/2026-11-27-h100-fleet.txt.)
+struct FleetRule {
+  double threshold = 0.05;  // relative distance from the median that counts
+  int min_peers = 3;        // fewer GPUs of a SKU: no straggler verdict
+  int min_history = 3;      // fewer earlier sessions: no drift verdict
+  double max_robust_z = 3;
+  double alpha = 0.05;
+};
+
+struct Ranked {
+  ProbeResult result;
+  int peers = 0;       // GPUs of its SKU with this probe, itself included
+  double median = 0;   // of their figures
+  double ratio = 0;    // figure / median
+  std::optional<double> percentile;  // share of its peers it does better than, 0-100
+  std::optional<double> z;           // (figure - mean) / sd over the peers
+  bool straggler = false;            // worse than the median, beyond threshold and noise
+  std::optional<double> drift;       // figure / median of its own history
+  bool drifted = false;              // worse than its history, beyond threshold and noise
+  // Beyond the threshold but within the peers' spread, or its history's:
+  // too noisy to tell.
+  bool straggler_too_noisy = false, drift_too_noisy = false;
+  // Its fingerprint where it differs from what most of its peers have
+  // ("power limit 420 W (peers 700 W)").
+  std::vector<std::string> differs;
+};
+
+// Every result ranked within its SKU and probe, in the suite's probe order,
+// then by SKU, then worst first.
+std::vector<Ranked> RankFleet(const std::vector<ProbeResult>& results, const FleetRule& rule);
+
+}  // namespace gpubench::report
+
+#endif  // GPUBENCH_REPORT_FLEET_RANK_H_
