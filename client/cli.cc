@@ -57,6 +57,9 @@ ABSL_FLAG(bool, dry_run, false,
           "spec: the daemon's plan of the job (--host, else the default), queueing nothing");
 ABSL_FLAG(bool, watch, false, "submit: follow the job with its progress");
 ABSL_FLAG(bool, include_improvements, false, "regressions: improvements too");
+ABSL_FLAG(std::string, host_timeout, "",
+          "each call's deadline in seconds (default 10 for hosts, regressions, probe and "
+          "fleet, 30 otherwise): a host that has not answered by then is named unreachable");
 ABSL_FLAG(bool, small, false, "probe: the suite at CPU sizes on the CPU (a check of the setup)");
 ABSL_FLAG(std::string, threshold, "",
           "fleet: distance from the median (or own history) that flags a GPU (default 0.05)");
@@ -275,11 +278,13 @@ example: gpubench probe --host h100-a --host h100-b
                      [--output table|json|csv|markdown]
 Ranks each GPU's latest probe figures (gpubench probe, since WHEN: default 30d) against
 every GPU of the same SKU and driver across the hosts: its ratio to their median, its
-percentile and z-score; a straggler is worse than the median by more than --threshold
-(0.05) among 3 or more peers, a drifted GPU that much worse than the median of its own 3 or
-more earlier probes. Flagged GPUs name where their setup differs from their peers' (power
-limit, clocks, PCIe width...). --report writes an HTML page. Says how many hosts answered.
-Exit 4 when a GPU is flagged.
+percentile and z-score (negative: worse); a straggler is worse than the median by more than
+--threshold (0.05) in a group of 3 or more GPUs and stands out of their spread (robust z of
+3 or more), a drifted GPU that much worse than the median of its own 3 or more earlier
+probes and outside their prediction interval (p < 0.05); otherwise too noisy to tell.
+Flagged GPUs name where their setup differs from most of their peers' (power limit,
+clocks, PCIe width...). --report writes an HTML page. Says how many hosts answered; each
+is asked at most --host-timeout seconds (10), 32 at a time. Exit 4 when a GPU is flagged.
 example: gpubench fleet --since 7d --report fleet.html
 )"},
       {"trace", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, TraceCommand,

@@ -46,8 +46,16 @@ struct Args {
   const std::vector<std::string>& All(const std::string& name) const;
 };
 
-// Deadline of a unary call, seconds.
+// Deadline of a unary call, seconds (--host-timeout sets it).
 inline constexpr int kCallSeconds = 30;
+
+// The same for the commands that ask the whole fleet by default (hosts,
+// regressions, probe, fleet): a host that does not answer in this time is
+// named unreachable, and the others' answers stand.
+inline constexpr int kFleetCallSeconds = 10;
+
+// How many hosts a fleet command talks to at once.
+inline constexpr int kMaxHostsAtOnce = 32;
 
 // A gRPC status as an absl::Status: the client's one conversion.
 absl::Status FromGrpc(const grpc::Status& s);
@@ -56,15 +64,17 @@ absl::Status FromGrpc(const grpc::Status& s);
 struct Daemon {
   HostEntry host;
   std::unique_ptr<v1::BenchService::Stub> stub;
+  int call_seconds = kCallSeconds;  // a unary call's deadline (--host-timeout)
 
   // A unary rpc (e.g. &v1::BenchService::Stub::GetJob) with the host's token
-  // and a deadline in seconds (0: none): its reply, or its status.
+  // and a deadline in seconds (0: none; -1: call_seconds): its reply, or its
+  // status.
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(grpc::Status (v1::BenchService::Stub::*rpc)(
                                     grpc::ClientContext*, const Request&, Response*),
-                                const Request& request, int deadline_s = kCallSeconds) const {
+                                const Request& request, int deadline_s = -1) const {
     grpc::ClientContext context;
-    PrepareCall(host, deadline_s, &context);
+    PrepareCall(host, deadline_s < 0 ? call_seconds : deadline_s, &context);
     Response response;
     const grpc::Status s = (stub.get()->*rpc)(&context, request, &response);
     if (!s.ok()) return FromGrpc(s);
@@ -133,7 +143,14 @@ absl::Status TimeRange(const Args& a, google::protobuf::Timestamp* after,
 int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, std::vector<v1::Run>* runs,
                 std::ostream& log);
 
+// Calls call(i) for every daemon, kMaxHostsAtOnce at a time (each on a
+// thread of a pool), and returns when all are done.
 void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call);
+
+// What a fleet command tells of its hosts, from each one's status: "97 of
+// 100 hosts answered; 2 unreachable (a, b); 1 refused the caller (c)".
+std::string HostsAnswered(const std::vector<Daemon>& daemons,
+                          const std::vector<absl::Status>& status);
 
 // Submits spec to d; with a.wait, follows it (progress on err) and prints
 // the finished job. Returns the exit code.

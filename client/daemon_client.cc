@@ -1,8 +1,12 @@
 // The CLI's daemon client: connecting to one daemon or the fleet, paging
 // through a job's runs, and how a failed call reads.
+#include <algorithm>
+#include <atomic>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/cli.h"
 #include "client/cli_internal.h"
@@ -20,8 +24,15 @@ absl::StatusOr<std::vector<Daemon>> ConnectAll(const Args& a, bool all_fleet) {
   auto hosts = ResolveHosts(flags, all_fleet);
   if (!hosts.ok()) return hosts.status();
   std::vector<Daemon> daemons;
+  int call_seconds = all_fleet ? kFleetCallSeconds : kCallSeconds;
+  if (a.Has("host-timeout") &&
+      (!absl::SimpleAtoi(a.Option("host-timeout"), &call_seconds) || call_seconds < 1 ||
+       call_seconds > 3600)) {
+    return absl::InvalidArgumentError("--host-timeout: seconds from 1 to 3600");
+  }
   for (HostEntry& h : *hosts) {
     Daemon d;
+    d.call_seconds = call_seconds;
     d.stub = v1::BenchService::NewStub(Dial(h));
     d.host = std::move(h);
     daemons.push_back(std::move(d));
@@ -94,9 +105,42 @@ int CallFailed(const HostEntry& host, const absl::Status& s, std::ostream& err) 
 }
 
 void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call) {
+  std::atomic<size_t> next{0};
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < daemons.size(); ++i) threads.emplace_back([&call, i] { call(i); });
+  const size_t workers = std::min<size_t>(daemons.size(), kMaxHostsAtOnce);
+  for (size_t w = 0; w < workers; ++w) {
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < daemons.size(); i = next++) call(i);
+    });
+  }
   for (auto& t : threads) t.join();
+}
+
+std::string HostsAnswered(const std::vector<Daemon>& daemons,
+                          const std::vector<absl::Status>& status) {
+  std::vector<std::string> unreachable, refused, failed;
+  for (size_t i = 0; i < daemons.size(); ++i) {
+    if (status[i].ok()) continue;
+    const std::string& name = daemons[i].host.name;
+    if (absl::IsUnauthenticated(status[i]) || absl::IsPermissionDenied(status[i])) {
+      refused.push_back(name);
+    } else if (absl::IsUnavailable(status[i]) || absl::IsDeadlineExceeded(status[i])) {
+      unreachable.push_back(name);
+    } else {
+      failed.push_back(name);
+    }
+  }
+  std::string text = absl::StrCat(
+      daemons.size() - unreachable.size() - refused.size() - failed.size(), " of ",
+      daemons.size(), daemons.size() == 1 ? " host answered" : " hosts answered");
+  const std::pair<const char*, const std::vector<std::string>*> kinds[] = {
+      {"unreachable", &unreachable}, {"refused the caller", &refused}, {"failed", &failed}};
+  for (const auto& [what, names] : kinds) {
+    if (names->empty()) continue;
+    absl::StrAppend(&text, "; ", names->size(), " ", what, " (",
+                    Printable(absl::StrJoin(*names, ", ")), ")");
+  }
+  return text;
 }
 
 }  // namespace gpubench::client

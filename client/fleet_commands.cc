@@ -493,6 +493,7 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   } else {
     PrintTable(t, a.format, out);
   }
+  err << HostsAnswered(*daemons, status) << "\n";
   if (code != kExitOk) return code;
   return regressed ? kExitRegression : kExitOk;
 }

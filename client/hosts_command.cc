@@ -38,8 +38,7 @@ HostAnswers AskEach(const std::vector<Daemon>& daemons) {
   answers.infos.resize(daemons.size());
   answers.status.resize(daemons.size());
   ForEachDaemon(daemons, [&](size_t i) {
-    auto resp = daemons[i].Call(&v1::BenchService::Stub::GetHostInfo, v1::GetHostInfoRequest(),
-                                /*deadline_s=*/10);
+    auto resp = daemons[i].Call(&v1::BenchService::Stub::GetHostInfo, v1::GetHostInfoRequest());
     answers.status[i] = resp.status();
     if (resp.ok()) answers.infos[i] = resp->host();
   });
@@ -144,6 +143,7 @@ int HostsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   } else {
     PrintTable(SideBySide(*daemons, answers), a.format, out);
   }
+  err << HostsAnswered(*daemons, answers.status) << "\n";
   return code;
 }
 

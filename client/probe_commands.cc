@@ -3,6 +3,7 @@
 // probe figures ranked against its peers (same SKU and driver) across the
 // fleet, with stragglers, drift and what differs in their setup.
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -30,121 +31,6 @@ namespace {
 using report::FleetRule;
 using report::ProbeResult;
 using report::Ranked;
-
-// A probe job's spec: the suite's measurement rule, the host to itself.
-v1::JobSpec ProbeSpec(const std::string& probe, const std::vector<std::string>& devices,
-                      bool small) {
-  v1::JobSpec spec;
-  spec.set_name(absl::StrCat("gpubench probe ", report::kProbeSuite, ": ", probe));
-  (*spec.mutable_labels())["gpubench.probe"] = report::kProbeSuite;
-  spec.set_exclusive(true);
-  v1::RunConfig* base = spec.mutable_base();
-  base->set_probe(absl::StrCat(report::kProbeSuite, "/", probe));
-  base->set_mode(v1::MODE_INFER);
-  for (const std::string& d : devices) spec.mutable_sweep()->add_device(d);
-  v1::Measurement* m = spec.mutable_measurement();
-  m->set_warmup_iterations(3);
-  m->set_min_time_ms(small ? 100 : 500);
-  m->set_max_time_ms(small ? 1000 : 3000);
-  return spec;
-}
-
-v1::JobSpec Matmul(const std::string& probe, v1::Precision precision,
-                   const std::vector<int64_t>& sizes, const std::vector<std::string>& devices,
-                   bool small) {
-  v1::JobSpec spec = ProbeSpec(probe, devices, small);
-  spec.mutable_base()->set_workload("matmul");
-  spec.mutable_base()->set_precision(precision);
-  for (int64_t n : sizes) spec.mutable_sweep()->add_matmul_size(n);
-  return spec;
-}
-
-v1::JobSpec Copy(const std::string& probe, v1::CopyDirection direction, int64_t bytes,
-                 const std::vector<std::string>& devices, bool small) {
-  v1::JobSpec spec = ProbeSpec(probe, devices, small);
-  spec.mutable_base()->set_workload("copy");
-  spec.mutable_base()->mutable_params()->set_copy_direction(direction);
-  spec.mutable_base()->mutable_params()->set_copy_bytes(bytes);
-  spec.mutable_base()->mutable_pipeline()->set_pinned_memory(true);
-  return spec;
-}
-
-// The suite's jobs for a host: every probe on each of its GPUs, or at CPU
-// sizes on its CPU (a host without GPUs, or --small): bf16 matmul, attention,
-// copy and launch (the CPU runs no fp16 or fp8, and has no pinned copies).
-std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small) {
-  const bool gpu = !host.gpus().empty() && !small;
-  std::vector<std::string> devices;
-  bool fp8 = gpu;
-  for (const v1::GpuInfo& g : host.gpus()) {
-    devices.push_back(absl::StrCat("cuda:", g.index()));
-    double cc = 0;
-    fp8 &= absl::SimpleAtod(g.compute_capability(), &cc) && cc >= 8.9;
-  }
-  if (!gpu) devices = {"cpu"};
-  std::vector<v1::JobSpec> jobs;
-  const std::vector<int64_t> sizes = gpu ? std::vector<int64_t>{4096, 8192}
-                                         : std::vector<int64_t>{256};
-  jobs.push_back(Matmul("matmul_bf16", v1::PRECISION_BF16, sizes, devices, small));
-  if (gpu) jobs.push_back(Matmul("matmul_fp16", v1::PRECISION_FP16, sizes, devices, small));
-  if (fp8) jobs.push_back(Matmul("matmul_fp8", v1::PRECISION_FP8, sizes, devices, small));
-  v1::JobSpec attention = ProbeSpec("attention", devices, small);
-  attention.mutable_base()->set_workload("attention");
-  attention.mutable_base()->set_precision(gpu ? v1::PRECISION_BF16 : v1::PRECISION_FP32);
-  attention.mutable_base()->set_batch_size(gpu ? 8 : 2);
-  v1::WorkloadParams* p = attention.mutable_base()->mutable_params();
-  p->set_num_heads(gpu ? 16 : 4);
-  p->set_hidden_size(gpu ? 2048 : 128);
-  p->set_sequence_length(gpu ? 2048 : 128);
-  jobs.push_back(attention);
-  jobs.push_back(Copy("copy_d2d", v1::COPY_DIRECTION_DEVICE_TO_DEVICE,
-                      gpu ? int64_t{1} << 30 : int64_t{64} << 20, devices, small));
-  if (gpu) {
-    jobs.push_back(Copy("h2d_pinned", v1::COPY_DIRECTION_HOST_TO_DEVICE, int64_t{256} << 20,
-                        devices, small));
-    jobs.push_back(Copy("d2h_pinned", v1::COPY_DIRECTION_DEVICE_TO_HOST, int64_t{256} << 20,
-                        devices, small));
-  }
-  jobs.push_back(Matmul("launch", v1::PRECISION_FP32, {16}, devices, small));
-  if (gpu && host.gpus_size() >= 2) {
-    v1::JobSpec pair = ProbeSpec("allreduce_pair", {"cuda"}, small);
-    pair.mutable_base()->set_workload("collective");
-    pair.mutable_base()->set_world_size(2);
-    pair.mutable_base()->set_precision(v1::PRECISION_FP32);
-    pair.mutable_base()->mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
-    pair.mutable_base()->mutable_params()->set_collective_bytes(int64_t{256} << 20);
-    jobs.push_back(pair);
-  }
-  return jobs;
-}
-
-// "97 of 100 hosts answered; 2 unreachable (a, b), 1 refused the caller (c)".
-std::string Answered(const std::vector<Daemon>& daemons,
-                     const std::vector<absl::Status>& status) {
-  std::vector<std::string> unreachable, refused, failed;
-  for (size_t i = 0; i < daemons.size(); ++i) {
-    if (status[i].ok()) continue;
-    const std::string& name = daemons[i].host.name;
-    if (absl::IsUnauthenticated(status[i]) || absl::IsPermissionDenied(status[i])) {
-      refused.push_back(name);
-    } else if (absl::IsUnavailable(status[i]) || absl::IsDeadlineExceeded(status[i])) {
-      unreachable.push_back(name);
-    } else {
-      failed.push_back(name);
-    }
-  }
-  std::string text = absl::StrCat(daemons.size() - unreachable.size() - refused.size() -
-                                      failed.size(),
-                                  " of ", daemons.size(), " hosts answered");
-  const std::pair<const char*, const std::vector<std::string>*> kinds[] = {
-      {"unreachable", &unreachable}, {"refused the caller", &refused}, {"failed", &failed}};
-  for (const auto& [what, names] : kinds) {
-    if (names->empty()) continue;
-    absl::StrAppend(&text, "; ", names->size(), " ", what, " (", absl::StrJoin(*names, ", "),
-                    ")");
-  }
-  return text;
-}
 
 std::string Figure(double v) {
   return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
@@ -232,7 +118,29 @@ void FleetJson(const std::vector<Ranked>& ranked, const std::string& answered,
   json.End().End();
 }
 
-// Every probe run of one host since `since`, newest first.
+// What ranking reads of a run, and nothing more: a host's answers are held
+// for every host at once.
+v1::Run Trimmed(const v1::Run& r) {
+  v1::Run t;
+  t.set_run_id(r.run_id());
+  t.set_job_id(r.job_id());
+  t.set_state(r.state());
+  *t.mutable_config() = r.config();
+  *t.mutable_start_time() = r.start_time();
+  *t.mutable_fingerprint() = r.fingerprint();
+  const v1::RunResult& from = r.result();
+  v1::RunResult* to = t.mutable_result();
+  to->set_resolved_device(from.resolved_device());
+  to->set_achieved_tflops(from.achieved_tflops());
+  to->set_bandwidth_gb_per_s(from.bandwidth_gb_per_s());
+  to->set_bus_bandwidth_gb_per_s(from.bus_bandwidth_gb_per_s());
+  to->set_throughput_samples_per_s(from.throughput_samples_per_s());
+  *to->mutable_host_latency() = from.host_latency();
+  return t;
+}
+
+// Every probe run of one host since `since`, newest first: at most 10
+// pages of 1000 a probe; a page of more than it asked for is refused.
 absl::Status ProbeRuns(const Daemon& d, const google::protobuf::Timestamp& since,
                        std::vector<v1::Run>* runs) {
   for (const report::ProbeInfo& p : report::ProbeSuite()) {
@@ -242,9 +150,13 @@ absl::Status ProbeRuns(const Daemon& d, const google::protobuf::Timestamp& since
     *req.mutable_started_after() = since;
     req.set_page_size(1000);
     for (int page = 0; page < 10; ++page) {  // 10,000 runs of a probe at most
-      auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req, /*deadline_s=*/30);
+      auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req);
       if (!resp.ok()) return resp.status();
-      runs->insert(runs->end(), resp->runs().begin(), resp->runs().end());
+      if (resp->runs_size() > req.page_size()) {
+        return absl::DataLossError(absl::StrCat("answered ", resp->runs_size(),
+                                                " runs to a page of ", req.page_size()));
+      }
+      for (const v1::Run& r : resp->runs()) runs->push_back(Trimmed(r));
       if (resp->next_page_token().empty()) break;
       req.set_page_token(resp->next_page_token());
     }
@@ -255,7 +167,8 @@ absl::Status ProbeRuns(const Daemon& d, const google::protobuf::Timestamp& since
 absl::StatusOr<FleetRule> RuleOf(const Args& a) {
   FleetRule rule;
   if (a.Has("threshold") && (!absl::SimpleAtod(a.Option("threshold"), &rule.threshold) ||
-                             rule.threshold <= 0 || rule.threshold >= 1)) {
+                             !std::isfinite(rule.threshold) || rule.threshold <= 0 ||
+                             rule.threshold >= 1)) {
     return absl::InvalidArgumentError("--threshold: must be a number in (0, 1), e.g. 0.05");
   }
   return rule;
@@ -276,8 +189,7 @@ std::vector<HostRuns> EachHost(
     const std::function<void(const Daemon&, const v1::HostInfo&, HostRuns*)>& gather) {
   std::vector<HostRuns> hosts(daemons.size());
   ForEachDaemon(daemons, [&](size_t i) {
-    auto info = daemons[i].Call(&v1::BenchService::Stub::GetHostInfo, v1::GetHostInfoRequest(),
-                                /*deadline_s=*/30);
+    auto info = daemons[i].Call(&v1::BenchService::Stub::GetHostInfo, v1::GetHostInfoRequest());
     hosts[i].status = info.status();
     if (!info.ok()) return;
     hosts[i].cpu_model = info->host().cpu_model();
@@ -295,7 +207,9 @@ int ResultsOf(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& h
   for (size_t i = 0; i < daemons.size(); ++i) {
     status->push_back(hosts[i].status);
     if (!hosts[i].status.ok()) {
+      // A host that failed part of the way is not ranked on the part.
       code = std::max(code, CallFailed(daemons[i].host, hosts[i].status, err));
+      continue;
     }
     for (ProbeResult& r : report::ProbeResults(daemons[i].host.name, hosts[i].cpu_model,
                                                hosts[i].runs)) {
@@ -318,7 +232,7 @@ int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
       EachHost(*daemons, [&](const Daemon& d, const v1::HostInfo& info, HostRuns* host) {
         const size_t i = &d - daemons->data();
         std::ostringstream log;
-        const std::vector<v1::JobSpec> jobs = ProbeJobs(info, small);
+        const std::vector<v1::JobSpec> jobs = report::ProbeJobs(info, small);
         for (size_t j = 0; j < jobs.size(); ++j) {
           codes[i] = std::max(codes[i], MeasureOnce(d, jobs[j], &host->runs, log));
           std::lock_guard<std::mutex> lock(err_mu);
@@ -340,7 +254,8 @@ int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
                       r.run_id});
   }
   PrintTable(t, a.format, out);
-  err << Answered(*daemons, status) << "; `gpubench fleet` ranks each GPU against its peers\n";
+  err << HostsAnswered(*daemons, status)
+      << "; `gpubench fleet` ranks each GPU against its peers\n";
   return code;
 }
 
@@ -362,7 +277,7 @@ int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
   std::ostringstream failures;
   int code = ResultsOf(*daemons, hosts, &results, &status, failures);
   const std::vector<Ranked> ranked = report::RankFleet(results, *rule);
-  const std::string answered = Answered(*daemons, status);
+  const std::string answered = HostsAnswered(*daemons, status);
   if (a.Has("report")) {
     std::ofstream page(a.Option("report"));
     page << report::RenderFleetPage(ranked, answered, *rule);

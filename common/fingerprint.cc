@@ -95,7 +95,12 @@ std::vector<std::string> FingerprintChanges(const v1::Fingerprint& before,
   const auto* r = before.GetReflection();
   for (int i = 0; i < d->field_count(); ++i) {
     const FieldDescriptor* field = d->field(i);
-    if (field->name() == "gpu_uuid" || field->name() == "gpu_serial") continue;
+    // The card's identity is the host's, not its setup; the link's current
+    // generation and width drop when the GPU idles (the maximum ones stay).
+    if (field->name() == "gpu_uuid" || field->name() == "gpu_serial" ||
+        field->name() == "pcie_generation" || field->name() == "pcie_width") {
+      continue;
+    }
     const bool had = r->HasField(before, field), has = r->HasField(after, field);
     if (!had && !has) continue;
     const std::string a = had ? ValueOf(before, field) : "-";

@@ -19,7 +19,9 @@ std::vector<std::pair<std::string, std::string>> FingerprintFields(const v1::Fin
 // What differs from before to after, a field each ("driver 580.159.04 ->
 // 590.12", "power limit 700 W -> 500 W"; "-" where one side lacks the
 // field). The GPU's identity (UUID, serial) is left out: another card is a
-// difference of hosts, not of setup. Nothing where either side has no
+// difference of hosts, not of setup; so is the PCIe link's current
+// generation and width, which drop while the GPU idles (the maximum ones
+// count). Nothing where either side has no
 // fingerprint at all (a run from before fingerprints): there is nothing to
 // tell from.
 std::vector<std::string> FingerprintChanges(const v1::Fingerprint& before,

@@ -69,7 +69,7 @@ class GpuReader {
       f->power_limit_min_w = low / 1000.0;
       f->power_limit_max_w = high / 1000.0;
     }
-    f->applications_sm_clock_mhz = Clock(api_.applications_clock, nvml::kClockGraphics);
+    f->applications_graphics_clock_mhz = Clock(api_.applications_clock, nvml::kClockGraphics);
     f->applications_memory_clock_mhz = Clock(api_.applications_clock, nvml::kClockMem);
     f->max_sm_clock_mhz = Clock(api_.max_clock, nvml::kClockSm);
     f->max_memory_clock_mhz = Clock(api_.max_clock, nvml::kClockMem);
@@ -227,7 +227,9 @@ std::optional<double> CpuQuotaCores(const std::string& cgroup_file,
       }
     }
   }
-  if (v2 && FirstLine(cgroup_root + "/cgroup.controllers")) {
+  // v2's tree has cgroup.controllers at its root, empty where no
+  // controller is enabled.
+  if (v2 && std::ifstream(cgroup_root + "/cgroup.controllers").is_open()) {
     return LeastQuota(cgroup_root, v2_path, [](const std::string& dir) {
       std::istringstream fields(FirstLine(dir + "/cpu.max").value_or(""));
       std::string quota;

@@ -29,9 +29,8 @@ struct Fingerprint {
   std::optional<double> power_limit_w;          // the enforced limit
   std::optional<double> power_limit_default_w;  // the board's default
   std::optional<double> power_limit_min_w, power_limit_max_w;  // what may be set
-  std::optional<int> applications_sm_clock_mhz, applications_memory_clock_mhz;
+  std::optional<int> applications_graphics_clock_mhz, applications_memory_clock_mhz;
   std::optional<int> max_sm_clock_mhz, max_memory_clock_mhz;
-  std::optional<int> locked_sm_clock_min_mhz, locked_sm_clock_max_mhz;  // gpubench's
   std::optional<int> pcie_generation, pcie_width, pcie_max_generation, pcie_max_width;
   std::optional<int> nvlink_active, nvlink_links;  // links up, links the GPU has
   // The host.

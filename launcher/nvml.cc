@@ -97,15 +97,18 @@ void Library::Bind() {
 
 bool Library::Find(const std::string& device_id, int index, Device* out,
                    std::string* why) const {
+  // A GPU named by UUID or bus id is that one or none: NVML's index is not
+  // CUDA's where CUDA_VISIBLE_DEVICES reorders them.
   Return rc = 1;
   if (device_id.rfind("GPU-", 0) == 0 && api_.by_uuid) {
     rc = api_.by_uuid(device_id.c_str(), out);
   } else if (!device_id.empty() && api_.by_pci) {
     rc = api_.by_pci(device_id.c_str(), out);
+  } else {
+    rc = api_.by_index(static_cast<unsigned int>(index), out);
   }
-  if (rc != kSuccess) rc = api_.by_index(static_cast<unsigned int>(index), out);
   if (rc != kSuccess) {
-    *why = "NVML does not know GPU " + std::to_string(index);
+    *why = "NVML does not know GPU " + (device_id.empty() ? std::to_string(index) : device_id);
     return false;
   }
   return true;

@@ -92,7 +92,8 @@ class Library {
   const Api& api() const { return api_; }
 
   // The GPU with this UUID ("GPU-8c1f...") or PCI bus id ("0000:1b:00.0"),
-  // else the one of NVML's index; false with *why set where none is.
+  // or where device_id is empty the one of NVML's index; false with *why
+  // set where none is.
   bool Find(const std::string& device_id, int index, Device* out, std::string* why) const;
 
  private:

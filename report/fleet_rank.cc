@@ -6,9 +6,12 @@
 #include <tuple>
 #include <utility>
 
+#include <set>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/fingerprint.h"
+#include "common/spec.h"
 #include "common/stats.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -34,14 +37,19 @@ std::string GpuOf(const v1::Run& r) {
   return gpu;
 }
 
+// A GPU's name and driver; a CPU's model. A GPU run without them (no
+// NVML, a run from before fingerprints) is "GPU ?": never a CPU's peer.
 std::string SkuOf(const v1::Run& r, const std::string& cpu_model) {
   const v1::Fingerprint& f = r.fingerprint();
-  if (!f.has_gpu_name()) return absl::StrCat("CPU ", cpu_model.empty() ? "?" : cpu_model);
-  return absl::StrCat(f.gpu_name(), ", driver ", f.has_driver_version() ? f.driver_version() : "?");
+  if (!absl::StartsWith(GpuOf(r), "cuda")) {
+    return absl::StrCat("CPU ", cpu_model.empty() ? "?" : cpu_model);
+  }
+  return absl::StrCat(f.has_gpu_name() ? f.gpu_name() : "GPU ?", ", driver ",
+                      f.has_driver_version() ? f.driver_version() : "?");
 }
 
-// Where r's fingerprint differs from what most of peers have: each field
-// whose value is not the most common one among them.
+// Where mine differs from what most of peers have: each field whose value is
+// not the one more than half of the peers that have the field share.
 std::vector<std::string> Differs(const v1::Fingerprint& mine,
                                  const std::vector<const v1::Fingerprint*>& peers) {
   std::map<std::string, std::map<std::string, int>> counts;  // label -> value -> peers
@@ -54,10 +62,129 @@ std::vector<std::string> Differs(const v1::Fingerprint& mine,
     const auto& values = counts[label];
     auto most = std::max_element(values.begin(), values.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (most == values.end() || most->first == value) continue;
+    int with_field = 0;
+    for (const auto& [v, n] : values) with_field += n;
+    if (most == values.end() || most->first == value || 2 * most->second <= with_field) continue;
     out.push_back(absl::StrCat(label, " ", value, " (peers ", most->first, ")"));
   }
   return out;
+}
+
+// A probe job's spec: the suite's measurement rule, the host to itself.
+v1::JobSpec ProbeSpec(const std::string& probe, const std::vector<std::string>& devices,
+                      bool small) {
+  v1::JobSpec spec;
+  spec.set_name(absl::StrCat("gpubench probe ", kProbeSuite, ": ", probe));
+  (*spec.mutable_labels())["gpubench.probe"] = kProbeSuite;
+  spec.set_exclusive(true);
+  v1::RunConfig* base = spec.mutable_base();
+  base->set_probe(absl::StrCat(kProbeSuite, "/", probe));
+  base->set_mode(v1::MODE_INFER);
+  for (const std::string& d : devices) spec.mutable_sweep()->add_device(d);
+  v1::Measurement* m = spec.mutable_measurement();
+  m->set_warmup_iterations(3);
+  m->set_min_time_ms(small ? 100 : 500);
+  m->set_max_time_ms(small ? 1000 : 3000);
+  return spec;
+}
+
+v1::JobSpec Matmul(const std::string& probe, v1::Precision precision,
+                   const std::vector<int64_t>& sizes, const std::vector<std::string>& devices,
+                   bool small) {
+  v1::JobSpec spec = ProbeSpec(probe, devices, small);
+  spec.mutable_base()->set_workload("matmul");
+  spec.mutable_base()->set_precision(precision);
+  for (int64_t n : sizes) spec.mutable_sweep()->add_matmul_size(n);
+  return spec;
+}
+
+v1::JobSpec Copy(const std::string& probe, v1::CopyDirection direction, int64_t bytes,
+                 const std::vector<std::string>& devices, bool small) {
+  v1::JobSpec spec = ProbeSpec(probe, devices, small);
+  spec.mutable_base()->set_workload("copy");
+  spec.mutable_base()->mutable_params()->set_copy_direction(direction);
+  spec.mutable_base()->mutable_params()->set_copy_bytes(bytes);
+  spec.mutable_base()->mutable_pipeline()->set_pinned_memory(true);
+  return spec;
+}
+
+}  // namespace
+
+std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small) {
+  const bool gpu = !host.gpus().empty() && !small;
+  std::vector<std::string> devices;
+  bool fp8 = gpu;
+  for (const v1::GpuInfo& g : host.gpus()) {
+    devices.push_back(absl::StrCat("cuda:", g.index()));
+    double cc = 0;
+    fp8 &= absl::SimpleAtod(g.compute_capability(), &cc) && cc >= 8.9;
+  }
+  if (!gpu) devices = {"cpu"};
+  std::vector<v1::JobSpec> jobs;
+  const std::vector<int64_t> sizes = gpu ? std::vector<int64_t>{4096, 8192}
+                                         : std::vector<int64_t>{256};
+  jobs.push_back(Matmul("matmul_bf16", v1::PRECISION_BF16, sizes, devices, small));
+  if (gpu) jobs.push_back(Matmul("matmul_fp16", v1::PRECISION_FP16, sizes, devices, small));
+  if (fp8) jobs.push_back(Matmul("matmul_fp8", v1::PRECISION_FP8, sizes, devices, small));
+  v1::JobSpec attention = ProbeSpec("attention", devices, small);
+  attention.mutable_base()->set_workload("attention");
+  attention.mutable_base()->set_precision(gpu ? v1::PRECISION_BF16 : v1::PRECISION_FP32);
+  attention.mutable_base()->set_batch_size(gpu ? 8 : 2);
+  v1::WorkloadParams* p = attention.mutable_base()->mutable_params();
+  p->set_num_heads(gpu ? 16 : 4);
+  p->set_hidden_size(gpu ? 2048 : 128);
+  p->set_sequence_length(gpu ? 2048 : 128);
+  jobs.push_back(attention);
+  jobs.push_back(Copy("copy_d2d", v1::COPY_DIRECTION_DEVICE_TO_DEVICE,
+                      gpu ? int64_t{1} << 30 : int64_t{64} << 20, devices, small));
+  if (gpu) {
+    jobs.push_back(Copy("h2d_pinned", v1::COPY_DIRECTION_HOST_TO_DEVICE, int64_t{256} << 20,
+                        devices, small));
+    jobs.push_back(Copy("d2h_pinned", v1::COPY_DIRECTION_DEVICE_TO_HOST, int64_t{256} << 20,
+                        devices, small));
+  }
+  jobs.push_back(Matmul("launch", v1::PRECISION_FP32, {16}, devices, small));
+  if (gpu && host.gpus_size() >= 2) {
+    v1::JobSpec pair = ProbeSpec("allreduce_pair", {"cuda"}, small);
+    pair.mutable_base()->set_workload("collective");
+    pair.mutable_base()->set_world_size(2);
+    pair.mutable_base()->set_precision(v1::PRECISION_FP32);
+    pair.mutable_base()->mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
+    pair.mutable_base()->mutable_params()->set_collective_bytes(int64_t{256} << 20);
+    jobs.push_back(pair);
+  }
+  return jobs;
+}
+
+namespace {
+
+// The work of a config: all of it but the device it ran on.
+std::string WorkKey(v1::RunConfig c) {
+  c.clear_device();
+  return ConfigKey(c);
+}
+
+// Whether the run's config is one of the suite's own (GPU or CPU sizes): a
+// run of another spec that names a probe is no probe result.
+bool IsSuiteRun(const v1::Run& run) {
+  static const std::set<std::string>* const keys = [] {
+    auto* k = new std::set<std::string>;
+    v1::HostInfo host;  // two sm_90 GPUs: every probe of the suite
+    for (int i = 0; i < 2; ++i) {
+      v1::GpuInfo* g = host.add_gpus();
+      g->set_index(i);
+      g->set_compute_capability("9.0");
+    }
+    for (bool small : {false, true}) {
+      for (const v1::JobSpec& spec : ProbeJobs(host, small)) {
+        auto configs = ExpandSweep(spec);
+        if (!configs.ok()) continue;
+        for (const v1::RunConfig& c : *configs) k->insert(WorkKey(c));
+      }
+    }
+    return k;
+  }();
+  return keys->count(WorkKey(run.config())) > 0;
 }
 
 }  // namespace
@@ -108,9 +235,9 @@ std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string
   std::map<std::pair<std::string, std::string>, std::map<std::string, Session>> sessions;
   for (const v1::Run& r : runs) {
     const ProbeInfo* p = ProbeOf(r);
-    if (p == nullptr || r.state() != v1::RUN_STATE_SUCCEEDED) continue;
+    if (p == nullptr || r.state() != v1::RUN_STATE_SUCCEEDED || !IsSuiteRun(r)) continue;
     const double value = ProbeFigure(*p, r);
-    if (value <= 0) continue;
+    if (!std::isfinite(value) || value <= 0) continue;
     Session& s = sessions[{GpuOf(r), p->name}][r.job_id()];
     if (s.best == nullptr || Better(*p, value, s.value)) s = {&r, value};
   }
@@ -167,12 +294,16 @@ std::vector<Ranked> RankFleet(const std::vector<ProbeResult>& results, const Fle
       r.median = median;
       r.ratio = median > 0 ? m->value / median : 0;
       if (n > 1) {
-        int beaten = 0;
-        for (double v : values) beaten += Better(*probe, m->value, v) ? 1 : 0;
+        // Its peers it does better than; a tie counts half (itself aside).
+        double beaten = -0.5;
+        for (double v : values) {
+          beaten += Better(*probe, m->value, v) ? 1 : v == m->value ? 0.5 : 0;
+        }
         r.percentile = 100.0 * beaten / (n - 1);
       }
       if (n >= rule.min_peers && sd > 0) {
-        r.z = (m->value - mean) / sd;
+        // Negative is worse, for latencies too.
+        r.z = (probe->higher_is_better ? 1 : -1) * (m->value - mean) / sd;
       }
       const double worse = probe->higher_is_better ? 1 - r.ratio : r.ratio - 1;
       if (n >= rule.min_peers && worse > rule.threshold) {

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
+#include "gpubench/v1/spec.pb.h"
 
 namespace gpubench::report {
 
@@ -34,6 +36,13 @@ const std::vector<ProbeInfo>& ProbeSuite();
 // "v1/NAME"), or nullptr.
 const ProbeInfo* ProbeOf(const v1::Run& run);
 
+// The suite's jobs for a host: every probe on each of its GPUs, the host to
+// itself, or at CPU sizes on its CPU (a host without GPUs, or small): bf16
+// matmul, attention, copy and launch (the CPU runs no fp16 or fp8, and has
+// no pinned copies). gpubench probe submits them; a run counts as a probe
+// result only where its config is one of theirs.
+std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small);
+
 // The probe's figure of a run in the probe's unit (TFLOP/s, GB/s, or µs per
 // launch); 0 where the run has none.
 double ProbeFigure(const ProbeInfo& probe, const v1::Run& run);
@@ -51,8 +60,10 @@ struct ProbeResult {
   v1::Fingerprint fingerprint;  // that run's
 };
 
-// The probe results of one host's probe runs (succeeded runs whose probe
-// is the suite's). cpu_model names the SKU of CPU runs.
+// The probe results of one host's probe runs: succeeded runs whose probe is
+// the suite's and whose config is the one the suite gives it (another
+// spec labelled a probe is left out), with a finite figure. cpu_model names
+// the SKU of CPU runs.
 std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string& cpu_model,
                                       const std::vector<v1::Run>& runs);
 
@@ -77,8 +88,8 @@ struct Ranked {
   int peers = 0;       // GPUs of its SKU with this probe, itself included
   double median = 0;   // of their figures
   double ratio = 0;    // figure / median
-  std::optional<double> percentile;  // share of its peers it does better than, 0-100
-  std::optional<double> z;           // (figure - mean) / sd over the peers
+  std::optional<double> percentile;  // share of its peers it does better than (ties half)
+  std::optional<double> z;           // (figure - mean) / sd over the peers; negative: worse
   bool straggler = false;            // worse than the median, beyond threshold and noise
   std::optional<double> drift;       // figure / median of its own history
   bool drifted = false;              // worse than its history, beyond threshold and noise

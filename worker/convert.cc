@@ -245,12 +245,10 @@ void FillFingerprint(const fingerprint::Fingerprint& f, v1::Fingerprint* p) {
   GPUBENCH_FINGERPRINT_FIELD(power_limit_default_w);
   GPUBENCH_FINGERPRINT_FIELD(power_limit_min_w);
   GPUBENCH_FINGERPRINT_FIELD(power_limit_max_w);
-  GPUBENCH_FINGERPRINT_FIELD(applications_sm_clock_mhz);
+  GPUBENCH_FINGERPRINT_FIELD(applications_graphics_clock_mhz);
   GPUBENCH_FINGERPRINT_FIELD(applications_memory_clock_mhz);
   GPUBENCH_FINGERPRINT_FIELD(max_sm_clock_mhz);
   GPUBENCH_FINGERPRINT_FIELD(max_memory_clock_mhz);
-  GPUBENCH_FINGERPRINT_FIELD(locked_sm_clock_min_mhz);
-  GPUBENCH_FINGERPRINT_FIELD(locked_sm_clock_max_mhz);
   GPUBENCH_FINGERPRINT_FIELD(pcie_generation);
   GPUBENCH_FINGERPRINT_FIELD(pcie_width);
   GPUBENCH_FINGERPRINT_FIELD(pcie_max_generation);

@@ -3,7 +3,11 @@
 // fleet file with TLS and tokens; and what exit codes and names print as.
 #include "client/cli.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -21,12 +25,14 @@
 #include "client/output.h"
 #include "common/paths.h"
 #include "report/facets.h"
+#include "report/fleet_rank.h"
 #include "common/stats.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "gpubench/v1/service.pb.h"
 #include "common/sha256.h"
+#include "common/spec.h"
 #include "storage/store.h"
 #include "tests/support/command.h"
 #include "tests/client/cli_test_util.h"
@@ -171,9 +177,13 @@ void PlantProbe(const Daemon& d, const std::string& uuid, double tflops, double 
   v1::Run run;
   run.set_job_id(job_id);
   run.set_state(v1::RUN_STATE_SUCCEEDED);
-  run.mutable_config()->set_workload("matmul");
-  run.mutable_config()->set_device("cuda:0");
-  run.mutable_config()->set_probe("v1/matmul_bf16");
+  // The config the suite gives the bf16 probe, on cuda:0.
+  v1::HostInfo host;
+  host.add_gpus()->set_compute_capability("9.0");
+  auto configs = ExpandSweep(report::ProbeJobs(host, /*small=*/false)[0]);
+  ASSERT_TRUE(configs.ok()) << configs.status();
+  *run.mutable_config() = configs->at(0);
+  ASSERT_EQ(run.config().probe(), "v1/matmul_bf16");
   run.mutable_result()->set_resolved_device("cuda:0");
   run.mutable_result()->set_achieved_tflops(tflops);
   run.mutable_result()->set_throughput_samples_per_s(tflops);
@@ -525,22 +535,38 @@ TEST(CliDaemon, HostsSaysRefusedOnAnAuthFailureAndShowsWorkerConfinement) {
                                                   {"--token-file", dir + "/token"});
   ASSERT_TRUE(open.serving()) << open.log();
   ASSERT_TRUE(locked.serving()) << locked.log();
+  // A host that takes the connection and never answers: named unreachable
+  // once --host-timeout passes, the others' answers standing.
+  const int slow = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t at_size = sizeof(at);
+  ASSERT_EQ(bind(slow, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0);
+  ASSERT_EQ(listen(slow, 16), 0);
+  ASSERT_EQ(getsockname(slow, reinterpret_cast<sockaddr*>(&at), &at_size), 0);
   const std::string fleet = dir + "/fleet.json";
   std::ofstream(fleet) << R"({"hosts": [{"name": "open", "address": ")" << open.address()
                        << R"("}, {"name": "locked", "address": ")" << locked.address()
-                       << R"("}, {"name": "gone", "address": "127.0.0.1:1"}]})";
+                       << R"("}, {"name": "gone", "address": "127.0.0.1:1"}, {"name": "slow", )"
+                       << R"("address": "127.0.0.1:)" << ntohs(at.sin_port) << R"("}]})";
   setenv("GPUBENCH_FLEET", fleet.c_str(), 1);
   unsetenv("GPUBENCH_HOST");
-  Result table = Cli({"hosts"});
-  Result json = Cli({"hosts", "--output", "json"});
+  Result table = Cli({"hosts", "--host-timeout", "2"});
+  Result json = Cli({"hosts", "--output", "json", "--host-timeout", "2"});
   unsetenv("GPUBENCH_FLEET");
+  close(slow);
+  EXPECT_NE(table.err.find("1 of 4 hosts answered; 2 unreachable (gone, slow); 1 refused the "
+                           "caller (locked)"),
+            std::string::npos)
+      << table.err;
   EXPECT_EQ(table.code, kExitAuth) << table.err;
   std::vector<std::string> lines = SplitLines(table.out);
   ASSERT_GE(lines.size(), 3u) << table.out;
   EXPECT_EQ(lines[1].rfind("hostname", 0), 0u) << table.out;
   EXPECT_NE(lines[1].find("refused: "), std::string::npos) << table.out;
-  EXPECT_NE(lines[1].find("unreachable"), std::string::npos) << table.out;  // gone
-  EXPECT_EQ(lines[1].find("unreachable"), lines[1].rfind("unreachable")) << table.out;
+  EXPECT_NE(lines[1].find("unreachable"), std::string::npos) << table.out;  // gone, slow
+  EXPECT_NE(lines[1].find("unreachable"), lines[1].rfind("unreachable")) << table.out;
   const auto confinement =
       std::find_if(lines.begin(), lines.end(),
                    [](const std::string& l) { return l.rfind("worker confinement", 0) == 0; });
@@ -548,7 +574,7 @@ TEST(CliDaemon, HostsSaysRefusedOnAnAuthFailureAndShowsWorkerConfinement) {
   EXPECT_EQ(json.code, kExitAuth) << json.err;
   google::protobuf::ListValue hosts;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &hosts).ok()) << json.out;
-  ASSERT_EQ(hosts.values_size(), 3);
+  ASSERT_EQ(hosts.values_size(), 4);
   const auto& locked_json = hosts.values(1).struct_value().fields();
   EXPECT_TRUE(locked_json.at("reachable").bool_value()) << json.out;
   EXPECT_FALSE(locked_json.at("refused").string_value().empty()) << json.out;

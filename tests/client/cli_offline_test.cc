@@ -55,7 +55,7 @@ TEST(Cli, CompletionOffersCommandsOptionsAndSpecFlagsWhereTheyApply) {
   EXPECT_EQ(Complete(bash.str(), "re"), "regressions report results\n");
   EXPECT_EQ(Complete(bash.str(), "submit --wor"), "--worker --workload --world-size\n");
   EXPECT_EQ(Complete(bash.str(), "hosts --wor"), "--worker\n");  // hosts takes no spec
-  EXPECT_EQ(Complete(bash.str(), "jobs --hos"), "--host --host-id --hosts\n");
+  EXPECT_EQ(Complete(bash.str(), "jobs --hos"), "--host --host-id --host-timeout --hosts\n");
   std::ostringstream zsh, usage, usage_err;
   ASSERT_EQ(RunCli({"completion", "zsh"}, zsh, err), kExitOk);
   EXPECT_EQ(zsh.str().rfind("autoload -U +X bashcompinit && bashcompinit\n", 0), 0u);

@@ -6,13 +6,34 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "common/spec.h"
 #include "report/report.h"
 
 namespace gpubench::report {
 namespace {
+
+// The config the suite gives a probe on a GPU (the first of its sizes).
+v1::RunConfig SuiteConfig(const std::string& probe) {
+  v1::HostInfo host;
+  for (int i = 0; i < 2; ++i) {
+    v1::GpuInfo* g = host.add_gpus();
+    g->set_index(i);
+    g->set_compute_capability("9.0");
+  }
+  for (const v1::JobSpec& spec : ProbeJobs(host, /*small=*/false)) {
+    auto configs = ExpandSweep(spec);
+    EXPECT_TRUE(configs.ok()) << configs.status();
+    for (const v1::RunConfig& c : *configs) {
+      if (c.probe() == std::string(kProbeSuite) + "/" + probe) return c;
+    }
+  }
+  ADD_FAILURE() << "no probe " << probe;
+  return {};
+}
 
 // A succeeded probe run of one GPU: value in the probe's unit, started at
 // `second`, in job `job`.
@@ -23,7 +44,7 @@ v1::Run ProbeRun(const std::string& probe, double value, const std::string& uuid
   r.set_run_id("r" + uuid + job + probe + std::to_string(second));
   r.set_job_id(job);
   r.set_state(v1::RUN_STATE_SUCCEEDED);
-  r.mutable_config()->set_probe(std::string(kProbeSuite) + "/" + probe);
+  *r.mutable_config() = SuiteConfig(probe);
   r.mutable_config()->set_device("cuda:0");
   r.mutable_result()->set_resolved_device("cuda:0");
   if (probe == "launch") {
@@ -179,7 +200,21 @@ TEST(FleetRank, RunsThatAreNoProbeOfTheSuiteAreLeftOut) {
   future.mutable_config()->set_probe("v2/matmul_bf16");
   v1::Run failed = ProbeRun("matmul_bf16", 700, "e3", "j1", 3);
   failed.set_state(v1::RUN_STATE_FAILED);
-  EXPECT_TRUE(ProbeResults("h", "", {plain, future, failed}).empty());
+  // A submitter's fp8 product labelled the bf16 probe would move the
+  // median: only the suite's own config counts.
+  v1::Run forged = ProbeRun("matmul_bf16", 1250, "e4", "j1", 4);
+  forged.mutable_config()->set_precision(v1::PRECISION_FP8);
+  v1::Run nan = ProbeRun("matmul_bf16", std::nan(""), "e5", "j1", 5);
+  EXPECT_TRUE(ProbeResults("h", "", {plain, future, failed, forged, nan}).empty());
+  EXPECT_EQ(ProbeResults("h", "", {ProbeRun("matmul_bf16", 700, "e6", "j1", 6)}).size(), 1u);
+}
+
+TEST(FleetRank, AGpuRunWithoutItsNameIsNeverACpusPeer) {
+  v1::Run gpu = ProbeRun("matmul_bf16", 700, "g1", "j1", 1);
+  gpu.clear_fingerprint();  // no NVML where it ran
+  const std::vector<ProbeResult> results = ProbeResults("h", "AMD EPYC", {gpu});
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].sku, "GPU ?, driver ?");
 }
 
 }  // namespace

@@ -55,9 +55,9 @@ TEST(Fingerprint, TheGpusSetupComesFromNvmlAndWhatItCannotTellStaysAbsent) {
   EXPECT_EQ(f.pcie_width, 16);
   EXPECT_EQ(f.nvlink_links, 18);
   EXPECT_EQ(f.nvlink_active, 16);
-  // NOT_SUPPORTED: absent, not guessed; and no clock was locked.
+  EXPECT_EQ(f.applications_graphics_clock_mhz, 1980);
+  // NOT_SUPPORTED: absent, not guessed.
   EXPECT_FALSE(f.board_part_number.has_value());
-  EXPECT_FALSE(f.locked_sm_clock_min_mhz.has_value());
 }
 
 TEST(Fingerprint, WithoutNvmlTheGpuPartIsEmptyAndSaysWhy) {
@@ -156,11 +156,13 @@ TEST(FingerprintWords, ChangesNameEachFieldThatDiffersButNotTheCardsIdentity) {
   after.set_driver_version("590.12");
   after.set_power_limit_w(500);
   after.set_gpu_serial("2");
-  after.set_locked_sm_clock_max_mhz(1755);
+  after.set_max_sm_clock_mhz(1755);
+  // The link's current speed follows the load: not a change of setup.
+  after.set_pcie_generation(1);
   EXPECT_EQ(FingerprintChanges(before, after),
             (std::vector<std::string>{"driver 580.159.04 \u2192 590.12",
                                       "power limit 700 W \u2192 500 W",
-                                      "locked SM clock max - \u2192 1755 MHz"}));
+                                      "max SM clock - \u2192 1755 MHz"}));
   EXPECT_EQ(EnvironmentDiffers(before, before), "");
   // A run from before fingerprints tells nothing.
   EXPECT_TRUE(FingerprintChanges(v1::Fingerprint(), after).empty());
