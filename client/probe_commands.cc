@@ -182,18 +182,18 @@ struct HostRuns {
   absl::Status status;
 };
 
-// Asks every host at once for its host info, then calls gather on each that
-// answered; gather fills its HostRuns' runs and may set its status.
+// Asks every host for its host info, then calls gather with the index of
+// each that answered; gather fills its HostRuns' runs and may set its status.
 std::vector<HostRuns> EachHost(
     const std::vector<Daemon>& daemons,
-    const std::function<void(const Daemon&, const v1::HostInfo&, HostRuns*)>& gather) {
+    const std::function<void(size_t, const v1::HostInfo&, HostRuns*)>& gather) {
   std::vector<HostRuns> hosts(daemons.size());
   ForEachDaemon(daemons, [&](size_t i) {
     auto info = daemons[i].Call(&v1::BenchService::Stub::GetHostInfo, v1::GetHostInfoRequest());
     hosts[i].status = info.status();
     if (!info.ok()) return;
     hosts[i].cpu_model = info->host().cpu_model();
-    gather(daemons[i], info->host(), &hosts[i]);
+    gather(i, info->host(), &hosts[i]);
   });
   return hosts;
 }
@@ -229,8 +229,8 @@ int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
   std::vector<std::string> logs(daemons->size());
   std::mutex err_mu;
   const std::vector<HostRuns> hosts =
-      EachHost(*daemons, [&](const Daemon& d, const v1::HostInfo& info, HostRuns* host) {
-        const size_t i = &d - daemons->data();
+      EachHost(*daemons, [&](size_t i, const v1::HostInfo& info, HostRuns* host) {
+        const Daemon& d = (*daemons)[i];
         std::ostringstream log;
         const std::vector<v1::JobSpec> jobs = report::ProbeJobs(info, small);
         for (size_t j = 0; j < jobs.size(); ++j) {
@@ -269,8 +269,8 @@ int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
   google::protobuf::Timestamp after;
   after.set_seconds(absl::ToUnixSeconds(*since));
   const std::vector<HostRuns> hosts =
-      EachHost(*daemons, [&](const Daemon& d, const v1::HostInfo&, HostRuns* host) {
-        host->status = ProbeRuns(d, after, &host->runs);
+      EachHost(*daemons, [&](size_t i, const v1::HostInfo&, HostRuns* host) {
+        host->status = ProbeRuns((*daemons)[i], after, &host->runs);
       });
   std::vector<ProbeResult> results;
   std::vector<absl::Status> status;
