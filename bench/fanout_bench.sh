@@ -4,8 +4,10 @@
 # takes the connection and never answers, a daemon that refuses the
 # caller's missing token), in one fleet file; then the fleet-wide commands
 # against all of them with --host-timeout T (default 5): wall time, the
-# CLI's peak RSS, and what each says of the hosts.
-# Usage: BUILD=build OUT=/tmp/fanout [HOSTS=100] [TIMEOUT=5] bash bench/fanout_bench.sh
+# CLI's peak RSS, and what each says of the hosts. With JOBS=1 also the two
+# that run a job on every host: `probe --small` (the suite at CPU sizes)
+# and `compare --hosts` of a tiny spec over all of them.
+# Usage: BUILD=build OUT=/tmp/fanout [HOSTS=100] [TIMEOUT=5] [JOBS=1] bash bench/fanout_bench.sh
 set -uo pipefail
 B=${BUILD:-build}/bin
 OUT=${OUT:-/tmp/gpubench-fanout}
@@ -54,11 +56,18 @@ echo "$live daemons up after $(python3 -c "print(round($(date +%s.%N) - $start))
      "their RSS: $(ps -o rss= -p "$(pgrep -d, gpubenchd)" |
        awk '{s+=$1; n++} END {printf "%.0f MiB in all, %.1f MiB each", s/1024, s/1024/n}')"
 printf "%-12s %8s %10s %5s  %s\n" command wall_s cli_rss_mb exit hosts
-for cmd in "hosts" "regressions" "fleet"; do
-  /usr/bin/time -f "%e %M" -o "$OUT/$cmd.time" "$B/gpubench" $cmd --host-timeout "$T" \
-    > "$OUT/$cmd.out" 2> "$OUT/$cmd.err"
+cmds=("hosts" "regressions" "fleet")
+if [ "${JOBS:-0}" = 1 ]; then
+  every=$(python3 -c "import json; print(','.join(h['address'] for h in json.load(open('$OUT/fleet.json'))['hosts']))")
+  cmds+=("probe --small"
+         "compare --hosts $every --workload empty --device cpu --warmup 1 --min-iterations 5 --min-time-ms 10")
+fi
+for cmd in "${cmds[@]}"; do
+  name=${cmd%% *}
+  /usr/bin/time -f "%e %M" -o "$OUT/$name.time" "$B/gpubench" $cmd --host-timeout "$T" \
+    > "$OUT/$name.out" 2> "$OUT/$name.err"
   code=$?
-  read -r wall rss < <(tail -1 "$OUT/$cmd.time")
-  printf "%-12s %8s %10.1f %5s  %s\n" "$cmd" "$wall" "$(echo "$rss / 1024" | bc -l)" "$code" \
-    "$(grep -E '^[0-9]+ of [0-9]+ hosts? answered' "$OUT/$cmd.err" | head -1)"
+  read -r wall rss < <(tail -1 "$OUT/$name.time")
+  printf "%-12s %8s %10.1f %5s  %s\n" "$name" "$wall" "$(echo "$rss / 1024" | bc -l)" "$code" \
+    "$(grep -E '[0-9]+ of [0-9]+ hosts? answered|unreachable|refused' "$OUT/$name.err" | head -1)"
 done

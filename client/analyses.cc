@@ -17,6 +17,11 @@
 namespace gpubench::client {
 namespace {
 
+// A row's run, as every analysis's JSON names it.
+JsonWriter& RunKeys(const v1::Run& r, JsonWriter& json) {
+  return json.Key("run_id").String(r.run_id()).Key("run_index").Int(r.index());
+}
+
 std::string Times(double x) { return absl::StrFormat("%.2f\u00d7", x); }
 
 // A succeeded distributed run with its scaling efficiency (ddp; -1 without
@@ -119,8 +124,7 @@ void WriteDistributed(const std::vector<v1::Run>& runs, JsonWriter& json) {
     const v1::Run& r = *row.run;
     const v1::RunResult& res = r.result();
     json.Object();
-    json.Key("run_id").String(r.run_id());
-    json.Key("run_index").Int(r.index());
+    RunKeys(r, json);
     json.Key("config").String(report::DescribeConfig(r.config()));
     json.Key("workload").String(r.config().workload());
     json.Key("world_size").Int(std::max(1, r.config().world_size()));
@@ -198,8 +202,7 @@ void WriteDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, JsonWr
       const v1::RunResult& r = side.run->result();
       json.Object();
       json.Key("device").String(side.device);
-      json.Key("run_id").String(side.run->run_id());
-      json.Key("run_index").Int(side.run->index());
+      RunKeys(*side.run, json);
       json.Key("throughput_samples_per_s").Number(r.throughput_samples_per_s());
       json.Key("throughput_ci_low").Number(r.throughput_ci_low());
       json.Key("throughput_ci_high").Number(r.throughput_ci_high());
@@ -255,8 +258,7 @@ void WriteRoofline(const std::vector<report::RooflinePoint>& points, JsonWriter&
   json.Array();
   for (const report::RooflinePoint& p : points) {
     json.Object();
-    json.Key("run_id").String(p.run->run_id());
-    json.Key("run_index").Int(p.run->index());
+    RunKeys(*p.run, json);
     json.Key("config").String(report::DescribeConfig(p.run->config()));
     json.Key("device").String(p.device);
     json.Key("flops_per_s").Number(p.flops_per_s);
@@ -268,6 +270,50 @@ void WriteRoofline(const std::vector<report::RooflinePoint>& points, JsonWriter&
     json.Key("verdict").String(p.verdict);
     json.Key("why").String(p.why);
     json.End();
+  }
+  json.End();
+}
+
+void PrintEnergy(const std::vector<report::EnergyCurve>& curves, Format format,
+                 std::ostream& out) {
+  for (const report::EnergyCurve& c : curves) {
+    Table t;
+    t.header = {"#", "power limit", "clocks", "samples/s", "95% CI", "samples/J", "power W",
+                "on the curve"};
+    for (const report::EnergyPoint& p : c.points) {
+      const v1::RunResult& res = p.run->result();
+      t.rows.push_back({absl::StrCat(p.run->index()),
+                        p.power_limit_w > 0 ? absl::StrFormat("%g W", p.power_limit_w) : "-",
+                        p.gpu_clocks.empty() ? "free" : p.gpu_clocks,
+                        absl::StrFormat("%.1f", p.samples_per_s),
+                        Interval(res.throughput_ci_low(), res.throughput_ci_high(), 1),
+                        absl::StrFormat("%.3f", p.samples_per_joule),
+                        absl::StrFormat("%.0f", p.power_w), p.on_curve ? "yes" : "no"});
+    }
+    out << "\nenergy: " << Printable(c.config)
+        << " (on the curve: no other setting gives as many samples/s and samples/J and more "
+           "of one; one run a setting, so points closer than their intervals are not told "
+           "apart)\n";
+    PrintTable(t, format, out);
+  }
+}
+
+void WriteEnergy(const std::vector<report::EnergyCurve>& curves, JsonWriter& json) {
+  json.Array();
+  for (const report::EnergyCurve& c : curves) {
+    json.Object().Key("config").String(c.config).Key("points").Array();
+    for (const report::EnergyPoint& p : c.points) {
+      json.Object();
+      RunKeys(*p.run, json);
+      json.Key("power_limit_w").Number(p.power_limit_w);
+      json.Key("gpu_clocks").String(p.gpu_clocks);
+      json.Key("throughput_samples_per_s").Number(p.samples_per_s);
+      json.Key("samples_per_joule").Number(p.samples_per_joule);
+      json.Key("power_w").Number(p.power_w);
+      json.Key("on_curve").Bool(p.on_curve);
+      json.End();
+    }
+    json.End().End();
   }
   json.End();
 }

@@ -8,6 +8,7 @@
 
 #include "client/json_writer.h"
 #include "client/output.h"
+#include "report/energy.h"
 #include "report/roofline.h"
 #include "report/speedup.h"
 
@@ -49,6 +50,18 @@ void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostr
 // job has no one-rank run of the config; a one-rank collective has "note":
 // "one rank: nothing moved" instead of the two bandwidths).
 void WriteDistributed(const std::vector<v1::Run>& runs, JsonWriter& json);
+
+// The energy Pareto curve of each config run at several power limits or
+// clock locks: each setting's samples/s with its interval, samples per
+// joule, mean power, and whether it is on the curve (no other setting has
+// at least as much of both and more of one). Prints nothing without them.
+void PrintEnergy(const std::vector<report::EnergyCurve>& curves, Format format,
+                 std::ostream& out);
+
+// The same, written as a JSON array: [{"config", "points": [{"run_id",
+// "run_index", "power_limit_w", "gpu_clocks", "throughput_samples_per_s",
+// "samples_per_joule", "power_w", "on_curve"}]}].
+void WriteEnergy(const std::vector<report::EnergyCurve>& curves, JsonWriter& json);
 
 }  // namespace gpubench::client
 

@@ -64,6 +64,10 @@ ABSL_FLAG(bool, small, false, "probe: the suite at CPU sizes on the CPU (a check
 ABSL_FLAG(std::string, threshold, "",
           "fleet: distance from the median (or own history) that flags a GPU (default 0.05)");
 ABSL_FLAG(std::string, report, "", "fleet: also write the fleet page (HTML) to this file");
+ABSL_FLAG(std::string, to, "",
+          "export: load the runs into PostgreSQL (postgresql://USER@HOST:PORT/DB) instead of "
+          "writing JSON Lines");
+ABSL_FLAG(std::string, table, "", "export --to: the table (default gpubench_runs)");
 
 namespace gpubench::client {
 namespace {
@@ -286,6 +290,28 @@ Flagged GPUs name where their setup differs from most of their peers' (power lim
 clocks, PCIe width...). --report writes an HTML page. Says how many hosts answered; each
 is asked at most --host-timeout seconds (10), 32 at a time. Exit 4 when a GPU is flagged.
 example: gpubench fleet --since 7d --report fleet.html
+)"},
+      {"export", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, ExportCommand,
+       R"(  export                 every host's runs as JSON Lines, or into PostgreSQL
+                         [--to postgresql://...] [--table T] [runs' filters])",
+       R"(usage: gpubench export [--host H]... [--to postgresql://USER@HOST:PORT/DB [--table T]]
+                      [--workload W] [--config FIELD=VALUE]... [--state S]... [--since WHEN]
+                      [--until WHEN] [--job JOB] [--schedule ID] [--host-id ID]
+Streams the runs of every host (the fleet file, or --host) as flat rows: the CSV's columns
+(show --output csv), then host, host_id, job_id, workload, mode, precision, batch_size,
+start_time and end_time, then the run's environment fingerprint as fp_NAME columns
+(fp_driver_version, fp_power_limit_w, ...). Absent figures are null. Without --to, one JSON
+object a line on stdout, which DuckDB (read_json_auto), pandas (read_json(lines=True)) and
+ClickHouse (JSONEachRow) read as they are. With --to, the rows go into table T (default
+gpubench_runs; made, and given new columns, where missing) through libpq, keyed by
+(host_id, run_id): exporting again adds nothing, and a run that changed since (it ended)
+is updated. Each host is read a page (1000 runs) at a time, 32 hosts at once; each page is
+loaded in a transaction of its own. Says how many runs were new, updated and unchanged, and
+how many hosts answered.
+examples:
+  gpubench export --since 30d > runs.jsonl
+  duckdb -c "SELECT fp_gpu_name, median(throughput_samples_per_s) FROM 'runs.jsonl' GROUP BY 1"
+  gpubench export --to postgresql://bench@db.internal/perf --workload resnet50
 )"},
       {"trace", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, TraceCommand,
        R"(  trace RUN -o FILE      save a run's profiler trace (Chrome/Perfetto JSON))",

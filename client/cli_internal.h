@@ -136,6 +136,11 @@ int Usage(std::ostream& err, const std::string& message);
 absl::Status TimeRange(const Args& a, google::protobuf::Timestamp* after,
                        google::protobuf::Timestamp* before);
 
+// The filters of `runs` and `export` (--workload, --config, --job,
+// --schedule, --host-id, --state, --since, --until) into a request.
+// InvalidArgument naming the flag. (job_commands.cc)
+absl::Status RunsQuery(const Args& a, v1::QueryRunsRequest* req);
+
 // Calls call(i) for every daemon i at once, one thread each, and waits.
 // Submits spec to d, follows the job to its end and appends its runs to
 // runs. The exit code (kExitJobFailed where a run did not succeed); what
@@ -175,6 +180,7 @@ int CompareCommand(const Args& a, std::ostream& out, std::ostream& err);
 int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err);  // probe_commands.cc
 int FleetCommand(const Args& a, std::ostream& out, std::ostream& err);  // probe_commands.cc
+int ExportCommand(const Args& a, std::ostream& out, std::ostream& err);  // export_command.cc
 int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err);  // workloads_command.cc
 int ReportCommand(const Args& a, std::ostream& out, std::ostream& err);
 

@@ -206,6 +206,16 @@ int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
   return kExitOk;
 }
 
+// A host's exit code as the status HostsAnswered sorts hosts by.
+absl::Status StatusOfExit(int code) {
+  switch (code) {
+    case kExitOk: return absl::OkStatus();
+    case kExitUnreachable: return absl::UnavailableError("unreachable");
+    case kExitAuth: return absl::PermissionDeniedError("refused");
+    default: return absl::InternalError("failed");
+  }
+}
+
 // --repeat N (default 1): how many times each side is measured.
 absl::StatusOr<int> Repeat(const Args& a) {
   int n = 1;
@@ -244,10 +254,13 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
     messages[i] = log.str();
   });
   int worst = kExitOk;
+  std::vector<absl::Status> status(codes.size());
   for (size_t i = 0; i < codes.size(); ++i) {
     err << messages[i];
     worst = std::max(worst, codes[i]);
+    status[i] = StatusOfExit(codes[i]);
   }
+  err << HostsAnswered(*daemons, status) << "\n";
   if (codes[0] != kExitOk) {
     err << "gpubench: the baseline host " << sides[0].name << " gave no results\n";
     return codes[0];

@@ -318,25 +318,30 @@ int JobsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
-  v1::QueryRunsRequest req;
+absl::Status RunsQuery(const Args& a, v1::QueryRunsRequest* req) {
   for (const auto& [name, value] : a.spec_flags) {
-    if (name != "workload") return Usage(err, a.command + ": unknown option --" + name);
-    req.set_workload(value);
+    if (name != "workload") {
+      return absl::InvalidArgumentError(a.command + ": unknown option --" + name);
+    }
+    req->set_workload(value);
   }
-  for (const std::string& c : a.All("config")) req.add_config_equals(c);
-  req.set_job_id(a.Option("job"));
-  req.set_schedule_id(a.Option("schedule"));
-  req.set_host_id(a.Option("host-id"));
+  for (const std::string& c : a.All("config")) req->add_config_equals(c);
+  req->set_job_id(a.Option("job"));
+  req->set_schedule_id(a.Option("schedule"));
+  req->set_host_id(a.Option("host-id"));
   for (const std::string& s : a.All("state")) {
     auto state = ParseEnumShortName(v1::RunState_descriptor(), s);
-    if (!state.ok()) return Usage(err, absl::StrCat("--state: unknown run state \"", s, "\""));
-    req.add_states(static_cast<v1::RunState>(*state));
+    if (!state.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--state: unknown run state \"", s, "\""));
+    }
+    req->add_states(static_cast<v1::RunState>(*state));
   }
-  if (auto s = TimeRange(a, req.mutable_started_after(), req.mutable_started_before());
-      !s.ok()) {
-    return Usage(err, std::string(s.message()));
-  }
+  return TimeRange(a, req->mutable_started_after(), req->mutable_started_before());
+}
+
+int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  v1::QueryRunsRequest req;
+  if (auto s = RunsQuery(a, &req); !s.ok()) return Usage(err, std::string(s.message()));
   auto limit = Limit(a, 100);
   if (!limit.ok()) return Usage(err, std::string(limit.status().message()));
   auto d = ConnectOne(a);

@@ -6,36 +6,11 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "common/printable.h"
 #include "common/spec.h"
 
 namespace gpubench::client {
 namespace {
-
-// The length of the well-formed UTF-8 sequence at s[i], or 0.
-size_t Utf8Length(absl::string_view s, size_t i) {
-  const unsigned char c = s[i];
-  size_t n;
-  uint32_t code;
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2, code = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3, code = c & 0x0f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4, code = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const unsigned char d = s[i + k];
-    if ((d & 0xc0) != 0x80) return 0;
-    code = (code << 6) | (d & 0x3f);
-  }
-  // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
-  const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code < least[n] || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return 0;
-  return n;
-}
 
 // s as a JSON string: escaped, and each byte that is not UTF-8 (a model's
 // message may hold any) written as U+FFFD, so that strict parsers take it.
@@ -45,7 +20,7 @@ void Escaped(absl::string_view s, std::ostream& out) {
   for (size_t i = 0; i < s.size(); ++i) {
     const unsigned char c = s[i];
     if (c >= 0x80) {
-      const size_t n = Utf8Length(s, i);
+      const size_t n = Utf8Length(std::string_view(s.data(), s.size()), i);  // common/printable.h
       if (n == 0) {
         out << "\\ufffd";
       } else {
@@ -71,20 +46,20 @@ void Escaped(absl::string_view s, std::ostream& out) {
   out << '"';
 }
 
-// The shortest of %.15g and %.17g that reads back as v.
-std::string Shortest(double v) {
+}  // namespace
+
+std::string ShortestNumber(double v) {
   std::string s = absl::StrFormat("%.15g", v);
   if (std::strtod(s.c_str(), nullptr) != v) s = absl::StrFormat("%.17g", v);
   return s;
 }
-
-}  // namespace
 
 JsonWriter::~JsonWriter() {
   if (wrote_ && open_.empty()) out_ << "\n";
 }
 
 void JsonWriter::Indent() {
+  if (layout_ == Layout::kLine) return;
   out_ << "\n" << std::string(2 * open_.size(), ' ');
 }
 
@@ -143,9 +118,18 @@ JsonWriter& JsonWriter::String(absl::string_view value) {
 JsonWriter& JsonWriter::Number(double value) {
   Next();
   if (std::isfinite(value)) {
-    out_ << Shortest(value);
+    out_ << ShortestNumber(value);
   } else {
     out_ << "null";
+  }
+  return *this;
+}
+
+JsonWriter& JsonWriter::Real(double value) {
+  Number(value);
+  if (std::isfinite(value)) {
+    const std::string s = ShortestNumber(value);
+    if (s.find_first_of(".e") == std::string::npos) out_ << ".0";
   }
   return *this;
 }
@@ -159,6 +143,12 @@ JsonWriter& JsonWriter::Int(int64_t value) {
 JsonWriter& JsonWriter::Bool(bool value) {
   Next();
   out_ << (value ? "true" : "false");
+  return *this;
+}
+
+JsonWriter& JsonWriter::Null() {
+  Next();
+  out_ << "null";
   return *this;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -23,7 +24,10 @@ namespace gpubench::client {
 // Not thread-safe. The caller balances Object/Array with End.
 class JsonWriter {
  public:
-  explicit JsonWriter(std::ostream& out) : out_(out) {}
+  // kLine writes the document on one line (a JSON Lines record).
+  enum class Layout { kIndented, kLine };
+  explicit JsonWriter(std::ostream& out, Layout layout = Layout::kIndented)
+      : out_(out), layout_(layout) {}
   JsonWriter(const JsonWriter&) = delete;
   JsonWriter& operator=(const JsonWriter&) = delete;
   // Ends the document with a newline once every Object and Array is ended.
@@ -37,8 +41,12 @@ class JsonWriter {
 
   JsonWriter& String(absl::string_view value);
   JsonWriter& Number(double value);
+  // As Number, but a whole value keeps a fraction ("700.0"), so that readers
+  // that type a column by its values (DuckDB, pandas) make it a float column.
+  JsonWriter& Real(double value);
   JsonWriter& Int(int64_t value);
   JsonWriter& Bool(bool value);
+  JsonWriter& Null();
   JsonWriter& Message(const google::protobuf::Message& message);
 
  private:
@@ -47,11 +55,16 @@ class JsonWriter {
   void Indent();
 
   std::ostream& out_;
+  const Layout layout_;
   std::vector<int> open_;  // per open object or array: elements written so far
   std::vector<bool> is_object_;
   bool after_key_ = false;
   bool wrote_ = false;
 };
+
+// v in the fewest digits that read back as v (%.15g, else %.17g): 0.1 is
+// "0.1" and 66571993088 is "66571993088". For finite v.
+std::string ShortestNumber(double v);
 
 }  // namespace gpubench::client
 

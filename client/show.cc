@@ -11,6 +11,7 @@
 #include "client/cli.h"
 #include "client/cli_internal.h"
 #include "client/gbench.h"
+#include "client/run_columns.h"
 #include "common/fingerprint.h"
 #include "common/spec.h"
 
@@ -33,99 +34,16 @@ std::string ShortOperatorName(std::string name) {
 
 namespace {
 
-bool Measured(const v1::Run& r) {
-  return r.state() == v1::RUN_STATE_SUCCEEDED || r.state() == v1::RUN_STATE_CANCELLED;
-}
-
-// What else a reader of the run should know, in words.
-std::string RunNotes(const v1::Run& r) {
-  const v1::RunResult& res = r.result();
-  std::vector<std::string> notes;
-  if (Measured(r)) {
-    if (res.bandwidth_gb_per_s() > 0) {
-      notes.push_back(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()));
-    }
-    if (std::string rate = FlopRate(res.achieved_tflops() * 1e12); !rate.empty()) {
-      // On a GPU in the datasheet table, the share of its dense peak.
-      if (res.datasheet_peak_tflops() > 0) {
-        absl::StrAppend(&rate, absl::StrFormat(" (%.1f%% of the datasheet's %s)",
-                                               100 * res.achieved_tflops() /
-                                                   res.datasheet_peak_tflops(),
-                                               FlopRate(res.datasheet_peak_tflops() * 1e12)));
-      }
-      notes.push_back(rate);
-    }
-    if (res.compile_cached()) {
-      notes.push_back("compiled package cached");
-    } else if (res.compile_ms() > 0) {
-      notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
-    }
-    if (std::string n = NumericsNote(res.numerics()); !n.empty()) notes.push_back(n);
-  }
-  for (std::string& w : RunWarnings(r)) notes.push_back(std::move(w));
-  if (r.history().verdict() == v1::VERDICT_REGRESSED ||
-      r.history().verdict() == v1::VERDICT_IMPROVED) {
-    notes.push_back(absl::StrFormat("%s x%.3f vs history",
-                                    Short(v1::Verdict_descriptor(), r.history().verdict()),
-                                    r.history().ratio()));
-  }
-  if (!r.history().environment_changes().empty()) {
-    notes.push_back(absl::StrCat("environment differs from the history: ",
-                                 absl::StrJoin(r.history().environment_changes(), ", ")));
-  }
-  if (!r.error().empty()) notes.push_back(r.error().substr(0, 100));
-  return absl::StrJoin(notes, "; ");
-}
-
 // CSV is data: numbers alone, units in the column names, empty where there
 // is no figure; pandas.read_csv takes it as it is.
 Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
   Table t;
   if (with_job_column) t.header.push_back("job_id");
-  for (const char* h :
-       {"index", "run_id", "config", "device", "state", "throughput_samples_per_s",
-        "throughput_ci_low", "throughput_ci_high", "p50_ms", "p95_ms", "p99_ms",
-        "data_wait_share", "peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes",
-        "loss_first", "loss_last", "gpu_utilization_pct", "power_w", "samples_per_joule",
-        "math_mode", "tokens_per_s", "mfu", "ttft_p50_ms", "itl_p50_ms", "itl_p99_ms",
-        "decode_gb_per_s", "attention", "notes"}) {
-    t.header.push_back(h);
-  }
-  auto number = [](double v, bool present) {
-    return present ? absl::StrFormat("%.10g", v) : std::string();
-  };
+  for (const Cell& c : RunColumns(v1::Run())) t.header.push_back(c.name);
   for (const v1::Run& r : runs) {
-    const v1::RunResult& res = r.result();
-    const bool measured = Measured(r);
-    const bool interval = measured && res.throughput_ci_high() > 0;
-    const bool loss = measured && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0;
-    const v1::TelemetrySummary& tel = res.telemetry();
-    const bool gpu = GpuTelemetry(res);
     std::vector<std::string> row;
     if (with_job_column) row.push_back(r.job_id());
-    row.insert(row.end(),
-               {absl::StrCat(r.index()), r.run_id(), DescribeConfig(r.config()),
-                res.resolved_device(), Short(v1::RunState_descriptor(), r.state()),
-                number(res.throughput_samples_per_s(), measured),
-                number(res.throughput_ci_low(), interval),
-                number(res.throughput_ci_high(), interval),
-                number(res.latency().p50_ms(), measured), number(res.latency().p95_ms(), measured),
-                number(res.latency().p99_ms(), measured), number(res.data_wait_share(), measured),
-                number(res.memory().peak_device_allocated_bytes(),
-                       res.memory().peak_device_allocated_bytes() > 0),
-                number(res.memory().peak_device_reserved_bytes(),
-                       res.memory().peak_device_reserved_bytes() > 0),
-                number(res.memory().peak_host_rss_bytes(), res.memory().peak_host_rss_bytes() > 0),
-                number(res.first_loss(), loss), number(res.last_loss(), loss),
-                number(tel.gpu_utilization_pct().mean(), gpu), number(tel.power_w().mean(), gpu),
-                number(tel.samples_per_joule(), gpu && tel.samples_per_joule() > 0),
-                res.math_mode(), number(res.tokens_per_s(), measured && res.tokens_per_s() > 0),
-                number(res.mfu(), measured && res.mfu() > 0),
-                number(res.time_to_first_token().p50_ms(), res.has_time_to_first_token()),
-                number(res.inter_token_latency().p50_ms(), res.has_inter_token_latency()),
-                number(res.inter_token_latency().p99_ms(), res.has_inter_token_latency()),
-                number(res.decode_bandwidth_gb_per_s(), res.decode_bandwidth_gb_per_s() > 0),
-                res.attention_backend(), RunNotes(r)});
+    for (const Cell& c : RunColumns(r)) row.push_back(CsvText(c));
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -297,6 +215,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   const auto speedups = report::DeviceSpeedups(pointers, job.spec().profiling().iterations());
   const auto peaks = report::PeaksOf(pointers, peak_runs);
   const auto roofline = report::Roofline(pointers, peaks);
+  const auto energy = report::EnergyCurves(pointers);
   if (format == Format::kJson) {
     JsonWriter json(out);
     json.Object().Key("job").Message(job).Key("runs").Array();
@@ -309,6 +228,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     WriteDeviceSpeedups(speedups, json.Key("device_speedups"));
     WriteRoofline(roofline, json.Key("roofline"));
     WriteDistributed(runs, json.Key("distributed"));
+    WriteEnergy(energy, json.Key("energy"));
     json.End();
     return;
   }
@@ -330,6 +250,7 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
     PrintDistributed(runs, format, out);
+    PrintEnergy(energy, format, out);
     PrintEnvironment(runs, out);
   }
   if (format == Format::kTable) {

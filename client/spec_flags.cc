@@ -227,6 +227,16 @@ const std::map<std::string, Flag>& Flags() {
             EnumParser(v1::Attention_descriptor()),
             [](int v, C* c) { c->set_attention(static_cast<v1::Attention>(v)); },
             [](int v, S* s) { s->add_attention(static_cast<v1::Attention>(v)); })},
+      {"power-limit",
+       Axis("GPU power limit in watts for the run, e.g. 700,500,350 (a daemon started with "
+            "--allow-clock-control sets it and restores it after)",
+            ToDouble, [](double v, C* c) { c->set_power_limit_w(v); },
+            [](double v, S* s) { s->add_power_limit_w(v); })},
+      {"gpu-clocks",
+       Axis("lock the GPU's graphics clock for the run: base, max or MHz (with "
+            "--allow-clock-control on the daemon)",
+            AsString, [](const std::string& v, C* c) { c->set_gpu_clocks(v); },
+            [](const std::string& v, S* s) { s->add_gpu_clocks(v); })},
       {"num-layers", Single("transformer, gpt, llama: layers (gpt, llama: model-size custom)",
                             IntIn(1, 256), [](int64_t v, J* j) {
                               j->mutable_base()->mutable_params()->set_num_layers(v);

@@ -1,5 +1,7 @@
 #include "common/printable.h"
 
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -29,6 +31,48 @@ unsigned CodePoint(std::string_view s, size_t i, size_t n) {
 }
 
 }  // namespace
+
+size_t Utf8Length(std::string_view s, size_t i) {
+  const unsigned char c = s[i];
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t code;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2, code = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3, code = c & 0x0f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4, code = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const unsigned char d = s[i + k];
+    if ((d & 0xc0) != 0x80) return 0;
+    code = (code << 6) | (d & 0x3f);
+  }
+  // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+  const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < least[n] || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return 0;
+  return n;
+}
+
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8Length(s, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
 
 std::string Printable(std::string_view s, bool keep_newlines) {
   std::string out;

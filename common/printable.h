@@ -24,6 +24,15 @@ std::string Printable(std::string_view s, bool keep_newlines = false);
 // line is the model's to choose, and must not fill the store or a reply.
 std::string Bounded(std::string_view s, size_t max_bytes);
 
+// The length of the well-formed UTF-8 sequence at s[i] (1 for ASCII), or 0
+// where none starts there (a stray or overlong byte, a surrogate).
+size_t Utf8Length(std::string_view s, size_t i);
+
+// s with each byte that does not start a well-formed UTF-8 sequence written
+// as U+FFFD: text from a model or a worker may hold any bytes, and a
+// database's text column or a strict JSON reader takes only UTF-8.
+std::string ValidUtf8(std::string_view s);
+
 // The bound on a run's error and a worker's log line, as the daemon keeps
 // them: a TorchScript traceback fits many times over.
 inline constexpr size_t kMaxMessageBytes = 16 * 1024;

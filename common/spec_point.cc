@@ -140,6 +140,18 @@ absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c) {
                    absl::StrCat(w.name, " has no attention; the models with attention: ",
                                 WorkloadNames([](const WorkloadInfo& i) { return i.attends; })));
   }
+  if (c.power_limit_w() != 0 || !c.gpu_clocks().empty()) {
+    const char* field = c.power_limit_w() != 0 ? ".power_limit_w" : ".gpu_clocks";
+    if (c.device() != "cuda" && !absl::StartsWith(c.device(), "cuda:")) {
+      return Invalid(path + field,
+                     absl::StrCat("sets a GPU's clocks or power: it needs device cuda, cuda:N or "
+                                  "cuda:all, not \"", c.device().empty() ? "auto" : c.device(),
+                                  "\""));
+    }
+    if (c.world_size() > 1) {
+      return Invalid(path + field, "is set for one GPU; not with world_size above 1");
+    }
+  }
   if (c.precision() == v1::PRECISION_FP8 && w.name != "matmul") {
     return Invalid(path + ".precision",
                    "fp8 is for the matmul workload (torch._scaled_mm, e4m3 operands)");

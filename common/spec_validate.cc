@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/printable.h"
 #include "common/spec_checks.h"
 #include "common/workload_registry.h"
 
@@ -30,6 +31,23 @@ absl::Status CheckRange(const std::string& path, T value, T lo, T hi) {
                                       value));
   }
   return absl::OkStatus();
+}
+
+// A GPU power limit in watts: above 0 and at most what any board takes.
+absl::Status CheckPowerLimit(const std::string& path, double watts) {
+  return CheckRange(path, watts, 1.0, 2000.0);
+}
+
+// A clock lock: "base", "max" or a frequency in MHz (1 to 10000).
+absl::Status CheckGpuClocks(const std::string& path, const std::string& clocks) {
+  int mhz = 0;
+  if (clocks == "base" || clocks == "max" ||
+      (clocks.size() <= 5 && absl::SimpleAtoi(clocks, &mhz) && mhz >= 1 && mhz <= 10000 &&
+       clocks.find_first_not_of("0123456789") == std::string::npos)) {
+    return absl::OkStatus();
+  }
+  return Invalid(path, absl::StrCat("\"", Printable(clocks.substr(0, 32)),
+                                    "\" is not base, max or a clock in MHz"));
 }
 
 // Zero means "default" for most numeric knobs, so the range admits it.
@@ -350,6 +368,10 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/.") != std::string::npos) {
     return Invalid(path + ".probe", "at most 64 letters, digits, '_', '/' and '.'");
   }
+  if (c.power_limit_w() != 0 && !(s = CheckPowerLimit(path + ".power_limit_w", c.power_limit_w())).ok())
+    return s;
+  if (!c.gpu_clocks().empty() && !(s = CheckGpuClocks(path + ".gpu_clocks", c.gpu_clocks())).ok())
+    return s;
   return CheckRange(path + ".learning_rate", c.learning_rate(), 0.0, 100.0);
 }
 
@@ -443,6 +465,9 @@ absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
   }
   if (!(s = ForEachEnum(path + ".attention", w.attention(), v1::Attention_descriptor())).ok())
     return s;
+  if (!(s = ForEachValue(path + ".power_limit_w", w.power_limit_w(), CheckPowerLimit)).ok())
+    return s;
+  if (!(s = ForEachValue(path + ".gpu_clocks", w.gpu_clocks(), CheckGpuClocks)).ok()) return s;
   return ForEachValue(path + ".batch_size", w.batch_size(), CheckBatch);
 }
 

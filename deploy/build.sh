@@ -42,6 +42,9 @@ if [ -n "$bundle" ]; then
   # The packages' .pc files say prefix=/usr: the sysroot puts them under root.
   export PKG_CONFIG_PATH=$lib/pkgconfig:$root/usr/share/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
   link="-L$lib -Wl,--disable-new-dtags,-rpath,$lib"
+  # No libpq in the bundle: the GPU host's CLI exports JSON Lines only (the
+  # system's libpq.pc would point pkg-config into the sysroot).
+  args+=(-DGPUBENCH_POSTGRES=OFF)
   args+=("-DCMAKE_PREFIX_PATH=$root/usr;$tp" "-DCMAKE_EXE_LINKER_FLAGS=$link"
          "-DCMAKE_SHARED_LINKER_FLAGS=$link" "-DGPUBENCH_BUILD_TESTS=${TESTS:-0}")
   build=build-bundle
@@ -49,7 +52,7 @@ else
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
   pkgs="cmake ninja-build g++ ccache pkg-config libgrpc++-dev protobuf-compiler-grpc
     libprotobuf-dev protobuf-compiler libabsl-dev libsqlite3-dev libcpp-httplib-dev zlib1g-dev
-    libgtest-dev libgmock-dev libjpeg62-turbo-dev"
+    libgtest-dev libgmock-dev libjpeg62-turbo-dev libpq-dev"
   # libgloo-dev: the headers of the Gloo Debian's LibTorch links (ddp, collective on the CPU).
   # libopenblas0-openmp: Debian's LibTorch multiplies through libblas.so.3, which is Netlib's
   # reference BLAS (about 4 GFLOP/s) unless an optimised one is installed; the OpenMP

@@ -11,9 +11,11 @@ build=$(./deploy/build.sh)
 # (with promtool) scrapes the daemon and lints its metrics (http_front_test,
 # metrics_test); Google Benchmark's compare.py (libbenchmark-tools, run by
 # Debian's python3 with python3-scipy) reads the gbench export (cli_test);
-# kubernetes-validate checks deploy/k8s against Kubernetes' schemas.
+# kubernetes-validate checks deploy/k8s against Kubernetes' schemas;
+# postgresql is the server `export --to` loads and DuckDB (duckdb) reads
+# the JSON Lines export (cli_export_test).
 SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
-missing=$(for p in chromium zsh prometheus libbenchmark-tools python3-scipy; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+missing=$(for p in chromium zsh prometheus libbenchmark-tools python3-scipy postgresql; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing >&2
@@ -21,6 +23,7 @@ fi
 python3 -c 'import grpc, grpc_health.v1, grpc_reflection.v1alpha' 2>/dev/null ||
   python3 -m pip install -q grpcio==1.85.1 grpcio-health-checking==1.85.1 \
     grpcio-reflection==1.85.1 >&2
+python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install -q duckdb==2.0.1 >&2
 # Kubernetes' schemas for the DaemonSet (k8s_test.py).
 command -v kubernetes-validate >/dev/null ||
   python3 -m pip install -q kubernetes-validate==1.37.0 >&2

@@ -93,6 +93,10 @@ void Library::Bind() {
   Symbol(h, "nvmlDeviceGetMaxPcieLinkGeneration", &api_.pcie_max_generation);
   Symbol(h, "nvmlDeviceGetMaxPcieLinkWidth", &api_.pcie_max_width);
   Symbol(h, "nvmlDeviceGetNvLinkState", &api_.nvlink_state);
+  Symbol(h, "nvmlDeviceGetDefaultApplicationsClock", &api_.default_applications_clock);
+  Symbol(h, "nvmlDeviceSetPowerManagementLimit", &api_.set_power_limit);
+  Symbol(h, "nvmlDeviceSetGpuLockedClocks", &api_.set_locked_clocks);
+  Symbol(h, "nvmlDeviceResetGpuLockedClocks", &api_.reset_locked_clocks);
 }
 
 bool Library::Find(const std::string& device_id, int index, Device* out,

@@ -13,6 +13,8 @@ namespace gpubench::nvml {
 
 using Return = int;
 inline constexpr Return kSuccess = 0;
+inline constexpr Return kNotSupported = 3;
+inline constexpr Return kNoPermission = 4;
 inline constexpr Return kInsufficientSize = 7;
 
 struct DeviceStruct;
@@ -77,6 +79,12 @@ struct Api {
   Return (*pcie_max_generation)(Device, unsigned int*) = nullptr;
   Return (*pcie_max_width)(Device, unsigned int*) = nullptr;
   Return (*nvlink_state)(Device, unsigned int, int*) = nullptr;  // link, active
+  Return (*default_applications_clock)(Device, int, unsigned int*) = nullptr;  // MHz
+  // Control (root, or the driver's permission), used only where the
+  // operator allowed clock control.
+  Return (*set_power_limit)(Device, unsigned int) = nullptr;  // mW
+  Return (*set_locked_clocks)(Device, unsigned int, unsigned int) = nullptr;  // min, max MHz
+  Return (*reset_locked_clocks)(Device) = nullptr;
 };
 
 // The library, loaded and initialised: shut down and unloaded when the last

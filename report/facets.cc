@@ -28,7 +28,16 @@ bool RunsModel(const v1::RunConfig& c) {
 // a copy's memory kind follows its size. Each has a word.
 constexpr FacetId kLabelOrder[] = {
     kWorkload,  kModelSize,    kParams,         kPinned,    kMode,  kBatch,
-    kPrecision, kChannelsLast, kCudnnBenchmark, kExecution, kInput, kDevice};
+    kPrecision, kChannelsLast, kCudnnBenchmark, kExecution, kInput, kGpuSetup, kDevice};
+
+// The power limit and clock lock a run asked for: "500 W, clocks max";
+// empty where it asked for neither.
+std::string GpuSetupWords(const v1::RunConfig& c, const char* separator) {
+  std::vector<std::string> words;
+  if (c.power_limit_w() > 0) words.push_back(absl::StrFormat("%gW", c.power_limit_w()));
+  if (!c.gpu_clocks().empty()) words.push_back("clocks=" + c.gpu_clocks());
+  return absl::StrJoin(words, separator);
+}
 
 }  // namespace
 
@@ -199,6 +208,12 @@ const std::array<Facet, kFacetCount>& Facets() {
                                       : std::string("default");
        },
        nullptr},
+      {"gpu setup", "", "",
+       [](const C& c, const R&) {
+         const std::string words = GpuSetupWords(c, ", ");
+         return words.empty() ? std::string("-") : words;
+       },
+       [](const C& c) { return GpuSetupWords(c, " "); }},
   }};
   return facets;
 }

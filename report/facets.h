@@ -45,6 +45,7 @@ enum FacetId {
   kPipeline,
   kOptimizer,
   kLearningRate,
+  kGpuSetup,  // the power limit and clock lock a run asked for
   kFacetCount
 };
 

@@ -227,12 +227,38 @@ absl::Status Daemon::Open() {
               "(--allow-unconfined-user-models)"
             : "; user models need the admin role");
   }
+  RecoverClocks();
   if (auto s = store_->hosts().Put(host_); !s.ok()) return Refused(s.message());
   if (auto pruned = store_->runs().Prune(config_.jobs.retention);
       !pruned.ok()) {
     Log(LogLevel::kError, "retention: ", pruned.status().message());
   }
   return absl::OkStatus();
+}
+
+// What a daemon that died mid-run left set on its GPUs (power limits,
+// clock locks) is undone before anything runs, whether or not this one
+// allows clock control; with --allow-clock-control the runs may set them.
+void Daemon::RecoverClocks() {
+  const std::string state = config_.data_dir + "/clock_state";
+  if (!config_.allow_clock_control && access(state.c_str(), F_OK) != 0) return;
+  std::string why;
+  std::shared_ptr<nvml::Library> nvml = nvml::Library::Open(&why);
+  if (nvml == nullptr && config_.allow_clock_control) {
+    Log(LogLevel::kWarning, "--allow-clock-control: no NVML (", why,
+        "): runs that set clocks or power limits fail");
+  }
+  clock_control_ = std::make_unique<ClockControl>(nvml, state);
+  auto undone = clock_control_->RecoverAtStart();
+  if (!undone.ok()) {
+    Log(LogLevel::kError, "clock control: could not undo what the last daemon left set (",
+        undone.status().message(), "); ", state, " keeps it for the next start");
+  } else {
+    for (const std::string& line : *undone) {
+      Log(LogLevel::kWarning, "clock control: the last daemon stopped mid-run; undone: ", line);
+    }
+  }
+  if (config_.allow_clock_control) config_.jobs.clock_control = clock_control_.get();
 }
 
 // The queue, the scheduler and the servers, then ready.

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/paths.h"
+#include "launcher/clock_control.h"
 #include "server/auth.h"
 #include "server/http_front.h"
 #include "server/job_manager.h"
@@ -35,6 +36,7 @@ struct DaemonConfig {
   bool insecure = false;
   bool metrics_without_token = false;
   bool allow_unconfined_user_models = false;
+  bool allow_clock_control = false;  // runs may set GPU power limits and clock locks
   int64_t max_db_bytes = int64_t{16} << 30;  // no client fills the disk
   DaemonOptions jobs;                        // the queue and its workers
   ServiceOptions service;                    // the front end's limits
@@ -62,6 +64,7 @@ class Daemon {
  private:
   explicit Daemon(DaemonConfig config) : config_(std::move(config)) {}
   absl::Status Open();
+  void RecoverClocks();
   absl::Status Serve();
   // What the servers listen on, once they do.
   struct Listening {
@@ -78,6 +81,7 @@ class Daemon {
   v1::HostInfo host_;
   std::unique_ptr<DataDirLock> lock_;
   std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<ClockControl> clock_control_;  // also undoes a crashed daemon's
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Scheduler> scheduler_;
   std::shared_ptr<Authorizer> auth_;

@@ -29,6 +29,10 @@
 #include "storage/store.h"
 #include "launcher/process.h"
 
+namespace gpubench {
+class ClockControl;  // launcher/clock_control.h
+}
+
 namespace gpubench::server {
 
 struct DaemonOptions {
@@ -47,6 +51,9 @@ struct DaemonOptions {
   int64_t stop_grace_ms = 10000;      // SIGTERM, then SIGKILL after this
   int max_requeues = 1;               // times an interrupted job is requeued
   storage::RetentionLimits retention;  // applied after every job ends
+  // Sets and undoes the GPU power limits and clock locks runs ask for; null
+  // where the operator did not allow it (such specs are refused at submit).
+  ClockControl* clock_control = nullptr;
 };
 
 // Thread-safe. Start() once, then any thread may call the rest; Shutdown()
@@ -150,6 +157,8 @@ class JobManager {
   // naming the field. Fills request's model formats when given.
   absl::Status CheckModels(const std::vector<v1::RunConfig>& configs,
                            v1::WorkerRequest* request) const;
+  // A run's device on this host: auto and cuda resolved ("cuda:0", "cpu").
+  std::string DeviceOf(const v1::RunConfig& c) const;
   // The devices (leases) a job's runs use: "cpu", "cuda:N", "mps", plus
   // JobQueue::kWholeHost for a job with a CPU run or an exclusive one
   // (spec.exclusive, by default a schedule's job).
@@ -187,6 +196,7 @@ class JobManager {
     bool done = false;                 // a worker reported the sweep done
     bool cancelled_by_worker = false;  // ... after a stop
     absl::Status stream;               // a broken stream, or no worker started
+    absl::Status gpu_setup;            // a GPU setting that could not be set or undone
     absl::Status store_error;          // a run that could not be stored
     worker::ExitInfo exit, crash;      // the last worker's exit, the last crash's
     int crashes = 0;

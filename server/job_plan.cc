@@ -240,6 +240,8 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
   return absl::OkStatus();
 }
 
+std::string JobManager::DeviceOf(const v1::RunConfig& c) const { return DeviceLease(c, host_); }
+
 absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& submitted) const {
   Plan plan;
   plan.spec = submitted;
@@ -251,6 +253,15 @@ absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& submitte
   if (auto s = CheckModels(plan.runs, nullptr); !s.ok()) return s;
   for (const v1::RunConfig& c : plan.runs) {
     if (auto s = CheckOnHost(spec, c, host_); !s.ok()) return s;
+    if (options_.clock_control == nullptr && (c.power_limit_w() != 0 || !c.gpu_clocks().empty())) {
+      const bool power = c.power_limit_w() != 0;
+      const bool swept = power ? spec.sweep().power_limit_w_size() > 0
+                               : spec.sweep().gpu_clocks_size() > 0;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.", swept ? "sweep." : "base.", power ? "power_limit_w" : "gpu_clocks",
+          ": this daemon does not allow clock control; its operator starts gpubenchd with "
+          "--allow-clock-control"));
+    }
   }
   plan.notes = NotesOn(plan.runs, host_);
   if (spec.timeout_s() < 0) {

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -20,6 +22,7 @@
 #include "common/sha256.h"
 #include "server/rank_group.h"
 #include "server/job_manager_internal.h"
+#include "launcher/clock_control.h"
 #include "launcher/process.h"
 
 namespace gpubench::server {
@@ -137,6 +140,7 @@ JobManager::Passes JobManager::RunLanes(const std::shared_ptr<Running>& running,
     r.done = r.done && p.done;
     r.cancelled_by_worker = r.cancelled_by_worker || p.cancelled_by_worker;
     if (r.stream.ok()) r.stream = p.stream;
+    if (r.gpu_setup.ok()) r.gpu_setup = p.gpu_setup;
     if (r.store_error.ok()) r.store_error = p.store_error;
     if (!p.exit.ok() || r.exit.exit_code < 0) r.exit = p.exit;
     if (p.crashes > 0) r.crash = p.crash;
@@ -165,7 +169,7 @@ JobManager::Passes JobManager::RunLanes(const std::shared_ptr<Running>& running,
       absl::MutexLock lock(&running->mu);
       stopped = running->cancel || running->shutdown || running->timed_out;
     }
-    if (stopped || !r.store_error.ok() || !r.stream.ok()) {
+    if (stopped || !r.store_error.ok() || !r.stream.ok() || !r.gpu_setup.ok()) {
       r.done = false;
       break;
     }
@@ -213,15 +217,30 @@ class LanePasses {
         r_.exit = worker::ExitInfo{0, 0, ""};
         break;
       }
-      auto process = Start(pass);
+      // Runs that set their GPU's clocks or power go in passes of one
+      // device and setting each, set before the worker starts and undone
+      // after it ends, however it ends.
+      const std::string key = PassKeyOf(configs_[FirstUnstored()]);
+      if (!key.empty() && !SetGpu(configs_[FirstUnstored()])) break;
+      auto process = Start(pass, key);
       if (!process.ok()) {
         r_.stream = absl::UnavailableError(
             absl::StrCat("cannot start the worker: ", process.status().message()));
+        UnsetGpu();
         break;
       }
       Pass p;
       Read(process->get(), &p);
-      if (!AfterExit(process->get(), p)) break;
+      const bool go_on = AfterExit(process->get(), p);
+      if (!UnsetGpu()) break;
+      // A worker that ran every run of its setting ends done; the lane's
+      // runs of other settings go on in a fresh one.
+      if (r_.done && !key.empty() && p.stored_now > 0 && !AllStored() && !stopped_ &&
+          r_.stream.ok() && r_.store_error.ok() && r_.gpu_setup.ok()) {
+        r_.done = false;
+        continue;
+      }
+      if (!go_on) break;
     }
     return r_;
   }
@@ -238,10 +257,73 @@ class LanePasses {
                        [&](int i) { return stored_.count(i) > 0; });
   }
 
-  absl::StatusOr<std::unique_ptr<worker::Worker>> Start(int pass) {
+  int FirstUnstored() const {
+    for (int i : lane_.indices) {
+      if (!stored_.count(i)) return i;
+    }
+    return lane_.indices.front();
+  }
+
+  static GpuSetting SettingOf(const v1::RunConfig& c) {
+    return GpuSetting{c.power_limit_w(), c.gpu_clocks()};
+  }
+
+  // The pass a run goes in: "" for the runs that leave the GPU as it is,
+  // else its device and setting.
+  std::string PassKeyOf(const v1::RunConfig& c) const {
+    const GpuSetting s = SettingOf(c);
+    if (s.empty()) return "";
+    return absl::StrCat(jobs_->DeviceOf(c), " ", s.power_limit_w, " W ", s.clocks);
+  }
+
+  // Sets c's GPU as c asks; false (the lane ends with the reason) where
+  // the daemon does not allow it or NVML refuses.
+  bool SetGpu(const v1::RunConfig& c) {
+    ClockControl* clocks = jobs_->options_.clock_control;
+    const std::string device = jobs_->DeviceOf(c);
+    int index = 0;
+    if (!absl::SimpleAtoi(device.substr(device.find(':') + 1), &index)) index = 0;
+    if (clocks == nullptr) {
+      r_.gpu_setup = absl::FailedPreconditionError(
+          "this daemon does not allow clock control (gpubenchd --allow-clock-control)");
+      return false;
+    }
+    const std::string bus =
+        index < jobs_->host_.gpus_size() ? jobs_->host_.gpus(index).pci_bus_id() : std::string();
+    auto applied = clocks->Apply(bus, index, SettingOf(c));
+    if (!applied.ok()) {
+      r_.gpu_setup = applied.status();
+      return false;
+    }
+    gpu_ = GpuSet{bus, index, *applied};
+    std::vector<std::string> what;
+    if (applied->power_limit_mw > 0) {
+      what.push_back(absl::StrCat("power limit ", applied->power_limit_mw / 1000.0, " W"));
+    }
+    if (applied->locked_mhz > 0) {
+      what.push_back(absl::StrCat("graphics clock locked at ", applied->locked_mhz, " MHz"));
+    }
+    jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+      e->mutable_log()->set_text(absl::StrCat(device, ": ", absl::StrJoin(what, ", "),
+                                              " for the runs that ask for it; undone after"));
+    }, true, nullptr).IgnoreError();
+    return true;
+  }
+
+  // Undoes SetGpu; false (the lane ends with the reason) where it cannot.
+  bool UnsetGpu() {
+    if (!gpu_) return true;
+    const absl::Status s = jobs_->options_.clock_control->Restore(gpu_->bus, gpu_->index);
+    gpu_.reset();
+    if (s.ok()) return true;
+    if (r_.gpu_setup.ok()) r_.gpu_setup = s;
+    return false;
+  }
+
+  absl::StatusOr<std::unique_ptr<worker::Worker>> Start(int pass, const std::string& key) {
     request_.clear_runs();
     for (int i : lane_.indices) {
-      if (stored_.count(i)) continue;
+      if (stored_.count(i) || PassKeyOf(configs_[i]) != key) continue;
       v1::PlannedRun* run = request_.add_runs();
       run->set_index(i);
       *run->mutable_config() = configs_[i];
@@ -329,6 +411,10 @@ class LanePasses {
   bool Finished(const v1::RunFinished& finished, worker::Worker* process) {
     v1::Run run = finished.run();
     *run.mutable_config() = configs_[run.index()];  // the plan's, whatever it said
+    // NVML cannot read a clock lock back: the daemon's own is recorded.
+    if (gpu_ && gpu_->applied.locked_mhz > 0) {
+      run.mutable_fingerprint()->set_locked_gpu_clock_mhz(gpu_->applied.locked_mhz);
+    }
     // The error is the model's to choose (an assert's message): the store,
     // every reply and the HTML view keep a bounded one.
     run.set_error(Bounded(run.error(), kMaxMessageBytes));
@@ -451,6 +537,13 @@ class LanePasses {
   std::set<int> stored_;  // this lane's stored runs, and every other lane's
   JobManager::Passes r_;
   bool stopped_ = false;
+  // The GPU this pass set (SetGpu), until UnsetGpu.
+  struct GpuSet {
+    std::string bus;  // PCI bus id; empty: by index
+    int index = 0;
+    AppliedSetting applied;
+  };
+  std::optional<GpuSet> gpu_;
 };
 
 JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running,
@@ -466,6 +559,20 @@ void JobManager::NoteJobsBeside(const std::string& job_id) {
     if (entry.first != job_id) others.insert(entry.first);
   }
 }
+
+namespace {
+
+// Why a job's workers stopped before its sweep was done.
+std::string EndedEarly(const absl::Status& gpu_setup, const absl::Status& stream,
+                       const worker::ExitInfo& exit) {
+  if (!gpu_setup.ok()) {
+    return absl::StrCat("GPU setup: ", gpu_setup.message(), "; completed runs are kept");
+  }
+  if (!stream.ok()) return absl::StrCat("worker stream broken: ", stream.message());
+  return absl::StrCat("worker ended early: ", exit.Describe());
+}
+
+}  // namespace
 
 void JobManager::EndJob(Running* running, const Passes& passes) {
   const std::string& job_id = running->job.job_id();
@@ -505,11 +612,8 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
         .IgnoreError();
   } else if (shutdown) {
     Interrupt(&job).IgnoreError();
-  } else if (!done || !exit.ok() || !stream.ok()) {
-    SetState(&job, v1::JOB_STATE_FAILED,
-             stream.ok() ? absl::StrCat("worker ended early: ", exit.Describe())
-                         : absl::StrCat("worker stream broken: ", stream.message()))
-        .IgnoreError();
+  } else if (!done || !exit.ok() || !stream.ok() || !passes.gpu_setup.ok()) {
+    SetState(&job, v1::JOB_STATE_FAILED, EndedEarly(passes.gpu_setup, stream, exit)).IgnoreError();
   } else if (passes.cancelled_by_worker) {
     SetState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped").IgnoreError();
   } else {

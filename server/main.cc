@@ -91,6 +91,11 @@ ABSL_FLAG(std::vector<std::string>, model_root, {},
 ABSL_FLAG(bool, allow_uploaded_aoti, false,
           "run uploaded AOTInductor packages (native code) even when the uploader did not "
           "hold the admin role");
+ABSL_FLAG(bool, allow_clock_control, false,
+          "runs may set their GPU's power limit and lock its clocks (spec power_limit_w, "
+          "gpu_clocks) through NVML; each is undone after the run, after a worker crash, and "
+          "at the next start after a daemon crash (DATA_DIR/clock_state). Needs root or the "
+          "driver's permission");
 ABSL_FLAG(bool, confine_workers, true,
           "each worker confines itself (Landlock, no_new_privs, no execve): it reads only the "
           "system's libraries, the GPU devices and the model it was given, and writes only its "
@@ -251,6 +256,7 @@ void ReadAccess(DaemonConfig* c) {
   c->insecure = absl::GetFlag(FLAGS_insecure);
   c->metrics_without_token = absl::GetFlag(FLAGS_metrics_without_token);
   c->allow_unconfined_user_models = absl::GetFlag(FLAGS_allow_unconfined_user_models);
+  c->allow_clock_control = absl::GetFlag(FLAGS_allow_clock_control);
   gpubench::worker::WorkerLimits& limits = c->jobs.worker_limits;
   limits.scratch_root = c->data_dir + "/work";
   limits.confine =

@@ -516,6 +516,7 @@ v1::HostInfo ProbeHost() {
     gpu->set_memory_bytes(g.memory_bytes);
     gpu->set_compute_capability(g.compute_capability);
     gpu->set_multiprocessor_count(g.multiprocessor_count);
+    gpu->set_pci_bus_id(g.pci_bus_id);
   }
   *host.mutable_probe_time() = Now();
   return host;

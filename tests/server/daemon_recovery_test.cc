@@ -126,6 +126,32 @@ TEST(Daemon, KilledDaemonInterruptsAndRequeuesTheJobKeepingItsRuns) {
   EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
 }
 
+// A daemon killed while a run had the GPU's power limit and clocks set
+// left them set and said so in its data directory: the next daemon undoes
+// them before anything runs, with or without --allow-clock-control.
+TEST(Daemon, WhatAKilledDaemonLeftSetOnItsGpuIsUndoneAtTheNextStart) {
+  const std::string dir = FreshDir("daemon_clocks");
+  const std::string gpu = dir + "-gpu";
+  std::ofstream(gpu) << "420000 1410\n";  // the stand-in GPU as the run left it
+  std::ofstream(dir + "/clock_state") << "00000000:1B:00.0 700000 1\n";
+  setenv("GPUBENCH_NVML_LIBRARY", FAKE_NVML_PATH, 1);
+  setenv("FAKE_NVML_STATE", gpu.c_str(), 1);
+  {
+    Daemon d(dir);
+    ASSERT_TRUE(d.serving()) << d.log();
+    std::ifstream in(gpu);
+    std::string state((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(state, "700000 0\n");
+    EXPECT_NE(d.log().find("the last daemon stopped mid-run; undone: 00000000:1B:00.0: power "
+                           "limit back to 700 W, clocks unlocked"),
+              std::string::npos)
+        << d.log();
+    EXPECT_NE(access((dir + "/clock_state").c_str(), F_OK), 0);
+  }
+  unsetenv("FAKE_NVML_STATE");
+  unsetenv("GPUBENCH_NVML_LIBRARY");
+}
+
 TEST(Daemon, SigtermStopsCleanlyAndTheJobResumesOnRestart) {
   const std::string dir = FreshDir("sigterm");
   std::string id;

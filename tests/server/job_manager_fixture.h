@@ -206,9 +206,11 @@ class JobManagerTest : public ::testing::Test {
     host_.set_host_id("test-host");
   }
 
-  std::unique_ptr<JobManager> Manager(Script script, JobClock* clock = nullptr) {
+  std::unique_ptr<JobManager> Manager(Script script, JobClock* clock = nullptr,
+                                      ClockControl* clock_control = nullptr) {
     DaemonOptions options;
     options.clock = clock;
+    options.clock_control = clock_control;
     options.stop_grace_ms = 200;
     auto jobs = std::make_unique<JobManager>(
         options, store_.get(), host_,

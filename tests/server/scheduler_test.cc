@@ -377,9 +377,11 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressedNamingWhatChanged)
     v1::Run run = PlantedNight(measured, id, night, &planted);
     run.mutable_result()->set_throughput_samples_per_s(real * (night % 2 ? 1000.0 : 1050.0));
     if (night == 6) {
-      // The baseline's latest night ran under a power limit and another
-      // kernel: the verdict names both.
+      // The baseline's latest night ran under a power limit, with its
+      // clocks locked by gpubench, and on another kernel: the verdict
+      // names each.
       run.mutable_fingerprint()->set_power_limit_w(700);
+      run.mutable_fingerprint()->set_locked_gpu_clock_mhz(1410);
       run.mutable_fingerprint()->set_kernel("6.1.0-old");
     }
     ASSERT_TRUE(store_->runs().Insert(run).ok());
@@ -423,6 +425,7 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressedNamingWhatChanged)
   const std::vector<std::string> changes(h.environment_changes().begin(),
                                          h.environment_changes().end());
   EXPECT_EQ(changes, (std::vector<std::string>{"power limit 700 W \u2192 -",
+                                                "locked GPU clock 1410 MHz \u2192 -",
                                                 "kernel 6.1.0-old \u2192 " + now.kernel()}));
 
   // The regression is what a query for flagged runs of the last hour returns.

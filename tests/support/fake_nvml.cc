@@ -4,6 +4,15 @@
 // tests. Loaded through GPUBENCH_NVML_LIBRARY. Its power limit is
 // $FAKE_NVML_POWER_LIMIT_MW when set (700000 otherwise). On GPU hosts the
 // real library is read (bench/ and the GPU runs).
+//
+// With $FAKE_NVML_STATE set, the GPU's power limit and clock lock live in
+// that file ("POWER_MW LOCKED_MHZ"), so that every process loading the
+// library (the daemon that sets them, the worker that reads them) sees one
+// GPU; each set call is appended to $FAKE_NVML_STATE.log ("power 420000",
+// "lock 1410", "unlock"). $FAKE_NVML_DENY_SET makes the set calls fail as a
+// caller without root's permission does; $FAKE_NVML_NO_LOCK makes clock
+// locks fail as on a GPU that has none.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,6 +29,39 @@ struct Memory {
   unsigned long long total, free, used;
 };
 
+// The shared state: the power limit (mW) and the locked clock (MHz, 0 free).
+struct FakeState {
+  unsigned int power_mw = 700000;
+  unsigned int locked_mhz = 0;
+};
+static FakeState ReadState() {
+  FakeState s;
+  if (const char* set = std::getenv("FAKE_NVML_POWER_LIMIT_MW")) s.power_mw = std::atoi(set);
+  const char* path = std::getenv("FAKE_NVML_STATE");
+  if (path == nullptr) return s;
+  if (FILE* f = std::fopen(path, "r")) {
+    if (std::fscanf(f, "%u %u", &s.power_mw, &s.locked_mhz) != 2) s = FakeState();
+    std::fclose(f);
+  }
+  return s;
+}
+static int WriteState(const FakeState& s, const char* what, unsigned int value) {
+  if (std::getenv("FAKE_NVML_DENY_SET") != nullptr) return 4;  // NVML_ERROR_NO_PERMISSION
+  const char* path = std::getenv("FAKE_NVML_STATE");
+  if (path == nullptr) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  if (FILE* f = std::fopen(path, "w")) {
+    std::fprintf(f, "%u %u\n", s.power_mw, s.locked_mhz);
+    std::fclose(f);
+  }
+  char log[4096];
+  std::snprintf(log, sizeof(log), "%s.log", path);
+  if (FILE* f = std::fopen(log, "a")) {
+    std::fprintf(f, value > 0 ? "%s %u\n" : "%s\n", what, value);
+    std::fclose(f);
+  }
+  return 0;
+}
+
 int nvmlInit_v2() { return 0; }
 int nvmlShutdown() { return 0; }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_st** device) {
@@ -29,6 +71,11 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_st** device) {
 }
 int nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_st** device) {
   if (std::strcmp(uuid, "GPU-fake-0") != 0) return 6;  // NVML_ERROR_NOT_FOUND
+  *device = &g_gpu;
+  return 0;
+}
+int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, nvmlDevice_st** device) {
+  if (std::strcmp(bus, "00000000:1B:00.0") != 0) return 6;
   *device = &g_gpu;
   return 0;
 }
@@ -44,7 +91,8 @@ int nvmlDeviceGetMemoryInfo(nvmlDevice_st*, Memory* m) {
   return 0;
 }
 int nvmlDeviceGetClockInfo(nvmlDevice_st*, int type, unsigned int* mhz) {
-  *mhz = type == 1 ? 1980 : 2619;  // SM, memory
+  const unsigned int locked = ReadState().locked_mhz;
+  *mhz = type == 1 ? (locked > 0 ? locked : 1980) : 2619;  // SM, memory
   return 0;
 }
 int nvmlDeviceGetPowerUsage(nvmlDevice_st*, unsigned int* milliwatts) {
@@ -104,8 +152,32 @@ int nvmlDeviceGetPersistenceMode(nvmlDevice_st*, int* mode) {
   return 0;
 }
 int nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_st*, unsigned int* milliwatts) {
-  const char* set = std::getenv("FAKE_NVML_POWER_LIMIT_MW");
-  *milliwatts = set != nullptr ? static_cast<unsigned int>(std::atoi(set)) : 700000;
+  *milliwatts = ReadState().power_mw;
+  return 0;
+}
+int nvmlDeviceGetPowerManagementLimit(nvmlDevice_st*, unsigned int* milliwatts) {
+  *milliwatts = ReadState().power_mw;
+  return 0;
+}
+int nvmlDeviceSetPowerManagementLimit(nvmlDevice_st*, unsigned int milliwatts) {
+  FakeState s = ReadState();
+  s.power_mw = milliwatts;
+  return WriteState(s, "power", milliwatts);
+}
+int nvmlDeviceSetGpuLockedClocks(nvmlDevice_st*, unsigned int low, unsigned int high) {
+  if (low != high || high > 1980) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  if (std::getenv("FAKE_NVML_NO_LOCK") != nullptr) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  FakeState s = ReadState();
+  s.locked_mhz = high;
+  return WriteState(s, "lock", high);
+}
+int nvmlDeviceResetGpuLockedClocks(nvmlDevice_st*) {
+  FakeState s = ReadState();
+  s.locked_mhz = 0;
+  return WriteState(s, "unlock", 0);
+}
+int nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_st*, int type, unsigned int* mhz) {
+  *mhz = type == 2 ? 2619 : 1755;  // memory, graphics
   return 0;
 }
 int nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_st*, unsigned int* milliwatts) {

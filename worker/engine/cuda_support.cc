@@ -176,6 +176,7 @@ void Probe(DeviceProbe* probe) {
     gpu.memory_bytes = static_cast<int64_t>(p->totalGlobalMem);
     gpu.compute_capability = absl::StrCat(p->major, ".", p->minor);
     gpu.multiprocessor_count = p->multiProcessorCount;
+    gpu.pci_bus_id = PciBusId(i);
     probe->gpus.push_back(gpu);
   }
 }

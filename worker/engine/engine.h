@@ -154,6 +154,7 @@ struct DeviceProbe {
     int64_t memory_bytes = 0;
     std::string compute_capability;
     int multiprocessor_count = 0;
+    std::string pci_bus_id;  // "00000000:1B:00.0": NVML's name for it
   };
   std::string torch_version;
   std::string cuda_version;   // empty without CUDA
