@@ -69,5 +69,5 @@ for cmd in "${cmds[@]}"; do
   code=$?
   read -r wall rss < <(tail -1 "$OUT/$name.time")
   printf "%-12s %8s %10.1f %5s  %s\n" "$name" "$wall" "$(echo "$rss / 1024" | bc -l)" "$code" \
-    "$(grep -E '[0-9]+ of [0-9]+ hosts? answered|unreachable|refused' "$OUT/$name.err" | head -1)"
+    "$(grep -E '[0-9]+ of [0-9]+ hosts? answered' "$OUT/$name.err" | head -1)"
 done
