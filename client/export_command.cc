@@ -27,7 +27,7 @@ void WriteJsonLine(const std::vector<Cell>& row, std::ostream& out) {
     } else if (c.type == ColumnType::kNumber) {
       json.Real(c.number);
     } else if (c.type == ColumnType::kInteger) {
-      json.Int(static_cast<int64_t>(c.number));
+      json.Int(c.integer);
     } else if (c.type == ColumnType::kBool) {
       json.Bool(c.number != 0);
     } else {
@@ -93,7 +93,12 @@ int ExportCommand(const Args& a, std::ostream& out, std::ostream& err) {
       }
       sink_status = sink ? sink->Flush() : absl::OkStatus();
       out.flush();
+      if (!out) sink_status = absl::DataLossError("cannot write the output (a full disk?)");
       if (sink_status.ok()) exported += page->runs_size();
+      if (!page->next_page_token().empty() && page->next_page_token() == req.page_token()) {
+        status[i] = absl::DataLossError("gave the same page token twice");
+        return;
+      }
       req.set_page_token(page->next_page_token());
     } while (!req.page_token().empty());
   });

@@ -12,12 +12,17 @@
 namespace gpubench::client {
 namespace {
 
+// The temporary table each page is copied into before the upsert.
+constexpr char kStaging[] = "gpubench_export_staging";
+
 absl::Status CheckTableName(const std::string& table) {
-  bool ok = !table.empty() && table.size() <= 63 && !absl::ascii_isdigit(table[0]);
+  bool ok = !table.empty() && table.size() <= 63 && !absl::ascii_isdigit(table[0]) &&
+            table != kStaging;
   for (char c : table) ok = ok && (absl::ascii_isalnum(c) || c == '_');
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "--table: \"", Printable(table), "\" is not a table name (letters, digits and _, at most 63)"));
+      "--table: \"", Printable(table),
+      "\" is not a table name (letters, digits and _, at most 63; not ", kStaging, ")"));
 }
 
 }  // namespace
@@ -90,6 +95,32 @@ absl::Status Exec(PGconn* conn, const std::string& sql, const std::string& what)
 
 void IgnoreNotice(void*, const char*) {}
 
+// message with the URL's password (USER:PASSWORD@ or ?password=) written as
+// ***: libpq echoes the URL in some of its errors, and stderr ends in logs.
+std::string WithoutPassword(std::string message, const std::string& url) {
+  std::vector<std::string> secrets;
+  const size_t scheme = url.find("://");
+  const size_t at = url.find('@', scheme == std::string::npos ? 0 : scheme + 3);
+  if (scheme != std::string::npos && at != std::string::npos) {
+    const std::string user_info = url.substr(scheme + 3, at - scheme - 3);
+    if (const size_t colon = user_info.find(':'); colon != std::string::npos) {
+      secrets.push_back(user_info.substr(colon + 1));
+    }
+  }
+  for (size_t p = url.find("password="); p != std::string::npos;
+       p = url.find("password=", p + 1)) {
+    const size_t from = p + 9;
+    secrets.push_back(url.substr(from, url.find('&', from) - from));
+  }
+  for (const std::string& secret : secrets) {
+    if (secret.empty()) continue;
+    for (size_t p = message.find(secret); p != std::string::npos; p = message.find(secret, p)) {
+      message.replace(p, secret.size(), "***");
+    }
+  }
+  return message;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PostgresSink>> PostgresSink::Open(
@@ -103,7 +134,8 @@ absl::StatusOr<std::unique_ptr<PostgresSink>> PostgresSink::Open(
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string message = PQerrorMessage(conn);
     while (!message.empty() && message.back() == '\n') message.pop_back();
-    return absl::UnavailableError(absl::StrCat("postgresql: cannot connect: ", Printable(message)));
+    return absl::UnavailableError(
+        absl::StrCat("postgresql: cannot connect: ", Printable(WithoutPassword(message, url))));
   }
   // "relation already exists, skipping" and the like are not the user's
   // business.
@@ -118,7 +150,7 @@ absl::StatusOr<std::unique_ptr<PostgresSink>> PostgresSink::Open(
        {absl::StrCat("CREATE TABLE IF NOT EXISTS ", t,
                      " (host_id text NOT NULL, run_id text NOT NULL, PRIMARY KEY (host_id, run_id))"),
         absl::StrCat("ALTER TABLE ", t, " ", absl::StrJoin(add, ", ")),
-        absl::StrCat("CREATE TEMP TABLE gpubench_staging (LIKE ", t,
+        absl::StrCat("CREATE TEMP TABLE ", kStaging, " (LIKE ", t,
                      ") ON COMMIT DELETE ROWS")}) {
     if (auto s = Exec(conn, sql, "making table " + table); !s.ok()) return s;
   }
@@ -157,7 +189,8 @@ absl::Status PostgresSink::Flush() {
     return s;
   };
   {
-    Result copy(PQexec(conn_, absl::StrCat("COPY gpubench_staging (", columns, ") FROM STDIN").c_str()));
+    Result copy(
+        PQexec(conn_, absl::StrCat("COPY ", kStaging, " (", columns, ") FROM STDIN").c_str()));
     if (copy.status() != PGRES_COPY_IN) return fail(Failed(conn_, "copy"));
   }
   if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1 ||
@@ -172,7 +205,7 @@ absl::Status PostgresSink::Flush() {
   Result upsert(PQexec(
       conn_,
       absl::StrCat("INSERT INTO ", t, " AS t (", columns, ") SELECT ", columns,
-                   " FROM gpubench_staging ON CONFLICT (host_id, run_id) DO UPDATE SET ",
+                   " FROM ", kStaging, " ON CONFLICT (host_id, run_id) DO UPDATE SET ",
                    absl::StrJoin(set, ", "), " WHERE (", absl::StrJoin(mine, ", "),
                    ") IS DISTINCT FROM (", absl::StrJoin(theirs, ", "),
                    ") RETURNING (xmax = 0)")

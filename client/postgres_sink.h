@@ -27,8 +27,10 @@ struct LoadCounts {
 
 class PostgresSink {
  public:
-  // Connects to url (postgresql://USER@HOST:PORT/DB, or libpq's
-  // "host=... dbname=..." form) and makes `table` with the columns of
+  // Connects to url (postgresql://USER@HOST:PORT/DB; a password is better
+  // in PGPASSWORD or ~/.pgpass than in the URL, which other users see in
+  // the process list; errors print it as ***) and makes `table` with the
+  // columns of
   // `columns` (ExportColumns of any run). The table name is letters, digits
   // and '_' (InvalidArgument naming --table otherwise); a failed connection
   // is Unavailable with libpq's message. Unimplemented where this gpubench

@@ -21,8 +21,8 @@ class Row {
   void Number(const char* name, double v, bool present) {
     Add(name, ColumnType::kNumber, present && std::isfinite(v), "", v);
   }
-  void Integer(const char* name, int64_t v, bool present) {
-    Add(name, ColumnType::kInteger, present, "", static_cast<double>(v));
+  void Integer(const std::string& name, int64_t v, bool present) {
+    cells_->push_back({name, ColumnType::kInteger, present, "", 0, v});
   }
   // Empty text is absent: null rather than "".
   void Text(const std::string& name, const std::string& v) { Text(name, v, !v.empty()); }
@@ -30,14 +30,16 @@ class Row {
     Add(name, ColumnType::kText, present, v, 0);
   }
   void Time(const char* name, const google::protobuf::Timestamp& t) {
-    const bool set = t.seconds() != 0 || t.nanos() != 0;
+    // Years 1 to 9999 only: what RFC 3339 and SQL's timestamptz can hold.
+    const bool set = (t.seconds() != 0 || t.nanos() != 0) && t.seconds() >= -62135596800 &&
+                     t.seconds() <= 253402300799;
     const absl::Time when = absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
     Add(name, ColumnType::kTime, set,
         set ? absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", when, absl::UTCTimeZone()) : "", 0);
   }
   void Add(const std::string& name, ColumnType type, bool present, std::string text,
            double number) {
-    cells_->push_back({name, type, present, std::move(text), number});
+    cells_->push_back({name, type, present, std::move(text), number, 0});
   }
 
  private:
@@ -63,7 +65,7 @@ void FingerprintCells(const v1::Fingerprint& f, Row* row) {
         row->Add(name, ColumnType::kBool, has, "", has && r->GetBool(f, field) ? 1 : 0);
         break;
       case FieldDescriptor::CPPTYPE_INT32:
-        row->Add(name, ColumnType::kInteger, has, "", has ? r->GetInt32(f, field) : 0);
+        row->Integer(name, has ? r->GetInt32(f, field) : 0, has);
         break;
       case FieldDescriptor::CPPTYPE_DOUBLE:
         row->Add(name, ColumnType::kNumber, has && std::isfinite(r->GetDouble(f, field)), "",
@@ -187,8 +189,9 @@ std::string CsvText(const Cell& c) {
   if (!c.present) return "";
   switch (c.type) {
     case ColumnType::kNumber:
-    case ColumnType::kInteger:
       return ShortestNumber(c.number);
+    case ColumnType::kInteger:
+      return absl::StrCat(c.integer);
     case ColumnType::kBool:
       return c.number != 0 ? "true" : "false";
     default:

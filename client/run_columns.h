@@ -3,6 +3,7 @@
 #ifndef GPUBENCH_CLIENT_RUN_COLUMNS_H_
 #define GPUBENCH_CLIENT_RUN_COLUMNS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ struct Cell {
   ColumnType type = ColumnType::kText;
   bool present = false;
   std::string text;    // kText; kTime as RFC 3339
-  double number = 0;   // kNumber, kInteger, kBool (0 or 1)
+  double number = 0;   // kNumber, kBool (0 or 1)
+  int64_t integer = 0; // kInteger
 };
 
 // Whether the run has figures (it succeeded, or was stopped after some).

@@ -148,8 +148,10 @@ absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c) {
                                   "cuda:all, not \"", c.device().empty() ? "auto" : c.device(),
                                   "\""));
     }
-    if (c.world_size() > 1) {
-      return Invalid(path + field, "is set for one GPU; not with world_size above 1");
+    if (IsDistributedWorkload(c.workload())) {
+      return Invalid(path + field,
+                     absl::StrCat("is set for the one GPU a run names; ", c.workload(),
+                                  " takes whichever GPUs are free"));
     }
   }
   if (c.precision() == v1::PRECISION_FP8 && w.name != "matmul") {

@@ -53,6 +53,22 @@ absl::Status ClockControl::Find(const std::string& key, nvml::Device* device) co
   return absl::OkStatus();
 }
 
+absl::Status ClockControl::CheckSaved(const std::string& key, const Saved& saved) const {
+  nvml::Device device;
+  if (auto s = Find(key, &device); !s.ok()) return s;
+  if (saved.power_limit_mw == 0) return absl::OkStatus();
+  const nvml::Api& api = nvml_->api();
+  unsigned int low = 0, high = 0;
+  if (api.power_limit_constraints == nullptr ||
+      api.power_limit_constraints(device, &low, &high) != nvml::kSuccess ||
+      saved.power_limit_mw < low || saved.power_limit_mw > high) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "clock control: ", key, ": a power limit of ", saved.power_limit_mw,
+        " mW in the state file is not one this GPU takes; left as it is"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ClockControl::Undo(const std::string& key, const Saved& saved) const {
   nvml::Device device;
   if (auto s = Find(key, &device); !s.ok()) return s;
@@ -111,6 +127,12 @@ absl::StatusOr<std::vector<std::string>> ClockControl::RecoverAtStart() {
   std::vector<std::string> undone;
   absl::Status result;
   for (auto it = saved_.begin(); it != saved_.end();) {
+    if (auto s = CheckSaved(it->first, it->second); !s.ok()) {
+      // Not what this daemon writes: set nothing from it.
+      result.Update(s);
+      it = saved_.erase(it);
+      continue;
+    }
     if (auto s = Undo(it->first, it->second); !s.ok()) {
       result.Update(s);
       ++it;
@@ -133,8 +155,11 @@ absl::StatusOr<AppliedSetting> ClockControl::Apply(const std::string& device_id,
                                                    const GpuSetting& setting) {
   absl::MutexLock lock(&mu_);
   const std::string key = KeyOf(device_id, index);
-  if (saved_.count(key)) {
-    return absl::FailedPreconditionError("clock control: " + key + " is set already");
+  if (auto left = saved_.find(key); left != saved_.end()) {
+    // A setting an earlier undo could not take back: try again first.
+    if (auto s = Undo(key, left->second); !s.ok()) return s;
+    saved_.erase(left);
+    if (auto s = WriteState(); !s.ok()) return s;
   }
   nvml::Device device;
   if (auto s = Find(key, &device); !s.ok()) return s;
@@ -204,8 +229,13 @@ absl::StatusOr<AppliedSetting> ClockControl::Apply(const std::string& device_id,
 
 absl::Status ClockControl::Abandon(const std::string& key, const Saved& done,
                                    absl::Status why) {
-  why.Update(Undo(key, done));
-  saved_.erase(key);
+  if (absl::Status undo = Undo(key, done); !undo.ok()) {
+    // Still set: kept in the file for the next Apply or start to undo.
+    saved_[key] = done;
+    why.Update(undo);
+  } else {
+    saved_.erase(key);
+  }
   why.Update(WriteState());
   return why;
 }

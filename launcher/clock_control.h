@@ -52,7 +52,8 @@ class ClockControl {
   // Undoes what the state file says a previous daemon left set, GPU by GPU,
   // and removes the file; what it undid, in words ("GPU-8c1f...: power limit
   // back to 700 W, clocks unlocked"). A GPU it cannot undo stays in the
-  // file and fails the call.
+  // file and fails the call; an entry naming no GPU NVML knows, or a power
+  // limit outside the board's range, is dropped unapplied and fails it.
   absl::StatusOr<std::vector<std::string>> RecoverAtStart();
 
   // Sets `setting` on the GPU device_id names (a UUID "GPU-8c1f..." or a
@@ -79,6 +80,10 @@ class ClockControl {
   };
 
   absl::Status Find(const std::string& key, nvml::Device* device) const;
+  // A state file's entry names a GPU NVML knows and a power limit the
+  // board takes (the file is the daemon's own, but it is read before
+  // anything it says is set).
+  absl::Status CheckSaved(const std::string& key, const Saved& saved) const;
   absl::Status Undo(const std::string& key, const Saved& saved) const;
   absl::Status WriteState() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A failed Apply: undoes `done` (the part that was set) and forgets the

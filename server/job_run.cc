@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -221,6 +222,7 @@ class LanePasses {
       // device and setting each, set before the worker starts and undone
       // after it ends, however it ends.
       const std::string key = PassKeyOf(configs_[FirstUnstored()]);
+      pass_key_ = key;
       if (!key.empty() && !SetGpu(configs_[FirstUnstored()])) break;
       auto process = Start(pass, key);
       if (!process.ok()) {
@@ -235,7 +237,7 @@ class LanePasses {
       if (!UnsetGpu()) break;
       // A worker that ran every run of its setting ends done; the lane's
       // runs of other settings go on in a fresh one.
-      if (r_.done && !key.empty() && p.stored_now > 0 && !AllStored() && !stopped_ &&
+      if (r_.done && p.stored_now > 0 && !AllStored() && !stopped_ &&
           r_.stream.ok() && r_.store_error.ok() && r_.gpu_setup.ok()) {
         r_.done = false;
         continue;
@@ -273,7 +275,8 @@ class LanePasses {
   std::string PassKeyOf(const v1::RunConfig& c) const {
     const GpuSetting s = SettingOf(c);
     if (s.empty()) return "";
-    return absl::StrCat(jobs_->DeviceOf(c), " ", s.power_limit_w, " W ", s.clocks);
+    return absl::StrCat(jobs_->DeviceOf(c), " ", std::llround(s.power_limit_w * 1000), " mW ",
+                        s.clocks);
   }
 
   // Sets c's GPU as c asks; false (the lane ends with the reason) where
@@ -467,7 +470,7 @@ class LanePasses {
       // Killed for a limit before its first event: it was starting the
       // next run to do.
       for (int i = 0; i < static_cast<int>(configs_.size()) && current < 0; ++i) {
-        if (!stored_.count(i)) current = i;
+        if (!stored_.count(i) && PassKeyOf(configs_[i]) == pass_key_) current = i;
       }
     }
     if ((current < 0 || stored_.count(current)) && AllStored()) {
@@ -537,6 +540,7 @@ class LanePasses {
   std::set<int> stored_;  // this lane's stored runs, and every other lane's
   JobManager::Passes r_;
   bool stopped_ = false;
+  std::string pass_key_;  // the pass's runs' PassKeyOf
   // The GPU this pass set (SetGpu), until UnsetGpu.
   struct GpuSet {
     std::string bus;  // PCI bus id; empty: by index

@@ -27,7 +27,7 @@ using testing_support::PostgresServer;
 using testing_support::RunCommand;
 
 // What a model's error may hold: a tab, a line break, a backslash, quotes.
-constexpr char kAwkwardError[] = "bad\tinput\nline \\2 \"q\" 'x'";
+constexpr char kAwkwardError[] = "bad\tinput\r\nline \\2 \"q\" 'x'\n\\.";
 
 // Plants in d's store a failed run of an H100 with a full fingerprint and an
 // awkward error; returns its run id.
@@ -184,6 +184,12 @@ TEST(CliDaemon, ExportLoadsPostgresOnceAndAgainAddsNothing) {
                      "postgresql://gpubench@/postgres?host=/nonexistent&port=5432"});
   EXPECT_EQ(gone.code, kExitUnreachable) << gone.err;
   EXPECT_NE(gone.err.find("postgresql: cannot connect"), std::string::npos) << gone.err;
+  // libpq echoes a URL it cannot parse; its password does not reach stderr.
+  Result echoed = Cli({"export", "--host", a.address(), "--to",
+                       "postgresql://bench:s3cret-pw@[::1]x/perf"});
+  EXPECT_NE(echoed.code, kExitOk);
+  EXPECT_NE(echoed.err.find("postgresql:"), std::string::npos) << echoed.err;
+  EXPECT_EQ(echoed.err.find("s3cret-pw"), std::string::npos) << echoed.err;
   EXPECT_EQ(pg.Query("SELECT count(*) FROM gpubench_runs").output, "4\n");
 }
 

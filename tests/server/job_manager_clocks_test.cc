@@ -117,7 +117,15 @@ TEST_F(JobManagerClocksTest, WithoutTheOperatorsLeaveASettingIsRefusedAtSubmit) 
                                         "device cuda"),
             std::string::npos)
       << cpu.status();
-  EXPECT_EQ(Slurp(dir_ + "/gpu.log"), "");
+  // ddp and collective take whichever GPUs are free: no setting for them.
+  v1::JobSpec ddp = Sweep(1);
+  ddp.mutable_base()->set_workload("collective");
+  ddp.mutable_base()->set_device("cuda");
+  ddp.mutable_base()->set_power_limit_w(500);
+  auto ranks = jobs->PlanJob(ddp);
+  EXPECT_NE(ranks.status().message().find("collective takes whichever GPUs are free"),
+            std::string::npos)
+      << ranks.status();
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ class ClockControlTest : public ::testing::Test {
     setenv("GPUBENCH_NVML_LIBRARY", FAKE_NVML_PATH, 1);
     setenv("FAKE_NVML_STATE", (dir_ + "/gpu").c_str(), 1);
     unsetenv("FAKE_NVML_DENY_SET");
+    unsetenv("FAKE_NVML_NO_LOCK");
     unsetenv("FAKE_NVML_POWER_LIMIT_MW");
     std::string why;
     nvml_ = nvml::Library::Open(&why);
@@ -137,6 +138,13 @@ TEST_F(ClockControlTest, WhatACrashedDaemonLeftSetIsUndoneAtTheNextStart) {
   EXPECT_EQ(Slurp(StatePath()), std::string(kBus) + " 700000 0\n");
   ASSERT_TRUE(ClockControl(nvml_, StatePath()).RecoverAtStart().ok());
   EXPECT_EQ(Gpu(), "700000 0\n");
+  // A state file naming a GPU NVML does not know, or a limit the board
+  // does not take, sets nothing and is dropped.
+  std::ofstream(StatePath()) << kBus << " 4294967295 0\nGPU-not-here 500000 1\n";
+  const std::string calls = Calls();
+  EXPECT_FALSE(ClockControl(nvml_, StatePath()).RecoverAtStart().ok());
+  EXPECT_EQ(Calls(), calls) << "nothing set from a bad entry";
+  EXPECT_EQ(access(StatePath().c_str(), F_OK), -1);
   // Without a driver nothing can be set, and it says so.
   auto none = ClockControl(nullptr, StatePath()).Apply(kBus, 0, {500, ""});
   EXPECT_TRUE(absl::IsFailedPrecondition(none.status())) << none.status();
