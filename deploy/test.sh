@@ -27,4 +27,12 @@ python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install -q duckdb==2.0.
 # Kubernetes' schemas for the DaemonSet (k8s_test.py).
 command -v kubernetes-validate >/dev/null ||
   python3 -m pip install -q kubernetes-validate==1.37.0 >&2
+# The wheel's LibTorch and the NVIDIA libraries it maps run to gigabytes;
+# after a build has pushed them out of the page cache, the first workers
+# read their pages from disk (19 s for one seen here) inside the tests'
+# time bounds. Read them once first.
+if [ "${FLAVOUR:-debian}" = wheel ]; then
+  site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)
+  cat "$site"/torch/lib/*.so* "$site"/nvidia/*/lib/*.so* > /dev/null 2>&1 || true
+fi
 cd "$build" && ctest --output-on-failure

@@ -148,7 +148,7 @@ class JobManager {
   bool DispatcherIdle();
 
  private:
-  friend class LanePasses;  // job_run.cc: one lane's workers, pass by pass
+  friend class LanePasses;  // lane_passes.cc: one lane's workers, pass by pass
   struct Running;
 
   // Every model the runs name may be loaded: a model_path resolves into a

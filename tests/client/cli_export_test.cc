@@ -130,7 +130,7 @@ TEST(CliDaemon, ExportWritesJsonLinesEveryHostsRunsThatDuckDbReads) {
 }
 
 TEST(CliDaemon, ExportLoadsPostgresOnceAndAgainAddsNothing) {
-  PostgresServer pg(FreshDir("export_pg"));
+  PostgresServer pg;
   ASSERT_TRUE(pg.started()) << pg.log();
   Daemon a(FreshDir("cli_export_pa")), b(FreshDir("cli_export_pb"));
   ASSERT_TRUE(a.serving() && b.serving());

@@ -5,9 +5,9 @@
 #ifndef GPUBENCH_TESTS_SUPPORT_POSTGRES_SERVER_H_
 #define GPUBENCH_TESTS_SUPPORT_POSTGRES_SERVER_H_
 
-#include <unistd.h>
-
 #include <glob.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -17,9 +17,16 @@ namespace gpubench::testing_support {
 
 class PostgresServer {
  public:
-  // dir: an empty folder of the test's; short (a socket path holds at most
-  // 107 bytes).
-  explicit PostgresServer(const std::string& dir) : dir_(dir) {
+  // Its data and socket go to a fresh folder under /tmp: short (a socket
+  // path holds at most 107 bytes), and one the `postgres` user can reach
+  // when the test's own temporary folder is private to root.
+  PostgresServer() {
+    char dir[] = "/tmp/gpubench-pg-XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      log_ = "cannot make a folder under /tmp";
+      return;
+    }
+    dir_ = dir;
     glob_t found{};
     if (glob("/usr/lib/postgresql/*/bin/pg_ctl", 0, nullptr, &found) == 0 &&
         found.gl_pathc > 0) {
@@ -43,6 +50,7 @@ class PostgresServer {
   }
   ~PostgresServer() {
     if (started_) RunCommand(as_ + bin_ + "pg_ctl -D '" + dir_ + "/data' -m immediate stop");
+    if (!dir_.empty()) RunCommand("rm -rf '" + dir_ + "'");
   }
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;

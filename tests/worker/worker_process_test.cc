@@ -49,7 +49,10 @@ v1::JobSpec SmallSpec() {
   spec.mutable_measurement()->set_warmup_iterations(3);
   spec.mutable_measurement()->set_min_iterations(30);
   spec.mutable_measurement()->set_min_time_ms(100);
-  spec.mutable_measurement()->set_max_time_ms(3000);
+  // Only a bound: a worker whose LibTorch pages come from disk (the first
+  // after a cold page cache: 19 s seen for the wheel's) still measures its
+  // 30 iterations.
+  spec.mutable_measurement()->set_max_time_ms(60000);
   return spec;
 }
 
