@@ -19,7 +19,7 @@ devices=cpu
 if [ "$SMALL" = 1 ]; then
   unet=(--image-size 32 --batch 2)
   lstm=(--seq-len 32 --batch 8)
-  time=(--min-time-ms 300 --max-time-ms 1500 --profile-iterations 2)
+  time=(--min-time-ms 300 --max-time-ms 3000 --profile-iterations 2)
 else
   unet=(--image-size 128 --batch 16)
   lstm=(--batch 64)

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/compare.h"
 #include "client/json_writer.h"
 #include "common/spec.h"
 #include "report/facets.h"
@@ -98,7 +99,7 @@ void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostr
       ddp.rows.push_back({absl::StrCat(r.index()), report::DescribeConfig(r.config()),
                           absl::StrCat(r.config().world_size()),
                           absl::StrFormat("%.1f", res.throughput_samples_per_s()),
-                          Interval(res.throughput_ci_low(), res.throughput_ci_high(), 1),
+                          report::ThroughputIntervalText(res, 1),
                           row.efficiency < 0 ? "-" : absl::StrFormat("%.1f%%", 100 * row.efficiency),
                           devices});
     }
@@ -154,20 +155,26 @@ void PrintDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, Format
                          std::ostream& out) {
   if (views.empty()) return;
   Table t;
-  t.header = {"config", "device", "samples/s", "95% CI", "speedup", "speedup 95% CI"};
+  t.header = {"config", "device", "runs", "samples/s", "95% CI", "speedup", "speedup 95% CI",
+              "verdict"};
   for (const report::DeviceSpeedup& v : views) {
     for (size_t i = 0; i < v.sides.size(); ++i) {
       const report::DeviceSide& s = v.sides[i];
       const v1::RunResult& r = s.run->result();
-      t.rows.push_back({i == 0 ? v.config : "", s.device,
+      const Comparison& c = s.vs_baseline;
+      t.rows.push_back({i == 0 ? v.config : "", s.device, absl::StrCat(s.runs.size()),
                         absl::StrFormat("%.1f", r.throughput_samples_per_s()),
-                        Interval(r.throughput_ci_low(), r.throughput_ci_high(), 1),
+                        report::ThroughputIntervalText(r, 1),
                         i == 0 ? "1 (baseline)" : Times(s.speedup),
-                        i == 0 ? "-" : Interval(s.speedup_low, s.speedup_high, 2)});
+                        i == 0 ? "-" : Interval(s.speedup_low, s.speedup_high, 2),
+                        i == 0 ? "-"
+                               : absl::StrCat(VerdictName(c.verdict),
+                                              c.why.empty() ? "" : ": " + c.why)});
     }
   }
-  out << "\nspeedup by device, against the first device of each config (the interval "
-         "holds both runs' 95% intervals)\n";
+  out << "\nspeedup by device, against the first device of each config (the verdict is "
+         "compare's, over each device's runs of the config; the interval needs 2 runs a "
+         "side)\n";
   PrintTable(t, format, out);
   for (const report::DeviceSpeedup& v : views) {
     if (v.categories.empty()) continue;
@@ -209,6 +216,9 @@ void WriteDeviceSpeedups(const std::vector<report::DeviceSpeedup>& views, JsonWr
       json.Key("speedup").Number(side.speedup);
       json.Key("speedup_ci_low").Number(side.speedup_low);
       json.Key("speedup_ci_high").Number(side.speedup_high);
+      json.Key("runs").Number(static_cast<double>(side.runs.size()));
+      json.Key("verdict").String(VerdictName(side.vs_baseline.verdict));
+      json.Key("why").String(side.vs_baseline.why);
       json.End();
     }
     json.End();
@@ -286,7 +296,7 @@ void PrintEnergy(const std::vector<report::EnergyCurve>& curves, Format format,
                         p.power_limit_w > 0 ? absl::StrFormat("%g W", p.power_limit_w) : "-",
                         p.gpu_clocks.empty() ? "free" : p.gpu_clocks,
                         absl::StrFormat("%.1f", p.samples_per_s),
-                        Interval(res.throughput_ci_low(), res.throughput_ci_high(), 1),
+                        report::ThroughputIntervalText(res, 1),
                         absl::StrFormat("%.3f", p.samples_per_joule),
                         absl::StrFormat("%.0f", p.power_w), p.on_curve ? "yes" : "no"});
     }

@@ -271,8 +271,8 @@ Runs the fixed fleet probe suite (v1) on every host, each GPU in turn and the ho
 itself: bf16, fp16 and (sm_89+) fp8 matrix products at 4096 and 8192, a causal attention
 forward, a 1 GiB device copy, pinned host-to-device and device-to-host copies, the launch
 of a tiny kernel, and with two GPUs or more an NCCL all-reduce on a pair. Prints each
-GPU's figures; `gpubench fleet` ranks them. --small: CPU sizes on the CPU. Run it by hand
-or as a schedule; each run is stored as any other.
+GPU's figures; `gpubench fleet` ranks them. --small: CPU sizes on the CPU. Each daemon
+builds the suite itself and marks its runs (admin role; a spec cannot name a probe).
 example: gpubench probe --host h100-a --host h100-b
 )"},
       {"fleet", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, FleetCommand,
@@ -280,12 +280,13 @@ example: gpubench probe --host h100-a --host h100-b
                          [--since WHEN] [--threshold X] [--report FILE])",
        R"(usage: gpubench fleet [--host H]... [--since WHEN] [--threshold X] [--report FILE]
                      [--output table|json|csv|markdown]
-Ranks each GPU's latest probe figures (gpubench probe, since WHEN: default 30d) against
-every GPU of the same SKU and driver across the hosts: its ratio to their median, its
-percentile and z-score (negative: worse); a straggler is worse than the median by more than
---threshold (0.05) in a group of 3 or more GPUs and stands out of their spread (robust z of
-3 or more), a drifted GPU that much worse than the median of its own 3 or more earlier
-probes and outside their prediction interval (p < 0.05); otherwise too noisy to tell.
+Ranks each GPU's latest probe figures (the daemons' own gpubench probe runs, neither
+contended nor throttled, since WHEN: default 30d) against every GPU of the same SKU and
+driver: ratio to their median, percentile, z-score (negative: worse); a straggler is worse
+than the median by more than --threshold (0.05) in a group of 3 or more GPUs (fewer: the row
+says so) and 3 times their spread away, the spread never below the probe's own between
+sessions; a drifted GPU that much worse than the median of its own 3 or more earlier
+probes, outside their prediction interval (p < 0.05); otherwise too noisy to tell.
 Flagged GPUs name where their setup differs from most of their peers' (power limit,
 clocks, PCIe width...). --report writes an HTML page. Says how many hosts answered; each
 is asked at most --host-timeout seconds (10), 32 at a time. Exit 4 when a GPU is flagged.

@@ -147,6 +147,11 @@ absl::Status RunsQuery(const Args& a, v1::QueryRunsRequest* req);
 // went wrong goes to log. (fleet_commands.cc)
 int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, std::vector<v1::Run>* runs,
                 std::ostream& log);
+// MeasureOnce's second half, for a job already queued (the daemon's probe
+// suite): follows job_id to its end and appends its runs to runs; the exit
+// code, what went wrong to log. (fleet_commands.cc)
+int GatherJob(const Daemon& d, const std::string& job_id, std::vector<v1::Run>* runs,
+              std::ostream& log);
 
 // Calls call(i) for every daemon, kMaxHostsAtOnce at a time (each on a
 // thread of a pool), and returns when all are done.

@@ -188,9 +188,11 @@ absl::Status FetchSide(const Daemon& d, const std::string& id, Side* side) {
 int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
               std::ostream& err) {
   if (rows.empty()) {
-    err << "gpubench: nothing to compare: no run of one side has the config of a run of the "
-           "other\n";
-    return kExitJobFailed;
+    // Two sides of different work (mlp against resnet50) are not
+    // comparable: the same exit as a row of different configs.
+    err << "gpubench: not comparable: no run of one side has the config of a run of the "
+           "other; compare runs of one workload, mode and parameters\n";
+    return kExitUsage;
   }
   PrintTable(RowsTable(rows), a.format, out);
   bool configs_differ = false;
@@ -348,7 +350,11 @@ int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, std::vector<v1::Run>* 
   *submit.mutable_spec() = spec;
   auto call = d.Call(&v1::BenchService::Stub::SubmitJob, submit);
   if (!call.ok()) return CallFailed(d.host, call.status(), log);
-  const std::string job_id = call->job().job_id();
+  return GatherJob(d, call->job().job_id(), runs_out, log);
+}
+
+int GatherJob(const Daemon& d, const std::string& job_id, std::vector<v1::Run>* runs_out,
+              std::ostream& log) {
   if (auto s = FollowJob(d, job_id, /*show_progress=*/false, log); !s.ok()) {
     return CallFailed(d.host, s, log);
   }

@@ -1,7 +1,9 @@
 // gpubench probe: the fleet probe suite (report/fleet_rank.h) on every host,
-// each GPU in turn, the host to itself. gpubench fleet: every GPU's latest
-// probe figures ranked against its peers (same SKU and driver) across the
-// fleet, with stragglers, drift and what differs in their setup.
+// each GPU in turn, the host to itself: each daemon builds and marks the
+// suite's jobs itself (RunProbe), and the command follows them. gpubench
+// fleet: every GPU's latest probe figures (the daemons' own probe runs
+// only) ranked against its peers (same SKU and driver) across the fleet,
+// with stragglers, drift and what differs in their setup.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -55,8 +57,8 @@ std::string Flags(const Ranked& r) {
                                     static_cast<int>(r.result.history.size())));
   }
   if (r.straggler_too_noisy) {
-    flags.push_back(absl::StrFormat("%.2fx the median, within its peers' spread: too noisy "
-                                    "to tell",
+    flags.push_back(absl::StrFormat("%.2fx the median, within the noise (its peers' spread, "
+                                    "or the probe's between sessions): too noisy to tell",
                                     r.ratio));
   }
   if (r.drift_too_noisy) {
@@ -64,6 +66,7 @@ std::string Flags(const Ranked& r) {
                                     "to tell",
                                     *r.drift, static_cast<int>(r.result.history.size())));
   }
+  if (!r.no_verdict.empty()) flags.push_back(r.no_verdict);
   if ((r.straggler || r.drifted) && !r.differs.empty()) {
     flags.push_back(absl::StrJoin(r.differs, ", "));
   }
@@ -109,6 +112,8 @@ void FleetJson(const std::vector<Ranked>& ranked, const std::string& answered,
     for (double v : r.result.history) json.Number(v);
     json.End();
     json.Key("straggler").Bool(r.straggler).Key("drifted").Bool(r.drifted);
+    if (r.no_verdict.empty()) json.Key("noise").Number(r.noise);
+    if (!r.no_verdict.empty()) json.Key("no_verdict").String(r.no_verdict);
     json.Key("straggler_too_noisy").Bool(r.straggler_too_noisy);
     json.Key("drift_too_noisy").Bool(r.drift_too_noisy);
     json.Key("differs").Array();
@@ -125,6 +130,7 @@ v1::Run Trimmed(const v1::Run& r) {
   t.set_run_id(r.run_id());
   t.set_job_id(r.job_id());
   t.set_state(r.state());
+  t.set_daemon_probe(r.daemon_probe());
   *t.mutable_config() = r.config();
   *t.mutable_start_time() = r.start_time();
   *t.mutable_fingerprint() = r.fingerprint();
@@ -136,6 +142,9 @@ v1::Run Trimmed(const v1::Run& r) {
   to->set_bus_bandwidth_gb_per_s(from.bus_bandwidth_gb_per_s());
   to->set_throughput_samples_per_s(from.throughput_samples_per_s());
   *to->mutable_host_latency() = from.host_latency();
+  // What says it was contended or throttled (NotABaselineBecause).
+  *to->mutable_contention() = from.contention();
+  *to->mutable_telemetry()->mutable_throttle_reasons() = from.telemetry().throttle_reasons();
   return t;
 }
 
@@ -224,20 +233,29 @@ int ResultsOf(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& h
 int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto daemons = ConnectAll(a, /*all_fleet=*/true);
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
-  const bool small = a.Has("small");
+  v1::RunProbeRequest request;
+  request.set_small(a.Has("small"));
   std::vector<int> codes(daemons->size(), kExitOk);
   std::vector<std::string> logs(daemons->size());
   std::mutex err_mu;
   const std::vector<HostRuns> hosts =
-      EachHost(*daemons, [&](size_t i, const v1::HostInfo& info, HostRuns* host) {
+      EachHost(*daemons, [&](size_t i, const v1::HostInfo&, HostRuns* host) {
         const Daemon& d = (*daemons)[i];
+        // The daemon builds the suite from its own host info and marks its
+        // runs as its probes: nothing of the suite is sent from here.
+        auto queued = d.Call(&v1::BenchService::Stub::RunProbe, request);
+        if (!queued.ok()) {
+          host->status = queued.status();
+          return;
+        }
         std::ostringstream log;
-        const std::vector<v1::JobSpec> jobs = report::ProbeJobs(info, small);
-        for (size_t j = 0; j < jobs.size(); ++j) {
-          codes[i] = std::max(codes[i], MeasureOnce(d, jobs[j], &host->runs, log));
+        const int n = queued->jobs_size();
+        for (int j = 0; j < n; ++j) {
+          const v1::Job& job = queued->jobs(j);
+          codes[i] = std::max(codes[i], GatherJob(d, job.job_id(), &host->runs, log));
           std::lock_guard<std::mutex> lock(err_mu);
-          err << d.host.name << ": " << jobs[j].base().probe() << " done (" << j + 1 << " of "
-              << jobs.size() << ")\n";
+          err << d.host.name << ": " << job.spec().base().probe() << " done (" << j + 1
+              << " of " << n << ")\n";
         }
         logs[i] = log.str();
       });
@@ -247,15 +265,34 @@ int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
   int code = ResultsOf(*daemons, hosts, &results, &status, err);
   for (int c : codes) code = std::max(code, c);
   Table t;
-  t.header = {"host", "gpu", "sku", "probe", "figure", "unit", "run"};
+  t.header = {"host", "gpu", "sku", "probe", "figure", "unit", "run", "fleet"};
   for (const ProbeResult& r : results) {
     const report::ProbeInfo* info = InfoOf(r.probe);
     t.rows.push_back({r.host, r.gpu, r.sku, r.probe, Figure(r.value), info ? info->unit : "",
-                      r.run_id});
+                      r.run_id, "counts"});
+  }
+  // A run the session made that fleet will not rank (contended, throttled)
+  // is shown, and why, rather than dropped without a word.
+  int left_out = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (!hosts[i].status.ok()) continue;
+    for (const v1::Run& r : hosts[i].runs) {
+      const std::string why = report::NotAProbeResultBecause(r);
+      if (why.empty() || r.state() != v1::RUN_STATE_SUCCEEDED) continue;  // failures: above
+      const report::ProbeInfo* probe = report::ProbeOf(r);
+      const double value = probe ? report::ProbeFigure(*probe, r) : 0;
+      ++left_out;
+      t.rows.push_back({(*daemons)[i].host.name,
+                        r.result().resolved_device().empty() ? r.config().device()
+                                                             : r.result().resolved_device(),
+                        "", r.config().probe(), value > 0 ? Figure(value) : "-",
+                        probe ? probe->unit : "", r.run_id(), "left out: " + why});
+    }
   }
   PrintTable(t, a.format, out);
-  err << HostsAnswered(*daemons, status)
-      << "; `gpubench fleet` ranks each GPU against its peers\n";
+  err << HostsAnswered(*daemons, status);
+  if (left_out > 0) err << "; " << left_out << " run(s) left out of fleet (its column says why)";
+  err << "; `gpubench fleet` ranks each GPU against its peers\n";
   return code;
 }
 

@@ -106,6 +106,7 @@ std::string RunNotes(const v1::Run& r) {
       notes.push_back(absl::StrFormat("compiled in %.1f s", res.compile_ms() / 1000));
     }
     if (std::string n = NumericsNote(res.numerics()); !n.empty()) notes.push_back(n);
+    if (!res.profile().error().empty()) notes.push_back(res.profile().error());
   }
   for (std::string& w : RunWarnings(r)) notes.push_back(std::move(w));
   if (r.history().verdict() == v1::VERDICT_REGRESSED ||
@@ -140,6 +141,9 @@ std::vector<Cell> RunColumns(const v1::Run& r) {
   row.Number("throughput_samples_per_s", res.throughput_samples_per_s(), measured);
   row.Number("throughput_ci_low", res.throughput_ci_low(), interval);
   row.Number("throughput_ci_high", res.throughput_ci_high(), interval);
+  row.Text("interval_basis", res.interval_basis(), measured && !res.interval_basis().empty());
+  row.Integer("interval_samples", res.interval_samples(),
+              measured && !res.interval_basis().empty());
   row.Number("p50_ms", res.latency().p50_ms(), measured);
   row.Number("p95_ms", res.latency().p95_ms(), measured);
   row.Number("p99_ms", res.latency().p99_ms(), measured);
@@ -155,6 +159,13 @@ std::vector<Cell> RunColumns(const v1::Run& r) {
   row.Number("power_w", tel.power_w().mean(), gpu);
   row.Number("samples_per_joule", tel.samples_per_joule(), gpu && tel.samples_per_joule() > 0);
   row.Text("math_mode", res.math_mode());
+  // A CPU run's figures depend on its BLAS and its intra-op threads; the
+  // reason says where the count came from (the host's CPUs, or the spec).
+  const bool cpu = res.resolved_device() == "cpu";
+  row.Text("cpu_blas", res.cpu_blas(), cpu && !res.cpu_blas().empty());
+  row.Integer("cpu_threads", res.cpu_threads(), cpu && res.cpu_threads() > 0);
+  row.Text("cpu_threads_reason", res.cpu_threads_reason(),
+           cpu && !res.cpu_threads_reason().empty());
   row.Number("tokens_per_s", res.tokens_per_s(), measured && res.tokens_per_s() > 0);
   row.Number("mfu", res.mfu(), measured && res.mfu() > 0);
   row.Number("ttft_p50_ms", res.time_to_first_token().p50_ms(), res.has_time_to_first_token());

@@ -34,8 +34,9 @@ std::string RunNotes(const v1::Run& r);
 
 // The CSV's columns of r, in order: index, run_id, config, device, state,
 // throughput and its interval, latency percentiles, memory, loss,
-// telemetry, the language models' figures, notes. The same names and types
-// for every run.
+// telemetry, the math mode, a CPU run's BLAS and threads (cpu_blas,
+// cpu_threads, cpu_threads_reason), the language models' figures, notes.
+// The same names and types for every run.
 std::vector<Cell> RunColumns(const v1::Run& r);
 
 // What the export writes of r measured on `host` (as the CLI named it):

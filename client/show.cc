@@ -14,6 +14,7 @@
 #include "client/run_columns.h"
 #include "common/fingerprint.h"
 #include "common/spec.h"
+#include "report/language_model_table.h"
 
 namespace gpubench::client {
 namespace {
@@ -49,45 +50,26 @@ Table RunsData(const std::vector<v1::Run>& runs, bool with_job_column) {
   return t;
 }
 
-// The language models' figures (tokens/s, MFU, time to first token,
-// inter-token latency, the attention kernel), one row per such run; no
-// rows where the job has none.
-Table LanguageModelTable(const std::vector<v1::Run>& runs,
-                         const std::map<std::string, report::DevicePeaks>& peaks) {
-  Table t;
-  t.header = {"#",           "tokens/s",   "MFU",        "of TFLOP/s",  "of measured",
-              "TTFT p50 ms", "ITL p50 ms", "ITL p99 ms", "decode GB/s", "of copy peak",
-              "attention"};
-  auto or_dash = [](bool present, const std::string& text) { return present ? text : "-"; };
-  for (const v1::Run& r : runs) {
-    const v1::RunResult& res = r.result();
-    if (!Measured(r) || res.tokens_per_s() <= 0) continue;
-    const bool decode = res.has_inter_token_latency();
-    // The host's own peaks (its best matmul at the precision, its best
-    // device copy's traffic), where it measured them.
-    const report::RunPeaks roof = report::PeaksForRun(peaks, r);
-    const double of_matmul = res.achieved_tflops() * 1e12 / roof.flops_per_s;
-    const double of_copy = res.decode_bandwidth_gb_per_s() * 1e9 / roof.bytes_per_s;
-    t.rows.push_back(
-        {absl::StrCat(r.index()), absl::StrFormat("%.0f", res.tokens_per_s()),
-         or_dash(res.mfu() > 0, absl::StrFormat("%.1f%%", 100 * res.mfu())),
-         or_dash(res.datasheet_peak_tflops() > 0,
-                 absl::StrFormat("%.1f", res.datasheet_peak_tflops())),
-         or_dash(!decode && roof.flops_per_s > 0 && res.achieved_tflops() > 0,
-                 absl::StrFormat("%.1f%%", 100 * of_matmul)),
-         or_dash(decode, absl::StrFormat("%.3f", res.time_to_first_token().p50_ms())),
-         or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p50_ms())),
-         or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p99_ms())),
-         or_dash(res.decode_bandwidth_gb_per_s() > 0,
-                 absl::StrFormat("%.1f", res.decode_bandwidth_gb_per_s())),
-         or_dash(roof.bytes_per_s > 0 && res.decode_bandwidth_gb_per_s() > 0,
-                 absl::StrFormat("%.1f%%", 100 * of_copy)),
-         res.attention_backend().empty() ? "-" : res.attention_backend()});
-  }
-  return t;
-}
-
 }  // namespace
+
+// A run whose achieved FLOP/s beat this host's best measured matmul at its
+// precision reports a FLOP count its work did not do (or a peak measured
+// too small): said under the table, never left as a plain figure.
+void PrintAboveTheRoof(const std::vector<v1::Run>& runs,
+                       const std::map<std::string, report::DevicePeaks>& peaks,
+                       std::ostream& out) {
+  for (const v1::Run& r : runs) {
+    const double achieved = r.result().achieved_tflops() * 1e12;
+    if (!Measured(r) || achieved <= 0) continue;  // a matmul is at most its own peak
+    const report::RunPeaks roof = report::PeaksForRun(peaks, r);
+    if (roof.flops_per_s <= 0 || achieved <= roof.flops_per_s) continue;
+    out << "  above the roof: run " << r.index() << "'s " << report::FlopRate(achieved)
+        << " is more than this host's best measured "
+        << Short(v1::Precision_descriptor(), r.config().precision()) << " matmul ("
+        << report::FlopRate(roof.flops_per_s)
+        << "): its FLOP count, or that peak, is wrong; do not read it as achieved\n";
+  }
+}
 
 // The math each run's precision ran in, as the runs recorded it: one line
 // per mode with its runs' indexes.
@@ -102,6 +84,31 @@ void PrintMathModes(const std::vector<v1::Run>& runs, std::ostream& out) {
   }
   for (const auto& [mode, indexes] : modes) {
     out << "  math: " << mode << " (run" << (indexes.size() > 1 ? "s " : " ")
+        << absl::StrJoin(indexes, ", ") << ")\n";
+  }
+}
+
+// How many intra-op threads the CPU runs had and why, with their BLAS: one
+// line per setting with its runs' indexes ("cpu: OpenBLAS (openblas-openmp);
+// threads 2: the CPUs this worker may use (affinity 2, no cgroup quota),
+// less 0 loader threads (runs 0, 1)"). Runs from before the reason was
+// recorded give the count alone.
+void PrintCpuThreads(const std::vector<v1::Run>& runs, std::ostream& out) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> settings;
+  for (const v1::Run& r : runs) {
+    const v1::RunResult& res = r.result();
+    if (res.resolved_device() != "cpu" || res.cpu_threads() <= 0) continue;
+    const std::string setting = absl::StrCat(
+        res.cpu_blas().empty() ? "" : res.cpu_blas() + "; ", "threads ",
+        res.cpu_threads_reason().empty() ? absl::StrCat(res.cpu_threads())
+                                         : res.cpu_threads_reason());
+    auto it = std::find_if(settings.begin(), settings.end(),
+                           [&](const auto& s) { return s.first == setting; });
+    if (it == settings.end()) it = settings.insert(settings.end(), {setting, {}});
+    it->second.push_back(absl::StrCat(r.index()));
+  }
+  for (const auto& [setting, indexes] : settings) {
+    out << "  cpu: " << Printable(setting) << " (run" << (indexes.size() > 1 ? "s " : " ")
         << absl::StrJoin(indexes, ", ") << ")\n";
   }
 }
@@ -136,7 +143,7 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column, Format f
     row.push_back(Short(v1::RunState_descriptor(), r.state()));
     if (Measured(r)) {
       row.push_back(absl::StrFormat("%.1f", res.throughput_samples_per_s()));
-      row.push_back(Interval(res.throughput_ci_low(), res.throughput_ci_high(), 1));
+      row.push_back(report::ThroughputIntervalText(res, 1));
       row.push_back(absl::StrFormat("%.3f", res.latency().p50_ms()));
       row.push_back(absl::StrFormat("%.3f", res.latency().p95_ms()));
       row.push_back(absl::StrFormat("%.3f", res.latency().p99_ms()));
@@ -239,13 +246,14 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
   PrintTable(RunsTable(runs, false, format), format, out);
   if (format == Format::kTable || format == Format::kMarkdown) {
     PrintWarningLegend(runs, out);
+    PrintAboveTheRoof(runs, peaks, out);
     PrintMathModes(runs, out);
-    if (const Table lm = LanguageModelTable(runs, peaks); !lm.rows.empty()) {
-      out << "\nlanguage models (MFU: the model's FLOPs over the GPU's dense datasheet peak; "
-             "of measured: over this host's best matmul at the precision; TTFT: prefill and "
-             "first token; ITL: each next token; of copy peak: weights and cache read over "
-             "this host's best device copy traffic)\n";
-      PrintTable(lm, format, out);
+    PrintCpuThreads(runs, out);
+    if (const report::LanguageModelTable lm =
+            report::LanguageModelFigures(report::RunPointers(runs), peaks);
+        !lm.rows.empty()) {
+      out << "\nlanguage models (" << report::kLanguageModelLegend << ")\n";
+      PrintTable(Table{lm.header, lm.rows}, format, out);
     }
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
@@ -274,10 +282,10 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
       out << "by category: " << absl::StrJoin(parts, ", ") << "\n";
     }
   }
-  const bool any_oom = std::any_of(runs.begin(), runs.end(),
-                                   [](const v1::Run& r) { return report::OutOfMemory(r); });
-  if (format == Format::kTable && any_oom) {
+  const std::set<std::string> oom = report::OutOfMemoryConfigs(report::RunPointers(runs));
+  if (format == Format::kTable) {
     for (const auto& [key, batch] : job.max_batch_size_fits()) {
+      if (oom.count(key) == 0) continue;
       auto config = ParseConfigKey(key);
       if (!config.ok()) continue;
       config->set_batch_size(batch);

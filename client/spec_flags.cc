@@ -385,6 +385,10 @@ const std::map<std::string, Flag>& Flags() {
        Switch(Single("check each model run's output (and loss, gradient) against fp64 on "
                      "the CPU",
                      ToBool, [](bool v, J* j) { j->set_check_numerics(v); }))},
+      {"cpu-threads",
+       Single("LibTorch's intra-op threads for CPU runs (default 0: the CPUs the worker may "
+              "use, its affinity and cgroup quota, less the run's loader threads)",
+              IntIn(0, 1024), [](int64_t v, J* j) { j->set_cpu_threads(static_cast<int>(v)); })},
       {"exclusive", Switch(Single("no other job runs beside this one (default: on for "
                                   "schedules, off otherwise; a CPU job always runs alone)",
                                   ToBool, [](bool v, J* j) { j->set_exclusive(v); }))},

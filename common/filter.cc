@@ -28,8 +28,18 @@ absl::StatusOr<ConfigPredicate> ParseConfigPredicate(absl::string_view entry,
     }
     field = message->FindFieldByName(std::string(part));
     if (field == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": ", message->name(), " has no field \"", part, "\""));
+      // A field of the run config's sub-messages named without its
+      // prefix: image_size is params.image_size.
+      std::string hint;
+      for (int i = 0; i < message->field_count() && hint.empty(); ++i) {
+        const FD* inner = message->field(i);
+        if (inner->type() == FD::TYPE_MESSAGE && !inner->is_repeated() &&
+            inner->message_type()->FindFieldByName(std::string(part)) != nullptr) {
+          hint = absl::StrCat("; did you mean ", inner->name(), ".", part, "?");
+        }
+      }
+      return absl::InvalidArgumentError(absl::StrCat(name, ": ", message->name(),
+                                                     " has no field \"", part, "\"", hint));
     }
     message = field->type() == FD::TYPE_MESSAGE ? field->message_type() : nullptr;
   }

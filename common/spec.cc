@@ -33,35 +33,137 @@ namespace {
 
 // Rewrites, in a parsed JSON value of message type `type`, each enum
 // field's short name ("train", "fp16") to the full one protobuf's JSON
-// takes ("MODE_TRAIN"); fields are found by their proto or JSON name.
-void FullEnumNames(const google::protobuf::Descriptor* type, google::protobuf::Value* value) {
-  if (!value->has_struct_value()) return;
+// takes ("MODE_TRAIN"); fields are found by their proto or JSON name. A name
+// that is no value of its enum is InvalidArgument naming the field and the
+// values it takes.
+absl::Status FullEnumNames(const google::protobuf::Descriptor* type, const std::string& path,
+                           google::protobuf::Value* value) {
+  if (!value->has_struct_value()) return absl::OkStatus();
   for (auto& [key, field_value] : *value->mutable_struct_value()->mutable_fields()) {
     const google::protobuf::FieldDescriptor* field = type->FindFieldByName(key);
     if (field == nullptr) field = type->FindFieldByCamelcaseName(key);
     if (field == nullptr || field->is_map()) continue;
+    const std::string name = path + "." + field->name();
     std::vector<google::protobuf::Value*> items;
     if (field_value.has_list_value()) {
       for (auto& item : *field_value.mutable_list_value()->mutable_values()) items.push_back(&item);
     } else {
       items.push_back(&field_value);
     }
-    for (google::protobuf::Value* item : items) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      google::protobuf::Value* item = items[i];
+      const std::string item_name =
+          field->is_repeated() ? absl::StrCat(name, "[", i, "]") : name;
       if (field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
-        FullEnumNames(field->message_type(), item);
+        if (auto s = FullEnumNames(field->message_type(), item_name, item); !s.ok()) return s;
       } else if (field->type() == google::protobuf::FieldDescriptor::TYPE_ENUM &&
                  item->has_string_value()) {
         auto number = ParseEnumShortName(field->enum_type(), item->string_value());
-        if (!number.ok()) continue;
+        if (!number.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(item_name, ": ", number.status().message()));
+        }
         item->set_string_value(field->enum_type()->FindValueByNumber(*number)->name());
       }
     }
   }
+  return absl::OkStatus();
 }
 
-}  // namespace
+// Where a JSON spec writes 0 for a number field that protobuf's JSON cannot
+// tell from an absent one, and absent reads as a non-zero default: "0" must
+// not silently become 32. Paths as validation names them ("base.batch_size").
+void ExplicitZeros(const google::protobuf::Descriptor* type, const google::protobuf::Value& value,
+                   const std::string& path,
+                   std::vector<std::pair<std::string, std::vector<const google::protobuf::FieldDescriptor*>>>* out,
+                   std::vector<const google::protobuf::FieldDescriptor*> chain = {}) {
+  using google::protobuf::FieldDescriptor;
+  if (!value.has_struct_value()) return;
+  for (const auto& [key, field_value] : value.struct_value().fields()) {
+    const FieldDescriptor* field = type->FindFieldByName(key);
+    if (field == nullptr) field = type->FindFieldByCamelcaseName(key);
+    const bool message = field != nullptr && field->type() == FieldDescriptor::TYPE_MESSAGE;
+    if (field == nullptr || field->is_repeated() || (field->has_presence() && !message)) continue;
+    std::vector<const FieldDescriptor*> here = chain;
+    here.push_back(field);
+    const std::string name = path + "." + field->name();
+    if (message) {
+      ExplicitZeros(field->message_type(), field_value, name, out, here);
+      continue;
+    }
+    const bool number = field->cpp_type() != FieldDescriptor::CPPTYPE_STRING &&
+                        field->cpp_type() != FieldDescriptor::CPPTYPE_BOOL &&
+                        field->cpp_type() != FieldDescriptor::CPPTYPE_ENUM;
+    const bool zero = field_value.has_number_value() ? field_value.number_value() == 0
+                      : field_value.has_string_value() ? field_value.string_value() == "0"
+                                                       : false;
+    if (number && zero) out->push_back({name, here});
+  }
+}
 
-absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {
+// A numeric field's value along a chain of singular fields, as a double.
+double NumberAt(const google::protobuf::Message& root,
+                const std::vector<const google::protobuf::FieldDescriptor*>& chain) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Message* m = &root;
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    m = &m->GetReflection()->GetMessage(*m, chain[i]);
+  }
+  const FieldDescriptor* f = chain.back();
+  const google::protobuf::Reflection* r = m->GetReflection();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: return r->GetInt32(*m, f);
+    case FieldDescriptor::CPPTYPE_INT64: return static_cast<double>(r->GetInt64(*m, f));
+    case FieldDescriptor::CPPTYPE_UINT32: return r->GetUInt32(*m, f);
+    case FieldDescriptor::CPPTYPE_UINT64: return static_cast<double>(r->GetUInt64(*m, f));
+    case FieldDescriptor::CPPTYPE_DOUBLE: return r->GetDouble(*m, f);
+    case FieldDescriptor::CPPTYPE_FLOAT: return r->GetFloat(*m, f);
+    default: return 0;
+  }
+}
+
+// The measurement, profiling and telemetry fields that the worker reads as
+// "unset, take the default" when 0 (worker/convert.cc's SetIfNonZero and
+// the profiler's defaults): an explicit 0 there is never what it says.
+bool ZeroMeansDefault(const std::string& path) {
+  static const std::set<std::string> kFields = {
+      "spec.measurement.warmup_iterations", "spec.measurement.min_iterations",
+      "spec.measurement.min_time_ms",       "spec.measurement.max_time_ms",
+      "spec.measurement.window_iterations", "spec.measurement.cv_threshold",
+      "spec.measurement.trials",            "spec.measurement.max_iterations",
+      "spec.profiling.iterations",          "spec.profiling.top_operators",
+      "spec.telemetry.interval_ms"};
+  return kFields.count(path) > 0;
+}
+
+// InvalidArgument naming the first field the JSON sets to 0 where 0 reads
+// as unset and unset is a default that is not 0.
+absl::Status RefuseZerosThatMeanDefault(std::string_view json, const v1::JobSpec& spec) {
+  google::protobuf::Value value;
+  const google::protobuf::StringPiece text(json.data(), json.size());
+  if (!google::protobuf::util::JsonStringToMessage(text, &value).ok()) return absl::OkStatus();
+  std::vector<std::pair<std::string, std::vector<const google::protobuf::FieldDescriptor*>>> zeros;
+  ExplicitZeros(v1::JobSpec::descriptor(), value, "spec", &zeros);
+  const v1::RunConfig base_defaults = DefaultsFor(spec.base());
+  for (const auto& [path, chain] : zeros) {
+    if (chain.front() == v1::JobSpec::descriptor()->FindFieldByName("base")) {
+      const std::vector<const google::protobuf::FieldDescriptor*> rest(chain.begin() + 1, chain.end());
+      const double fallback = NumberAt(base_defaults, rest);
+      if (fallback == 0) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": 0 is not a value here: protobuf reads 0 as unset, and unset is the default ",
+          fallback, "; leave the field out for the default"));
+    }
+    if (ZeroMeansDefault(path)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": 0 is not a value here: protobuf reads 0 as unset, and unset is the "
+                "default; leave the field out for the default, or give 1 or more"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::JobSpec> ParseAsWritten(std::string_view json) {
   if (auto s = CheckStrictJson(json, "spec", kMaxJsonDepth); !s.ok()) return s;
   v1::JobSpec spec;
   google::protobuf::util::JsonParseOptions options;
@@ -75,7 +177,7 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {
     google::protobuf::Value value;
     std::string full;
     if (google::protobuf::util::JsonStringToMessage(text, &value).ok()) {
-      FullEnumNames(v1::JobSpec::descriptor(), &value);
+      if (auto s = FullEnumNames(v1::JobSpec::descriptor(), "spec", &value); !s.ok()) return s;
       (void)google::protobuf::util::MessageToJsonString(value, &full);
       spec.Clear();
       if (google::protobuf::util::JsonStringToMessage(full, &spec, options).ok()) return spec;
@@ -83,6 +185,15 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec: ", std::string(status.message())));
   }
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json) {
+  auto spec = ParseAsWritten(json);
+  if (!spec.ok()) return spec;
+  if (auto s = RefuseZerosThatMeanDefault(json, *spec); !s.ok()) return s;
   return spec;
 }
 

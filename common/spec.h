@@ -45,6 +45,9 @@ inline constexpr char kEveryGpu[] = "cuda:all";
 // wrong type, a key given twice in one object (in either of its spellings,
 // "batch_size" or "batchSize") and nesting deeper than kMaxJsonDepth are
 // InvalidArgument naming the field, prefixed with "spec: ".
+// A number the JSON sets to 0 where protobuf reads 0 as unset and unset is
+// a non-zero default ("batch_size": 0 would run batch 32) is InvalidArgument
+// naming the field.
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(std::string_view json);
 
 // Prints a spec (or any message) as indented protobuf JSON with the proto

@@ -565,6 +565,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
                        int64_t{7 * 86400}))
            .ok())
     return s;
+  if (!(s = CheckRange("spec.cpu_threads", spec.cpu_threads(), 0, 1024)).ok()) return s;
   const int points = CountSweepPoints(spec.sweep());
   if (points > kMaxSweepPoints) {
     return Invalid("spec.sweep",

@@ -39,6 +39,8 @@ struct Fingerprint {
   // The CPU quota of this process's cgroup (the least over its
   // ancestors), in cores; 0 when unlimited.
   std::optional<double> cpu_quota_cores;
+  // A CPU run's LibTorch intra-op threads (the engine's, as the run starts).
+  std::optional<int> cpu_threads;
 };
 
 // The GPU's setup through NVML (the GPU of this UUID or PCI bus id, else of

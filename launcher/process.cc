@@ -184,7 +184,8 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   absl::StatusOr<std::string> made = MakeScratch(limits);
   if (!made.ok()) return made.status();
   const std::string scratch = *made;
-  std::vector<std::string> env = EnvironmentWith({
+  // Only what a worker needs of the daemon's environment (README).
+  std::vector<std::string> env = WorkerEnvironmentWith({
       {"TMPDIR", scratch},
       {"TMP", scratch},
       {"TEMP", scratch},

@@ -268,7 +268,7 @@ namespace internal {
 namespace {
 
 // A field's value as a label word: on/off, an enum's short name, a hash cut
-// to 12 characters.
+// to 12 characters, a model path with its file name whole.
 std::string FieldWord(const google::protobuf::Message& m, const google::protobuf::FieldDescriptor* f) {
   using FD = google::protobuf::FieldDescriptor;
   const google::protobuf::Reflection* r = m.GetReflection();
@@ -281,7 +281,15 @@ std::string FieldWord(const google::protobuf::Message& m, const google::protobuf
     case FD::CPPTYPE_DOUBLE: return absl::StrFormat("%g", r->GetDouble(m, f));
     case FD::CPPTYPE_FLOAT: return absl::StrFormat("%g", r->GetFloat(m, f));
     case FD::CPPTYPE_ENUM: return Short(f->enum_type(), r->GetEnumValue(m, f));
-    case FD::CPPTYPE_STRING: return r->GetString(m, f).substr(0, 12);
+    case FD::CPPTYPE_STRING: {
+      const std::string value = r->GetString(m, f);
+      if (f->name() != "model_path") return value.substr(0, 12);
+      // A path keeps its file name, which tells models apart; a long
+      // path's folders give way first.
+      const size_t slash = value.rfind('/');
+      if (value.size() <= 40 || slash == std::string::npos) return value;
+      return "\u2026" + value.substr(slash);
+    }
     default: return "";
   }
 }

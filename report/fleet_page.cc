@@ -1,5 +1,6 @@
 #include "report/fleet_page.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -11,11 +12,27 @@
 namespace gpubench::report::internal {
 namespace {
 
+// Bars beyond the threshold but within the noise, and bars of a group too
+// small for a straggler verdict: each its own colour and legend, so that
+// neither reads as "within the threshold".
+constexpr char kTooNoisy[] = "#e3b15b";
+constexpr char kNoVerdict[] = "#dde3ea";
+
 const ProbeInfo* InfoOf(const std::string& probe) {
   for (const ProbeInfo& p : ProbeSuite()) {
     if (probe == p.name) return &p;
   }
   return nullptr;
+}
+
+// A bar's colour and its legend's words.
+LegendEntry Kind(const Ranked& r) {
+  if (r.straggler || r.drifted) return {"straggler or drifted", kSlower, Mark::kBox};
+  if (r.straggler_too_noisy || r.drift_too_noisy) {
+    return {"beyond the threshold, within the noise: too noisy to tell", kTooNoisy, Mark::kBox};
+  }
+  if (!r.no_verdict.empty()) return {r.no_verdict, kNoVerdict, Mark::kBox};
+  return {"within the threshold", kNoisy, Mark::kBox};
 }
 
 // One chart: the GPUs of a SKU on one probe, worst first (RankFleet's
@@ -26,23 +43,30 @@ std::string ProbeChart(const std::string& probe, const std::string& sku,
   BarChart chart;
   chart.title = absl::StrCat(probe, " (", info ? info->unit : "", ") \u00b7 ", sku, " \u00b7 ",
                              gpus.size(), gpus.size() == 1 ? " device" : " devices");
+  // One group, one size: say once why it has no straggler verdict.
+  if (!gpus.empty() && !gpus.front()->no_verdict.empty()) {
+    absl::StrAppend(&chart.title, " \u00b7 ", gpus.front()->no_verdict);
+  }
   chart.x_label = absl::StrCat("figure / the median of its peers (",
                                info && !info->higher_is_better ? "above" : "below",
                                " 1: worse)");
   chart.reference = 1.0;
   for (const Ranked* r : gpus) {
-    const bool flagged = r->straggler || r->drifted;
+    const LegendEntry kind = Kind(*r);
     Bar bar;
     bar.label = absl::StrCat(r->result.host, " ", r->result.gpu);
     bar.value = r->ratio;
     bar.value_text = absl::StrFormat("%.3f\u00d7 %s", r->ratio, FormatFigure(r->result.value));
-    bar.color = flagged ? kSlower : kNoisy;
-    bar.tooltip = absl::StrCat(bar.label, ": ", bar.value_text,
+    bar.color = kind.color;
+    bar.tooltip = absl::StrCat(bar.label, ": ", bar.value_text, "; ", kind.label,
                                r->differs.empty() ? "" : "; ", absl::StrJoin(r->differs, ", "));
     chart.bars.push_back(std::move(bar));
+    // The legend names what the bars show, each kind once.
+    if (std::none_of(chart.legend.begin(), chart.legend.end(),
+                     [&](const LegendEntry& e) { return e.label == kind.label; })) {
+      chart.legend.push_back(kind);
+    }
   }
-  chart.legend = {{"straggler or drifted", kSlower, Mark::kBox},
-                  {"within the threshold", kNoisy, Mark::kBox}};
   return Figure(RenderBarChart(chart));
 }
 
@@ -76,10 +100,13 @@ std::string FleetSections(const std::vector<Ranked>& ranked, const FleetRule& ru
       absl::StrFormat("%.0f%%", 100 * rule.threshold), " (with ", rule.min_peers,
       " or more of them) and stands out of their spread (a robust z-score of ",
       absl::StrFormat("%g", rule.max_robust_z),
-      " or more); a GPU has drifted when it is that much worse than the median of its own ",
+      " or more, their spread never taken below the probe's own between sessions, so peers "
+      "that tie flag nothing); a GPU has drifted when it is that much worse than the median of "
+      "its own ",
       rule.min_history, " or more earlier probes and outside their prediction interval (p &lt; ",
-      absl::StrFormat("%g", rule.alpha), "). Grey bars beyond the threshold are too noisy to "
-      "tell.</p>\n", FlaggedTable(ranked), "</section>\n");
+      absl::StrFormat("%g", rule.alpha), "). Amber bars beyond the threshold are too noisy to "
+      "tell; a group of fewer than ", rule.min_peers, " GPUs gets no straggler verdict, and "
+      "its chart says so.</p>\n", FlaggedTable(ranked), "</section>\n");
   // Charts in RankFleet's order: probe, SKU, worst first.
   std::vector<std::pair<std::pair<std::string, std::string>, std::vector<const Ranked*>>> groups;
   for (const Ranked& r : ranked) {

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
-#include <set>
-
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/contention.h"
 #include "common/fingerprint.h"
 #include "common/spec.h"
 #include "common/stats.h"
@@ -27,10 +28,15 @@ bool Better(const ProbeInfo& p, double a, double b) {
   return p.higher_is_better ? a > b : a < b;
 }
 
+// The device a run ran on: "cuda:0", "cpu".
+std::string DeviceOf(const v1::Run& r) {
+  return r.result().resolved_device().empty() ? r.config().device()
+                                              : r.result().resolved_device();
+}
+
 // "cuda:0 GPU-8c1f2a3b", or the device alone where the UUID is unknown.
 std::string GpuOf(const v1::Run& r) {
-  std::string gpu = r.result().resolved_device().empty() ? r.config().device()
-                                                          : r.result().resolved_device();
+  std::string gpu = DeviceOf(r);
   if (r.fingerprint().has_gpu_uuid()) {
     absl::StrAppend(&gpu, " ", r.fingerprint().gpu_uuid().substr(0, 12));
   }
@@ -164,42 +170,53 @@ std::string WorkKey(v1::RunConfig c) {
   return ConfigKey(c);
 }
 
-// Whether the run's config is one of the suite's own (GPU or CPU sizes): a
-// run of another spec that names a probe is no probe result.
-bool IsSuiteRun(const v1::Run& run) {
-  static const std::set<std::string>* const keys = [] {
-    auto* k = new std::set<std::string>;
+// The kinds of device ("cuda", "cpu") on which the suite gives each of its
+// configs (its work, the device aside): GPU sizes on a GPU, CPU sizes on the
+// CPU; one config may be both (the launch's 16³ product).
+const std::map<std::string, std::set<std::string>>& SuiteConfigs() {
+  static const auto* const kinds = [] {
+    auto* k = new std::map<std::string, std::set<std::string>>;
     v1::HostInfo host;  // two sm_90 GPUs: every probe of the suite
     for (int i = 0; i < 2; ++i) {
       v1::GpuInfo* g = host.add_gpus();
       g->set_index(i);
       g->set_compute_capability("9.0");
     }
-    for (bool small : {false, true}) {
+    for (bool small : {false, true}) {  // small: the CPU's sizes on the CPU
       for (const v1::JobSpec& spec : ProbeJobs(host, small)) {
         auto configs = ExpandSweep(spec);
         if (!configs.ok()) continue;
-        for (const v1::RunConfig& c : *configs) k->insert(WorkKey(c));
+        for (const v1::RunConfig& c : *configs) (*k)[WorkKey(c)].insert(small ? "cpu" : "cuda");
       }
     }
     return k;
   }();
-  return keys->count(WorkKey(run.config())) > 0;
+  return *kinds;
 }
 
 }  // namespace
 
 const std::vector<ProbeInfo>& ProbeSuite() {
   static const auto* suite = new std::vector<ProbeInfo>{
-      {"matmul_bf16", "TFLOP/s", true, "bf16 matrix product, the best of 4096³ and 8192³"},
-      {"matmul_fp16", "TFLOP/s", true, "fp16 matrix product, the best of 4096³ and 8192³"},
-      {"matmul_fp8", "TFLOP/s", true, "fp8 (e4m3) matrix product where the GPU has it (sm_89+)"},
-      {"attention", "TFLOP/s", true, "causal attention forward, bf16, 8 x 16 heads x 2048 x 128"},
-      {"copy_d2d", "GB/s", true, "device-to-device copy of 1 GiB"},
-      {"h2d_pinned", "GB/s", true, "pinned host-to-device copy of 256 MiB"},
-      {"d2h_pinned", "GB/s", true, "pinned device-to-host copy of 256 MiB"},
-      {"launch", "us", false, "host time per launch of a tiny kernel (a 16³ fp32 product)"},
-      {"allreduce_pair", "GB/s", true, "NCCL all-reduce of 256 MiB on a pair of GPUs (bus)"},
+      // Noise floors: each probe's larger coefficient of variation of the
+      // two H100s' six sessions (bench/results/2026-11-27-h100-fleet.txt);
+      // the pair all-reduce, which those sessions did not measure: the
+      // GPU-bound probes' largest, rounded up.
+      {"matmul_bf16", "TFLOP/s", true, "bf16 matrix product, the best of 4096³ and 8192³",
+       0.0125},
+      {"matmul_fp16", "TFLOP/s", true, "fp16 matrix product, the best of 4096³ and 8192³",
+       0.0126},
+      {"matmul_fp8", "TFLOP/s", true, "fp8 (e4m3) matrix product where the GPU has it (sm_89+)",
+       0.0093},
+      {"attention", "TFLOP/s", true, "causal attention forward, bf16, 8 x 16 heads x 2048 x 128",
+       0.0167},
+      {"copy_d2d", "GB/s", true, "device-to-device copy of 1 GiB", 0.0002},
+      {"h2d_pinned", "GB/s", true, "pinned host-to-device copy of 256 MiB", 0.0086},
+      {"d2h_pinned", "GB/s", true, "pinned device-to-host copy of 256 MiB", 0.0034},
+      {"launch", "us", false, "host time per launch of a tiny kernel (a 16³ fp32 product)",
+       0.20},
+      {"allreduce_pair", "GB/s", true, "NCCL all-reduce of 256 MiB on a pair of GPUs (bus)",
+       0.02},
   };
   return *suite;
 }
@@ -225,6 +242,28 @@ double ProbeFigure(const ProbeInfo& probe, const v1::Run& run) {
   return r.bus_bandwidth_gb_per_s() > 0 ? r.bus_bandwidth_gb_per_s() : r.bandwidth_gb_per_s();
 }
 
+std::string NotAProbeResultBecause(const v1::Run& run) {
+  const ProbeInfo* p = ProbeOf(run);
+  if (p == nullptr) return absl::StrCat("not a probe of suite ", kProbeSuite);
+  if (!run.daemon_probe()) return "not made by the daemon's probe suite (gpubench probe)";
+  if (run.state() != v1::RUN_STATE_SUCCEEDED) return "did not succeed";
+  const auto& configs = SuiteConfigs();
+  const auto kinds = configs.find(WorkKey(run.config()));
+  if (kinds == configs.end()) return "not the suite's config of the probe";
+  const std::string device = DeviceOf(run);
+  if (kinds->second.count(device.substr(0, device.find(':'))) == 0) {
+    // A GPU's figure comes only from a GPU-size config on it, and back.
+    const char* size = kinds->second.count("cuda") == 0  ? "a CPU-size config"
+                       : kinds->second.count("cpu") == 0 ? "a GPU-size config"
+                                                         : "the suite's config";
+    return absl::StrCat(size, " on ", device.empty() ? "no device" : device);
+  }
+  if (std::string why = NotABaselineBecause(run); !why.empty()) return why;
+  const double value = ProbeFigure(*p, run);
+  if (!std::isfinite(value) || value <= 0) return "no figure";
+  return "";
+}
+
 std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string& cpu_model,
                                       const std::vector<v1::Run>& runs) {
   // (gpu, probe) -> job -> its best run; then the jobs by time.
@@ -234,10 +273,9 @@ std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string
   };
   std::map<std::pair<std::string, std::string>, std::map<std::string, Session>> sessions;
   for (const v1::Run& r : runs) {
+    if (!NotAProbeResultBecause(r).empty()) continue;
     const ProbeInfo* p = ProbeOf(r);
-    if (p == nullptr || r.state() != v1::RUN_STATE_SUCCEEDED || !IsSuiteRun(r)) continue;
     const double value = ProbeFigure(*p, r);
-    if (!std::isfinite(value) || value <= 0) continue;
     Session& s = sessions[{GpuOf(r), p->name}][r.job_id()];
     if (s.best == nullptr || Better(*p, value, s.value)) s = {&r, value};
   }
@@ -263,6 +301,29 @@ std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string
   return out;
 }
 
+namespace {
+
+// The spread a straggler of a group of peers must stand out of, in the
+// probe's unit: their own (1.4826 x their median absolute deviation, a
+// standard deviation's robust estimate), or the probe's between sessions,
+// whichever is larger: the median times the larger of the probe's floor
+// and the median of the peers' own histories' coefficients of variation.
+double Noise(const ProbeInfo& probe, const std::vector<const ProbeResult*>& peers,
+             double median, const FleetRule& rule) {
+  std::vector<double> deviations, history_cvs;
+  for (const ProbeResult* p : peers) {
+    deviations.push_back(std::abs(p->value - median));
+    if (static_cast<int>(p->history.size()) >= rule.min_history) {
+      history_cvs.push_back(stats::CoefficientOfVariation(p->history));
+    }
+  }
+  const double sessions_cv =
+      std::max(probe.noise_cv, history_cvs.empty() ? 0.0 : stats::Median(history_cvs));
+  return std::max(1.4826 * stats::Median(deviations), std::abs(median) * sessions_cv);
+}
+
+}  // namespace
+
 std::vector<Ranked> RankFleet(const std::vector<ProbeResult>& results, const FleetRule& rule) {
   std::map<std::pair<std::string, std::string>, std::vector<const ProbeResult*>> groups;
   for (const ProbeResult& r : results) groups[{r.sku, r.probe}].push_back(&r);
@@ -283,10 +344,8 @@ std::vector<Ranked> RankFleet(const std::vector<ProbeResult>& results, const Fle
     }
     const double median = stats::Median(values), mean = stats::Mean(values);
     const double sd = stats::Stddev(values);
-    std::vector<double> deviations;
-    for (double v : values) deviations.push_back(std::abs(v - median));
-    const double robust_sd = 1.4826 * stats::Median(deviations);
     const int n = static_cast<int>(members.size());
+    const double noise = n >= rule.min_peers ? Noise(*probe, members, median, rule) : 0;
     for (const ProbeResult* m : members) {
       Ranked r;
       r.result = *m;
@@ -306,18 +365,25 @@ std::vector<Ranked> RankFleet(const std::vector<ProbeResult>& results, const Fle
         r.z = (probe->higher_is_better ? 1 : -1) * (m->value - mean) / sd;
       }
       const double worse = probe->higher_is_better ? 1 - r.ratio : r.ratio - 1;
-      if (n >= rule.min_peers && worse > rule.threshold) {
-        // Peers all alike (no spread): any such distance stands out.
-        const bool outlier = robust_sd == 0 ||
-                             std::abs(m->value - median) / robust_sd >= rule.max_robust_z;
+      r.noise = noise;
+      if (n < rule.min_peers) {
+        r.no_verdict = absl::StrCat("fewer than ", rule.min_peers, " peers: no straggler verdict");
+      } else if (worse > rule.threshold) {
+        // noise > 0 (the probe's floor): peers that tie never make a small
+        // distance infinitely significant.
+        const bool outlier = std::abs(m->value - median) >= rule.max_robust_z * noise;
         r.straggler = outlier;
         r.straggler_too_noisy = !outlier;
       }
       if (static_cast<int>(m->history.size()) >= rule.min_history) {
-        r.drift = m->value / stats::Median(m->history);
+        const double past = stats::Median(m->history);
+        r.drift = m->value / past;
         if ((probe->higher_is_better ? 1 - *r.drift : *r.drift - 1) > rule.threshold) {
-          const bool outside = stats::NewValueAgainstHistory(m->value, m->history).p_value <
-                               rule.alpha;
+          // A history that never varied (p 0) is no spread either: the
+          // probe's floor still holds.
+          const bool outside =
+              stats::NewValueAgainstHistory(m->value, m->history).p_value < rule.alpha &&
+              std::abs(m->value - past) >= rule.max_robust_z * past * probe->noise_cv;
           r.drifted = outside;
           r.drift_too_noisy = !outside;
         }

@@ -1,11 +1,13 @@
 // The fleet probe suite and the ranking of each GPU against its peers
 // (gpubench probe, gpubench fleet). A probe is a short fixed measurement
-// (a run whose config names it: RunConfig.probe "v1/matmul_bf16"); a GPU's
-// peers are the GPUs of the same SKU and driver; each GPU's latest figure
-// gets a percentile and a z-score among them, is flagged a straggler beyond
-// a threshold from their median, and against its own earlier figures
-// (drift). Plain data in, plain data out: the CLI prints it, report/
-// draws it.
+// (a run whose config names it: RunConfig.probe "v1/matmul_bf16") that the
+// daemon's own suite made (Run.daemon_probe: RunProbe, never a caller's
+// spec); a GPU's peers are the GPUs of the same SKU and driver; each GPU's
+// latest figure gets a percentile and a z-score among them, is flagged a
+// straggler beyond a threshold from their median and beyond the noise, and
+// against its own earlier figures (drift). Plain data in, plain data out:
+// the CLI prints it, report/ draws it; the daemon builds the suite's jobs
+// (ProbeJobs).
 #ifndef GPUBENCH_REPORT_FLEET_RANK_H_
 #define GPUBENCH_REPORT_FLEET_RANK_H_
 
@@ -27,6 +29,11 @@ struct ProbeInfo {
   const char* unit;       // "TFLOP/s", "GB/s", "us"
   bool higher_is_better;  // throughputs; not the launch latency
   const char* what;       // one line for --help and the report
+  // Its noise floor: the coefficient of variation of its figure between
+  // probe sessions on one unchanged GPU (the larger of two H100s', six
+  // sessions each: bench/results/2026-11-27-h100-fleet.txt). No flag ever
+  // rests on a spread smaller than this, however alike the peers are.
+  double noise_cv;
 };
 
 // The suite's probes, in the order tables list them.
@@ -39,8 +46,9 @@ const ProbeInfo* ProbeOf(const v1::Run& run);
 // The suite's jobs for a host: every probe on each of its GPUs, the host to
 // itself, or at CPU sizes on its CPU (a host without GPUs, or small): bf16
 // matmul, attention, copy and launch (the CPU runs no fp16 or fp8, and has
-// no pinned copies). gpubench probe submits them; a run counts as a probe
-// result only where its config is one of theirs.
+// no pinned copies). The daemon queues them (RunProbe, for gpubench probe);
+// a run counts as a probe result only where its config is one of theirs, a
+// GPU size on a GPU or a CPU size on the CPU.
 std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small);
 
 // The probe's figure of a run in the probe's unit (TFLOP/s, GB/s, or µs per
@@ -60,24 +68,37 @@ struct ProbeResult {
   v1::Fingerprint fingerprint;  // that run's
 };
 
-// The probe results of one host's probe runs: succeeded runs whose probe is
-// the suite's and whose config is the one the suite gives it (another
-// spec labelled a probe is left out), with a finite figure. cpu_model names
-// the SKU of CPU runs.
+// Why a run is no probe result, in a few words ("contended (1 job beside)",
+// "a CPU-size config on cuda:0", "not made by the daemon's probe suite");
+// empty where it is one: a succeeded run of a probe of the suite, made by
+// the daemon's own suite (Run.daemon_probe), with the config the suite gives
+// that probe on that kind of device (a GPU figure comes only from a GPU-size
+// config on a GPU), neither contended nor thermally throttled
+// (NotABaselineBecause), with a finite positive figure.
+std::string NotAProbeResultBecause(const v1::Run& run);
+
+// The probe results of one host's runs: those NotAProbeResultBecause
+// leaves in; the others are left out. cpu_model names the SKU of CPU
+// runs.
 std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string& cpu_model,
                                       const std::vector<v1::Run>& runs);
 
 // A GPU is flagged only where the distance is beyond the threshold AND
-// beyond the noise: for a straggler, its robust z-score among its peers
-// (distance from their median over 1.4826 x their median absolute
-// deviation) is at least max_robust_z; for drift, the figure lies outside
-// its own history's prediction interval (p < alpha, as the nightly rule).
-// Beyond the threshold but within the noise is "too noisy to tell". (On an
-// H100, the suite's figures varied 0.02-1.7% between sessions, its launch
-// latency 20%: bench/results/2026-11-27-h100-fleet.txt.)
+// beyond the noise: for a straggler, its distance from its peers' median is
+// at least max_robust_z times their noise, the larger of their own spread
+// (1.4826 x their median absolute deviation) and the probe's spread between
+// sessions (its median x the larger of ProbeInfo::noise_cv and the median
+// of the peers' own history's coefficient of variation, over those with
+// min_history earlier sessions), so that peers that tie (a deviation of 0)
+// never make a small distance stand out; for drift, the figure lies outside
+// its own history's prediction interval (p < alpha, as the nightly rule) and
+// at least max_robust_z times the probe's noise floor from the history's
+// median. Beyond the threshold but within the noise is "too noisy to tell".
+// (On an H100, the suite's figures varied 0.02-1.7% between sessions, its
+// launch latency 20%: bench/results/2026-11-27-h100-fleet.txt.)
 struct FleetRule {
   double threshold = 0.05;  // relative distance from the median that counts
-  int min_peers = 3;        // fewer GPUs of a SKU: no straggler verdict
+  int min_peers = 3;        // fewer GPUs of a SKU: no straggler verdict (said)
   int min_history = 3;      // fewer earlier sessions: no drift verdict
   double max_robust_z = 3;
   double alpha = 0.05;
@@ -91,10 +112,16 @@ struct Ranked {
   std::optional<double> percentile;  // share of its peers it does better than (ties half)
   std::optional<double> z;           // (figure - mean) / sd over the peers; negative: worse
   bool straggler = false;            // worse than the median, beyond threshold and noise
+  // The spread a straggler must stand out of, in the probe's unit (see
+  // FleetRule); 0 with fewer than min_peers.
+  double noise = 0;
+  // Why no straggler verdict is given: "fewer than 3 peers: no straggler
+  // verdict"; empty where one is.
+  std::string no_verdict;
   std::optional<double> drift;       // figure / median of its own history
   bool drifted = false;              // worse than its history, beyond threshold and noise
-  // Beyond the threshold but within the peers' spread, or its history's:
-  // too noisy to tell.
+  // Beyond the threshold but within the noise (FleetRule): too noisy to
+  // tell.
   bool straggler_too_noisy = false, drift_too_noisy = false;
   // Its fingerprint where it differs from what most of its peers have
   // ("power limit 420 W (peers 700 W)").

@@ -1,7 +1,9 @@
 #include "report/format.h"
 
+#include <cmath>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec.h"
@@ -12,6 +14,15 @@ std::string Bytes(int64_t bytes) {
   if (bytes <= 0) return "-";
   if (bytes >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", bytes / double(1 << 30));
   return absl::StrFormat("%.1f MiB", bytes / double(1 << 20));
+}
+
+std::string ThroughputIntervalText(const v1::RunResult& result, int decimals) {
+  const double low = result.throughput_ci_low(), high = result.throughput_ci_high();
+  if (high > 0 && std::isfinite(high) && std::isfinite(low)) {
+    return absl::StrFormat("%.*f-%.*f", decimals, low, decimals, high);
+  }
+  if (result.interval_basis().empty()) return "-";
+  return absl::StrCat(result.interval_samples(), " ", result.interval_basis(), ": no interval");
 }
 
 std::string Short(const google::protobuf::EnumDescriptor* type, int value) {
@@ -25,6 +36,14 @@ bool Measured(const v1::Run& run) {
 bool OutOfMemory(const v1::Run& run) {
   return run.state() == v1::RUN_STATE_OUT_OF_MEMORY ||
          run.state() == v1::RUN_STATE_SKIPPED_AFTER_OOM;
+}
+
+std::set<std::string> OutOfMemoryConfigs(const std::vector<const v1::Run*>& runs) {
+  std::set<std::string> keys;
+  for (const v1::Run* r : runs) {
+    if (OutOfMemory(*r)) keys.insert(ConfigKeyWithoutBatch(r->config()));
+  }
+  return keys;
 }
 
 std::string ByteRate(double bytes_per_s) {

@@ -3,6 +3,7 @@
 #define GPUBENCH_REPORT_FORMAT_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,12 @@ namespace gpubench::report {
 
 // "512.0 MiB", "2.00 GiB"; "-" for 0 or less.
 std::string Bytes(int64_t bytes);
+
+// A run's throughput interval as "low-high" (each with `decimals`
+// decimals), or why it has none: "3 steps: no interval" (fewer than 5
+// trials, windows or steps, RunResult.interval_samples); "-" for a run
+// stored before intervals said why.
+std::string ThroughputIntervalText(const v1::RunResult& result, int decimals);
 
 // The enum value's short name ("succeeded" for JOB_STATE_SUCCEEDED); 0 (an
 // unset field) reads as the first value.
@@ -25,6 +32,10 @@ bool Measured(const v1::Run& run);
 // Whether a run ran out of memory, or was skipped after a smaller batch of
 // its config did: then "the largest batch that fit" is news.
 bool OutOfMemory(const v1::Run& run);
+
+// The configs (ConfigKeyWithoutBatch) of which a run ran out of memory or
+// was skipped after one: where "the largest batch that fit" is a limit.
+std::set<std::string> OutOfMemoryConfigs(const std::vector<const v1::Run*>& runs);
 
 // Pointers to runs, in order, for the analyses that take them.
 std::vector<const v1::Run*> RunPointers(const std::vector<v1::Run>& runs);

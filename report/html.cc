@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -168,6 +169,8 @@ std::string RunTable(const JobView& view) {
       if (res.throughput_ci_high() > 0) {
         ci = absl::StrCat(FormatFigure(res.throughput_ci_low()), "\u2013",
                           FormatFigure(res.throughput_ci_high()));
+      } else {
+        ci = ThroughputIntervalText(res, 1);
       }
       p50 = FormatFigure(res.latency().p50_ms());
       p95 = FormatFigure(res.latency().p95_ms());
@@ -199,16 +202,15 @@ std::string RunTable(const JobView& view) {
   return out + WarningLegend(view.runs);
 }
 
-// The largest batch that fit per config, where the job swept the batch or a
-// run ran out of memory; "" otherwise (every batch then fit: no news).
+// The largest batch that fit of each config that ran out of memory at a
+// larger one; "" where nothing ran out of memory (the largest batch asked
+// then fit, and is no limit).
 std::string MaxBatchFits(const JobView& view) {
-  const bool oom = std::any_of(view.runs.begin(), view.runs.end(),
-                               [](const v1::Run* r) { return OutOfMemory(*r); });
-  if (!view.varying[kBatch] && !oom) return "";
-  const auto& fits = view.src->job.max_batch_size_fits();
-  if (fits.empty()) return "-";
+  const std::set<std::string> oom = OutOfMemoryConfigs(view.runs);
+  if (oom.empty()) return "";
   std::vector<std::pair<std::string, int>> rows;
-  for (const auto& [key, batch] : fits) {
+  for (const auto& [key, batch] : view.src->job.max_batch_size_fits()) {
+    if (oom.count(key) == 0) continue;
     std::string label;
     if (auto config = ParseConfigKey(key); config.ok()) {
       label = GroupLabel(ValuesOf(*config, {}), view.varying, Bit(kBatch));
@@ -218,6 +220,7 @@ std::string MaxBatchFits(const JobView& view) {
     }
     rows.push_back({label, batch});
   }
+  if (rows.empty()) return "none (the smallest batch ran out of memory)";
   std::sort(rows.begin(), rows.end());
   std::vector<std::string> parts;
   for (const auto& [label, batch] : rows) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "report/chart.h"
 #include "report/format.h"
+#include "report/language_model_table.h"
 #include "report/roofline.h"
 
 namespace gpubench::report::internal {
@@ -149,10 +150,29 @@ std::string ShareBars(const JobView& view) {
   return html;
 }
 
+// The figures as show prints them (report/language_model_table.h).
+std::string FiguresTable(const JobView& view) {
+  const LanguageModelTable lm =
+      LanguageModelFigures(view.runs, PeaksOf(view.runs, view.src->peak_runs));
+  if (lm.rows.empty()) return "";
+  std::string html = absl::StrCat("<table class=\"runs\"><caption>Language models (",
+                                  EscapeHtml(kLanguageModelLegend), ")</caption><tr>");
+  for (const std::string& h : lm.header) absl::StrAppend(&html, "<th>", EscapeHtml(h), "</th>");
+  absl::StrAppend(&html, "</tr>");
+  for (const auto& row : lm.rows) {
+    absl::StrAppend(&html, "<tr>");
+    for (const std::string& cell : row) {
+      absl::StrAppend(&html, "<td class=\"num\">", EscapeHtml(cell), "</td>");
+    }
+    absl::StrAppend(&html, "</tr>");
+  }
+  return html + "</table>\n";
+}
+
 }  // namespace
 
 std::string LanguageModelPlots(const JobView& view) {
-  return ContextPlots(view) + ShareBars(view);
+  return FiguresTable(view) + ContextPlots(view) + ShareBars(view);
 }
 
 }  // namespace gpubench::report::internal

@@ -10,7 +10,9 @@
 
 namespace gpubench::report::internal {
 
-// The <figure>s of view's language-model runs, empty when none:
+// The language-model runs' figures as a table (show's, from
+// report/language_model_table.h), then the <figure>s of view's
+// language-model runs, empty when none:
 //  - decoding's ITL p50 and p99 and TTFT p50 against the prompt length, a
 //    line per config that agrees on everything else (two prompt lengths at
 //    least);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/spec.h"
 #include "report/chart.h"
 #include "report/format.h"
 #include "report/language_model_plots.h"
@@ -184,24 +186,35 @@ constexpr size_t kMaxBars = 40;
 std::vector<LegendEntry> SpeedupLegend(const std::string& baseline) {
   return {{"faster than " + baseline, kFaster, Mark::kBox},
           {"slower", kSlower, Mark::kBox},
-          {"too noisy to tell (the 95% interval holds 1\u00d7)", kNoisy, Mark::kBox},
+          {"too noisy to tell, or no difference (as compare decides: one run a side "
+           "never tells; gpubench compare --repeat 5)",
+           kNoisy, Mark::kBox},
           {"1\u00d7 = " + baseline, kInk, Mark::kReference}};
 }
 
-// A bar of run's throughput against base's, coloured only where the ratio's
-// interval (its ends from the two runs' 95% intervals, as DeviceSpeedups
-// takes them) leaves out 1x; grey where it holds 1x or a run has none.
-Bar SpeedupBar(std::string label, const v1::Run& run, const v1::Run& base) {
+// A bar of run's throughput against base's, coloured by the verdict every
+// view gives (common/verdict.h) on the repetitions of each: grey unless
+// that rule calls it faster or slower.
+Bar SpeedupBar(std::string label, const verdict::Comparison& c, const v1::Run& run,
+               const v1::Run& base) {
   const v1::RunResult& a = run.result();
   const v1::RunResult& b = base.result();
-  const ThroughputRatio r = RatioOf(a, b);
-  return {std::move(label), r.ratio, absl::StrFormat("%.2f\u00d7", r.ratio),
-          r.faster() ? kFaster : r.slower() ? kSlower : kNoisy,
-          absl::StrCat(FormatFigure(a.throughput_samples_per_s()), " vs ",
-                       FormatFigure(b.throughput_samples_per_s()), " samples/s",
-                       r.has_interval()
-                           ? absl::StrFormat("; 95%% interval %.2f-%.2f\u00d7", r.low, r.high)
-                           : std::string("; no interval: too noisy to tell"))};
+  const double ratio = c.verdict == verdict::Verdict::kNotComparable
+                           ? a.throughput_samples_per_s() / b.throughput_samples_per_s()
+                           : c.speedup.value;
+  std::string detail = absl::StrCat(
+      FormatFigure(a.throughput_samples_per_s()), " vs ", FormatFigure(b.throughput_samples_per_s()),
+      " samples/s; ", c.candidate_runs, " vs ", c.baseline_runs, c.baseline_runs == 1 ? " run" : " runs",
+      ": ", verdict::VerdictName(c.verdict), c.why.empty() ? "" : " (" + c.why + ")");
+  if (c.has_interval()) {
+    absl::StrAppend(&detail, absl::StrFormat("; 95%% interval %.2f-%.2f\u00d7", c.speedup.ci95.low,
+                                             c.speedup.ci95.high));
+  }
+  return {std::move(label), ratio, absl::StrFormat("%.2f\u00d7", ratio),
+          c.verdict == verdict::Verdict::kFaster   ? kFaster
+          : c.verdict == verdict::Verdict::kSlower ? kSlower
+                                                   : kNoisy,
+          std::move(detail)};
 }
 
 void CapBars(BarChart* chart) {
@@ -234,8 +247,8 @@ std::string DeviceSpeedupPlot(const JobView& view) {
                                : GroupLabel(view.values[at - view.runs.begin()], view.varying,
                                             Bit(kDevice));
       if (config.empty()) config = v.config;
-      chart.bars.push_back(SpeedupBar(
-          absl::StrCat(config, " \u00b7 ", s.device, " vs ", base.device), *s.run, *base.run));
+      chart.bars.push_back(SpeedupBar(absl::StrCat(config, " \u00b7 ", s.device, " vs ", base.device),
+                                      s.vs_baseline, *s.run, *base.run));
     }
     if (v.categories.empty()) continue;
     absl::StrAppend(&tables, "<table class=\"runs\"><caption>",
@@ -294,9 +307,10 @@ std::string OptimisedPlot(const JobView& view) {
     if (!base) continue;
     const std::string context =
         GroupLabel(view.values[*base], view.varying, kOptimisations);
+    std::set<std::string> drawn;  // a config's repeats are one bar
     for (size_t i : g) {
       const v1::RunConfig& c = view.runs[i]->config();
-      if (IsBaseline(c)) continue;
+      if (IsBaseline(c) || !drawn.insert(ConfigKey(c)).second) continue;
       std::vector<std::string> what;
       if (!Fp32(c)) what.push_back(view.values[i][kPrecision]);
       if (c.channels_last()) what.push_back("channels_last");
@@ -304,8 +318,11 @@ std::string OptimisedPlot(const JobView& view) {
         what.push_back("cuda_graph");
       std::string label = absl::StrJoin(what, " + ");
       if (!context.empty()) absl::StrAppend(&label, " \u00b7 ", context);
+      const verdict::Comparison verdict =
+          verdict::CompareRuns(RepeatsOf(*view.runs[*base], view.runs),
+                               RepeatsOf(*view.runs[i], view.runs), {});
       chart.bars.push_back(
-          SpeedupBar(std::move(label), *view.runs[i], *view.runs[*base]));
+          SpeedupBar(std::move(label), verdict, *view.runs[i], *view.runs[*base]));
     }
   }
   CapBars(&chart);

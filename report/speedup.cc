@@ -16,7 +16,11 @@ constexpr int kDefaultProfileIterations = 5;  // worker/measure.h's default
 // Self time per sample of each category of a run's profile, microseconds.
 std::map<std::string, double> CategoryTimesOf(const v1::Run& r, int iterations) {
   std::map<std::string, double> times;
-  const double samples = static_cast<double>(iterations) * std::max(1, r.config().batch_size());
+  // The steps the profiled window ran (max_time_ms may end it before the
+  // spec's count); runs stored before that was recorded ran the spec's.
+  const int ran = r.result().profiled_iterations() > 0 ? r.result().profiled_iterations()
+                                                       : iterations;
+  const double samples = static_cast<double>(ran) * std::max(1, r.config().batch_size());
   for (const auto& c : r.result().profile().categories()) {
     times[c.category()] += c.self_time_us() / samples;
   }
@@ -25,15 +29,13 @@ std::map<std::string, double> CategoryTimesOf(const v1::Run& r, int iterations) 
 
 }  // namespace
 
-ThroughputRatio RatioOf(const v1::RunResult& a, const v1::RunResult& b) {
-  ThroughputRatio r;
-  r.ratio = a.throughput_samples_per_s() / b.throughput_samples_per_s();
-  if (a.throughput_ci_low() > 0 && b.throughput_ci_low() > 0 && a.throughput_ci_high() > 0 &&
-      b.throughput_ci_high() > 0) {
-    r.low = a.throughput_ci_low() / b.throughput_ci_high();
-    r.high = a.throughput_ci_high() / b.throughput_ci_low();
+std::vector<const v1::Run*> RepeatsOf(const v1::Run& run, const std::vector<const v1::Run*>& runs) {
+  const std::string key = ConfigKey(run.config());
+  std::vector<const v1::Run*> out = {&run};
+  for (const v1::Run* r : runs) {
+    if (r != &run && Measured(*r) && ConfigKey(r->config()) == key) out.push_back(r);
   }
-  return r;
+  return out;
 }
 
 std::vector<DeviceSpeedup> DeviceSpeedups(const std::vector<const v1::Run*>& runs,
@@ -53,21 +55,27 @@ std::vector<DeviceSpeedup> DeviceSpeedups(const std::vector<const v1::Run*>& run
     const std::string device = RunDevice(r);
     const bool seen = std::any_of(view.sides.begin(), view.sides.end(),
                                   [&](const DeviceSide& s) { return s.device == device; });
-    if (!seen) view.sides.push_back({device, &r});
+    if (!seen) view.sides.push_back({device, &r, RepeatsOf(r, runs), {}});
   }
   std::vector<DeviceSpeedup> out;
   for (DeviceSpeedup& view : views) {
     if (view.sides.size() < 2) continue;
     std::stable_partition(view.sides.begin(), view.sides.end(),
                           [](const DeviceSide& s) { return s.device == "cpu"; });
-    const v1::RunResult& base = view.sides[0].run->result();
+    const std::vector<const v1::Run*>& base = view.sides[0].runs;
     for (DeviceSide& side : view.sides) {
-      const ThroughputRatio r = RatioOf(side.run->result(), base);
-      side.speedup = r.ratio;
-      side.speedup_low = r.low;
-      side.speedup_high = r.high;
+      side.vs_baseline = verdict::CompareRuns(base, side.runs, {});
+      const verdict::Comparison& c = side.vs_baseline;
+      side.speedup = c.verdict == verdict::Verdict::kNotComparable
+                         ? side.run->result().throughput_samples_per_s() /
+                               view.sides[0].run->result().throughput_samples_per_s()
+                         : c.speedup.value;
+      if (c.has_interval()) {
+        side.speedup_low = c.speedup.ci95.low;
+        side.speedup_high = c.speedup.ci95.high;
+      }
     }
-    view.sides[0].speedup_low = view.sides[0].speedup_high = 1;
+    view.sides[0].speedup = 1;
     const bool profiled = std::all_of(view.sides.begin(), view.sides.end(), [](const auto& s) {
       return !s.run->result().profile().categories().empty();
     });

@@ -35,6 +35,9 @@ constexpr RpcRole kRpcRoles[] = {
     {"ListSchedules", v1::ROLE_READ},    {"DeleteSchedule", v1::ROLE_ADMIN},
     {"UploadModel", v1::ROLE_SUBMIT},    {"GetTrace", v1::ROLE_READ},
     {"ListRegressions", v1::ROLE_READ},  {"DeleteModel", v1::ROLE_ADMIN},
+    // The fleet's reference figures, and a host-wide exclusive job per
+    // probe: the operator's.
+    {"RunProbe", v1::ROLE_ADMIN},
 };
 
 constexpr char kService[] = "gpubench.v1.BenchService";

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/stats.h"
+#include "common/verdict.h"
 
 namespace gpubench::server {
 
@@ -26,19 +26,22 @@ v1::HistoryComparison CompareWithHistory(double value, const std::vector<double>
     c.set_verdict(v1::VERDICT_INSUFFICIENT_HISTORY);
     return c;
   }
-  const double ratio = value / median;
-  c.set_ratio(ratio);
+  c.set_ratio(value / median);
   c.set_history_spread((sorted.back() - sorted.front()) / median);
-  const stats::PredictionTest test = stats::NewValueAgainstHistory(value, history);
-  c.set_p_value(test.p_value);
-  c.set_history_noise(test.noise);
-  const bool beyond_threshold = std::abs(ratio - 1) > rule.threshold;
-  if (!beyond_threshold) {
-    c.set_verdict(v1::VERDICT_NO_CHANGE);
-  } else if (test.p_value >= rule.alpha) {
-    c.set_verdict(v1::VERDICT_TOO_NOISY);
-  } else {
-    c.set_verdict(ratio < 1 ? v1::VERDICT_REGRESSED : v1::VERDICT_IMPROVED);
+  // The verdict is the rule every view uses (common/verdict.h), on times
+  // per sample: the history the baseline, this run the one candidate.
+  std::vector<double> history_ms;
+  for (double v : history) history_ms.push_back(v > 0 ? 1000 / v : 0);
+  const verdict::Comparison v = verdict::CompareRepetitions(
+      history_ms, {value > 0 ? 1000 / value : 0}, {rule.alpha, rule.threshold});
+  c.set_p_value(v.p_value);
+  c.set_history_noise(v.noise);
+  switch (v.verdict) {
+    case verdict::Verdict::kFaster: c.set_verdict(v1::VERDICT_IMPROVED); break;
+    case verdict::Verdict::kSlower: c.set_verdict(v1::VERDICT_REGRESSED); break;
+    case verdict::Verdict::kNoDifference: c.set_verdict(v1::VERDICT_NO_CHANGE); break;
+    case verdict::Verdict::kTooNoisy: c.set_verdict(v1::VERDICT_TOO_NOISY); break;
+    case verdict::Verdict::kNotComparable: c.set_verdict(v1::VERDICT_INSUFFICIENT_HISTORY); break;
   }
   return c;
 }

@@ -17,12 +17,12 @@ struct HistoryRule {
 
 // value and history are throughputs (samples/s; higher is better); each
 // past run is a repetition, so the history says how much this config's runs
-// vary on this host. The verdict is REGRESSED when value is below the median
-// by more than the threshold AND outside the history's 1 - alpha prediction
-// interval (p < alpha: stats::NewValueAgainstHistory), IMPROVED
-// symmetrically, TOO_NOISY when beyond the threshold but inside the
-// interval, NO_CHANGE otherwise, INSUFFICIENT_HISTORY with fewer than
-// min_history past runs.
+// vary on this host. The verdict is the rule of every view
+// (verdict::CompareRepetitions, this run against its history, min_effect the
+// threshold): REGRESSED or IMPROVED when beyond the threshold and outside the
+// history's 1 - alpha prediction interval, NO_CHANGE when both the change and
+// what the history can resolve are within the threshold, TOO_NOISY
+// otherwise, INSUFFICIENT_HISTORY with fewer than min_history past runs.
 v1::HistoryComparison CompareWithHistory(double value, const std::vector<double>& history,
                                          const HistoryRule& rule);
 

@@ -18,6 +18,7 @@
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
+#include "report/fleet_rank.h"
 #include "server/rank_group.h"
 #include "server/job_manager_internal.h"
 #include "launcher/process.h"
@@ -116,6 +117,45 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
 
 absl::StatusOr<v1::Job> JobManager::Submit(Plan plan, const std::string& schedule_id,
                                            const std::string& submitted_by) {
+  if (auto s = NoProbeIn(plan.runs); !s.ok()) return s;
+  return Queue(std::move(plan), schedule_id, submitted_by, /*daemon_probe=*/false);
+}
+
+absl::StatusOr<std::vector<v1::Job>> JobManager::SubmitProbeSuite(
+    bool small, bool dry_run, const std::string& submitted_by) {
+  // Every job planned before any is queued: a suite that cannot run here
+  // queues nothing.
+  std::vector<Plan> plans;
+  for (const v1::JobSpec& spec : report::ProbeJobs(host_, small)) {
+    auto plan = PlanSpec(spec);
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(),
+                          absl::StrCat("probe ", spec.base().probe(), ": ",
+                                       plan.status().message()));
+    }
+    plans.push_back(std::move(*plan));
+  }
+  std::vector<v1::Job> jobs;
+  for (Plan& plan : plans) {
+    if (dry_run) {
+      v1::Job& job = jobs.emplace_back();
+      *job.mutable_spec() = plan.spec;
+      job.set_run_count(plan.runs.size());
+      job.set_daemon_probe(true);
+      continue;
+    }
+    auto job = Queue(std::move(plan), "", submitted_by, /*daemon_probe=*/true);
+    if (!job.ok()) {
+      for (const v1::Job& queued : jobs) Cancel(queued.job_id()).IgnoreError();
+      return job.status();
+    }
+    jobs.push_back(std::move(*job));
+  }
+  return jobs;
+}
+
+absl::StatusOr<v1::Job> JobManager::Queue(Plan plan, const std::string& schedule_id,
+                                          const std::string& submitted_by, bool daemon_probe) {
   const v1::JobSpec& spec = plan.spec;
   // States that could not be stored go first; while they cannot, the store
   // takes no new job either.
@@ -138,6 +178,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(Plan plan, const std::string& schedul
   job.set_run_count(plan.runs.size());
   job.set_schedule_id(schedule_id);
   job.set_submitted_by(submitted_by);
+  job.set_daemon_probe(daemon_probe);
   job.set_host_id(host_.host_id());
   *job.mutable_submit_time() = NowTimestamp();
   const Needs needs = LeasesOf(job, plan.runs);

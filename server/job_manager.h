@@ -82,7 +82,9 @@ class JobManager {
   // A spec as this host will run it: cuda:all rewritten into a lane per
   // GPU, the sweep expanded (defaults filled), and what a submit checks
   // before the store (InvalidArgument naming the field): the models it names
-  // (CheckModels), the timeout, GPUs and CPU ranks this host can give.
+  // (CheckModels), the timeout, GPUs and CPU ranks this host can give, and
+  // no fleet probe (spec.base.probe: only the daemon's own suite,
+  // SubmitProbeSuite, names one).
   struct Plan {
     v1::JobSpec spec;
     std::vector<v1::RunConfig> runs;
@@ -93,12 +95,23 @@ class JobManager {
   // Stores plan as a QUEUED job recording submitted_by and wakes the
   // dispatcher: the job runs exactly plan's runs. ResourceExhausted when
   // the store or the queue is full or submitted_by already has its share of
-  // the queue, Unavailable while shutting down.
+  // the queue, Unavailable while shutting down; InvalidArgument for a plan
+  // whose runs name a probe.
   absl::StatusOr<v1::Job> Submit(Plan plan, const std::string& schedule_id,
                                  const std::string& submitted_by);
   // PlanJob, then Submit.
   absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& schedule_id,
                                  const std::string& submitted_by);
+
+  // The fleet probe suite (report::ProbeJobs) for this host, made by the
+  // daemon from its own host info (small: at CPU sizes on the CPU): one job
+  // per probe, each stored with Job.daemon_probe, which every run of it
+  // gets as it is stored (Run.daemon_probe); no caller's spec ever does.
+  // With dry_run, the planned jobs (spec and run count, no id), none
+  // queued. All or none: where one cannot be queued (Submit's errors), those
+  // queued before it are cancelled and the error returned.
+  absl::StatusOr<std::vector<v1::Job>> SubmitProbeSuite(bool small, bool dry_run,
+                                                        const std::string& submitted_by);
 
   // A queued job is cancelled at once; a running one is asked to stop (its
   // completed runs are kept) and ends CANCELLED. A finished job is returned
@@ -150,6 +163,13 @@ class JobManager {
  private:
   friend class LanePasses;  // lane_passes.cc: one lane's workers, pass by pass
   struct Running;
+
+  // PlanJob without the probe check: the daemon's own suite's specs, and
+  // callers' after that check.
+  absl::StatusOr<Plan> PlanSpec(const v1::JobSpec& spec) const;
+  // Submit's work, daemon_probe marking the job as the daemon's own probe.
+  absl::StatusOr<v1::Job> Queue(Plan plan, const std::string& schedule_id,
+                                const std::string& submitted_by, bool daemon_probe);
 
   // Every model the runs name may be loaded: a model_path resolves into a
   // model root, an uploaded model exists, and an AOTI package came from an

@@ -13,8 +13,10 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "server/job_manager.h"
 #include "launcher/process.h"
@@ -33,6 +35,19 @@ inline constexpr int64_t kMaxCpuCollectiveBytes = int64_t{4} << 30;
 // The room a typical run needs (record, samples, telemetry), probed before
 // taking jobs again after a run could not be stored.
 inline constexpr int64_t kRunProbeBytes = 256 << 10;
+
+// A caller's runs never name a fleet probe: only the daemon's own suite
+// (SubmitProbeSuite) makes probe runs. InvalidArgument naming the field.
+inline absl::Status NoProbeIn(const std::vector<v1::RunConfig>& runs) {
+  for (const v1::RunConfig& c : runs) {
+    if (!c.probe().empty()) {
+      return absl::InvalidArgumentError(
+          "spec.base.probe: set by gpubench probe only (the daemon's own probe suite, "
+          "RunProbe); a submitted or scheduled spec may not name a fleet probe");
+    }
+  }
+  return absl::OkStatus();
+}
 
 inline bool IsTerminal(v1::JobState s) {
   return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||

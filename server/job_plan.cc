@@ -242,7 +242,17 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
 
 std::string JobManager::DeviceOf(const v1::RunConfig& c) const { return DeviceLease(c, host_); }
 
-absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& submitted) const {
+absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& spec) const {
+  // Before anything else, so that a forged probe is told why whatever else
+  // the spec gets wrong; the expanded runs again, whatever set it.
+  if (auto s = NoProbeIn({spec.base()}); !s.ok()) return s;
+  auto plan = PlanSpec(spec);
+  if (!plan.ok()) return plan.status();
+  if (auto s = NoProbeIn(plan->runs); !s.ok()) return s;
+  return plan;
+}
+
+absl::StatusOr<JobManager::Plan> JobManager::PlanSpec(const v1::JobSpec& submitted) const {
   Plan plan;
   plan.spec = submitted;
   const v1::JobSpec& spec = plan.spec;

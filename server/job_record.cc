@@ -98,6 +98,9 @@ absl::Status JobManager::FlushUnsaved() {
 absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string& trace) {
   run->set_job_id(job->job_id());
   run->set_host_id(host_.host_id());
+  // The job's mark, whatever the worker wrote: fleet counts a run as a
+  // probe only where the daemon's own suite made it.
+  run->set_daemon_probe(job->daemon_probe());
   if (!trace.empty()) {
     v1::ProfileSummary* p = run->mutable_result()->mutable_profile();
     p->set_has_trace(true);

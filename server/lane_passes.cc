@@ -86,7 +86,21 @@ class LanePasses {
   struct Pass {
     int current = -1;    // the run it was in, if any
     int stored_now = 0;  // runs it finished and were stored
+    // Its event stream broke, or carried what a worker never writes, while
+    // a run's model code ran (a model writing to the worker's descriptor):
+    // that run is blamed, as for a crash.
+    std::string broken;
   };
+
+  // The stream broke: inside a run, the run's fault (the sweep goes on in a
+  // fresh worker); between runs, the job's.
+  void Broke(Pass* p, const absl::Status& why) {
+    if (p->current >= 0 && !stored_.count(p->current)) {
+      p->broken = std::string(why.message());
+    } else {
+      r_.stream = why;
+    }
+  }
 
   bool AllStored() const {
     return std::all_of(lane_.indices.begin(), lane_.indices.end(),
@@ -196,7 +210,7 @@ class LanePasses {
       v1::WorkerEvent event;
       auto got = process->Next(&event);
       if (!got.ok()) {
-        r_.stream = got.status();
+        Broke(p, got.status());
         process->Kill();
         break;
       }
@@ -214,8 +228,8 @@ class LanePasses {
                                                     : -1;
     if ((event.has_run_started() || event.has_run_finished()) &&
         (!mine_.count(reported) || stored_.count(reported))) {
-      r_.stream = absl::DataLossError(absl::StrCat(
-          "the worker reported run ", reported, ", which it was not given to run"));
+      Broke(p, absl::DataLossError(absl::StrCat(
+                   "the worker reported run ", reported, ", which it was not given to run")));
       process->Kill();
       return false;
     }
@@ -326,14 +340,15 @@ class LanePasses {
       ++r_.crashes;
       return true;
     }
-    if (!StoreCrashed(current, limit_hit, out_of_memory)) return false;
+    if (!StoreCrashed(current, limit_hit, out_of_memory, p.broken)) return false;
     r_.crash = r_.exit;
     ++r_.crashes;
     return true;
   }
 
   // The run a worker died in (or was killed in at a limit), failed.
-  bool StoreCrashed(int index, const std::string& limit_hit, bool out_of_memory) {
+  bool StoreCrashed(int index, const std::string& limit_hit, bool out_of_memory,
+                    const std::string& broken) {
     const worker::ExitInfo& exit = r_.exit;
     v1::Run crashed;
     crashed.set_job_id(job_id_);
@@ -343,10 +358,14 @@ class LanePasses {
     // larger batch sizes of its config are skipped, as after the engine's
     // own out-of-memory error. CPU runs reach this: Linux overcommits.
     crashed.set_state(out_of_memory ? v1::RUN_STATE_OUT_OF_MEMORY : v1::RUN_STATE_FAILED);
+    const std::string cause =
+        !broken.empty()
+            ? "the worker's event stream broke in this run (its model wrote to the worker's "
+              "output?): " + broken + "; the daemon killed it ("
+        : limit_hit.empty() ? "the worker died in this run ("
+                            : "the daemon killed the worker in this run: " + limit_hit + " (";
     crashed.set_error(absl::StrCat(
-        limit_hit.empty() ? "the worker died in this run ("
-                          : "the daemon killed the worker in this run: " + limit_hit + " (",
-        exit.Describe(),
+        cause, exit.Describe(),
         "); the rest of the sweep went on in a fresh worker. Its stderr ended: ",
         exit.stderr_tail.substr(exit.stderr_tail.size() > 2000 ? exit.stderr_tail.size() - 2000
                                                                : 0)));

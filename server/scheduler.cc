@@ -74,6 +74,13 @@ absl::StatusOr<v1::Schedule> Scheduler::Create(v1::Schedule schedule, absl::Time
   if (auto runs = ExpandSweep(schedule.spec()); !runs.ok()) {
     return Prefixed(runs.status(), "schedule.");
   }
+  // Its jobs would be refused at every tick (JobManager::PlanJob): only the
+  // daemon's own probe suite names a fleet probe.
+  if (!schedule.spec().base().probe().empty()) {
+    return absl::InvalidArgumentError(
+        "schedule.spec.base.probe: set by gpubench probe only (the daemon's own probe suite, "
+        "RunProbe); a schedule may not name a fleet probe");
+  }
   if (schedule.history_window() < 0 || schedule.history_window() > kMaxHistoryWindow) {
     return absl::InvalidArgumentError(
         absl::StrCat("schedule.history_window: must be in [0, ", kMaxHistoryWindow, "], got ",

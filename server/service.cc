@@ -222,6 +222,18 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
   return Reply(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* BenchServiceImpl::RunProbe(grpc::CallbackServerContext* context,
+                                                     const v1::RunProbeRequest* request,
+                                                     v1::RunProbeResponse* response) {
+  // The daemon builds the suite from its own host info: the request says
+  // only its size, so no caller's spec is ever marked a probe.
+  const Caller caller = auth_->CallerOf(*context);
+  auto jobs = jobs_->SubmitProbeSuite(request->small(), request->dry_run(), caller.name);
+  if (!jobs.ok()) return Reply(context, jobs.status());
+  for (v1::Job& job : *jobs) *response->add_jobs() = std::move(job);
+  return Reply(context, absl::OkStatus());
+}
+
 grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                    const v1::GetJobRequest* request,
                                                    v1::GetJobResponse* response) {

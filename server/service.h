@@ -96,6 +96,9 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
   grpc::ServerUnaryReactor* ListRegressions(
       grpc::CallbackServerContext* context, const v1::ListRegressionsRequest* request,
       v1::ListRegressionsResponse* response) override;
+  grpc::ServerUnaryReactor* RunProbe(grpc::CallbackServerContext* context,
+                                     const v1::RunProbeRequest* request,
+                                     v1::RunProbeResponse* response) override;
 
  private:
   JobManager* const jobs_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "common/workload_registry.h"
 
 namespace gpubench::worker {
@@ -258,6 +259,7 @@ void FillFingerprint(const fingerprint::Fingerprint& f, v1::Fingerprint* p) {
   GPUBENCH_FINGERPRINT_FIELD(kernel);
   GPUBENCH_FINGERPRINT_FIELD(cpu_governor);
   GPUBENCH_FINGERPRINT_FIELD(cpu_quota_cores);
+  GPUBENCH_FINGERPRINT_FIELD(cpu_threads);
 #undef GPUBENCH_FINGERPRINT_FIELD
 }
 
@@ -271,9 +273,12 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   r->set_cpu_blas(o.cpu_blas);
   r->set_math_mode(o.math_mode);
   r->set_cpu_threads(o.cpu_threads);
+  r->set_cpu_threads_reason(o.cpu_threads_reason);
   r->set_throughput_samples_per_s(o.throughput_samples_per_s);
   r->set_throughput_ci_low(o.throughput_ci_low);
   r->set_throughput_ci_high(o.throughput_ci_high);
+  r->set_interval_basis(o.interval_basis);
+  r->set_interval_samples(o.interval_samples);
   FillLatency(o.latency_ms, r->mutable_latency());
   FillLatency(o.host_latency_ms, r->mutable_host_latency());
   r->set_data_wait_share(o.data_wait_share);
@@ -304,6 +309,7 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   r->set_attention_backend(o.attention_backend);
   r->set_memory_bytes_per_iteration(o.memory_bytes_per_iteration);
   r->set_device_kernel_share(o.profiled_device_share);
+  r->set_profiled_iterations(o.profiled_iterations);
   r->set_first_loss(o.first_loss);
   r->set_last_loss(o.last_loss);
   if (o.dice >= 0) r->set_dice(o.dice);
@@ -321,7 +327,24 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
     }
   }
   if (!o.profile.top.empty()) FillProfile(o.profile, r->mutable_profile());
-  if (o.numerics) FillNumerics(*o.numerics, r->mutable_numerics());
+  if (!o.profile_error.empty()) r->mutable_profile()->set_error(o.profile_error);
+  if (o.numerics) {
+    FillNumerics(*o.numerics, r->mutable_numerics());
+    // The user asked for the check: a run whose numbers fail it is no
+    // figure to trust, whatever its speed.
+    const v1::NumericsCheck& n = r->numerics();
+    if (run->state() == v1::RUN_STATE_SUCCEEDED && n.checked() && !n.passed()) {
+      run->set_state(v1::RUN_STATE_FAILED);
+      run->set_error(n.non_finite()
+                         ? "check_numerics failed: inf or NaN in the output or loss"
+                         : absl::StrFormat("check_numerics failed: relative error %.3g beyond "
+                                           "the precision's tolerance %.3g",
+                                           run->config().mode() == v1::MODE_TRAIN
+                                               ? n.loss_rel_error()
+                                               : n.output_rel_error(),
+                                           n.tolerance()));
+    }
+  }
   if (!o.telemetry.samples.empty() || !o.telemetry.unavailable_reason.empty()) {
     FillTelemetry(o.telemetry, o.throughput_samples_per_s, o.measured_ms, run);
   }

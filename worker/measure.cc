@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "common/stats.h"
 
@@ -21,6 +22,11 @@ class SteadyClockImpl : public Clock {
 };
 
 constexpr double kNsPerMs = 1e6;
+
+// A profiled step against a measured one, for the share of the bound kept
+// for the profiled window: the profiler's own cost (operator events, shapes,
+// memory events) on a step of many small operators.
+constexpr int64_t kProfiledStepFactor = 2;
 
 bool Cancelled(const std::atomic<bool>* cancel) {
   return cancel != nullptr && cancel->load(std::memory_order_relaxed);
@@ -53,13 +59,15 @@ namespace {
 class Measurer {
  public:
   Measurer(const MeasureConfig& config, int64_t samples_per_iteration, Clock* clock,
-           Stepper* stepper, const ProgressFn& progress, const std::atomic<bool>* cancel)
+           Stepper* stepper, const ProgressFn& progress, const std::atomic<bool>* cancel,
+           RunState* state)
       : config_(config),
         samples_per_iteration_(samples_per_iteration),
         clock_(clock),
         stepper_(stepper),
         progress_(progress),
         cancel_(cancel),
+        state_(state),
         window_(std::max(1, config.window_iterations)) {
     stepper_->Reserve(window_);
     // Sized up front so that no timed window reallocates.
@@ -72,6 +80,8 @@ class Measurer {
 
   absl::StatusOr<Outcome> Run() {
     deadline_ns_ = clock_->NowNs() + config_.max_time_ms * int64_t{1'000'000};
+    out_.deadline_ns = deadline_ns_;
+    if (state_ != nullptr) state_->Begin(deadline_ns_);
     {
       Range warmup(stepper_, "warm-up", 0);
       if (auto s = WarmUp(); !s.ok()) return s;
@@ -101,6 +111,7 @@ class Measurer {
   absl::Status WarmUp() {
     double wait_ms = 0;
     run_start_ns_ = clock_->NowNs();
+    SetPhase(RunState::Phase::kWarmup);
     {
       const int64_t start = clock_->NowNs();
       if (auto s = stepper_->Step(&wait_ms); !s.ok()) return s;
@@ -113,23 +124,26 @@ class Measurer {
     // initialisation): a first step that took half the bound or more leaves
     // no room to warm up, and the one measured step still ends within a step
     // of the bound.
-    int64_t last_step_ns = (start - run_start_ns_) / 2;
+    pace_ns_ = (start - run_start_ns_) / 2;
     int done = 1;
+    if (state_ != nullptr) state_->SetIterations(done);
     // A slow step (a long model on a CPU) does not spend more than half of
     // max_time_ms warming up by count; warmup_ms, when set, is kept. Neither
-    // takes the time of one more step and a measured one past the bound.
+    // takes the time of one more step and a measured one past the bound
+    // (less the profiled window's share).
     auto warming = [&] {
       const int64_t now = clock_->NowNs();
       const int64_t elapsed = now - start;
-      if (now + 2 * last_step_ns > deadline_ns_) return false;
+      if (now + 2 * pace_ns_ > MeasureDeadlineNs()) return false;
       return (done < config_.warmup_iterations && elapsed < config_.max_time_ms * kNsPerMs / 2) ||
              elapsed < config_.warmup_ms * kNsPerMs;
     };
     while (!stepper_->Agree(Cancelled(cancel_) || !warming())) {
       const int64_t step_start = clock_->NowNs();
       if (auto s = stepper_->Step(&wait_ms); !s.ok()) return s;
-      last_step_ns = clock_->NowNs() - step_start;
+      pace_ns_ = clock_->NowNs() - step_start;
       ++done;
+      if (state_ != nullptr) state_->SetIterations(done);
       if (done % window_ == 0) {
         device_ms_.clear();
         if (auto s = stepper_->Flush(&device_ms_); !s.ok()) return s;
@@ -166,6 +180,8 @@ class Measurer {
       }
       out_.host_ms.push_back((clock_->NowNs() - step_start) / kNsPerMs);
       out_.data_wait_ms.push_back(wait);
+      // A relaxed store: what a heartbeat shows during a long window.
+      if (state_ != nullptr) state_->SetIterations(static_cast<int>(out_.host_ms.size()));
     }
     device_ms_.clear();
     if (auto s = stepper_->Flush(&device_ms_); !s.ok()) return s;
@@ -191,6 +207,8 @@ class Measurer {
     int trial_iterations = 0;
     bool stable = false;
     const int64_t trial_start = clock_->NowNs();
+    SetPhase(RunState::Phase::kMeasure);
+    if (state_ != nullptr) state_->SetIterations(out_.iterations);
     while (true) {
       int n = 0;
       double wall_ms = 0;
@@ -202,6 +220,7 @@ class Measurer {
       }
       trial_ms += wall_ms;
       trial_iterations += n;
+      pace_ns_ = static_cast<int64_t>(wall_ms * kNsPerMs / n);
       windows.push_back(n * samples_per_iteration_ / (wall_ms / 1e3));
       window_ms_per_sample_.push_back(wall_ms / (n * samples_per_iteration_));
       const double elapsed_ms = (clock_->NowNs() - trial_start) / kNsPerMs;
@@ -210,9 +229,10 @@ class Measurer {
         out_.window_cv = stats::CoefficientOfVariation(last);
         stable = out_.window_cv < config_.cv_threshold;
       }
+      const double throughput = trial_iterations * samples_per_iteration_ / (trial_ms / 1e3);
+      if (state_ != nullptr) state_->SetThroughput(throughput);
       if (progress_) {
-        progress_({"measure", out_.iterations + trial_iterations,
-                   trial_iterations * samples_per_iteration_ / (trial_ms / 1e3), elapsed_ms,
+        progress_({"measure", out_.iterations + trial_iterations, throughput, elapsed_ms,
                    std::max(0.0, (deadline_ns_ - clock_->NowNs()) / kNsPerMs)});
       }
       const bool done = trial_iterations >= config_.min_iterations &&
@@ -244,34 +264,60 @@ class Measurer {
   }
 
   // The point estimate is total samples / total time, i.e. 1 / (mean time
-  // per sample); the interval is that mean's t interval, inverted. Trials
-  // are independent; consecutive windows less so, so windows serve only
-  // when there is a single trial.
+  // per sample). The spread comes from the most independent basis with
+  // enough samples: trials (each its own warm state), else windows, else
+  // steps (one window of a slow model). Its relative half-width is applied
+  // to the point estimate, so that a basis measured by another clock (a
+  // step's device time) still fits the wall-clock figure.
   void Interval() {
+    out_.interval_basis = "steps";
+    out_.interval_samples = out_.iterations;
     if (out_.iterations <= 0 || out_.measured_ms <= 0) return;
-    const double per_sample = out_.measured_ms / (out_.iterations * samples_per_iteration_);
-    // Fewer than two windows (a slow model against max_time_ms): the
-    // iterations' own spread is all there is.
-    std::vector<double> iteration_ms_per_sample;
-    if (trial_ms_per_sample_.size() < 2 && window_ms_per_sample_.size() < 2) {
-      for (double ms : out_.device_ms) iteration_ms_per_sample.push_back(ms / samples_per_iteration_);
+    std::vector<double> step_ms_per_sample;
+    for (double ms : out_.device_ms) step_ms_per_sample.push_back(ms / samples_per_iteration_);
+    const std::pair<const char*, const std::vector<double>*> bases[] = {
+        {"trials", &trial_ms_per_sample_},
+        {"windows", &window_ms_per_sample_},
+        {"steps", &step_ms_per_sample}};
+    for (const auto& [name, values] : bases) {
+      if (values->size() < static_cast<size_t>(kMinIntervalSamples)) continue;
+      const double mean = stats::Mean(*values);
+      if (!(mean > 0)) return;
+      const double relative_half =
+          stats::TCritical95(static_cast<int>(values->size()) - 1) * stats::Stddev(*values) /
+          std::sqrt(static_cast<double>(values->size())) / mean;
+      out_.interval_basis = name;
+      out_.interval_samples = static_cast<int>(values->size());
+      // A spread that reaches a zero time per sample says nothing: none.
+      if (relative_half >= 1) return;
+      const double per_sample = out_.measured_ms / (out_.iterations * samples_per_iteration_);
+      out_.throughput_ci_high = 1e3 / (per_sample * (1 - relative_half));
+      out_.throughput_ci_low = 1e3 / (per_sample * (1 + relative_half));
+      return;
     }
-    const std::vector<double>& spread = trial_ms_per_sample_.size() >= 2    ? trial_ms_per_sample_
-                                        : window_ms_per_sample_.size() >= 2 ? window_ms_per_sample_
-                                                                            : iteration_ms_per_sample;
-    double half = 0;
-    if (spread.size() >= 2) {
-      half = stats::TCritical95(static_cast<int>(spread.size()) - 1) * stats::Stddev(spread) /
-             std::sqrt(static_cast<double>(spread.size()));
-    }
-    // An interval whose time per sample reaches 0 has no upper end: a
-    // spread that wide says nothing, so there is none (0, 0).
-    if (per_sample - half <= 0) return;
-    out_.throughput_ci_high = 1e3 / (per_sample - half);
-    out_.throughput_ci_low = 1e3 / (per_sample + half);
   }
 
-  bool PastDeadline() const { return clock_->NowNs() >= deadline_ns_; }
+  // With profiling on, the end of the bound kept for the profiled window
+  // (Measure's header): its steps at kProfiledStepFactor times the pace of
+  // the last ones, and the profiler's start, at most half the bound unless
+  // one such step needs more.
+  int64_t ProfileReserveNs() const {
+    if (!config_.profile) return 0;
+    const int64_t step_ns = kProfiledStepFactor * pace_ns_;
+    const int64_t start_ns = kProfilerStartMs * int64_t{1'000'000};
+    const int64_t one = start_ns + step_ns;
+    const int64_t all = start_ns + step_ns * std::max(1, config_.profile_iterations);
+    return std::max(one, std::min(all, config_.max_time_ms * int64_t{1'000'000} / 2));
+  }
+
+  // When measuring stops: the run's bound less the profiled window's share.
+  int64_t MeasureDeadlineNs() const { return deadline_ns_ - ProfileReserveNs(); }
+
+  bool PastDeadline() const { return clock_->NowNs() >= MeasureDeadlineNs(); }
+
+  void SetPhase(RunState::Phase phase) {
+    if (state_ != nullptr) state_->SetPhase(phase, clock_->NowNs());
+  }
 
   const MeasureConfig& config_;
   const int64_t samples_per_iteration_;
@@ -279,12 +325,16 @@ class Measurer {
   Stepper* const stepper_;
   const ProgressFn& progress_;
   const std::atomic<bool>* const cancel_;
+  RunState* const state_;  // null: nothing follows the run
   const int window_;
   Outcome out_;
   std::vector<double> device_ms_;  // the last Flush's
   int window_index_ = 0;
   int64_t run_start_ns_ = 0;
   int64_t deadline_ns_ = 0;  // run start + max_time_ms
+  // A step's time as last seen: half the cold start, then each warm-up
+  // step's, then each measured window's mean.
+  int64_t pace_ns_ = 0;
   // Time per sample of each window and of each trial, for the interval.
   std::vector<double> window_ms_per_sample_, trial_ms_per_sample_;
 };
@@ -293,8 +343,60 @@ class Measurer {
 
 absl::StatusOr<Outcome> Measure(const MeasureConfig& config, int64_t samples_per_iteration,
                                 Clock* clock, Stepper* stepper, const ProgressFn& progress,
-                                const std::atomic<bool>* cancel) {
-  return Measurer(config, samples_per_iteration, clock, stepper, progress, cancel).Run();
+                                const std::atomic<bool>* cancel, RunState* state) {
+  return Measurer(config, samples_per_iteration, clock, stepper, progress, cancel, state).Run();
+}
+
+absl::StatusOr<int> ProfiledSteps(int iterations, int64_t deadline_ns, Clock* clock,
+                                  Stepper* stepper, const std::atomic<bool>* cancel,
+                                  RunState* state) {
+  const int n = std::max(1, iterations);
+  std::vector<double> flushed;
+  double wait = 0;
+  const int64_t start = clock->NowNs();
+  if (auto s = stepper->Step(&wait); !s.ok()) return s;
+  // Finished, so that on a device that queues steps its time is the
+  // device's too.
+  if (auto s = stepper->Flush(&flushed); !s.ok()) return s;
+  const int64_t pace_ns = clock->NowNs() - start;
+  int done = 1;
+  if (state != nullptr) state->SetIterations(done);
+  // When the steps issued so far will have finished: now, where a step
+  // ends before Step returns; at the first step's pace, where they queue.
+  auto finished_ns = [&] { return std::max(clock->NowNs(), start + done * pace_ns); };
+  auto step = [&]() -> absl::Status {
+    if (auto s = stepper->Step(&wait); !s.ok()) return s;
+    ++done;
+    if (state != nullptr) state->SetIterations(done);
+    return absl::OkStatus();
+  };
+  if (stepper->Ranked()) {
+    // One decision, the same on every rank: an Agree per step would add a
+    // collective to each profiled step.
+    if (n == 1 || stepper->Agree(Cancelled(cancel) ||
+                                 finished_ns() + (n - 1) * pace_ns > deadline_ns)) {
+      return done;
+    }
+    while (done < n) {
+      if (auto s = step(); !s.ok()) return s;
+    }
+    return done;
+  }
+  while (done < n && !Cancelled(cancel) && finished_ns() + pace_ns <= deadline_ns) {
+    if (auto s = step(); !s.ok()) return s;
+  }
+  return done;
+}
+
+const char* PhaseName(RunState::Phase phase) {
+  switch (phase) {
+    case RunState::Phase::kWarmup: return "warmup";
+    case RunState::Phase::kMeasure: return "measure";
+    case RunState::Phase::kProfile: return "profile";
+    case RunState::Phase::kNumerics: return "numerics";
+    case RunState::Phase::kNone: break;
+  }
+  return "";
 }
 
 }  // namespace gpubench::measure

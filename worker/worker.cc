@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/spec.h"
@@ -21,9 +22,11 @@
 #include "google/protobuf/util/time_util.h"
 #include "worker/aot.h"
 #include "launcher/confine.h"
+#include "launcher/cpu_cores.h"
 #include "worker/confinement_probes.h"
 #include "worker/convert.h"
 #include "worker/engine/engine.h"
+#include "worker/heartbeat.h"
 #include "launcher/ipc.h"
 #include "worker/run_as.h"
 
@@ -219,6 +222,58 @@ measure::MeasureConfig MeasureConfigOf(const v1::JobSpec& spec) {
   return measure;
 }
 
+// LibTorch's intra-op threads for the run should it run on the CPU (the
+// engine sets them only there), and why: spec.cpu_threads, else the CPUs
+// this worker may use, shared by a distributed run's ranks, less the run's
+// host loader threads.
+void ChooseCpuThreads(const v1::JobSpec& spec, const cpu_cores::UsableCpus& usable,
+                      engine::RunConfig* config) {
+  const int loaders = config->input_source == engine::InputSource::kHost
+                          ? config->pipeline.loader_threads
+                          : 0;
+  const cpu_cores::CpuThreads threads =
+      cpu_cores::CpuThreadsFor(spec.cpu_threads(), loaders, config->world_size, usable);
+  config->cpu_threads = threads.count;
+  config->cpu_threads_reason = threads.reason;
+}
+
+// How often a run in progress reports, at the least: a step that takes
+// seconds and the profiled window report nothing of their own.
+constexpr int64_t kHeartbeatMs = 1000;
+
+// A run's progress events: each measured window's, from the run's thread,
+// and its heartbeat's, from the heartbeat's. Both write the worker's one
+// stream, so through this writer alone while the run is in progress. The
+// first write error is kept and later events dropped. Thread-safe.
+class RunProgressWriter {
+ public:
+  RunProgressWriter(ipc::MessageWriter* writer, int index) : index_(index), writer_(writer) {}
+
+  void Write(const measure::Progress& p) ABSL_LOCKS_EXCLUDED(mu_) {
+    v1::WorkerEvent event;
+    v1::RunProgress* rp = event.mutable_run_progress();
+    rp->set_index(index_);
+    rp->set_phase(p.phase);
+    rp->set_iterations(p.iterations);
+    rp->set_throughput_samples_per_s(p.throughput_samples_per_s);
+    rp->set_elapsed_ms(p.elapsed_ms);
+    rp->set_eta_ms(p.eta_ms);
+    absl::MutexLock lock(&mu_);
+    if (status_.ok()) status_ = writer_->Write(event);
+  }
+
+  absl::Status status() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  const int index_;
+  absl::Mutex mu_;
+  ipc::MessageWriter* const writer_ ABSL_PT_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
 // The runs the daemon gave this worker, one after the other, each
 // reported as it starts, progresses and finishes. compiler: where execution
 // aot gets its packages (null when no run is compiled).
@@ -233,7 +288,8 @@ class JobRunner {
         held_(held),
         measure_(MeasureConfigOf(request.spec())),
         rank_(request.rank()),
-        ranked_(request.has_rank()) {
+        ranked_(request.has_rank()),
+        usable_cpus_(cpu_cores::UsableCpusOfThisProcess()) {
     for (const v1::RunConfig& config : request.out_of_memory()) RanOutOfMemory(config);
   }
 
@@ -301,6 +357,7 @@ class JobRunner {
     MaybeInjectFault(config.batch_size(), ranked_ ? rank_.rank() : 0);
     engine::RunConfig engine_config = ToEngineConfig(config);
     const absl::Status ready = Prepare(config, &engine_config, &run);
+    ChooseCpuThreads(request_.spec(), usable_cpus_, &engine_config);  // after Prepare's ranks
     auto oom = oom_batch_.find(ConfigKeyWithoutBatch(config));
     if (!ready.ok()) {
       run.set_state(v1::RUN_STATE_FAILED);
@@ -356,19 +413,9 @@ class JobRunner {
   // OK only where the event stream broke.
   absl::Status Execute(int index, const v1::RunConfig& config, engine::RunConfig* engine_config,
                        v1::Run* run, std::string* trace_json) {
-    absl::Status write_status;
-    auto progress = [&](const measure::Progress& p) {
-      v1::WorkerEvent event;
-      v1::RunProgress* rp = event.mutable_run_progress();
-      rp->set_index(index);
-      rp->set_phase(p.phase);
-      rp->set_iterations(p.iterations);
-      rp->set_throughput_samples_per_s(p.throughput_samples_per_s);
-      rp->set_elapsed_ms(p.elapsed_ms);
-      rp->set_eta_ms(p.eta_ms);
-      // Written between windows, outside the timed region.
-      if (write_status.ok()) write_status = writer_.Write(event);
-    };
+    RunProgressWriter events(&writer_, index);
+    // The loop's calls come between windows, outside the timed region.
+    auto progress = [&events](const measure::Progress& p) { events.Write(p); };
     // Compiled execution: the package first (compiled now, or cached).
     std::optional<AotPackage> package;
     absl::Status compiled;
@@ -386,7 +433,12 @@ class JobRunner {
     }
     engine::RunOutcome outcome;
     if (compiled.ok()) {
-      outcome = engine::RunOne(*engine_config, measure_, progress, cancel_);
+      // A thread beside the run's (the seccomp filter lets a confined
+      // worker make threads), joined before the run's end is written.
+      measure::RunState state;
+      measure::Heartbeat heartbeat(&state, measure::SteadyClock(), kHeartbeatMs, progress);
+      outcome = engine::RunOne(*engine_config, measure_, progress, cancel_, &state);
+      heartbeat.Stop();
     } else {
       outcome.status = absl::IsCancelled(compiled) ? engine::RunStatus::kCancelled
                                                    : engine::RunStatus::kFailed;
@@ -400,7 +452,7 @@ class JobRunner {
         rmdir(package->path.substr(0, package->path.rfind('/')).c_str());
       }
     }
-    if (!write_status.ok()) return write_status;
+    if (auto s = events.status(); !s.ok()) return s;
     FillRun(outcome, run);
     *trace_json = outcome.trace_json;
     if (!outcome.profile_error.empty()) {
@@ -422,6 +474,7 @@ class JobRunner {
   const measure::MeasureConfig measure_;
   const v1::RankAssignment& rank_;
   const bool ranked_;
+  const cpu_cores::UsableCpus usable_cpus_;  // read once, as the job starts
   std::map<std::string, int> oom_batch_;
   int executed_ = 0;
   bool cancelled_ = false;
@@ -500,7 +553,9 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
 }
 
 v1::HostInfo ProbeHost() {
-  const engine::DeviceProbe probe = engine::ProbeDevices();
+  // What a CPU run gets by default: the CPUs this process may use.
+  const engine::DeviceProbe probe =
+      engine::ProbeDevices(cpu_cores::UsableCpusOfThisProcess().count);
   v1::HostInfo host;
   host.set_torch_version(probe.torch_version);
   host.set_cuda_version(probe.cuda_version);

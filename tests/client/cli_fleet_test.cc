@@ -395,6 +395,14 @@ TEST(CliDaemon, CompareOfDifferentWorkGivesNoVerdict) {
   Result modes = Cli({"compare", infer, train, "--host", d.address()});
   EXPECT_EQ(modes.code, kExitUsage) << modes.err << modes.out;
   EXPECT_NE(modes.out.find("mode MODE_INFER vs MODE_TRAIN"), std::string::npos) << modes.out;
+  // Sides of several configs each, none shared (mlp against empty at two
+  // batches): no row at all, and the same exit as a row of other work.
+  const std::string mlp_two = submit({"--workload", "mlp", "--mode", "infer", "--batch", "4,8"});
+  const std::string empty_two =
+      submit({"--workload", "empty", "--mode", "infer", "--batch", "4,8"});
+  Result none = Cli({"compare", mlp_two, empty_two, "--host", d.address()});
+  EXPECT_EQ(none.code, kExitUsage) << none.err << none.out;
+  EXPECT_NE(none.err.find("not comparable: no run of one side"), std::string::npos) << none.err;
   // --repeat refuses before it measures anything.
   const std::string jobs_before = Cli({"jobs", "--host", d.address()}).out;
   Result repeat = Cli({"compare", infer, empty, "--repeat", "2", "--host", d.address()});

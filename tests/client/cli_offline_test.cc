@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/cli.h"
+#include "client/cli_internal.h"
 #include "client/compare.h"
 #include "client/gbench.h"
 #include "client/json_writer.h"
@@ -311,6 +312,37 @@ TEST(Cli, SpecJsonTakesShortEnumNamesAndRoundTrips) {
 }
 
 // Typos of commands, options and spec flags are named with the likely one.
+// A run reporting more FLOP/s than this host's best measured matmul at its
+// precision is flagged under show's table, not left as a plain figure
+// (issue 44: mlp training at 137 GFLOP/s on a 105 GFLOP/s CPU).
+TEST(Show, FlopsAboveTheMeasuredMatmulPeakAreFlagged) {
+  auto run = [](int index, const char* workload, double tflops) {
+    v1::Run r;
+    r.set_index(index);
+    r.set_state(v1::RUN_STATE_SUCCEEDED);
+    r.mutable_config()->set_workload(workload);
+    r.mutable_config()->set_device("cpu");
+    r.mutable_result()->set_resolved_device("cpu");
+    r.mutable_result()->set_throughput_samples_per_s(100);
+    r.mutable_result()->set_achieved_tflops(tflops);
+    return r;
+  };
+  v1::Job job;
+  job.set_job_id("job-roof");
+  const std::vector<v1::Run> runs = {run(0, "mlp", 0.137), run(1, "mlp", 0.05)};
+  const std::vector<v1::Run> peaks = {run(9, "matmul", 0.105)};
+  std::ostringstream out;
+  PrintJob(job, runs, Format::kTable, out, peaks);
+  EXPECT_NE(out.str().find("above the roof: run 0's 137.0 GFLOP/s is more than this host's "
+                           "best measured fp32 matmul (105.0 GFLOP/s)"),
+            std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find("run 1's"), std::string::npos) << out.str();
+  std::ostringstream bare;
+  PrintJob(job, runs, Format::kTable, bare, {});
+  EXPECT_EQ(bare.str().find("above the roof"), std::string::npos) << bare.str();
+}
+
 TEST(Cli, TyposGetADidYouMean) {
   std::ostringstream out, err;
   EXPECT_EQ(RunCli({"sumbit"}, out, err), kExitUsage);
@@ -319,6 +351,10 @@ TEST(Cli, TyposGetADidYouMean) {
   EXPECT_EQ(RunCli({"spec", "--worklaod", "mlp"}, flag_out, flag_err), kExitUsage);
   EXPECT_NE(flag_err.str().find("did you mean \"workload\""), std::string::npos)
       << flag_err.str();
+  // Two neighbours swapped are one typo: "shwo" is "show".
+  std::ostringstream swap_out, swap_err;
+  EXPECT_EQ(RunCli({"shwo"}, swap_out, swap_err), kExitUsage);
+  EXPECT_NE(swap_err.str().find("did you mean \"show\""), std::string::npos) << swap_err.str();
   std::ostringstream far_out, far_err;
   EXPECT_EQ(RunCli({"frobnicate"}, far_out, far_err), kExitUsage);
   EXPECT_EQ(far_err.str().find("did you mean"), std::string::npos) << far_err.str();

@@ -1,12 +1,15 @@
 // The fleet probe suite and the ranking over it, against real daemons on
 // loopback: `probe` at CPU sizes on two hosts, then `fleet` over seeded
-// H100 probe runs with one GPU capped, and an unreachable host.
+// H100 probe runs with one GPU capped, and an unreachable host; a spec that
+// names a probe refused, and runs that are no probe result (not the
+// daemon's own, contended, a CPU size on a GPU) and a tie flagging nothing.
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "absl/time/clock.h"
 #include "client/cli.h"
+#include "common/sha256.h"
 #include "common/spec.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -22,27 +25,36 @@ namespace {
 using testing_support::Daemon;
 using testing_support::FreshDir;
 
-// Plants, in the daemon's store, a succeeded bf16 matmul probe run of one
-// H100 (a job of its own) at `tflops` under a power limit of `watts`.
-void PlantProbe(const Daemon& d, const std::string& uuid, double tflops, double watts) {
-  auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
-  ASSERT_TRUE(store.ok()) << store.status();
-  v1::Job job;
-  job.set_state(v1::JOB_STATE_SUCCEEDED);
-  const std::string job_id = *(*store)->jobs().Insert(job);
-  v1::Run run;
-  run.set_job_id(job_id);
-  run.set_state(v1::RUN_STATE_SUCCEEDED);
-  // The config the suite gives the bf16 probe, on cuda:0.
+// The config the suite gives a probe ("v1/launch") on a GPU (the first of
+// its sizes, on cuda:0), or with small on the CPU.
+v1::RunConfig SuiteConfig(const std::string& probe, bool small = false) {
   v1::HostInfo host;
   host.add_gpus()->set_compute_capability("9.0");
-  auto configs = ExpandSweep(report::ProbeJobs(host, /*small=*/false)[0]);
-  ASSERT_TRUE(configs.ok()) << configs.status();
-  *run.mutable_config() = configs->at(0);
-  ASSERT_EQ(run.config().probe(), "v1/matmul_bf16");
+  for (const v1::JobSpec& spec : report::ProbeJobs(host, small)) {
+    if (spec.base().probe() != probe) continue;
+    auto configs = ExpandSweep(spec);
+    EXPECT_TRUE(configs.ok()) << configs.status();
+    if (configs.ok()) return configs->at(0);
+  }
+  ADD_FAILURE() << "no probe " << probe;
+  return {};
+}
+
+// A succeeded probe run of one H100 on cuda:0, as the daemon's own suite
+// stores it (daemon_probe), at `value` in the probe's unit.
+v1::Run H100Run(const std::string& probe, const std::string& uuid, double value,
+                double watts = 700) {
+  v1::Run run;
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  run.set_daemon_probe(true);
+  *run.mutable_config() = SuiteConfig(probe);
   run.mutable_result()->set_resolved_device("cuda:0");
-  run.mutable_result()->set_achieved_tflops(tflops);
-  run.mutable_result()->set_throughput_samples_per_s(tflops);
+  if (probe == "v1/launch") {
+    run.mutable_result()->mutable_host_latency()->set_p50_ms(value / 1e3);
+  } else {
+    run.mutable_result()->set_achieved_tflops(value);
+  }
+  run.mutable_result()->set_throughput_samples_per_s(value);
   *run.mutable_start_time() =
       google::protobuf::util::TimeUtil::SecondsToTimestamp(absl::ToUnixSeconds(absl::Now()));
   *run.mutable_end_time() = run.start_time();
@@ -51,7 +63,39 @@ void PlantProbe(const Daemon& d, const std::string& uuid, double tflops, double 
   f->set_gpu_uuid("GPU-" + uuid);
   f->set_driver_version("580.159.04");
   f->set_power_limit_w(watts);
-  ASSERT_TRUE((*store)->runs().Insert(run).ok());
+  return run;
+}
+
+// Plants run in the daemon's store, in a job of its own; its run id.
+std::string Plant(const Daemon& d, v1::Run run) {
+  auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return "";
+  v1::Job job;
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.set_daemon_probe(run.daemon_probe());
+  run.set_job_id(*(*store)->jobs().Insert(job));
+  auto id = (*store)->runs().Insert(run);
+  EXPECT_TRUE(id.ok()) << id.status();
+  return id.ok() ? *id : "";
+}
+
+// Plants a bf16 matmul probe run of one H100 at `tflops` under a power
+// limit of `watts`.
+void PlantProbe(const Daemon& d, const std::string& uuid, double tflops, double watts) {
+  Plant(d, H100Run("v1/matmul_bf16", uuid, tflops, watts));
+}
+
+// A unary call with a bearer token; its status.
+template <typename Request, typename Response>
+grpc::Status CallAs(Daemon& d, const std::string& token,
+                    grpc::Status (v1::BenchService::Stub::*rpc)(grpc::ClientContext*,
+                                                                const Request&, Response*),
+                    const Request& request, Response* response) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  ctx.AddMetadata("authorization", "Bearer " + token);
+  return (d.stub()->*rpc)(&ctx, request, response);
 }
 
 TEST(CliDaemon, ProbeMeasuresEachHostAndFleetNamesTheCappedStraggler) {
@@ -84,7 +128,7 @@ TEST(CliDaemon, ProbeMeasuresEachHostAndFleetNamesTheCappedStraggler) {
       << fleet.err;
   std::string straggler_row;
   for (const std::string& line : SplitLines(fleet.out)) {
-    if (line.find("straggler") != std::string::npos) {
+    if (line.find("straggler: ") != std::string::npos) {  // not "no straggler verdict"
       EXPECT_TRUE(straggler_row.empty()) << "a second straggler: " << line;
       straggler_row = line;
     }
@@ -93,8 +137,14 @@ TEST(CliDaemon, ProbeMeasuresEachHostAndFleetNamesTheCappedStraggler) {
   EXPECT_NE(straggler_row.find(b.address()), std::string::npos) << fleet.out;
   EXPECT_NE(straggler_row.find("power limit 420 W (peers 700 W)"), std::string::npos)
       << fleet.out;
-  // The CPUs' own probes are ranked too, apart from the H100s.
-  EXPECT_NE(fleet.out.find("CPU "), std::string::npos) << fleet.out;
+  // The CPUs' own probes are ranked too, apart from the H100s (unless the
+  // machine was busy enough for each to be left out as contended: then
+  // probe said so), two hosts' CPUs: too few for a straggler verdict.
+  if (probe.out.find("left out: contended") == std::string::npos) {
+    EXPECT_NE(fleet.out.find("CPU "), std::string::npos) << fleet.out;
+    EXPECT_NE(fleet.out.find("fewer than 3 peers: no straggler verdict"), std::string::npos)
+        << fleet.out;
+  }
   std::ifstream html(page);
   const std::string text((std::istreambuf_iterator<char>(html)), {});
   EXPECT_NE(text.find("power limit 420 W (peers 700 W)"), std::string::npos);
@@ -112,12 +162,112 @@ TEST(CliDaemon, ProbeMeasuresEachHostAndFleetNamesTheCappedStraggler) {
     EXPECT_EQ(f.at("peers").number_value(), 8);
     const bool capped = f.at("gpu").string_value().find("GPU-0005") != std::string::npos;
     EXPECT_EQ(f.at("straggler").bool_value(), capped);
-    if (capped) EXPECT_EQ(f.at("percentile").number_value(), 0);
+    if (capped) {
+      EXPECT_EQ(f.at("percentile").number_value(), 0);
+    }
   }
   EXPECT_EQ(h100s, 8);
   Result bad = Cli({"fleet", "--host", a.address(), "--threshold", "2"});
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_NE(bad.err.find("--threshold"), std::string::npos) << bad.err;
+}
+
+// Issue 44: a submit-role caller filled fleet with a spec naming a probe.
+// Now only the daemon's own suite makes probe runs: such a spec is refused,
+// the suite needs the admin role, and runs that are no probe result (no
+// daemon mark, contended, a CPU size on a GPU) change nothing in fleet;
+// nor does a tie of two peers make the third a straggler.
+TEST(CliDaemon, OnlyTheDaemonsOwnQuietProbeRunsCountInFleet) {
+  const std::string dir = FreshDir("cli_probe_roles_files");
+  std::ofstream(dir + "/tokens") << Sha256Hex("s-token") << " ci submit\n"
+                                 << Sha256Hex("a-token") << " ops admin\n";
+  Daemon d(FreshDir("cli_probe_roles"), {"--token-file", dir + "/tokens"});
+  ASSERT_TRUE(d.serving()) << d.log();
+
+  // The suite's own CPU job, submitted as a spec: refused, dry run too,
+  // naming the field, for an admin as well.
+  v1::HostInfo cpu_host;
+  for (const char* token : {"s-token", "a-token"}) {
+    for (bool dry_run : {false, true}) {
+      v1::SubmitJobRequest submit;
+      *submit.mutable_spec() = report::ProbeJobs(cpu_host, /*small=*/true)[0];
+      ASSERT_FALSE(submit.spec().base().probe().empty());
+      submit.set_dry_run(dry_run);
+      v1::SubmitJobResponse submitted;
+      const grpc::Status s =
+          CallAs(d, token, &v1::BenchService::Stub::SubmitJob, submit, &submitted);
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << token << dry_run;
+      EXPECT_NE(s.error_message().find("spec.base.probe"), std::string::npos)
+          << s.error_message();
+    }
+  }
+  // The suite through the daemon: admin only; the daemon builds it and
+  // marks each job its own.
+  v1::RunProbeRequest plan;
+  plan.set_small(true);
+  plan.set_dry_run(true);
+  v1::RunProbeResponse planned;
+  EXPECT_EQ(CallAs(d, "s-token", &v1::BenchService::Stub::RunProbe, plan, &planned)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(CallAs(d, "a-token", &v1::BenchService::Stub::RunProbe, plan, &planned).ok());
+  ASSERT_EQ(planned.jobs_size(), 4);  // bf16 matmul, attention, copy, launch on the CPU
+  for (const v1::Job& job : planned.jobs()) {
+    EXPECT_TRUE(job.daemon_probe());
+    EXPECT_TRUE(job.job_id().empty());  // a dry run queues nothing
+    EXPECT_EQ(job.spec().sweep().device(0), "cpu");
+  }
+  const std::string fleet_file = dir + "/fleet.json";
+  std::ofstream(fleet_file) << R"({"hosts": [{"name": "ci", "address": ")" << d.address()
+                            << R"(", "token": "s-token"}, {"name": "ops", "address": ")"
+                            << d.address() << R"(", "token": "a-token"}]})";
+  setenv("GPUBENCH_FLEET", fleet_file.c_str(), 1);
+  unsetenv("GPUBENCH_HOST");
+  Result refused = Cli({"probe", "--small", "--host", "ci"});
+  EXPECT_EQ(refused.code, kExitAuth) << refused.err;
+  EXPECT_NE(refused.err.find("refused the caller (ci)"), std::string::npos) << refused.err;
+
+  // Three H100s of the daemon's own probes; the launch: two tie at 0.45 us.
+  for (int g = 0; g < 3; ++g) {
+    Plant(d, H100Run("v1/matmul_bf16", "000" + std::to_string(g), 700 + g));
+    Plant(d, H100Run("v1/launch", "000" + std::to_string(g), g == 2 ? 0.481 : 0.45));
+  }
+  // What must change nothing, each newer and each a straggler if it counted:
+  // a caller's run with the suite's config (from before the refusal), a
+  // contended probe run, a CPU-size config on a GPU.
+  v1::Run forged = H100Run("v1/matmul_bf16", "0000", 300);
+  forged.set_daemon_probe(false);
+  v1::Run contended = H100Run("v1/matmul_bf16", "0001", 300);
+  contended.mutable_result()->mutable_contention()->set_contended(true);
+  contended.mutable_result()->mutable_contention()->add_jobs_beside("j-other");
+  v1::Run cpu_size = H100Run("v1/matmul_bf16", "0002", 1);
+  *cpu_size.mutable_config() = SuiteConfig("v1/matmul_bf16", /*small=*/true);
+  cpu_size.mutable_config()->set_device("cuda:0");
+  std::vector<std::string> ignored;
+  for (const v1::Run& r : {forged, contended, cpu_size}) ignored.push_back(Plant(d, r));
+
+  // fleet is a reader's command: the submit token reads it too.
+  Result fleet = Cli({"fleet", "--host", "ci", "--output", "json"});
+  unsetenv("GPUBENCH_FLEET");
+  EXPECT_EQ(fleet.code, kExitOk) << fleet.err << fleet.out;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(fleet.out, &doc).ok()) << fleet.out;
+  int rows = 0;
+  for (const auto& g : doc.fields().at("gpus").list_value().values()) {
+    const auto& f = g.struct_value().fields();
+    ++rows;
+    EXPECT_EQ(f.at("peers").number_value(), 3);
+    EXPECT_FALSE(f.at("straggler").bool_value()) << f.at("gpu").string_value();
+    EXPECT_EQ(f.at("history").list_value().values_size(), 0);  // no session of theirs
+    for (const std::string& id : ignored) EXPECT_NE(f.at("run_id").string_value(), id);
+    if (f.at("probe").string_value() == "matmul_bf16") {
+      EXPECT_GE(f.at("value").number_value(), 700);
+    }
+    if (f.at("probe").string_value() == "launch" && f.at("value").number_value() > 0.47) {
+      EXPECT_TRUE(f.at("straggler_too_noisy").bool_value());  // 1.07x, within the noise
+    }
+  }
+  EXPECT_EQ(rows, 6);  // two probes of three H100s
 }
 
 }  // namespace

@@ -50,6 +50,8 @@ TEST(ConfigPredicate, BadEntriesNameTheEntryAndWhatIsWrong) {
       {"batch_size", "expected field=value"},
       {"=3", "expected field=value"},
       {"no_such_field=1", "has no field \"no_such_field\""},
+      {"image_size=64", "has no field \"image_size\"; did you mean params.image_size?"},
+      {"loader_threads=2", "did you mean pipeline.loader_threads?"},
       {"batch_size=many", "takes an integer"},
       {"channels_last=perhaps", "takes true or false"},
       {"precision=fp12", "expected one of"},

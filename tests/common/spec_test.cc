@@ -43,6 +43,46 @@ TEST(SpecJson, WrongTypeIsRejectedByName) {
       << spec.status();
 }
 
+// proto3 cannot tell "batch_size": 0 from no batch size; the JSON can. A
+// zero that would silently become a default is refused, naming the field
+// and the default; a zero that is the default itself is taken.
+TEST(SpecJson, AZeroThatWouldBecomeADefaultIsRefusedByName) {
+  auto batch = ParseJobSpecJson(R"({"base": {"workload": "mlp", "batch_size": 0}})");
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(batch.status().message().find("spec.base.batch_size: 0 is not a value here"),
+            std::string::npos)
+      << batch.status();
+  EXPECT_NE(batch.status().message().find("the default 32"), std::string::npos) << batch.status();
+  auto size = ParseJobSpecJson(R"({"base": {"workload": "mlp", "params": {"imageSize": 0}}})");
+  ASSERT_FALSE(size.ok());
+  EXPECT_NE(size.status().message().find("spec.base.params.image_size"), std::string::npos)
+      << size.status();
+  auto time = ParseJobSpecJson(R"({"base": {"workload": "mlp"}, "measurement": {"min_time_ms": 0}})");
+  ASSERT_FALSE(time.ok());
+  EXPECT_NE(time.status().message().find("spec.measurement.min_time_ms"), std::string::npos)
+      << time.status();
+  // Zero is these fields' default: taken as written.
+  EXPECT_TRUE(ParseJobSpecJson(R"({"base": {"workload": "mlp", "pipeline": {"loader_threads": 0}},
+                                   "measurement": {"seed": 0, "warmup_ms": 0}, "priority": 0})")
+                  .ok());
+}
+
+// An enum name that is none of its values names the field and the values.
+TEST(SpecJson, ABadEnumNameListsTheValues) {
+  auto spec = ParseJobSpecJson(R"({"base": {"workload": "mlp", "mode": "trian"}})");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(spec.status().message().find("spec.base.mode: unknown Mode \"trian\"; expected one of "
+                                         "train, infer"),
+            std::string::npos)
+      << spec.status();
+  auto listed = ParseJobSpecJson(R"({"base": {"workload": "mlp"}, "sweep": {"precision": ["fp16", "fp61"]}})");
+  ASSERT_FALSE(listed.ok());
+  EXPECT_NE(listed.status().message().find("spec.sweep.precision[1]"), std::string::npos)
+      << listed.status();
+}
+
 TEST(SpecValidation, NamesTheBadSweepValue) {
   auto spec = ParseJobSpecJson(
       R"({"base": {"workload": "mlp"}, "sweep": {"batchSize": [8, 16, 0]}})");
@@ -563,6 +603,18 @@ TEST(SpecBounds, ModelHashMustBeAHash) {
               "spec.base.params.model_sha256: must be 64 lower-case hex digits")
         << bad;
   }
+}
+
+// --cpu-threads: 0 is the default (the CPUs the worker may use); a count
+// past any host's is refused, naming the field.
+TEST(SpecBounds, CpuThreadsIsZeroTo1024) {
+  EXPECT_EQ(ErrorOf(R"({"base": {"workload": "mlp", "device": "cpu"}, "cpuThreads": 0})"), "");
+  EXPECT_EQ(ErrorOf(R"({"base": {"workload": "mlp", "device": "cpu"}, "cpuThreads": 1024})"),
+            "");
+  EXPECT_EQ(ErrorOf(R"({"base": {"workload": "mlp", "device": "cpu"}, "cpuThreads": 1025})"),
+            "spec.cpu_threads: must be in [0, 1024], got 1025");
+  EXPECT_EQ(ErrorOf(R"({"base": {"workload": "mlp", "device": "cpu"}, "cpuThreads": -1})"),
+            "spec.cpu_threads: must be in [0, 1024], got -1");
 }
 
 }  // namespace

@@ -104,6 +104,15 @@ TEST(DescribeConfig, IsWhatTheCliRunsTablePrints) {
   tweaked.mutable_pipeline()->set_extra_cost_us_per_sample(500);
   add(tweaked, "resnet18 train b16 host/0L image_size=64 extra_cost_us_per_sample=500 lr=0.5");
 
+  // A user model's label keeps its file name: two models in one folder
+  // never read alike.
+  v1::RunConfig scripted = Model("torchscript");
+  scripted.set_mode(v1::MODE_INFER);
+  scripted.mutable_params()->set_model_path("models/resnet_traced.pt");
+  add(scripted, "torchscript infer b32 model_path=models/resnet_traced.pt");
+  scripted.mutable_params()->set_model_path("vision/production/2026-11/resnet_traced_v2.pt");
+  add(scripted, "torchscript infer b32 model_path=\u2026/resnet_traced_v2.pt");
+
   add(Model("empty"), "empty");
   add(v1::RunConfig(), "? train b32");
 

@@ -1,6 +1,8 @@
 // The fleet ranking over seeded probe runs: each GPU against the GPUs of its
-// SKU and driver, stragglers and drift flagged with the setup that differs,
-// and the fleet page drawing them.
+// SKU and driver, stragglers and drift flagged with the setup that differs
+// (never on a tie: each probe's noise floor), the runs that are no probe
+// result (not the daemon's, contended, a CPU size on a GPU), and the fleet
+// page drawing them.
 #include "report/fleet_rank.h"
 
 #include <gtest/gtest.h>
@@ -16,15 +18,16 @@
 namespace gpubench::report {
 namespace {
 
-// The config the suite gives a probe on a GPU (the first of its sizes).
-v1::RunConfig SuiteConfig(const std::string& probe) {
+// The config the suite gives a probe on a GPU (the first of its sizes), or
+// with small on the CPU.
+v1::RunConfig SuiteConfig(const std::string& probe, bool small = false) {
   v1::HostInfo host;
   for (int i = 0; i < 2; ++i) {
     v1::GpuInfo* g = host.add_gpus();
     g->set_index(i);
     g->set_compute_capability("9.0");
   }
-  for (const v1::JobSpec& spec : ProbeJobs(host, /*small=*/false)) {
+  for (const v1::JobSpec& spec : ProbeJobs(host, small)) {
     auto configs = ExpandSweep(spec);
     EXPECT_TRUE(configs.ok()) << configs.status();
     for (const v1::RunConfig& c : *configs) {
@@ -44,6 +47,7 @@ v1::Run ProbeRun(const std::string& probe, double value, const std::string& uuid
   r.set_run_id("r" + uuid + job + probe + std::to_string(second));
   r.set_job_id(job);
   r.set_state(v1::RUN_STATE_SUCCEEDED);
+  r.set_daemon_probe(true);  // the daemon's own suite made it
   *r.mutable_config() = SuiteConfig(probe);
   r.mutable_config()->set_device("cuda:0");
   r.mutable_result()->set_resolved_device("cuda:0");
@@ -141,7 +145,7 @@ TEST(FleetRank, PeersAreOneSkuAndDriverAndTooFewGiveNoVerdict) {
   EXPECT_EQ(Find(ranked, "matmul_bf16", "a1")->peers, 3);
 }
 
-TEST(FleetRank, LatencyIsBetterLowAndAGpuSlowerThanItsOwnPastHasDrifted) {
+TEST(FleetRank, LatencyIsBetterLowAndAFlatHistoryIsNoSpread) {
   std::vector<v1::Run> runs;
   // Four sessions of three GPUs: d3's launch got 30% slower in the last one,
   // still within 5% of nobody: its peers are 9, 10 and it is 13 us.
@@ -163,9 +167,12 @@ TEST(FleetRank, LatencyIsBetterLowAndAGpuSlowerThanItsOwnPastHasDrifted) {
   EXPECT_EQ(d3->result.history, (std::vector<double>{10, 10, 10}));
   ASSERT_TRUE(d3->drift.has_value());
   EXPECT_NEAR(*d3->drift, 1.3, 1e-9);
-  EXPECT_TRUE(d3->drifted);  // its history never varied: 13 stands out
-  // 13 against 9 and 10: 30% slower than the median, but three peers this
-  // spread cannot tell it from noise (a robust z of 2).
+  // Its history never varied (p 0), but a launch varies 20% between
+  // sessions on an unchanged H100: 30% is within 3 times that.
+  EXPECT_FALSE(d3->drifted);
+  EXPECT_TRUE(d3->drift_too_noisy);
+  // 13 against 9 and 10: 30% slower than the median, but within 3 times
+  // their spread, which is never below the launch's 20% (2 us here).
   EXPECT_FALSE(d3->straggler);
   EXPECT_TRUE(d3->straggler_too_noisy);
   EXPECT_EQ(d3->percentile, 0.0);
@@ -176,6 +183,106 @@ TEST(FleetRank, LatencyIsBetterLowAndAGpuSlowerThanItsOwnPastHasDrifted) {
   EXPECT_EQ(Find(ranked, "matmul_bf16", "d1")->result.value, 690.0);
   // The suite's order: matmul before launch.
   EXPECT_EQ(ranked.front().result.probe, "matmul_bf16");
+}
+
+TEST(FleetRank, AGpuSlowerThanItsOwnSteadyPastHasDrifted) {
+  // bf16 matmul, steady at 700 for three sessions, then 600: 14% worse, far
+  // beyond the probe's 1.25% between sessions.
+  std::vector<v1::Run> runs;
+  const double tflops[] = {700, 700, 700, 600};
+  for (int session = 0; session < 4; ++session) {
+    runs.push_back(
+        ProbeRun("matmul_bf16", tflops[session], "h1", "j" + std::to_string(session), session));
+  }
+  const std::vector<Ranked> ranked = RankFleet(ProbeResults("h", "", runs), FleetRule());
+  ASSERT_EQ(ranked.size(), 1u);
+  EXPECT_NEAR(*ranked[0].drift, 600.0 / 700, 1e-9);
+  EXPECT_TRUE(ranked[0].drifted);
+  EXPECT_FALSE(ranked[0].drift_too_noisy);
+}
+
+// Issue 44: two of three peers read exactly 0.45 us on the launch probe and
+// the third 0.481 was flagged a straggler (1.07x), exit 4: a median absolute
+// deviation of 0 made any distance infinitely significant.
+TEST(FleetRank, ThreePeersWithATieFlagNothing) {
+  std::vector<v1::Run> runs = {ProbeRun("launch", 0.45, "t1", "j1", 1),
+                               ProbeRun("launch", 0.45, "t2", "j1", 2),
+                               ProbeRun("launch", 0.481, "t3", "j1", 3)};
+  const std::vector<Ranked> ranked = RankFleet(ProbeResults("h", "", runs), FleetRule());
+  ASSERT_EQ(ranked.size(), 3u);
+  for (const Ranked& r : ranked) {
+    EXPECT_FALSE(r.straggler) << r.result.gpu;
+    EXPECT_FALSE(r.drifted) << r.result.gpu;
+    EXPECT_TRUE(r.no_verdict.empty()) << r.result.gpu;  // 3 peers: a verdict is given
+  }
+  const Ranked* t3 = Find(ranked, "launch", "t3");
+  ASSERT_NE(t3, nullptr);
+  EXPECT_NEAR(t3->ratio, 0.481 / 0.45, 1e-9);
+  EXPECT_TRUE(t3->straggler_too_noisy);  // beyond 5%, within the launch's noise
+  EXPECT_NEAR(t3->noise, 0.45 * 0.20, 1e-12);  // the floor, not the tie's 0
+  // The page draws it amber, too noisy to tell, not red.
+  const std::string page = RenderFleetPage(ranked, "1 of 1 hosts answered", FleetRule());
+  EXPECT_NE(page.find("too noisy to tell"), std::string::npos);
+  EXPECT_NE(page.find("No GPU is a straggler or has drifted."), std::string::npos);
+}
+
+// The floor keeps a tie from flagging, not a straggler from being one: two
+// peers that tie and a third far beyond the probe's own noise.
+TEST(FleetRank, BeyondTheNoiseFloorATieStillFindsTheStraggler) {
+  std::vector<v1::Run> runs = {ProbeRun("matmul_bf16", 700, "u1", "j1", 1),
+                               ProbeRun("matmul_bf16", 700, "u2", "j1", 2),
+                               ProbeRun("matmul_bf16", 600, "u3", "j1", 3),
+                               ProbeRun("launch", 10, "u1", "j1", 4),
+                               ProbeRun("launch", 10, "u2", "j1", 5),
+                               ProbeRun("launch", 17, "u3", "j1", 6)};
+  const std::vector<Ranked> ranked = RankFleet(ProbeResults("h", "", runs), FleetRule());
+  // 100 TFLOP/s from the median against a floor of 1.25% (8.75).
+  EXPECT_TRUE(Find(ranked, "matmul_bf16", "u3")->straggler);
+  // 7 us from the median against a floor of 20% (2 us): 3.5 times it.
+  EXPECT_TRUE(Find(ranked, "launch", "u3")->straggler);
+  EXPECT_FALSE(Find(ranked, "launch", "u1")->straggler);
+}
+
+// The peers' own histories widen the noise where they vary more than the
+// probe's floor: a CPU's attention, say, at 10% between sessions.
+TEST(FleetRank, PeersNoisierThanTheFloorByTheirHistoryAreTooNoisyToTell) {
+  std::vector<v1::Run> runs;
+  const double past[] = {100, 80, 120};
+  for (int g = 0; g < 3; ++g) {
+    for (int session = 0; session < 3; ++session) {
+      runs.push_back(ProbeRun("attention", past[(session + g) % 3], "v" + std::to_string(g),
+                              "j" + std::to_string(session), 10 * session + g));
+    }
+  }
+  // The last session: two tie at 100, the third at 85 (15% worse).
+  for (int g = 0; g < 3; ++g) {
+    runs.push_back(
+        ProbeRun("attention", g == 2 ? 85 : 100, "v" + std::to_string(g), "j9", 100 + g));
+  }
+  const std::vector<Ranked> ranked = RankFleet(ProbeResults("h", "", runs), FleetRule());
+  const Ranked* v2 = Find(ranked, "attention", "v2");
+  ASSERT_NE(v2, nullptr);
+  EXPECT_FALSE(v2->straggler);  // 15 < 3 x 100 x 0.2 (their histories' CV)
+  EXPECT_TRUE(v2->straggler_too_noisy);
+  EXPECT_NEAR(v2->noise, 100 * 0.2, 1e-9);
+}
+
+// Issue 44: with two hosts a 0.742x figure was drawn grey "within the
+// threshold"; the reason it has no verdict (fewer than 3 peers) is said.
+TEST(FleetRank, FewerThanThreePeersSaySoInTheRowAndOnThePage) {
+  // 500 against a median of 600: 0.83x, far beyond the threshold.
+  std::vector<v1::Run> runs = {ProbeRun("matmul_bf16", 700, "w1", "j1", 1),
+                               ProbeRun("matmul_bf16", 500, "w2", "j1", 2)};
+  const std::vector<Ranked> ranked = RankFleet(ProbeResults("h", "", runs), FleetRule());
+  ASSERT_EQ(ranked.size(), 2u);
+  for (const Ranked& r : ranked) {
+    EXPECT_FALSE(r.straggler);
+    EXPECT_FALSE(r.straggler_too_noisy);
+    EXPECT_EQ(r.no_verdict, "fewer than 3 peers: no straggler verdict");
+  }
+  const std::string page = RenderFleetPage(ranked, "2 of 2 hosts answered", FleetRule());
+  EXPECT_NE(page.find("fewer than 3 peers: no straggler verdict"), std::string::npos);
+  EXPECT_EQ(page.find("within the threshold"), std::string::npos);
 }
 
 TEST(FleetRank, ADriftWithinTheGpusOwnSpreadIsTooNoisyToTell) {
@@ -207,6 +314,72 @@ TEST(FleetRank, RunsThatAreNoProbeOfTheSuiteAreLeftOut) {
   v1::Run nan = ProbeRun("matmul_bf16", std::nan(""), "e5", "j1", 5);
   EXPECT_TRUE(ProbeResults("h", "", {plain, future, failed, forged, nan}).empty());
   EXPECT_EQ(ProbeResults("h", "", {ProbeRun("matmul_bf16", 700, "e6", "j1", 6)}).size(), 1u);
+}
+
+// Only the daemon's own probe runs count, on a quiet host, a GPU's figure
+// only from a GPU size on it: each such run names why it is left out.
+TEST(FleetRank, UnmarkedContendedThrottledAndWrongSizeRunsAreNoProbeResult) {
+  v1::Run submitted = ProbeRun("matmul_bf16", 900, "x1", "j1", 1);
+  submitted.set_daemon_probe(false);  // a caller's spec with the suite's config
+  v1::Run contended = ProbeRun("matmul_bf16", 300, "x1", "j2", 2);
+  contended.mutable_result()->mutable_contention()->set_contended(true);
+  contended.mutable_result()->mutable_contention()->add_jobs_beside("j7");
+  v1::Run throttled = ProbeRun("matmul_bf16", 300, "x1", "j3", 3);
+  throttled.mutable_result()->mutable_telemetry()->add_throttle_reasons("hw_slowdown");
+  v1::Run cpu_size_on_gpu = ProbeRun("matmul_bf16", 2, "x1", "j4", 4);
+  *cpu_size_on_gpu.mutable_config() = SuiteConfig("matmul_bf16", /*small=*/true);
+  cpu_size_on_gpu.mutable_config()->set_device("cuda:0");
+  v1::Run gpu_size_on_cpu = ProbeRun("matmul_bf16", 2, "x1", "j5", 5);
+  gpu_size_on_cpu.mutable_config()->set_device("cpu");
+  gpu_size_on_cpu.mutable_result()->set_resolved_device("cpu");
+  EXPECT_EQ(NotAProbeResultBecause(submitted),
+            "not made by the daemon's probe suite (gpubench probe)");
+  EXPECT_EQ(NotAProbeResultBecause(contended), "contended (1 job beside)");
+  EXPECT_EQ(NotAProbeResultBecause(throttled), "throttled (hw_slowdown)");
+  EXPECT_EQ(NotAProbeResultBecause(cpu_size_on_gpu), "a CPU-size config on cuda:0");
+  EXPECT_EQ(NotAProbeResultBecause(gpu_size_on_cpu), "a GPU-size config on cpu");
+  EXPECT_TRUE(
+      ProbeResults("h", "", {submitted, contended, throttled, cpu_size_on_gpu, gpu_size_on_cpu})
+          .empty());
+  // The CPU's own sizes on the CPU count, and the launch (one config for
+  // both) on either.
+  v1::Run cpu = ProbeRun("matmul_bf16", 2, "x2", "j6", 6);
+  *cpu.mutable_config() = SuiteConfig("matmul_bf16", /*small=*/true);
+  cpu.mutable_result()->set_resolved_device("cpu");
+  v1::Run launch_on_cpu = ProbeRun("launch", 5, "x2", "j6", 7);
+  *launch_on_cpu.mutable_config() = SuiteConfig("launch", /*small=*/true);
+  launch_on_cpu.mutable_result()->set_resolved_device("cpu");
+  EXPECT_EQ(NotAProbeResultBecause(cpu), "");
+  EXPECT_EQ(NotAProbeResultBecause(launch_on_cpu), "");
+  EXPECT_EQ(NotAProbeResultBecause(ProbeRun("launch", 5, "x3", "j6", 8)), "");
+}
+
+// Issue 44's "done when": a submit-role run with a probe's config, a
+// contended probe run and a CPU-size run on a GPU, each newer than the
+// GPUs' own probes and each of a figure that would flag, change nothing.
+TEST(FleetRank, RunsThatAreNoProbeResultChangeNothingInTheRanking) {
+  std::vector<v1::Run> runs = {ProbeRun("matmul_bf16", 700, "y1", "j1", 1),
+                               ProbeRun("matmul_bf16", 702, "y2", "j1", 2),
+                               ProbeRun("matmul_bf16", 698, "y3", "j1", 3)};
+  const std::vector<Ranked> before = RankFleet(ProbeResults("h", "", runs), FleetRule());
+  v1::Run submitted = ProbeRun("matmul_bf16", 300, "y1", "j8", 10);
+  submitted.set_daemon_probe(false);
+  v1::Run contended = ProbeRun("matmul_bf16", 300, "y2", "j9", 11);
+  contended.mutable_result()->mutable_contention()->set_contended(true);
+  contended.mutable_result()->mutable_contention()->set_other_cpu_cores(3);
+  v1::Run cpu_size = ProbeRun("matmul_bf16", 1, "y3", "j10", 12);
+  *cpu_size.mutable_config() = SuiteConfig("matmul_bf16", /*small=*/true);
+  cpu_size.mutable_config()->set_device("cuda:0");
+  for (const v1::Run& r : {submitted, contended, cpu_size}) runs.push_back(r);
+  const std::vector<Ranked> after = RankFleet(ProbeResults("h", "", runs), FleetRule());
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].result.run_id, before[i].result.run_id);
+    EXPECT_EQ(after[i].result.value, before[i].result.value);
+    EXPECT_EQ(after[i].result.history, before[i].result.history);  // none filled
+    EXPECT_EQ(after[i].ratio, before[i].ratio);
+    EXPECT_FALSE(after[i].straggler);
+  }
 }
 
 TEST(FleetRank, AGpuRunWithoutItsNameIsNeverACpusPeer) {

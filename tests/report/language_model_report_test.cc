@@ -5,7 +5,11 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "report/format.h"
+#include "report/language_model_table.h"
 #include "report/report.h"
+#include "report/roofline.h"
 #include "tests/report/report_fixtures.h"
 
 namespace gpubench::report {
@@ -89,6 +93,30 @@ TEST(LanguageModelReport, DrawsLatencyAgainstContextAndMfuBySize) {
   EXPECT_NE(html.find(" \u00b7 prompt_length: 2048 new_tokens: 64</title>"),
             std::string::npos)
       << html;
+}
+
+// The figures show prints (tokens/s, MFU with the peak it is a share of,
+// TTFT, ITL) are in the report too, as a table: the same cells.
+TEST(LanguageModelReport, HasShowsLanguageModelTable) {
+  const ReportJob job = LanguageModelJob();
+  const std::string html = RenderReport({job}, "lm");
+  const size_t table = html.find("<caption>Language models (MFU: the model&#39;s FLOPs");
+  ASSERT_NE(table, std::string::npos) << html;
+  const std::string rows = html.substr(table, html.find("</table>", table) - table);
+  const LanguageModelTable lm = LanguageModelFigures(
+      RunPointers(job.runs), PeaksOf(RunPointers(job.runs), job.peak_runs));
+  ASSERT_EQ(lm.rows.size(), 5u);
+  // Run 3, gpt 124m training: 27.4% MFU of 989.4 TFLOP/s, 38.7% of the
+  // measured 700; run 2, decoding a 2,048-token prompt: TTFT 20.480 ms.
+  EXPECT_EQ(lm.rows[3][2], "27.4%");
+  EXPECT_EQ(lm.rows[3][3], "989.4");
+  EXPECT_EQ(lm.rows[3][4], "38.7%");
+  EXPECT_EQ(lm.rows[2][5], "20.480");
+  for (const auto& row : lm.rows) {
+    std::string cells;
+    for (const std::string& cell : row) absl::StrAppend(&cells, "<td class=\"num\">", cell, "</td>");
+    EXPECT_NE(rows.find(cells), std::string::npos) << cells << "\n" << rows;
+  }
 }
 
 TEST(LanguageModelReport, TokensPerSecondAgainstBatchOnAChartOfTheirOwn) {

@@ -36,7 +36,7 @@ const std::map<std::string, Need>& Policy() {
       {"ListRuns", kRead},         {"QueryRuns", kRead},       {"GetHostInfo", kRead},
       {"CreateSchedule", kAdmin},  {"ListSchedules", kRead},   {"DeleteSchedule", kAdmin},
       {"UploadModel", kSubmit},    {"GetTrace", kRead},        {"ListRegressions", kRead},
-      {"DeleteModel", kAdmin},
+      {"DeleteModel", kAdmin},     {"RunProbe", kAdmin},
   };
   return *policy;
 }
@@ -156,6 +156,13 @@ std::optional<grpc::Status> CallModelOrHostRpc(Stub* stub, grpc::ClientContext* 
   if (method == "GetHostInfo") {
     v1::GetHostInfoResponse resp;
     return stub->GetHostInfo(ctx, {}, &resp);
+  }
+  if (method == "RunProbe") {
+    v1::RunProbeRequest req;  // plan only: the suite at CPU sizes, nothing queued
+    req.set_small(true);
+    req.set_dry_run(true);
+    v1::RunProbeResponse resp;
+    return stub->RunProbe(ctx, req, &resp);
   }
   return std::nullopt;
 }

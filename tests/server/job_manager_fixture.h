@@ -42,6 +42,7 @@ struct Script {
   int rogue_index = -1;      // reports its second run under this index instead
   bool rogue_config = false; // reports each run with batch size 999
   bool die_after_last = false;  // killed (SIGKILL) after its last run, before "done"
+  int break_stream_at = -1;  // the first worker's stream breaks inside this run
 };
 
 // A worker that plays the event stream of a real one for its request.
@@ -52,6 +53,7 @@ class FakeWorker : public worker::Worker {
       : group_(group),
         script_(script),
         crash_(first && script.crash_at >= 0),
+        break_(first && script.break_stream_at >= 0),
         hang_(script.hang && (script.hang_only_on.empty() ||
                               (request.runs_size() > 0 &&
                                request.runs(0).config().device() == script.hang_only_on))),
@@ -89,6 +91,10 @@ class FakeWorker : public worker::Worker {
       event->mutable_run_started()->set_run_count(run.count);
       *event->mutable_run_started()->mutable_config() = run.config;
       return true;
+    }
+    if (break_ && run.index == script_.break_stream_at) {
+      // What a model that writes to the worker's event descriptor leaves.
+      return absl::DataLossError("a malformed event: length 1919252000 over the limit");
     }
     if (crash_ && run.index == script_.crash_at) {
       End(-1, 11);
@@ -155,6 +161,7 @@ class FakeWorker : public worker::Worker {
   const pid_t group_;
   const Script script_;
   const bool crash_;
+  const bool break_;  // this worker's stream breaks (Script::break_stream_at)
   const bool hang_;
   const bool rank0_;
   bool opened_ = false;

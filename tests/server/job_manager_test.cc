@@ -1,6 +1,7 @@
 // The job runner in process, with scripted workers (no worker binary, no
 // LibTorch) over a real SQLite store: crash isolation, cancel, timeout and
-// requeue after a shutdown, each decided by JobManager itself.
+// requeue after a shutdown, each decided by JobManager itself; the probe
+// suite's mark.
 #include "server/job_manager.h"
 
 #include <functional>
@@ -32,6 +33,30 @@ TEST_F(JobManagerTest, AWorkerCrashFailsOnlyItsRunAndAFreshWorkerGoesOn) {
   EXPECT_NE((*runs)[1].error().find("Segmentation fault"), std::string::npos);
   EXPECT_EQ((*runs)[2].state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_EQ(done.runs_done(), 3);
+}
+
+// A model that writes to the worker's event descriptor breaks its stream
+// inside its run: that run fails saying so, the worker is killed, and the
+// sweep goes on in a fresh worker, as after a crash.
+TEST_F(JobManagerTest, AStreamBrokenInsideARunFailsThatRunByName) {
+  Script script;
+  script.break_stream_at = 1;
+  auto jobs = Manager(script);
+  auto job = jobs->Submit(Sweep(3), "", "tester");
+  ASSERT_TRUE(job.ok()) << job.status();
+  v1::Job done = WaitFor(*jobs, job->job_id(), Terminal);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(done.error().find("1 of 3 runs failed"), std::string::npos) << done.error();
+  auto runs = store_->runs().List(job->job_id(), false);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 3u);
+  EXPECT_EQ((*runs)[0].state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ((*runs)[1].state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE((*runs)[1].error().find("the worker's event stream broke in this run"),
+            std::string::npos)
+      << (*runs)[1].error();
+  EXPECT_NE((*runs)[1].error().find("a malformed event"), std::string::npos);
+  EXPECT_EQ((*runs)[2].state(), v1::RUN_STATE_SUCCEEDED);
 }
 
 // What this host cannot run is refused when the job is planned, naming the
@@ -285,6 +310,46 @@ TEST_F(JobManagerTest, AQueuedJobRunsItsStoredPlanAndOneWithoutAPlanFailsSayingS
   const v1::Job failed = WaitFor(*jobs, *without_plan, Terminal);
   EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
   EXPECT_NE(failed.error().find("plan"), std::string::npos) << failed.error();
+}
+
+// Issue 44: only the daemon's own probe suite makes probe runs. A caller's
+// spec that names a probe is refused (a dry run's plan too); the suite's
+// jobs, built here from the host, are marked the daemon's, and so is every
+// run of theirs as it is stored, and no other run.
+TEST_F(JobManagerTest, OnlyTheDaemonsOwnProbeSuiteNamesAProbeAndItsRunsAreMarked) {
+  auto jobs = Manager(Script());
+  v1::JobSpec forged = Sweep(1);
+  forged.mutable_base()->set_probe("v1/matmul_bf16");
+  for (const absl::Status& s : {jobs->PlanJob(forged).status(),
+                                jobs->Submit(forged, "", "ci").status()}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_NE(s.message().find("spec.base.probe"), std::string::npos) << s;
+  }
+  auto planned = jobs->SubmitProbeSuite(/*small=*/true, /*dry_run=*/true, "ops");
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 4u);  // a host without GPUs: the CPU's four probes
+  auto suite = jobs->SubmitProbeSuite(/*small=*/true, /*dry_run=*/false, "ops");
+  ASSERT_TRUE(suite.ok()) << suite.status();
+  ASSERT_EQ(suite->size(), 4u);
+  auto plain = jobs->Submit(Sweep(1), "", "ci");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const v1::Job& job : *suite) {
+    EXPECT_TRUE(job.daemon_probe());
+    EXPECT_EQ(job.submitted_by(), "ops");
+    EXPECT_EQ(WaitFor(*jobs, job.job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+    auto runs = store_->runs().List(job.job_id(), false);
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    ASSERT_FALSE(runs->empty());
+    for (const v1::Run& r : *runs) {
+      EXPECT_TRUE(r.daemon_probe()) << r.config().probe();
+      EXPECT_FALSE(r.config().probe().empty());
+    }
+  }
+  EXPECT_EQ(WaitFor(*jobs, plain->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_FALSE(jobs->GetJob(plain->job_id())->daemon_probe());
+  auto runs = store_->runs().List(plain->job_id(), false);
+  ASSERT_TRUE(runs.ok() && runs->size() == 1u);
+  EXPECT_FALSE((*runs)[0].daemon_probe());
 }
 
 }  // namespace

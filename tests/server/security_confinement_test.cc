@@ -223,7 +223,7 @@ TEST(Security, ConfinementCheckShowsAWorkerCannotOpenTheDaemonsFiles) {
   const std::string command = std::string(GPUBENCH_DAEMON_PATH) + " --data-dir " + data +
                               " --worker " + GPUBENCH_WORKER_PATH + " --token-file " + tokens +
                               " --check-confinement --check-confinement-path " + secret +
-                              " 2>&1";
+                              " --check-confinement-path " + dir + "/no-such-file 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   std::string out;
   char buf[512];
@@ -251,6 +251,12 @@ TEST(Security, ConfinementCheckShowsAWorkerCannotOpenTheDaemonsFiles) {
   EXPECT_NE(out.find("write allowed " + std::string(real) + "/work/worker-"), std::string::npos)
       << out;
   EXPECT_NE(out.find("read  allowed " + std::string(GPUBENCH_WORKER_PATH)), std::string::npos)
+      << out;
+  // A path that is not there was never tried: not checked, never "ok".
+  EXPECT_NE(out.find("not checked read  " + dir + "/no-such-file (does not exist)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("ok          read  denied  " + dir + "/no-such-file"), std::string::npos)
       << out;
 }
 

@@ -488,6 +488,7 @@ def forward(self, x):
   EXPECT_LE(out.flops_per_iteration, 512 + 4 * 16);
   EXPECT_GT(out.achieved_tflops, 0);
   EXPECT_GT(out.memory_bytes_per_iteration, 0);
+  EXPECT_EQ(out.profiled_iterations, 3);  // all asked for: the bound is far
   config.mode = Mode::kTrain;
   out = RunOne(config, measure, nullptr, nullptr);
   ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;

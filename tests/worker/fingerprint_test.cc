@@ -168,5 +168,17 @@ TEST(FingerprintWords, ChangesNameEachFieldThatDiffersButNotTheCardsIdentity) {
   EXPECT_TRUE(FingerprintChanges(v1::Fingerprint(), after).empty());
 }
 
+// A CPU run's intra-op threads are part of its setup: compare and the
+// nightly verdict name a change of them.
+TEST(FingerprintWords, ACpuRunsThreadCountIsAChangeOfSetup) {
+  v1::Fingerprint before, after;
+  before.set_kernel("6.18.0");
+  before.set_cpu_threads(1);
+  after = before;
+  after.set_cpu_threads(2);
+  EXPECT_EQ(FingerprintChanges(before, after),
+            std::vector<std::string>{"CPU threads 1 \u2192 2"});
+}
+
 }  // namespace
 }  // namespace gpubench::fingerprint

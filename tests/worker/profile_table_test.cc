@@ -114,6 +114,15 @@ TEST(ProfileTable, CategoriesOfCommonNames) {
   EXPECT_EQ(Categorize("Optimizer.step#SGD.step"), "optimizer");
   EXPECT_EQ(Categorize("aten::_foreach_add_"), "optimizer");
   EXPECT_EQ(Categorize("aten::relu_"), "elementwise");
+  // ReLU as the CPU runs it (aten::relu calls aten::clamp_min, where its
+  // self time is) and as the GPU does: one category on both devices.
+  EXPECT_EQ(Categorize("aten::clamp_min"), "elementwise");
+  EXPECT_EQ(Categorize("aten::clamp_min_"), "elementwise");
+  EXPECT_EQ(Categorize("void at::native::vectorized_elementwise_kernel<4, "
+                       "at::native::(anonymous namespace)::clamp_min_scalar_kernel_impl"),
+            "elementwise");
+  EXPECT_EQ(Categorize("aten::_softmax"), "elementwise");
+  EXPECT_EQ(Categorize("aten::embedding"), "elementwise");
   EXPECT_EQ(Categorize("aten::empty"), "other");
 }
 

@@ -6,15 +6,23 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/spec.h"
+#include "google/protobuf/util/time_util.h"
+#include "launcher/cpu_cores.h"
 #include "launcher/process.h"
 
 namespace gpubench::worker {
 namespace {
 
+// progress, when set, gets the job's progress events.
 std::vector<v1::Run> RunJob(const v1::JobSpec& spec, ExitInfo* exit,
-                            const std::vector<std::string>& model_roots = {}) {
+                            const std::vector<std::string>& model_roots = {},
+                            std::vector<v1::RunProgress>* progress = nullptr) {
   v1::WorkerRequest request;
   request.set_job_id("test");
   *request.mutable_spec() = spec;
@@ -36,6 +44,7 @@ std::vector<v1::Run> RunJob(const v1::JobSpec& spec, ExitInfo* exit,
     auto got = (*process)->Next(&event);
     if (!got.ok() || !*got) break;
     if (event.has_run_finished()) runs.push_back(event.run_finished().run());
+    if (progress != nullptr && event.has_run_progress()) progress->push_back(event.run_progress());
   }
   *exit = (*process)->Wait();
   return runs;
@@ -83,6 +92,49 @@ TEST(WorkerProcess, TrainAndInferGiveSaneFigures) {
     EXPECT_GE(r.throughput_ci_high(), r.throughput_samples_per_s());
   }
   EXPECT_LT(runs[0].result().last_loss(), runs[0].result().first_loss());
+}
+
+// A CPU run takes the cores the host gives the worker: by default LibTorch's
+// intra-op threads are the CPUs it may use (its affinity mask, its cgroup's
+// quota: this test's, which the worker inherits) less a host-input run's
+// loader threads, and spec.cpu_threads overrides them. Each run says how
+// many and why, and its fingerprint holds the count.
+TEST(WorkerProcess, CpuRunsTakeTheCpusTheWorkerMayUseUnlessTheSpecSays) {
+  const cpu_cores::UsableCpus usable = cpu_cores::UsableCpusOfThisProcess();
+  v1::JobSpec spec = SmallSpec();
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  spec.mutable_measurement()->set_warmup_iterations(1);
+  spec.mutable_measurement()->set_min_iterations(5);
+  spec.mutable_measurement()->set_min_time_ms(10);
+  spec.mutable_measurement()->set_max_time_ms(3000);
+  spec.mutable_measurement()->set_cv_threshold(0.5);
+  spec.mutable_base()->mutable_pipeline()->set_loader_threads(1);
+  spec.mutable_sweep()->add_input_source(v1::INPUT_SOURCE_DEVICE);
+  spec.mutable_sweep()->add_input_source(v1::INPUT_SOURCE_HOST);
+  ExitInfo exit;
+  auto runs = RunJob(spec, &exit);
+  ASSERT_TRUE(exit.ok()) << exit.Describe() << exit.stderr_tail;
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs) ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  const v1::RunResult& device_input = runs[0].result();
+  EXPECT_EQ(device_input.cpu_threads(), usable.count);
+  EXPECT_EQ(device_input.cpu_threads_reason(),
+            absl::StrCat(usable.count, ": the CPUs this worker may use (", usable.basis,
+                         "), less 0 loader threads"));
+  EXPECT_EQ(runs[0].fingerprint().cpu_threads(), usable.count);
+  const cpu_cores::CpuThreads host = cpu_cores::CpuThreadsFor(0, 1, 1, usable);
+  EXPECT_EQ(runs[1].result().cpu_threads(), host.count);
+  EXPECT_EQ(runs[1].result().cpu_threads_reason(), host.reason);
+
+  spec.clear_sweep();
+  spec.set_cpu_threads(1);
+  runs = RunJob(spec, &exit);
+  ASSERT_TRUE(exit.ok()) << exit.Describe() << exit.stderr_tail;
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED) << runs[0].error();
+  EXPECT_EQ(runs[0].result().cpu_threads(), 1);
+  EXPECT_EQ(runs[0].result().cpu_threads_reason(), "1: spec.cpu_threads");
+  EXPECT_EQ(runs[0].fingerprint().cpu_threads(), 1);
 }
 
 TEST(WorkerProcess, OutOfMemorySkipsLargerBatches) {
@@ -200,6 +252,79 @@ TEST(WorkerProcess, ResidentMemoryCountsTheWorkersChildren) {
   EXPECT_GE(rss, int64_t{256} << 20);
   (*process)->Kill();
   (*process)->Wait();
+}
+
+// A run whose steps take about batch_size x cost_us_per_sample: the host
+// pipeline's per-sample cost, inline (no loader thread), before a small
+// model. The bound, not the stability rule, ends it.
+v1::JobSpec SlowStepSpec(int cost_us_per_sample, int batch_size, int64_t max_time_ms) {
+  v1::JobSpec spec = SmallSpec();
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  spec.mutable_base()->set_batch_size(batch_size);
+  spec.mutable_base()->set_input_source(v1::INPUT_SOURCE_HOST);
+  spec.mutable_base()->mutable_pipeline()->set_loader_threads(0);
+  spec.mutable_base()->mutable_pipeline()->set_extra_cost_us_per_sample(cost_us_per_sample);
+  spec.mutable_measurement()->set_warmup_iterations(1);
+  spec.mutable_measurement()->set_min_iterations(1000);
+  spec.mutable_measurement()->set_min_time_ms(max_time_ms);
+  spec.mutable_measurement()->set_max_time_ms(max_time_ms);
+  spec.mutable_profiling()->set_enabled(true);
+  return spec;
+}
+
+int64_t RunMs(const v1::Run& run) {
+  return google::protobuf::util::TimeUtil::DurationToMilliseconds(run.end_time() -
+                                                                   run.start_time());
+}
+
+// max_time_ms bounds the profiled window too (issue 44: a profiled U-Net
+// ran 113 s against 5 s). Steps of about 100 ms against 1.5 s, 50 profiled
+// steps asked for (5 s alone): the run ends within the bound and a step,
+// the margin for a loaded machine, and says how many profiled steps ran.
+TEST(WorkerProcess, ProfiledRunKeepsToMaxTime) {
+  v1::JobSpec spec = SlowStepSpec(100'000, 1, 1500);
+  spec.mutable_profiling()->set_iterations(50);
+  ExitInfo exit;
+  auto runs = RunJob(spec, &exit);
+  ASSERT_TRUE(exit.ok()) << exit.Describe() << exit.stderr_tail;
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED) << runs[0].error();
+  const v1::RunResult& r = runs[0].result();
+  EXPECT_TRUE(r.stopped_at_max_time());
+  EXPECT_GE(r.iterations(), 1);
+  EXPECT_GE(r.profiled_iterations(), 1);
+  EXPECT_LT(r.profiled_iterations(), 50);
+  EXPECT_FALSE(r.profile().top_operators().empty());
+  EXPECT_LT(RunMs(runs[0]), 1500 + 100 + 1500);
+}
+
+// A step of seconds reports progress too: a heartbeat at least every
+// second, in each phase. Steps of about 1.5 s against 1 s: the cold start
+// and one measured step pass the bound, so no profiled step starts (the
+// run says why), and progress comes all along (the loop alone reports
+// once, after its one window).
+TEST(WorkerProcess, SlowStepsAndTheProfiledWindowReportProgress) {
+  v1::JobSpec spec = SlowStepSpec(750'000, 2, 1000);
+  spec.mutable_profiling()->set_iterations(5);
+  ExitInfo exit;
+  std::vector<v1::RunProgress> progress;
+  auto runs = RunJob(spec, &exit, {}, &progress);
+  ASSERT_TRUE(exit.ok()) << exit.Describe() << exit.stderr_tail;
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED) << runs[0].error();
+  EXPECT_EQ(runs[0].result().iterations(), 1);
+  EXPECT_EQ(runs[0].result().profiled_iterations(), 0);
+  EXPECT_NE(runs[0].result().profile().error().find("not profiled: max_time_ms passed"),
+            std::string::npos)
+      << runs[0].result().profile().error();
+  EXPECT_LT(RunMs(runs[0]), 1000 + 2 * 1500 + 1000);  // the cold step, one more, a margin
+  EXPECT_GE(progress.size(), 2u);
+  std::map<std::string, int> phases;
+  for (const v1::RunProgress& p : progress) {
+    ++phases[p.phase()];
+    EXPECT_GE(p.eta_ms(), 0);
+  }
+  EXPECT_GE(phases["warmup"] + phases["measure"], 2);
 }
 
 }  // namespace

@@ -154,6 +154,10 @@ struct RunConfig {
   int ffn_hidden_size = 0;  // llama: SwiGLU width
   int prompt_length = 0;    // infer: tokens prefilled
   int new_tokens = 0;       // infer: tokens generated (the first by the prefill)
+  // A run on the CPU: LibTorch's intra-op threads and why, as the worker
+  // chose them for this host (launcher/cpu_cores.h); 0 keeps LibTorch's.
+  int cpu_threads = 0;
+  std::string cpu_threads_reason;  // "2: the CPUs this worker may use (...)"
 };
 
 

@@ -242,10 +242,23 @@ std::string TraceOf(autograd_prof::ProfilerResult* result,
 // iteration; with count_flops also the FLOPs the profiler counts (matmuls,
 // convolutions, adds and multiplies: what a forward pass does). Memory
 // events are always recorded (they are this window's only cost); the table
-// leaves them out.
+// leaves them out. At most m.profile_iterations steps, and none but the
+// first once the run's bound (deadline_ns, on measure::SteadyClock) would
+// pass: measure::ProfiledSteps; the profiler's start counts inside it. None
+// at all (profile_error says why) where the bound passed while measuring.
 void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Device& device,
-                   bool count_flops, RunOutcome* out) {
+                   bool count_flops, int64_t deadline_ns, const std::atomic<bool>* cancel,
+                   measure::RunState* state, RunOutcome* out) {
   namespace prof = torch::profiler::impl;
+  // The bound already passed while measuring (a step longer than what was
+  // left): a profiled step would pass it by one more step. Ranks would
+  // have to agree first; they keep the one step ProfiledSteps gives.
+  if (!workload->distributed() && measure::SteadyClock()->NowNs() >= deadline_ns) {
+    out->profile_error =
+        "not profiled: max_time_ms passed while measuring; raise --max-time-ms to leave "
+        "time for the profiled window";
+    return;
+  }
   workload->BeginRange("profiled window", 0);
   struct EndRange {
     Workload* w;
@@ -261,11 +274,12 @@ void ProfileWindow(Workload* workload, const MeasureConfig& m, const torch::Devi
     autograd_prof::enableProfiler(config, activities);
     enabled = true;
     std::vector<double> ignored;
-    const int n = std::max(1, m.profile_iterations);
-    for (int i = 0; i < n; ++i) {
-      double wait = 0;
-      if (auto s = workload->Step(&wait); !s.ok()) throw std::runtime_error(std::string(s.message()));
-    }
+    auto steps = measure::ProfiledSteps(m.profile_iterations, deadline_ns, measure::SteadyClock(),
+                                        workload, cancel, state);
+    if (!steps.ok()) throw std::runtime_error(std::string(steps.status().message()));
+    // Every figure below is per step that ran, not per step asked for.
+    const int n = *steps;
+    out->profiled_iterations = n;
     workload->Flush(&ignored).IgnoreError();
     enabled = false;
     std::unique_ptr<autograd_prof::ProfilerResult> result = autograd_prof::disableProfiler();
@@ -316,6 +330,8 @@ void Summarize(const measure::Outcome& m, int64_t samples_per_iteration,
   }
   out->throughput_ci_low = m.throughput_ci_low;
   out->throughput_ci_high = m.throughput_ci_high;
+  out->interval_basis = m.interval_basis;
+  out->interval_samples = m.interval_samples;
 }
 
 // Achieved FLOP/s from the FLOPs of an iteration and the measured throughput.
@@ -392,12 +408,13 @@ void SampleWhileMeasuring(Workload* workload, int device_index, const MeasureCon
 
 // The profiled window after the measured ones, and the roofline's figures.
 void Profile(const RunConfig& c, Workload* workload, const MeasureConfig& m,
-             const torch::Device& device, RunOutcome* out) {
+             const torch::Device& device, int64_t deadline_ns, const std::atomic<bool>* cancel,
+             measure::RunState* state, RunOutcome* out) {
   // A user's model has no analytic FLOP count: in inference, the profiler's
   // count stands for it (backward operators it does not count).
   const bool count_flops =
       c.mode == Mode::kInfer && out->flops_per_iteration <= 0 && c.workload == "torchscript";
-  ProfileWindow(workload, m, device, count_flops, out);
+  ProfileWindow(workload, m, device, count_flops, deadline_ns, cancel, state, out);
   if (count_flops && out->profiled_flops > 0) {
     out->flops_per_iteration = out->profiled_flops;
     SetAchievedTflops(workload->samples_per_iteration(), out);
@@ -410,7 +427,7 @@ void Profile(const RunConfig& c, Workload* workload, const MeasureConfig& m,
 // asked. Throws what LibTorch throws.
 void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureConfig& m,
                  const measure::ProgressFn& progress, const std::atomic<bool>* cancel,
-                 RunOutcome* out) {
+                 measure::RunState* state, RunOutcome* out) {
   const int device_index = device.is_cuda() ? device.index() : -1;
   auto workload = MakeWorkload(c, device, m);
   if (!workload.ok()) {
@@ -431,7 +448,7 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
   std::unique_ptr<telemetry::Sampler> sampler;
   SampleWhileMeasuring(w, device_index, m, out, &sampler);
   auto measured = measure::Measure(m, w->samples_per_iteration(), measure::SteadyClock(), w,
-                                   progress, distributed ? nullptr : cancel);
+                                   progress, distributed ? nullptr : cancel, state);
   if (device.is_cpu()) {
     // The tensors' own peak over the warm-up and measured windows (the
     // profiled window and the numerics check come after).
@@ -468,15 +485,26 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
   const bool cancelled =
       distributed ? w->Agree(cancel != nullptr && cancel->load()) : measured->cancelled;
   out->status = cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
-  if (m.profile && !cancelled) Profile(c, w, m, device, out);
-  if (m.check_numerics && !measured->cancelled) out->numerics = CheckNumerics(c, device);
+  // For a heartbeat: the profile phase holds the profiler's start too.
+  auto phase = [state](measure::RunState::Phase p) {
+    if (state != nullptr) state->SetPhase(p, measure::SteadyClock()->NowNs());
+  };
+  // The profiled window keeps to what is left of the run's bound.
+  if (m.profile && !cancelled) {
+    phase(measure::RunState::Phase::kProfile);
+    Profile(c, w, m, device, measured->deadline_ns, distributed ? nullptr : cancel, state, out);
+  }
+  if (m.check_numerics && !measured->cancelled) {
+    phase(measure::RunState::Phase::kNumerics);
+    out->numerics = CheckNumerics(c, device);
+  }
 }
 
 }  // namespace
 
 RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
                   const measure::ProgressFn& progress,
-                  const std::atomic<bool>* cancel) {
+                  const std::atomic<bool>* cancel, measure::RunState* state) {
   RunOutcome out;
   auto device = ResolveDevice(c.device);
   if (!device.ok()) {
@@ -486,7 +514,6 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
   out.resolved_device = device->str();
   out.fingerprint = FingerprintOf(out.resolved_device);
   out.cpu_blas = CpuBlas();
-  out.cpu_threads = at::get_num_threads();
   out.math_mode = MathMode(c, *device);
   if (auto s = CheckRunnable(c, *device); !s.ok()) {
     out.error = std::string(s.message());
@@ -494,6 +521,7 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
   }
   const int device_index = device->is_cuda() ? device->index() : -1;
   try {
+    SetCpuThreads(c, device->is_cpu(), &out);
     torch::manual_seed(measure_config.seed);
     ConfigureBackends(c);
     if (auto s = SelectAttention(c.attention); !s.ok()) {
@@ -508,7 +536,7 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
     ResetPeakRss();
     cpu_memory::Install();
     cpu_memory::ResetPeak();
-    RunOnDevice(c, *device, measure_config, progress, cancel, &out);
+    RunOnDevice(c, *device, measure_config, progress, cancel, state, &out);
   } catch (const std::exception& e) {
     // c10::Error derives from std::exception.
     const std::string what = MessageOf(e);

@@ -56,12 +56,15 @@ struct RunOutcome {
   std::string cpu_blas;         // what the CPU's matrix products ran on (CpuBlas)
   std::string math_mode;        // what the precision ran in ("fp32, TF32 off in ...")
   int cpu_threads = 0;          // LibTorch's intra-op threads
+  std::string cpu_threads_reason;  // a CPU run's RunConfig::cpu_threads_reason
   // The run's environment as it started (FingerprintOf).
   fingerprint::Fingerprint fingerprint;
 
   double throughput_samples_per_s = 0;
   double throughput_ci_low = 0;
   double throughput_ci_high = 0;
+  std::string interval_basis;  // "trials", "windows", "steps"
+  int interval_samples = 0;
   stats::Summary latency_ms;       // device time per iteration
   stats::Summary host_latency_ms;  // host time per iteration
   double data_wait_share = 0;
@@ -89,9 +92,12 @@ struct RunOutcome {
   stats::Summary inter_token_latency_ms;
   double decode_bandwidth_gb_per_s = 0;
   std::string attention_backend;
-  // The profiled window, per iteration: bytes allocated on the run's device
-  // and device (kernel and copy) time; then the roofline's estimated memory
-  // traffic, and the device time over the measured time per iteration.
+  // The profiled window, per iteration of the profiled_iterations it ran
+  // (max_time_ms may end it before MeasureConfig::profile_iterations): bytes
+  // allocated on the run's device and device (kernel and copy) time; then
+  // the roofline's estimated memory traffic, and the device time over the
+  // measured time per iteration.
+  int profiled_iterations = 0;
   double profiled_allocated_bytes = 0;
   double profiled_device_ms = 0;
   double profiled_flops = 0;  // torchscript inference: the profiler's count
@@ -126,14 +132,19 @@ struct RunOutcome {
   std::vector<double> data_wait_ms;
 };
 
-// Runs one sweep point: builds the workload, warms up, measures. Never
-// throws: LibTorch errors become kFailed (or kOutOfMemory when the device ran
-// out of memory) with the error text. *cancel stops it at the next iteration
-// boundary (kCancelled, partial figures kept). Runs on the calling thread;
-// one run at a time per process.
+// Runs one sweep point: builds the workload, warms up, measures, then
+// profiles and checks numerics where asked. measure.max_time_ms bounds it
+// from the first step to the profiled window's end (measure::Measure,
+// measure::ProfiledSteps); the numerics check (one step) comes after it.
+// Never throws: LibTorch errors become kFailed (or kOutOfMemory when the
+// device ran out of memory) with the error text. *cancel stops it at the next
+// iteration boundary (kCancelled, partial figures kept). *state, when set,
+// follows its phases (warmup, measure, profile, numerics) for a
+// measure::Heartbeat on another thread. Runs on the calling thread; one run at
+// a time per process.
 RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure,
                   const measure::ProgressFn& progress,
-                  const std::atomic<bool>* cancel);
+                  const std::atomic<bool>* cancel, measure::RunState* state = nullptr);
 
 // Rank 0 of a distributed run (ddp, collective), before its first such run:
 // opens the rendezvous store (c10d's TCPStore) on 127.0.0.1 at a port the
@@ -165,7 +176,10 @@ struct DeviceProbe {
   std::string cpu_blas;  // CpuBlas()
   int cpu_threads = 0;   // LibTorch's intra-op threads
 };
-DeviceProbe ProbeDevices();
+// cpu_threads: LibTorch's intra-op threads, set before the probe reads them
+// (the default a CPU run gets, so that the probe reports it); 0 keeps
+// LibTorch's own.
+DeviceProbe ProbeDevices(int cpu_threads);
 
 // The environment a run on device starts in: LibTorch's versions (CUDA
 // runtime, cuDNN, BLAS), the host's (kernel, governors, CPU quota, NCCL),
@@ -178,6 +192,13 @@ fingerprint::Fingerprint FingerprintOf(const std::string& device);
 // with (the wheel links MKL in). E.g. "OpenBLAS (openblas-pthread)",
 // "reference BLAS (netlib; slow)", "mkl".
 std::string CpuBlas();
+
+// A run's intra-op threads: on the CPU, where the worker chose a count
+// (RunConfig::cpu_threads), LibTorch's set to it (with OpenMP the count is
+// the calling thread's: call it on the thread that runs the run), with its
+// reason and fingerprint; elsewhere LibTorch's as they are. Sets
+// out->cpu_threads to the count in effect. Throws what LibTorch throws.
+void SetCpuThreads(const RunConfig& config, bool on_cpu, RunOutcome* out);
 
 // The instruction-set extensions Inductor's CPU code may use that this
 // host's CPU has, in a fixed order ("avx2 avx512f avx512_bf16 amx_tile").

@@ -63,14 +63,26 @@ fingerprint::Fingerprint FingerprintOf(const std::string& device) {
   return f;
 }
 
-DeviceProbe ProbeDevices() {
+DeviceProbe ProbeDevices(int cpu_threads) {
   DeviceProbe probe;
   probe.torch_version = TORCH_VERSION;
   probe.mps_available = at::hasMPS();
   probe.cpu_blas = CpuBlas();
+  if (cpu_threads > 0) at::set_num_threads(cpu_threads);
   probe.cpu_threads = at::get_num_threads();
   cuda::Probe(&probe);
   return probe;
+}
+
+void SetCpuThreads(const RunConfig& config, bool on_cpu, RunOutcome* out) {
+  // LibTorch's own default counts neither the affinity mask nor the cgroup
+  // quota (1.13: the online CPUs halved on x86-64, 1 on a 2-CPU VM).
+  if (on_cpu && config.cpu_threads > 0) {
+    at::set_num_threads(config.cpu_threads);
+    out->cpu_threads_reason = config.cpu_threads_reason;
+    out->fingerprint.cpu_threads = config.cpu_threads;
+  }
+  out->cpu_threads = at::get_num_threads();
 }
 
 std::string CpuIsa() {

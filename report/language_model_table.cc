@@ -1,0 +1,52 @@
+#include "report/language_model_table.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "report/format.h"
+
+namespace gpubench::report {
+
+const char kLanguageModelLegend[] =
+    "MFU: the model's FLOPs over the GPU's dense datasheet peak at the precision (the "
+    "\"of TFLOP/s\" column; none for a GPU the table does not know, or a CPU); of measured: "
+    "over this host's best matmul at the precision; TTFT: prefill and first token; ITL: each "
+    "next token; of copy peak: weights and cache read over this host's best device copy "
+    "traffic";
+
+LanguageModelTable LanguageModelFigures(const std::vector<const v1::Run*>& runs,
+                                        const std::map<std::string, DevicePeaks>& peaks) {
+  LanguageModelTable t;
+  t.header = {"#",           "tokens/s",   "MFU",        "of TFLOP/s",  "of measured",
+              "TTFT p50 ms", "ITL p50 ms", "ITL p99 ms", "decode GB/s", "of copy peak",
+              "attention"};
+  auto or_dash = [](bool present, const std::string& text) { return present ? text : "-"; };
+  for (const v1::Run* run : runs) {
+    const v1::Run& r = *run;
+    const v1::RunResult& res = r.result();
+    if (!Measured(r) || res.tokens_per_s() <= 0) continue;
+    const bool decode = res.has_inter_token_latency();
+    // The host's own peaks (its best matmul at the precision, its best
+    // device copy's traffic), where it measured them.
+    const RunPeaks roof = PeaksForRun(peaks, r);
+    const double of_matmul = res.achieved_tflops() * 1e12 / roof.flops_per_s;
+    const double of_copy = res.decode_bandwidth_gb_per_s() * 1e9 / roof.bytes_per_s;
+    t.rows.push_back(
+        {absl::StrCat(r.index()), absl::StrFormat("%.0f", res.tokens_per_s()),
+         or_dash(res.mfu() > 0, absl::StrFormat("%.1f%%", 100 * res.mfu())),
+         or_dash(res.datasheet_peak_tflops() > 0,
+                 absl::StrFormat("%.1f", res.datasheet_peak_tflops())),
+         or_dash(!decode && roof.flops_per_s > 0 && res.achieved_tflops() > 0,
+                 absl::StrFormat("%.1f%%", 100 * of_matmul)),
+         or_dash(decode, absl::StrFormat("%.3f", res.time_to_first_token().p50_ms())),
+         or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p50_ms())),
+         or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p99_ms())),
+         or_dash(res.decode_bandwidth_gb_per_s() > 0,
+                 absl::StrFormat("%.1f", res.decode_bandwidth_gb_per_s())),
+         or_dash(roof.bytes_per_s > 0 && res.decode_bandwidth_gb_per_s() > 0,
+                 absl::StrFormat("%.1f%%", 100 * of_copy)),
+         res.attention_backend().empty() ? "-" : res.attention_backend()});
+  }
+  return t;
+}
+
+}  // namespace gpubench::report
