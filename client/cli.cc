@@ -108,6 +108,24 @@ absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
   for (const std::string& arg : argv) c_argv.push_back(arg == "-o" ? "--out" : arg.c_str());
   Args a;
   std::vector<std::pair<std::string, std::string>> spec_flags;
+  // A flag that is neither an option nor a spec flag is a typo: say so, with
+  // the closest of both, before the parser takes it for a spec flag that
+  // wants a value ("--wiat needs a value").
+  {
+    std::vector<std::string> known;
+    for (absl::CommandLineFlag* f : FlagsDefinedIn("client/cli.cc")) {
+      known.push_back(absl::StrReplaceAll(f->Name(), {{"_", "-"}}));
+    }
+    for (const auto& [flag, unused] : SpecFlagHelp()) known.push_back(flag);
+    for (const std::string& arg : argv) {
+      if (arg == "--") break;
+      if (!absl::StartsWith(arg, "--") || arg == "--version" || arg == "--help") continue;
+      std::string name = absl::StrReplaceAll(arg.substr(2, arg.find('=') - 2), {{"_", "-"}});
+      if (absl::c_linear_search(known, name)) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option --", name, DidYouMean(name, known)));
+    }
+  }
   FlagParser parser("client/cli.cc");
   parser.PassUnknownFlagsTo(&spec_flags, IsSpecSwitch);
   auto positional = parser.Parse(c_argv.size(), c_argv.data());

@@ -351,6 +351,13 @@ TEST(Cli, TyposGetADidYouMean) {
   EXPECT_EQ(RunCli({"spec", "--worklaod", "mlp"}, flag_out, flag_err), kExitUsage);
   EXPECT_NE(flag_err.str().find("did you mean \"workload\""), std::string::npos)
       << flag_err.str();
+  // A flag that is no option and no spec flag is named as a typo, never
+  // taken for a spec flag wanting a value ("--wiat needs a value").
+  std::ostringstream wait_out, wait_err;
+  EXPECT_EQ(RunCli({"submit", "--workload", "mlp", "--wiat"}, wait_out, wait_err), kExitUsage);
+  EXPECT_NE(wait_err.str().find("unknown option --wiat; did you mean \"wait\""),
+            std::string::npos)
+      << wait_err.str();
   // Two neighbours swapped are one typo: "shwo" is "show".
   std::ostringstream swap_out, swap_err;
   EXPECT_EQ(RunCli({"shwo"}, swap_out, swap_err), kExitUsage);
