@@ -1,9 +1,12 @@
 #!/bin/bash
 # Installs, builds (deploy/build.sh; FLAVOUR=debian or wheel), installs the
-# tools only the tests use, and runs the test suite with CTest.
+# tools only the tests use, and runs the test suite with CTest (TESTS=flavour:
+# the part that depends on LibTorch, below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=$(./deploy/build.sh)
+# TESTS=flavour: only the tests that depend on this flavour's LibTorch
+# (tests/CMakeLists.txt, GPUBENCH_TESTS); all by default.
+build=$(./deploy/build.sh "-DGPUBENCH_TESTS=${TESTS:-all}")
 # What only the tests use, installed here rather than by the build: chromium
 # renders the HTML report (report_test); zsh loads the completion script
 # (cli_test); Python's grpcio with the standard health and reflection
