@@ -223,6 +223,14 @@ examples:
 Cancels a queued job, or stops a running one at its next iteration (completed runs are kept).
 example: gpubench cancel j3f2c0d1e2a3b4c5d --host h100-a
 )"},
+      {"rm", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, RmCommand,
+       R"(  rm JOB...              delete ended jobs with their runs, freeing their room)",
+       R"(usage: gpubench rm JOB [JOB...] [--host H]
+Deletes ended jobs with their runs, samples, traces and events, freeing their room in the
+store and in your share of it (gpubenchd --max-db-share). Your own jobs; another's needs the
+admin role. A queued or running job is refused: gpubench cancel JOB first.
+example: gpubench rm j3f2c0d1e2a3b4c5d j9a8b7c6d5e4f3a2b --host h100-a
+)"},
       {"runs", "results", /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, RunsCommand,
        R"(  runs | results         query runs   [--workload W] [--config FIELD=VALUE]...
                          [--job JOB] [--schedule ID] [--host-id ID] [--state S]

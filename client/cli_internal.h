@@ -175,6 +175,7 @@ int SpecCommand(const Args& a, std::ostream& out, std::ostream& err);  // spec_c
 // and its workers would run, cuda:all rewritten), queueing nothing.
 int DryRun(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::ostream& err);
 int JobCommand(const Args& a, std::ostream& out, std::ostream& err);  // watch, show, cancel
+int RmCommand(const Args& a, std::ostream& out, std::ostream& err);
 int JobsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int RunsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int TraceCommand(const Args& a, std::ostream& out, std::ostream& err);

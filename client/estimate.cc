@@ -55,7 +55,9 @@ Table EstimateTable(const std::vector<v1::RunConfig>& runs) {
     std::vector<std::string> row = {absl::StrCat(i), report::DescribeConfig(c)};
     if (cost.parameters > 0) {
       const double forward = cost.forward_flops_per_sample;
-      const double step = forward * c.batch_size() * (c.mode() == v1::MODE_INFER ? 1 : 3);
+      const double step = c.batch_size() * (c.mode() == v1::MODE_INFER
+                                                ? forward
+                                                : cost.train_flops_per_sample);
       row.insert(row.end(),
                  {Millions(cost.parameters), FlopCount(forward), FlopCount(step),
                   report::Bytes(cost.parameters * BytesPerParameter(c))});

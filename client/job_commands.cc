@@ -1,5 +1,5 @@
-// The CLI's commands on one daemon: submit, watch, show, cancel, jobs, runs,
-// trace, model upload, schedules.
+// The CLI's commands on one daemon: submit, watch, show, cancel, rm, jobs,
+// runs, trace, model upload, schedules.
 #include <unistd.h>
 
 #include <cstdio>
@@ -277,6 +277,30 @@ int JobCommand(const Args& a, std::ostream& out, std::ostream& err) {
     if (auto s = FollowJob(*d, id, true, err); !s.ok()) return CallFailed(d->host, s, err);
   }
   return ShowJob(*d, id, a, out, err);
+}
+
+int RmCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  if (a.positional.empty()) return Usage(err, "rm takes one or more job ids");
+  auto d = ConnectOne(a);
+  if (!d.ok()) return Usage(err, std::string(d.status().message()));
+  // Each job on its own: one refused (running, another's) leaves the others
+  // deleted, and the exit code is the first failure's.
+  int code = kExitOk;
+  for (const std::string& id : a.positional) {
+    v1::DeleteJobRequest req;
+    req.set_job_id(id);
+    auto resp = d->Call(&v1::BenchService::Stub::DeleteJob, req);
+    if (!resp.ok()) {
+      const int failed = CallFailed(d->host, resp.status(), err);
+      if (code == kExitOk) code = failed;
+      if (failed == kExitUnreachable) break;
+      continue;
+    }
+    out << Printable(id) << " deleted: " << resp->runs_deleted()
+        << (resp->runs_deleted() == 1 ? " run, " : " runs, ") << Bytes(resp->bytes_freed())
+        << " freed\n";
+  }
+  return code;
 }
 
 int JobsCommand(const Args& a, std::ostream& out, std::ostream& err) {

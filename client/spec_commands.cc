@@ -102,7 +102,7 @@ int SpecCommand(const Args& a, std::ostream& out, std::ostream& err) {
   // JSON output is the spec alone, which submit and compare take back.
   out << MessageToJson(*spec) << "\n";
   if (a.format == Format::kTable) {
-    out << "\nestimated from the architectures (a training step is about 3x the forward):\n";
+    out << "\nestimated from the architectures (a training step: forward and backward, layer by layer):\n";
     PrintTable(EstimateTable(*runs), Format::kTable, out);
   }
   (a.format == Format::kJson ? err : out) << runs->size() << " runs\n";

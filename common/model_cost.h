@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/workload_registry.h"
+
 namespace gpubench::cost {
 
 // The output side of a convolution or pool over a square input of side in.
@@ -43,6 +45,44 @@ inline double LstmStepMacs(int64_t input_size, int64_t hidden_size) {
 
 // A MAC count as FLOPs: a multiply-add is two.
 inline double Flops(double macs) { return 2 * macs; }
+
+// A model's matrix work in multiply-adds, added layer by layer: the forward
+// pass, and a training step's backward pass, each product as autograd runs
+// it. A layer with weights (linear, convolution, LSTM gates) costs its
+// forward MACs again for its weights' gradient, and again for its input's
+// unless that input needs none: the network's own images. An embedding is a
+// lookup both ways, no product; the layer after it still passes a gradient
+// back to it. A product of two activations (attention's QK^T and AV) costs
+// its forward MACs twice again, once for each side. Elementwise work (norms,
+// activations, the optimizer) is not counted.
+struct Work {
+  double forward = 0;
+  double backward = 0;
+  // The full square of attention's products, forward (ModelCost's
+  // attention_flops_per_sample).
+  double attention = 0;
+
+  void Weights(double macs, bool input_gradient = true) {
+    forward += macs;
+    backward += input_gradient ? 2 * macs : macs;
+  }
+  void Activations(double macs) {
+    forward += macs;
+    backward += 2 * macs;
+  }
+  // Attention over t positions of width d, for one sample of t queries
+  // (every query against every key: a causal kernel that skips the masked
+  // blocks runs less, which the engine counts where it knows the kernel).
+  void Attention(double t, double d) {
+    Activations(2 * t * t * d);
+    attention += 2 * t * t * d;
+  }
+
+  // As a ModelCost's FLOPs (its parameters left to the caller).
+  ModelCost Cost(int64_t parameters) const {
+    return {parameters, Flops(forward), Flops(forward + backward), Flops(attention)};
+  }
+};
 
 // mlp's hidden layers' widths by model_size; empty for another size
 // (common/workloads/mlp.cc; the engine builds the same).

@@ -64,12 +64,19 @@ struct ModelShape {
 };
 
 // What a built-in model costs, from its architecture alone: its trainable
-// parameters, and its forward pass's FLOPs per sample (a multiply-add is 2:
-// the convolutions, matrix products, LSTM gates and attention; not the
-// elementwise work). A training step costs about 3x the forward.
+// parameters, and the FLOPs per sample of its forward pass and of a training
+// step (forward and backward), layer by layer (a multiply-add is 2: the
+// convolutions, matrix products, LSTM gates and attention; not the
+// elementwise work; cost::Work says how a backward pass is counted).
+// models_test checks both against LibTorch's profiler.
 struct ModelCost {
   int64_t parameters = 0;
   double forward_flops_per_sample = 0;
+  double train_flops_per_sample = 0;
+  // Of the forward figure, attention's two products over every query-key
+  // pair; a causal kernel that skips the masked half runs about half of it
+  // (engine: AttentionRun), and a training step three times that.
+  double attention_flops_per_sample = 0;
 };
 
 // What one sample of the workload's input is, for the size bounds.

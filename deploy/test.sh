@@ -1,10 +1,9 @@
 #!/bin/bash
 # Installs, builds (deploy/build.sh; FLAVOUR=debian or wheel), installs the
-# tools only the tests use, and runs the test suite with CTest (TESTS=flavour:
-# the part that depends on LibTorch, below).
+# tools only the tests use, and runs the test suite with CTest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# TESTS=flavour: only the tests that depend on this flavour's LibTorch
+# TESTS=torch or worker: only the tests that depend on this flavour's LibTorch
 # (tests/CMakeLists.txt, GPUBENCH_TESTS); all by default.
 build=$(./deploy/build.sh "-DGPUBENCH_TESTS=${TESTS:-all}")
 # What only the tests use, installed here rather than by the build: chromium

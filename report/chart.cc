@@ -163,6 +163,31 @@ std::string FitText(const std::string& s, double max_px) {
   return out + "\u2026";
 }
 
+std::vector<std::string> WrapText(const std::string& s, double max_px, int max_lines) {
+  std::vector<std::string> lines;
+  std::string rest = s;
+  while (!rest.empty() && static_cast<int>(lines.size()) + 1 < max_lines &&
+         TextWidth(rest) > max_px) {
+    // The longest head of whole words that fits; a first word too wide is cut.
+    size_t cut = std::string::npos;
+    for (size_t space = rest.find(' '); space != std::string::npos;
+         space = rest.find(' ', space + 1)) {
+      if (TextWidth(std::string_view(rest).substr(0, space)) > max_px) break;
+      cut = space;
+    }
+    if (cut == std::string::npos) {
+      lines.push_back(FitText(rest.substr(0, rest.find(' ')), max_px));
+      cut = rest.find(' ');
+      rest = cut == std::string::npos ? "" : rest.substr(cut + 1);
+      continue;
+    }
+    lines.push_back(rest.substr(0, cut));
+    rest = rest.substr(cut + 1);
+  }
+  if (!rest.empty()) lines.push_back(FitText(rest, max_px));
+  return lines;
+}
+
 std::string FormatFigure(double v) {
   const double a = std::fabs(v);
   if (a >= 1000) return absl::StrFormat("%.0f", v);
@@ -367,11 +392,20 @@ std::string Figure(const std::string& svg) {
 
 std::string RenderBarChart(const BarChart& chart) {
   if (chart.bars.empty()) return "";
-  constexpr double kTop = 40, kRow = 22, kRight = 64, kMaxLabel = 230;
+  constexpr double kTop = 40, kLine = 14, kRight = 64, kMaxLabel = 230;
+  // A label wider than kMaxLabel takes two lines (every row grows for it),
+  // cut only beyond that; the whole label is the bar's title either way.
   double label_width = 0;
-  for (const Bar& b : chart.bars)
-    label_width = std::max(label_width, TextWidth(b.label));
-  label_width = std::min(label_width, kMaxLabel);
+  std::vector<std::vector<std::string>> labels;
+  for (const Bar& b : chart.bars) {
+    labels.push_back(WrapText(b.label, kMaxLabel, 2));
+    for (const std::string& line : labels.back()) {
+      label_width = std::max(label_width, TextWidth(line));
+    }
+  }
+  size_t lines = 1;
+  for (const auto& l : labels) lines = std::max(lines, l.size());
+  const double kRow = lines > 1 ? 22 + kLine : 22;
   const double left = 12 + label_width + 8;
   const double plot_width = kChartWidth - left - kRight;
   const double plot_height = chart.bars.size() * kRow + 6;
@@ -402,10 +436,16 @@ std::string RenderBarChart(const BarChart& chart) {
     const Bar& b = chart.bars[i];
     const double y = kTop + 3 + i * kRow;
     const double w = std::max(1.0, px(b.value) - left);
-    absl::StrAppend(&svg, "<text x=\"", Px(left - 8), "\" y=\"",
-                    Px(y + kRow / 2 + 4), "\" text-anchor=\"end\">",
-                    EscapeHtml(FitText(b.label, kMaxLabel)), "<title>",
-                    EscapeHtml(b.label), "</title></text>");
+    const std::vector<std::string>& label = labels[i];
+    const double first_line = y + kRow / 2 + 4 - (label.size() - 1) * kLine / 2;
+    absl::StrAppend(&svg, "<text x=\"", Px(left - 8), "\" y=\"", Px(first_line),
+                    "\" text-anchor=\"end\">");
+    for (size_t line = 0; line < label.size(); ++line) {
+      absl::StrAppend(&svg, "<tspan x=\"", Px(left - 8), "\" y=\"",
+                      Px(first_line + line * kLine), "\">", EscapeHtml(label[line]),
+                      "</tspan>");
+    }
+    absl::StrAppend(&svg, "<title>", EscapeHtml(b.label), "</title></text>");
     absl::StrAppend(&svg, "<rect x=\"", Px(left), "\" y=\"", Px(y + 4),
                     "\" width=\"", Px(w), "\" height=\"", Px(kRow - 8),
                     "\" rx=\"2\" fill=\"", b.color, "\"><title>",

@@ -28,6 +28,11 @@ double TextWidth(std::string_view s, double font_px = 12);
 // in "…" when cut; s itself when it fits.
 std::string FitText(const std::string& s, double max_px);
 
+// s in lines of at most max_px, broken at spaces; at most max_lines, the
+// last cut by FitText where the rest does not fit. A word wider than a line
+// is cut too.
+std::vector<std::string> WrapText(const std::string& s, double max_px, int max_lines);
+
 // v with enough digits to tell neighbouring runs apart and no more than a
 // run's noise: "1234", "123.4", "12.34", "1.234".
 std::string FormatFigure(double v);

@@ -1,14 +1,17 @@
 #include "report/language_model_table.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "report/format.h"
 
 namespace gpubench::report {
 
 const char kLanguageModelLegend[] =
-    "MFU: the model's FLOPs over the GPU's dense datasheet peak at the precision (the "
-    "\"of TFLOP/s\" column; none for a GPU the table does not know, or a CPU); of measured: "
+    "MFU: the model's FLOPs over the GPU's dense datasheet peak at the run's precision (the "
+    "\"of TFLOP/s\" column, which names both; none for a GPU the table does not know, or a "
+    "CPU); of measured: "
     "over this host's best matmul at the precision; TTFT: prefill and first token; ITL: each "
     "next token; of copy peak: weights and cache read over this host's best device copy "
     "traffic";
@@ -34,7 +37,10 @@ LanguageModelTable LanguageModelFigures(const std::vector<const v1::Run*>& runs,
         {absl::StrCat(r.index()), absl::StrFormat("%.0f", res.tokens_per_s()),
          or_dash(res.mfu() > 0, absl::StrFormat("%.1f%%", 100 * res.mfu())),
          or_dash(res.datasheet_peak_tflops() > 0,
-                 absl::StrFormat("%.1f", res.datasheet_peak_tflops())),
+                 absl::StrFormat("%.1f %s", res.datasheet_peak_tflops(),
+                                 absl::AsciiStrToLower(absl::StripPrefix(
+                                     v1::Precision_Name(r.config().precision()),
+                                     "PRECISION_")))),
          or_dash(!decode && roof.flops_per_s > 0 && res.achieved_tflops() > 0,
                  absl::StrFormat("%.1f%%", 100 * of_matmul)),
          or_dash(decode, absl::StrFormat("%.3f", res.time_to_first_token().p50_ms())),

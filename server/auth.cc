@@ -25,16 +25,18 @@ struct RpcRole {
 };
 
 // Who may call each BenchService rpc. Finer rules live with the rpc:
-// cancelling another caller's job and uploading an AOTI package need admin.
+// cancelling or deleting another caller's job and uploading an AOTI package
+// need admin.
 constexpr RpcRole kRpcRoles[] = {
     {"SubmitJob", v1::ROLE_SUBMIT},      {"GetJob", v1::ROLE_READ},
     {"ListJobs", v1::ROLE_READ},         {"WatchJob", v1::ROLE_READ},
-    {"CancelJob", v1::ROLE_SUBMIT},      {"GetRun", v1::ROLE_READ},
-    {"ListRuns", v1::ROLE_READ},         {"QueryRuns", v1::ROLE_READ},
-    {"GetHostInfo", v1::ROLE_READ},      {"CreateSchedule", v1::ROLE_ADMIN},
-    {"ListSchedules", v1::ROLE_READ},    {"DeleteSchedule", v1::ROLE_ADMIN},
-    {"UploadModel", v1::ROLE_SUBMIT},    {"GetTrace", v1::ROLE_READ},
-    {"ListRegressions", v1::ROLE_READ},  {"DeleteModel", v1::ROLE_ADMIN},
+    {"CancelJob", v1::ROLE_SUBMIT},      {"DeleteJob", v1::ROLE_SUBMIT},
+    {"GetRun", v1::ROLE_READ},           {"ListRuns", v1::ROLE_READ},
+    {"QueryRuns", v1::ROLE_READ},        {"GetHostInfo", v1::ROLE_READ},
+    {"CreateSchedule", v1::ROLE_ADMIN},  {"ListSchedules", v1::ROLE_READ},
+    {"DeleteSchedule", v1::ROLE_ADMIN},  {"UploadModel", v1::ROLE_SUBMIT},
+    {"GetTrace", v1::ROLE_READ},         {"ListRegressions", v1::ROLE_READ},
+    {"DeleteModel", v1::ROLE_ADMIN},
     // The fleet's reference figures, and a host-wide exclusive job per
     // probe: the operator's.
     {"RunProbe", v1::ROLE_ADMIN},

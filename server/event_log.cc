@@ -140,6 +140,15 @@ absl::Status EventLog::EventsAfter(const std::string& job_id, int64_t after_sequ
   return absl::OkStatus();
 }
 
+void EventLog::Forget(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = logs_.find(job_id);
+  if (it == logs_.end() || it->second.appenders > 0) return;
+  logs_.erase(it);
+  ended_logs_.erase(std::remove(ended_logs_.begin(), ended_logs_.end(), job_id),
+                    ended_logs_.end());
+}
+
 void EventLog::Notify(const std::string& job_id) {
   absl::MutexLock lock(&listeners_mu_);
   for (auto& [token, listener] : listeners_) {

@@ -55,6 +55,10 @@ class EventLog {
                            const std::function<absl::StatusOr<bool>()>& ended_in_store,
                            std::vector<v1::ProgressEvent>* events, bool* ended);
 
+  // Drops a job's events kept in memory (a deleted job's), unless an
+  // Append to it is in flight.
+  void Forget(const std::string& job_id);
+
   // Calls notify (on the appending thread) whenever job_id gets events.
   // notify must not call Subscribe or Unsubscribe. Returns a token.
   int64_t Subscribe(const std::string& job_id, std::function<void()> notify);

@@ -72,6 +72,10 @@ absl::Status JobManager::Start() {
                 TimeUtil::TimestampToNanoseconds(job.submit_time()), leases->leases,
                 leases->any_gpus, job.submitted_by());
   }
+  {
+    absl::MutexLock lock(&mu_);
+    recovered_ = true;
+  }
   dispatcher_ = std::thread([this] { DispatchLoop(); });
   return absl::OkStatus();
 }
@@ -266,6 +270,51 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     cv_.SignalAll();
   }
   return job;
+}
+
+absl::StatusOr<storage::DeletedJob> JobManager::Delete(const std::string& job_id,
+                                                       const std::string& deleted_by) {
+  auto job = GetJob(job_id);  // this daemon's view: an end the store could not take counts
+  if (!job.ok()) return job.status();
+  {
+    absl::MutexLock lock(&mu_);
+    // Until Start() is done, a job it found running is interrupted and then
+    // requeued: ended for a moment, and neither queued nor running.
+    if (!recovered_) {
+      return absl::UnavailableError("the daemon is recovering its queue; retry in a moment");
+    }
+    // Only the dispatcher starts a job, and only one in queue_. An ended job
+    // that is neither queued nor running here is never queued again (a
+    // requeue is of a running job, or at Start), so none starts between this
+    // check and the delete, which is done without mu_ (no store I/O under it).
+    const char* live = running_.count(job_id) > 0 ? "running"
+                       : queue_.Contains(job_id)  ? "queued"
+                                                  : nullptr;
+    if (live != nullptr || !IsTerminal(job->state())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job_id, " is ",
+          live != nullptr ? live : EnumShortName(v1::JobState_descriptor(), job->state()),
+          "; only an ended job can be deleted: cancel it first (gpubench cancel ", job_id,
+          ")"));
+    }
+  }
+  auto deleted = store_->jobs().Delete(job_id);
+  if (!deleted.ok()) return deleted.status();
+  {
+    // What the store could not take of it would otherwise be written again
+    // for a job that is gone (and refused, holding up every later write).
+    absl::MutexLock lock(&mu_);
+    unsaved_.erase(job_id);
+    unsaved_events_.erase(
+        std::remove_if(unsaved_events_.begin(), unsaved_events_.end(),
+                       [&](const v1::ProgressEvent& e) { return e.job_id() == job_id; }),
+        unsaved_events_.end());
+  }
+  events_.Forget(job_id);
+  deleted->job = *std::move(job);
+  Log(LogLevel::kInfo, "job ", job_id, " deleted by ", deleted_by, ": ", deleted->runs,
+      " run(s), ", deleted->bytes, " bytes");
+  return deleted;
 }
 
 void JobManager::DispatchLoop() {

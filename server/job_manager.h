@@ -118,6 +118,17 @@ class JobManager {
   // unchanged. NotFound for an unknown id.
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
 
+  // Deletes an ended job with everything stored of it (JobStore::Delete:
+  // runs, samples, telemetry, traces, events, plan), then forgets what this
+  // daemon keeps of it in memory (a state or events the store could not
+  // take yet, its event log). FailedPrecondition for a job queued, running
+  // or not ended (cancel it first), decided under mu_; NotFound for an
+  // unknown id; Unavailable while Start() recovers the queue; the store's
+  // error otherwise, the job then kept. deleted_by names the caller in the
+  // log. The returned job is this daemon's last view of it.
+  absl::StatusOr<storage::DeletedJob> Delete(const std::string& job_id,
+                                             const std::string& deleted_by);
+
   // A job as this daemon knows it: the store's record, or a newer state the
   // store could not take. NotFound for an unknown id.
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
@@ -287,6 +298,7 @@ class JobManager {
   absl::Mutex mu_;
   absl::CondVar cv_;  // signalled when the fields below change
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool recovered_ ABSL_GUARDED_BY(mu_) = false;  // Start() has queued the stored jobs
   int64_t idle_at_pushes_ ABSL_GUARDED_BY(mu_) = -1;  // queue_.pushes() when last idle
   JobQueue queue_ ABSL_GUARDED_BY(mu_){host_.gpus_size()};
   std::map<std::string, std::shared_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);

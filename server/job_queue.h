@@ -35,6 +35,8 @@ class JobQueue {
 
   // Takes a queued job out; false when it was not queued.
   bool Remove(const std::string& job_id);
+  // Whether a job is queued.
+  bool Contains(const std::string& job_id) const { return queued_.count(job_id) > 0; }
 
   // The first job, in queue order, whose devices are all free (for one
   // wanting kWholeHost: every device; while kWholeHost is held: none), with

@@ -84,7 +84,8 @@ absl::Status JobManager::FlushUnsaved() {
     pending = unsaved_;
   }
   for (const auto& [id, job] : pending) {
-    if (auto s = store_->jobs().Update(job); !s.ok()) return s;
+    // NotFound: the job was deleted meanwhile (Delete), its state with it.
+    if (auto s = store_->jobs().Update(job); !s.ok() && !absl::IsNotFound(s)) return s;
     absl::MutexLock lock(&mu_);
     auto it = unsaved_.find(id);
     // Unless it changed again meanwhile.

@@ -63,6 +63,10 @@ ABSL_FLAG(std::string, port_file, "",
 ABSL_FLAG(int64_t, max_db_bytes, 16 * kGiB,
           "the database grows no larger; beyond, submits are refused with "
           "RESOURCE_EXHAUSTED (0: the disk)");
+ABSL_FLAG(double, max_db_share, 0.5,
+          "one submitter's share of --max-db-bytes, in (0, 1]: a caller below admin whose "
+          "stored jobs (with their runs, samples, traces and events) hold this much of it has "
+          "its submits refused with RESOURCE_EXHAUSTED until `gpubench rm JOB` frees some");
 ABSL_FLAG(std::string, token_file, "",
           "accepted tokens, one \"SHA256HEX NAME ROLE\" line each (role read, submit or "
           "admin); a file with one bare token is that token as admin. Every call then needs "
@@ -195,6 +199,15 @@ absl::Status ReadLimits(DaemonConfig* c) {
   if (options.max_job_seconds < 1) {
     return absl::InvalidArgumentError("--max-job-seconds: must be at least 1");
   }
+  const double share = absl::GetFlag(FLAGS_max_db_share);
+  if (!(share > 0 && share <= 1)) {  // NaN too
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-db-share: must be a fraction in (0, 1] of --max-db-bytes, got ", share));
+  }
+  service.max_db_share = share;
+  service.max_submitter_db_bytes =
+      c->max_db_bytes > 0 ? std::max<int64_t>(1, static_cast<int64_t>(share * c->max_db_bytes))
+                          : 0;
   if (options.worker_max_rss_bytes < 0) {
     options.worker_max_rss_bytes =
         static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 4 * 3;

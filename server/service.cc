@@ -12,6 +12,7 @@
 #include "common/paths.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
+#include "report/format.h"
 #include "server/model_upload.h"
 #include "server/status_util.h"
 
@@ -44,6 +45,36 @@ absl::Status RequiredId(const std::string& value, const char* field) {
         absl::StrCat(field, ": ", value.size(), " bytes; an id has at most ", kMaxIdBytes));
   }
   return absl::OkStatus();
+}
+
+// A caller below admin acts on its own jobs only: PermissionDenied naming
+// the job and what `doing` it needs. NotFound for an unknown id.
+absl::Status OwnJobOrAdmin(JobManager* jobs, const Caller& caller, const std::string& job_id,
+                           const char* doing) {
+  if (caller.role >= v1::ROLE_ADMIN) return absl::OkStatus();
+  auto job = jobs->GetJob(job_id);
+  if (!job.ok()) return job.status();
+  if (job->submitted_by() == caller.name) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "job ", job_id, " was submitted by someone else; ", doing, " it needs the admin role"));
+}
+
+// A caller below admin whose stored jobs hold its share of the store
+// submits no more until it deletes some; ResourceExhausted saying so.
+absl::Status WithinStoreShare(storage::Store* store, const ServiceOptions& options,
+                              const Caller& caller) {
+  if (caller.role >= v1::ROLE_ADMIN || options.max_submitter_db_bytes <= 0) {
+    return absl::OkStatus();
+  }
+  auto used = store->jobs().SubmitterBytes(caller.name);
+  if (!used.ok()) return used.status();
+  if (*used < options.max_submitter_db_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      caller.name, "'s stored jobs hold ", report::Bytes(*used), " (", *used,
+      " bytes), at or over its share of this daemon's store (",
+      report::Bytes(options.max_submitter_db_bytes), ": gpubenchd --max-db-share ",
+      options.max_db_share, " of --max-db-bytes), so it may submit no more jobs until it "
+      "frees some: `gpubench rm JOB` deletes one of its ended jobs with its runs"));
 }
 
 int64_t Ns(const google::protobuf::Timestamp& t) {
@@ -215,6 +246,8 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
     *response->mutable_job()->mutable_spec() = plan->spec;
     response->mutable_job()->set_run_count(runs->size());
   } else {
+    // Not for a dry run, which stores nothing (as the queue's share).
+    if (auto s = WithinStoreShare(store_, options_, caller); !s.ok()) return Reply(context, s);
     auto job = jobs_->Submit(std::move(*plan), "", caller.name);
     if (!job.ok()) return Reply(context, job.status());
     *response->mutable_job() = std::move(*job);
@@ -282,18 +315,28 @@ grpc::ServerUnaryReactor* BenchServiceImpl::CancelJob(grpc::CallbackServerContex
                                                       v1::CancelJobResponse* response) {
   const Caller caller = auth_->CallerOf(*context);
   if (auto s = RequiredId(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
-  if (caller.role < v1::ROLE_ADMIN) {
-    auto existing = jobs_->GetJob(request->job_id());
-    if (!existing.ok()) return Reply(context, existing.status());
-    if (existing->submitted_by() != caller.name) {
-      return Reply(context, absl::PermissionDeniedError(absl::StrCat(
-                                "job ", request->job_id(), " was submitted by someone else; "
-                                "cancelling it needs the admin role")));
-    }
+  if (auto s = OwnJobOrAdmin(jobs_, caller, request->job_id(), "cancelling"); !s.ok()) {
+    return Reply(context, s);
   }
   auto job = jobs_->Cancel(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
   *response->mutable_job() = std::move(*job);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BenchServiceImpl::DeleteJob(grpc::CallbackServerContext* context,
+                                                      const v1::DeleteJobRequest* request,
+                                                      v1::DeleteJobResponse* response) {
+  const Caller caller = auth_->CallerOf(*context);
+  if (auto s = RequiredId(request->job_id(), "job_id"); !s.ok()) return Reply(context, s);
+  if (auto s = OwnJobOrAdmin(jobs_, caller, request->job_id(), "deleting"); !s.ok()) {
+    return Reply(context, s);
+  }
+  auto deleted = jobs_->Delete(request->job_id(), caller.name);
+  if (!deleted.ok()) return Reply(context, deleted.status());
+  *response->mutable_job() = std::move(deleted->job);
+  response->set_runs_deleted(static_cast<int32_t>(deleted->runs));
+  response->set_bytes_freed(deleted->bytes);
   return Reply(context, absl::OkStatus());
 }
 

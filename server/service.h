@@ -36,6 +36,11 @@ struct ServiceOptions {
   // size_bytes / this after its header is cancelled, so that a trickle of a
   // byte per timeout cannot hold its quota for ever (<= 0: no floor).
   int64_t upload_min_bytes_per_second = int64_t{1} << 20;
+  // A caller below admin whose stored jobs hold this many bytes or more
+  // (JobStore::SubmitterBytes) may not submit until it deletes some (0: no
+  // share). gpubenchd sets it to --max-db-share of --max-db-bytes.
+  int64_t max_submitter_db_bytes = 0;
+  double max_db_share = 0;  // that fraction, for the refusal's message
 };
 
 // Thread-safe; jobs, store and auth outlive it.
@@ -65,6 +70,9 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
+                                      const v1::DeleteJobRequest* request,
+                                      v1::DeleteJobResponse* response) override;
   grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* context,
                                    const v1::GetRunRequest* request,
                                    v1::GetRunResponse* response) override;

@@ -8,6 +8,44 @@
 namespace gpubench::storage {
 namespace {
 
+// The bytes that the jobs matching jobs_where (a condition on jobs j whose
+// one parameter is ?1) hold in every table that keeps something of theirs.
+std::string StoredBytesSql(const std::string& jobs_where) {
+  struct Part {
+    const char* table;
+    const char* bytes;  // of one row x
+    bool of_run;        // a run's row (else a job's)
+  };
+  constexpr Part kParts[] = {
+      {"job_events", "length(x.record)", false},
+      {"job_plans", "length(x.data)", false},
+      {"runs", "length(x.record) + length(CAST(x.config_json AS BLOB))", false},
+      {"samples", "length(x.data)", true},
+      {"telemetry", "length(x.data)", true},
+      {"traces", "length(x.data)", true},
+  };
+  std::string sql = absl::StrCat("SELECT (SELECT COALESCE(SUM(length(j.record)), 0) FROM jobs j",
+                                 " WHERE ", jobs_where, ")");
+  for (const Part& p : kParts) {
+    absl::StrAppend(&sql, " + (SELECT COALESCE(SUM(", p.bytes, "), 0) FROM ", p.table, " x",
+                    p.of_run ? " JOIN runs r ON r.run_id = x.run_id"
+                               " JOIN jobs j ON j.job_id = r.job_id"
+                             : " JOIN jobs j ON j.job_id = x.job_id",
+                    " WHERE ", jobs_where, ")");
+  }
+  return sql;
+}
+
+// StoredBytesSql's figure for one value of its parameter.
+absl::StatusOr<int64_t> StoredBytes(Connection& c, const std::string& jobs_where,
+                                    const std::string& value) {
+  Statement s(c, "stored bytes", StoredBytesSql(jobs_where));
+  s.Text(1, value);
+  auto row = s.Step();
+  if (!row.ok()) return row.status();
+  return *row ? s.ColumnInt(0) : 0;
+}
+
 absl::Status UpdateIn(Connection& c, const v1::Job& job) {
   Statement s(c, "update job", "UPDATE jobs SET state=?, record=? WHERE job_id=?");
   s.Int(1, job.state()).Blob(2, job.SerializeAsString()).Text(3, job.job_id());
@@ -31,14 +69,15 @@ absl::StatusOr<std::string> JobStore::Insert(const v1::Job& in, const v1::JobPla
   auto status = db_->Transaction("insert job", [&](Connection& c) {
     Statement s(c, "insert job",
                 "INSERT INTO jobs(job_id, state, workload, submit_ns, schedule_id,"
-                " priority, record) VALUES(?,?,?,?,?,?,?)");
+                " priority, record, submitted_by) VALUES(?,?,?,?,?,?,?,?)");
     s.Text(1, job.job_id())
         .Int(2, job.state())
         .Text(3, job.spec().base().workload())
         .Int(4, StoredNs(job.submit_time()))
         .Text(5, job.schedule_id())
         .Int(6, job.spec().priority())
-        .Blob(7, job.SerializeAsString());
+        .Blob(7, job.SerializeAsString())
+        .Text(8, job.submitted_by());
     if (auto st = s.Run(); !st.ok() || plan.runs_size() == 0) return st;
     Statement p(c, "insert job plan", "INSERT INTO job_plans(job_id, data) VALUES(?,?)");
     p.Text(1, job.job_id()).Blob(2, plan.SerializeAsString());
@@ -84,6 +123,42 @@ absl::StatusOr<v1::Job> JobStore::Get(const std::string& job_id) {
   });
   if (!status.ok()) return status;
   return job;
+}
+
+absl::StatusOr<DeletedJob> JobStore::Delete(const std::string& job_id) {
+  DeletedJob deleted;
+  auto status = db_->Transaction("delete job", [&](Connection& c) -> absl::Status {
+    {
+      Statement s(c, "delete job",
+                  "SELECT record, (SELECT COUNT(*) FROM runs WHERE job_id=?1) FROM jobs"
+                  " WHERE job_id=?1");
+      s.Text(1, job_id);
+      if (auto st = s.One(absl::StrCat("no such job: ", job_id)); !st.ok()) return st;
+      if (auto st = s.ColumnProto(0, "garbled job record", &deleted.job); !st.ok()) return st;
+      deleted.runs = s.ColumnInt(1);
+    }
+    auto bytes = StoredBytes(c, "j.job_id = ?1", job_id);
+    if (!bytes.ok()) return bytes.status();
+    deleted.bytes = *bytes;
+    // The rest goes with the row (ON DELETE CASCADE).
+    Statement s(c, "delete job", "DELETE FROM jobs WHERE job_id=?");
+    s.Text(1, job_id);
+    return s.Run();
+  });
+  if (!status.ok()) return status;
+  return deleted;
+}
+
+absl::StatusOr<int64_t> JobStore::SubmitterBytes(const std::string& submitted_by) {
+  int64_t bytes = 0;
+  auto status = db_->Read([&](Connection& c) -> absl::Status {
+    auto stored = StoredBytes(c, "j.submitted_by = ?1", submitted_by);
+    if (!stored.ok()) return stored.status();
+    bytes = *stored;
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return bytes;
 }
 
 absl::StatusOr<std::map<v1::JobState, int64_t>> JobStore::CountByState() {

@@ -24,6 +24,13 @@ struct JobFilter {
   int64_t submitted_before_ns = 0;  // exclusive
 };
 
+// What JobStore::Delete removed.
+struct DeletedJob {
+  v1::Job job;        // its record as stored
+  int64_t runs = 0;   // its runs, deleted with it
+  int64_t bytes = 0;  // what its rows held, as SubmitterBytes counts them
+};
+
 // Thread-safe.
 class JobStore {
  public:
@@ -40,6 +47,17 @@ class JobStore {
   // The same, with the event that goes with it, in one transaction.
   absl::Status Update(const v1::Job& job, const v1::ProgressEvent& event);
   absl::StatusOr<v1::Job> Get(const std::string& job_id);  // NotFound
+  // Deletes a job with everything stored of it, in one transaction: its
+  // events and plan, its runs and their samples, telemetry and traces (ON
+  // DELETE CASCADE). Whether it may go (it has ended) is the caller's
+  // decision. NotFound for an unknown id. SQLite reuses the freed pages, so
+  // the room counts again under StoreOptions::max_bytes.
+  absl::StatusOr<DeletedJob> Delete(const std::string& job_id);
+  // The bytes the jobs of one submitter (Job.submitted_by) hold: their
+  // records, events and plans, and their runs' records and configs,
+  // samples, telemetry and traces (the stored lengths; SQLite's page and
+  // index overhead aside). 0 for a submitter without jobs.
+  absl::StatusOr<int64_t> SubmitterBytes(const std::string& submitted_by);
   // How many jobs are stored in each state.
   absl::StatusOr<std::map<v1::JobState, int64_t>> CountByState();
 

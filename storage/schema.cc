@@ -117,6 +117,13 @@ CREATE TABLE job_plans (
   data        BLOB NOT NULL            -- gpubench.v1.JobPlan
 );
 )sql",
+    // 6 -> 7: each job's submitter as a column (BackfillSubmitters copies it
+    // from the record), so that what one submitter's jobs hold in the store
+    // (gpubenchd --max-db-share) is summed through an index.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_submitter ON jobs(submitted_by);
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -177,6 +184,27 @@ absl::Status BackfillPlans(Connection& c) {
   return absl::OkStatus();
 }
 
+// 6 -> 7: jobs.submitted_by from each job's record (Job.submitted_by).
+absl::Status BackfillSubmitters(Connection& c) {
+  std::vector<std::pair<std::string, std::string>> submitters;  // job id, submitter
+  {
+    Statement s(c, "backfill submitters", "SELECT job_id, record FROM jobs");
+    auto scanned = s.ForEach([&]() -> absl::Status {
+      v1::Job job;
+      if (auto st = s.ColumnProto(1, "garbled job record", &job); !st.ok()) return st;
+      if (!job.submitted_by().empty()) submitters.emplace_back(s.ColumnText(0), job.submitted_by());
+      return absl::OkStatus();
+    });
+    if (!scanned.ok()) return scanned;
+  }
+  for (const auto& [id, submitted_by] : submitters) {
+    Statement s(c, "backfill submitters", "UPDATE jobs SET submitted_by=? WHERE job_id=?");
+    s.Text(1, submitted_by).Text(2, id);
+    if (auto st = s.Run(); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<int> SchemaVersion(Connection& c) {
@@ -199,6 +227,7 @@ absl::Status Migrate(Connection& c) {
     absl::Status s = c.Exec(absl::StrCat("BEGIN IMMEDIATE;", kMigrations[v]));
     if (s.ok() && (v + 1 == 2 || v + 1 == 5)) s = BackfillRuns(c, /*fill_defaults=*/v + 1 == 5);
     if (s.ok() && v + 1 == 6) s = BackfillPlans(c);
+    if (s.ok() && v + 1 == 7) s = BackfillSubmitters(c);
     if (s.ok()) s = c.Exec(absl::StrCat("PRAGMA user_version=", v + 1, ";COMMIT;"));
     if (!s.ok()) {
       c.Exec("ROLLBACK").IgnoreError();

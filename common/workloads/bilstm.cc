@@ -9,16 +9,15 @@ namespace {
 // over both directions' final states.
 ModelCost BiLstmCost(const ModelShape& s) {
   constexpr int64_t kEmbedding = 128, kHidden = 256;
-  ModelCost c;
-  c.parameters = s.vocab_size * kEmbedding +
-                 2 * (cost::LstmParams(kEmbedding, kHidden) +
-                      cost::LstmParams(2 * kHidden, kHidden)) +
-                 cost::LinearParams(2 * kHidden, s.num_classes);
-  c.forward_flops_per_sample = cost::Flops(
-      2.0 * s.sequence_length *
-          (cost::LstmStepMacs(kEmbedding, kHidden) + cost::LstmStepMacs(2 * kHidden, kHidden)) +
-      2.0 * kHidden * s.num_classes);
-  return c;
+  // The embedding is a lookup; the first LSTM passes a gradient back to it.
+  cost::Work work;
+  work.Weights(2.0 * s.sequence_length *
+               (cost::LstmStepMacs(kEmbedding, kHidden) + cost::LstmStepMacs(2 * kHidden, kHidden)));
+  work.Weights(2.0 * kHidden * s.num_classes);
+  return work.Cost(s.vocab_size * kEmbedding +
+                   2 * (cost::LstmParams(kEmbedding, kHidden) +
+                        cost::LstmParams(2 * kHidden, kHidden)) +
+                   cost::LinearParams(2 * kHidden, s.num_classes));
 }
 
 }  // namespace

@@ -9,20 +9,21 @@ namespace {
 // pool, one LSTM layer of 256 over the frames, a linear classifier.
 ModelCost CnnLstmCost(const ModelShape& s) {
   constexpr int64_t kWidths[] = {3, 32, 64, 128}, kHidden = 256;
-  ModelCost c;
-  double frame_macs = 0;
+  int64_t params = 0;
+  cost::Work work;
   int64_t size = s.image_size;
   for (int i = 0; i < 3; ++i) {
     size = cost::ConvOutSize(size, 3, 2, 1);
-    frame_macs += cost::ConvMacs(kWidths[i], kWidths[i + 1], 3, size);
-    c.parameters += cost::ConvParams(kWidths[i], kWidths[i + 1], 3, false) +
-                    cost::NormParams(kWidths[i + 1]);
+    // The first conv reads the frames: no input gradient.
+    work.Weights(s.sequence_length * cost::ConvMacs(kWidths[i], kWidths[i + 1], 3, size),
+                 /*input_gradient=*/i > 0);
+    params += cost::ConvParams(kWidths[i], kWidths[i + 1], 3, false) +
+              cost::NormParams(kWidths[i + 1]);
   }
-  c.parameters += cost::LstmParams(kWidths[3], kHidden) + cost::LinearParams(kHidden, s.num_classes);
-  c.forward_flops_per_sample =
-      cost::Flops(s.sequence_length * (frame_macs + cost::LstmStepMacs(kWidths[3], kHidden)) +
-                  static_cast<double>(kHidden) * s.num_classes);
-  return c;
+  work.Weights(s.sequence_length * cost::LstmStepMacs(kWidths[3], kHidden));
+  work.Weights(static_cast<double>(kHidden) * s.num_classes);
+  return work.Cost(params + cost::LstmParams(kWidths[3], kHidden) +
+                   cost::LinearParams(kHidden, s.num_classes));
 }
 
 }  // namespace

@@ -13,16 +13,18 @@ ModelCost GptCost(const ModelShape& s) {
   const int64_t block = 2 * cost::NormParams(d) + cost::LinearParams(d, 3 * d) +
                         cost::LinearParams(d, d) + cost::LinearParams(d, 4 * d) +
                         cost::LinearParams(4 * d, d);
-  ModelCost c;
-  c.parameters = s.vocab_size * d + context * d + layers * block + cost::NormParams(d);
-  // nanoGPT's count for MFU: every parameter but the position table (the
-  // token table is the head's matrix), 2 FLOPs each a token, and the
-  // attention's two matmuls over the T positions (the causal mask's
-  // skipped half counted, as nanoGPT and PaLM count it). A training token
-  // is 3x that: 6N + 12 L T d.
-  const double n = static_cast<double>(c.parameters - context * d), t = context;
-  c.forward_flops_per_sample = t * (2 * n + 4.0 * layers * t * d);
-  return c;
+  // Per token and layer: qkv 3d², out projection d², MLP 8d²; the two
+  // attention products over the T positions; the head, whose matrix is the
+  // token table (the table's lookup is no product). nanoGPT's 6N + 12 L T d
+  // a training token but for N's norms and biases, which are elementwise.
+  const double t = static_cast<double>(context), dd = static_cast<double>(d);
+  cost::Work work;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    work.Weights(t * 12 * dd * dd);
+    work.Attention(t, dd);
+  }
+  work.Weights(t * dd * s.vocab_size);
+  return work.Cost(s.vocab_size * d + context * d + layers * block + cost::NormParams(d));
 }
 
 // GPT-2's sizes (GPT-3 XL's for 1.3b); "custom" keeps the spec's.

@@ -13,14 +13,18 @@ ModelCost LlamaCost(const ModelShape& s) {
   const int64_t d = s.hidden_size, layers = s.num_layers, t = s.sequence_length;
   const int64_t kv = s.num_heads > 0 ? d / s.num_heads * s.num_kv_heads : 0;
   const int64_t block = 2 * d + d * d + 2 * d * kv + d * d + 3 * d * s.ffn_hidden_size;
-  ModelCost c;
-  c.parameters = s.vocab_size * d + layers * block + d + d * s.vocab_size;
-  // For MFU every parameter (the N: all but a position table, and
-  // llama has none; nanoGPT's count, though the token table is a lookup),
-  // and the attention over T positions.
-  const double n = static_cast<double>(c.parameters);
-  c.forward_flops_per_sample = t * (2 * n + 4.0 * layers * t * d);
-  return c;
+  // Per token and layer: q and o d² each, k and v d x kv each (grouped
+  // queries), the SwiGLU MLP's three d x ffn; the two attention products
+  // over the T positions (every query head against its keys: d wide); the
+  // untied head. The token table is a lookup, no product.
+  const double tt = static_cast<double>(t), dd = static_cast<double>(d);
+  cost::Work work;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    work.Weights(tt * (2 * dd * dd + 2 * dd * kv + 3 * dd * s.ffn_hidden_size));
+    work.Attention(tt, dd);
+  }
+  work.Weights(tt * dd * s.vocab_size);
+  return work.Cost(s.vocab_size * d + layers * block + d + d * s.vocab_size);
 }
 
 // Llama-3.2-1B's shape, and a small one for CPUs; "custom" keeps the spec's.

@@ -17,18 +17,19 @@ namespace {
 ModelCost MlpCost(const ModelShape& s) {
   const std::vector<int64_t> hidden = cost::MlpHiddenWidths(s.model_size);
   if (hidden.empty()) return {};
-  ModelCost c;
-  double macs = 0;
+  int64_t params = 0;
+  cost::Work work;
   int64_t in = 3 * s.image_size * s.image_size;
+  bool images = true;  // the first layer reads the images: no input gradient
   for (int64_t width : hidden) {
-    c.parameters += cost::LinearParams(in, width);
-    macs += static_cast<double>(in) * width;
+    params += cost::LinearParams(in, width);
+    work.Weights(static_cast<double>(in) * width, /*input_gradient=*/!images);
+    images = false;
     in = width;
   }
-  c.parameters += cost::LinearParams(in, s.num_classes);
-  macs += static_cast<double>(in) * s.num_classes;
-  c.forward_flops_per_sample = cost::Flops(macs);
-  return c;
+  params += cost::LinearParams(in, s.num_classes);
+  work.Weights(static_cast<double>(in) * s.num_classes);
+  return work.Cost(params);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ ModelCost ResNetCost(const ModelShape& s, bool bottleneck, const std::vector<int
   using cost::ConvMacs, cost::ConvParams, cost::NormParams;
   const int64_t expansion = bottleneck ? 4 : 1;
   int64_t size = cost::ConvOutSize(s.image_size, 7, 2, 3);
-  double macs = ConvMacs(3, 64, 7, size);
+  cost::Work work;
+  work.Weights(ConvMacs(3, 64, 7, size), /*input_gradient=*/false);
   int64_t params = ConvParams(3, 64, 7, false) + NormParams(64);
   size = cost::ConvOutSize(size, 3, 2, 1);  // max pool
   int64_t in = 64;
@@ -22,26 +23,26 @@ ModelCost ResNetCost(const ModelShape& s, bool bottleneck, const std::vector<int
       const int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
       const int64_t next = cost::ConvOutSize(size, 3, stride, 1);
       if (bottleneck) {
-        macs += ConvMacs(in, planes, 1, size) + ConvMacs(planes, planes, 3, next) +
-                ConvMacs(planes, out, 1, next);
+        work.Weights(ConvMacs(in, planes, 1, size) + ConvMacs(planes, planes, 3, next) +
+                     ConvMacs(planes, out, 1, next));
         params += ConvParams(in, planes, 1, false) + ConvParams(planes, planes, 3, false) +
                   ConvParams(planes, out, 1, false) + 2 * NormParams(planes) + NormParams(out);
       } else {
-        macs += ConvMacs(in, planes, 3, next) + ConvMacs(planes, planes, 3, next);
+        work.Weights(ConvMacs(in, planes, 3, next) + ConvMacs(planes, planes, 3, next));
         params += ConvParams(in, planes, 3, false) + ConvParams(planes, planes, 3, false) +
                   2 * NormParams(planes);
       }
       if (stride != 1 || in != out) {
-        macs += ConvMacs(in, out, 1, next);
+        work.Weights(ConvMacs(in, out, 1, next));
         params += ConvParams(in, out, 1, false) + NormParams(out);
       }
       in = out;
       size = next;
     }
   }
-  macs += static_cast<double>(in) * s.num_classes;
+  work.Weights(static_cast<double>(in) * s.num_classes);
   params += cost::LinearParams(in, s.num_classes);
-  return {params, cost::Flops(macs)};
+  return work.Cost(params);
 }
 
 ModelCost ResNet18Cost(const ModelShape& s) { return ResNetCost(s, false, {2, 2, 2, 2}); }

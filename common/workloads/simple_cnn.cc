@@ -7,14 +7,14 @@ namespace {
 
 ModelCost SimpleCnnCost(const ModelShape& s) {
   const int64_t half = s.image_size / 2, quarter = half / 2;
-  ModelCost c;
-  c.parameters = cost::ConvParams(3, 32, 3, true) + cost::ConvParams(32, 64, 3, true) +
-                 cost::LinearParams(64 * quarter * quarter, 128) +
-                 cost::LinearParams(128, s.num_classes);
-  c.forward_flops_per_sample =
-      cost::Flops(cost::ConvMacs(3, 32, 3, s.image_size) + cost::ConvMacs(32, 64, 3, half) +
-                  64.0 * quarter * quarter * 128 + 128.0 * s.num_classes);
-  return c;
+  cost::Work work;
+  work.Weights(cost::ConvMacs(3, 32, 3, s.image_size), /*input_gradient=*/false);
+  work.Weights(cost::ConvMacs(32, 64, 3, half));
+  work.Weights(64.0 * quarter * quarter * 128);
+  work.Weights(128.0 * s.num_classes);
+  return work.Cost(cost::ConvParams(3, 32, 3, true) + cost::ConvParams(32, 64, 3, true) +
+                   cost::LinearParams(64 * quarter * quarter, 128) +
+                   cost::LinearParams(128, s.num_classes));
 }
 
 }  // namespace

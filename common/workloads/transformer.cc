@@ -10,20 +10,20 @@ namespace {
 // (the vocabulary for the decoder, the classes for the encoder).
 ModelCost TransformerCost(const ModelShape& s) {
   const int64_t h = s.hidden_size, out = s.decoder ? s.vocab_size : s.num_classes;
-  ModelCost c;
   const int64_t block = 2 * cost::NormParams(h) + cost::LinearParams(h, 3 * h) +
                         cost::LinearParams(h, h) + cost::LinearParams(h, 4 * h) +
                         cost::LinearParams(4 * h, h);
-  c.parameters = s.vocab_size * h + s.sequence_length * h + s.num_layers * block +
-                 cost::NormParams(h) + cost::LinearParams(h, out);
   const double t = static_cast<double>(s.sequence_length), hd = static_cast<double>(h);
-  // Per token and layer: qkv 3h², out projection h², MLP 8h², and the two
-  // attention matmuls (QK^T and AV) over all T positions. The causal mask's
-  // skipped half is counted too, as is usual for MFU figures.
-  const double per_layer = t * (12 * hd * hd + 2 * t * hd);
-  const double head = s.decoder ? t * hd * s.vocab_size : hd * s.num_classes;
-  c.forward_flops_per_sample = cost::Flops(s.num_layers * per_layer + head);
-  return c;
+  // Per token and layer: qkv 3h², out projection h², MLP 8h²; and the two
+  // attention products over the T positions. The embeddings are lookups.
+  cost::Work work;
+  for (int64_t layer = 0; layer < s.num_layers; ++layer) {
+    work.Weights(t * 12 * hd * hd);
+    work.Attention(t, hd);
+  }
+  work.Weights(s.decoder ? t * hd * s.vocab_size : hd * s.num_classes);
+  return work.Cost(s.vocab_size * h + s.sequence_length * h + s.num_layers * block +
+                   cost::NormParams(h) + cost::LinearParams(h, out));
 }
 
 }  // namespace

@@ -20,22 +20,25 @@ ModelCost UNetCost(const ModelShape& s) {
   const int64_t widths[] = {64, 128, 256, 512, 1024};
   int64_t sizes[5] = {s.image_size};
   for (int i = 1; i < 5; ++i) sizes[i] = sizes[i - 1] / 2;
-  double macs = DoubleConvMacs(3, widths[0], sizes[0]);
+  cost::Work work;
+  // The first conv reads the images: no input gradient.
+  work.Weights(cost::ConvMacs(3, widths[0], 3, sizes[0]), /*input_gradient=*/false);
+  work.Weights(cost::ConvMacs(widths[0], widths[0], 3, sizes[0]));
   int64_t params = DoubleConvParams(3, widths[0]);
   for (int i = 1; i < 5; ++i) {
-    macs += DoubleConvMacs(widths[i - 1], widths[i], sizes[i]);
+    work.Weights(DoubleConvMacs(widths[i - 1], widths[i], sizes[i]));
     params += DoubleConvParams(widths[i - 1], widths[i]);
   }
   for (int i = 4; i > 0; --i) {
     // A 2x2 stride-2 transposed conv: every input pixel feeds 4 outputs.
-    macs += 4.0 * widths[i] * (widths[i] / 2) * sizes[i] * sizes[i];
+    work.Weights(4.0 * widths[i] * (widths[i] / 2) * sizes[i] * sizes[i]);
     params += cost::ConvParams(widths[i], widths[i] / 2, 2, true);
-    macs += DoubleConvMacs(widths[i], widths[i - 1], sizes[i - 1]);
+    work.Weights(DoubleConvMacs(widths[i], widths[i - 1], sizes[i - 1]));
     params += DoubleConvParams(widths[i], widths[i - 1]);
   }
-  macs += cost::ConvMacs(widths[0], s.num_classes, 1, s.image_size);
+  work.Weights(cost::ConvMacs(widths[0], s.num_classes, 1, s.image_size));
   params += cost::ConvParams(widths[0], s.num_classes, 1, true);
-  return {params, cost::Flops(macs)};
+  return work.Cost(params);
 }
 
 }  // namespace

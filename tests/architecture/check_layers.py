@@ -28,7 +28,7 @@ RULES = [
     ("launcher/cpu_cores.", ["launcher/cpu_cores.h", "launcher/fingerprint.h"]),
     ("launcher/", ["launcher/", "common/", "gpubench/"]),
     ("common/workload", ["common/workload", "common/model_cost.h"]),
-    ("common/model_cost.", ["common/model_cost.h"]),
+    ("common/model_cost.", ["common/model_cost.h", "common/workload_registry.h"]),
     ("common/gpu_peaks.", ["common/gpu_peaks.h"]),
     ("common/", ["common/", "gpubench/"]),
     ("storage/", ["storage/", "common/", "gpubench/"]),

@@ -177,10 +177,9 @@ TEST(CliDaemon, ALanguageModelDecodesThroughItsCompiledPackage) {
   const auto listing = testing_support::RunCommand("ls '" + cache + "'/*.pt2");
   ASSERT_EQ(listing.exit_code, 0) << listing.output;
   const std::string package = SplitLines(listing.output).at(0);
-  std::string source = __FILE__;  // tests/client/cli_flavour_test.cc
-  source = source.substr(0, source.rfind("/tests/"));
   const auto verified = testing_support::RunCommand(
-      "cd '" + source + "/worker/python' && python3 -m gpubench_models.aot --device cpu "
+      std::string("cd '") + GPUBENCH_SOURCE_DIR +
+      "/worker/python' && python3 -m gpubench_models.aot --device cpu "
       "--workload llama --num-layers 2 --hidden-size 64 --num-heads 4 --num-kv-heads 2 "
       "--ffn-size 96 --vocab-size 100 --sequence-length 32 --batch 2 --prompt-length 6 "
       "--new-tokens 5 --precision fp32 --verify '" + package + "'");

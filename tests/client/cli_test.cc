@@ -338,6 +338,51 @@ TEST(CliDaemon, RunUsesTheDaemonServingItsDataDirectory) {
   EXPECT_EQ(still.code, kExitOk) << still.err;
 }
 
+// `gpubench rm` deletes ended jobs with their runs, a line each; a queued or
+// running job is refused saying to cancel it first, and the other ids of
+// the same call are still deleted.
+TEST(CliDaemon, RmDeletesEndedJobsAndRefusesOneThatIsNot) {
+  Daemon d(FreshDir("cli_rm"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  std::vector<std::string> ids;
+  for (const char* batch : {"4", "4,8", "8"}) {
+    Result submitted = Cli(Tiny({"submit", "--host", d.address(), "--batch", batch}));
+    ASSERT_EQ(submitted.code, kExitOk) << submitted.err;
+    ids.push_back(SplitLines(submitted.out).at(0));
+    ASSERT_EQ(Cli({"watch", ids.back(), "--host", d.address()}).code, kExitOk);
+  }
+  Result removed = Cli({"rm", ids[0], ids[1], "--host", d.address()});
+  ASSERT_EQ(removed.code, kExitOk) << removed.err;
+  const std::vector<std::string> lines = SplitLines(removed.out);
+  ASSERT_EQ(lines.size(), 2u) << removed.out;
+  EXPECT_EQ(lines[0].rfind(ids[0] + " deleted: 1 run, ", 0), 0u) << removed.out;
+  EXPECT_EQ(lines[1].rfind(ids[1] + " deleted: 2 runs, ", 0), 0u) << removed.out;
+  EXPECT_NE(lines[1].find(" freed"), std::string::npos) << removed.out;
+  Result shown = Cli({"show", ids[0], "--host", d.address()});
+  EXPECT_EQ(shown.code, kExitJobFailed);
+  EXPECT_NE(shown.err.find("no such job: " + ids[0]), std::string::npos) << shown.err;
+  Result runs = Cli({"runs", "--job", ids[1], "--host", d.address()});
+  EXPECT_EQ(runs.code, kExitOk) << runs.err;
+  EXPECT_EQ(runs.out.find("mlp"), std::string::npos) << runs.out;
+
+  // A job that measures for a minute: queued or running when rm comes.
+  const std::string spec = d.data_dir() + "/slow.json";
+  std::ofstream(spec) << R"({"base": {"workload": "empty", "device": "cpu"},
+    "measurement": {"min_time_ms": 60000, "max_time_ms": 60000, "max_iterations": 100000000}})";
+  Result slow = Cli({"submit", spec, "--host", d.address()});
+  ASSERT_EQ(slow.code, kExitOk) << slow.err;
+  const std::string live = SplitLines(slow.out).at(0);
+  Result refused = Cli({"rm", live, "jnosuchjob", ids[2], "--host", d.address()});
+  EXPECT_EQ(refused.code, kExitJobFailed) << refused.err;
+  EXPECT_NE(refused.err.find("cancel it first (gpubench cancel " + live + ")"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("no such job: jnosuchjob"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.out.rfind(ids[2] + " deleted: 1 run, ", 0), 0u) << refused.out;
+  EXPECT_EQ(Cli({"rm", "--host", d.address()}).code, kExitUsage);
+  EXPECT_EQ(Cli({"cancel", live, "--host", d.address()}).code, kExitOk);
+}
+
 TEST(CliDaemon, CsvAndJsonOutputsParseBack) {
   Daemon d(FreshDir("cli_formats"));
   ASSERT_TRUE(d.serving()) << d.log();

@@ -148,7 +148,9 @@ TEST(WorkloadRegistry, LanguageModelSizesAndTheirBounds) {
 
 // The registry's costs are the architectures' own: the counts the Python
 // twins (bench/reference/lm.py) give for the same shapes, and the
-// training FLOPs a token nanoGPT's MFU counts (6N + 12 L T d).
+// training FLOPs a token nanoGPT's MFU counts (6N + 12 L T d), N the
+// weights of the products (the tied head's table once; no norms, biases or
+// position table).
 TEST(WorkloadRegistry, LanguageModelCostsAreTheTwinsCounts) {
   const WorkloadInfo* gpt = FindWorkload("gpt");
   const WorkloadInfo* llama = FindWorkload("llama");
@@ -156,8 +158,10 @@ TEST(WorkloadRegistry, LanguageModelCostsAreTheTwinsCounts) {
   ASSERT_NE(llama, nullptr);
   const ModelCost gpt124 = gpt->cost(DefaultShape(*gpt));
   EXPECT_EQ(gpt124.parameters, 124475904);
-  const double n = 124475904.0 - 1024 * 768;  // without the position table
-  EXPECT_DOUBLE_EQ(3 * gpt124.forward_flops_per_sample / 1024, 6 * n + 12.0 * 12 * 1024 * 768);
+  const double n = 12 * 12.0 * 768 * 768 + 768.0 * 50304;
+  EXPECT_DOUBLE_EQ(gpt124.train_flops_per_sample / 1024, 6 * n + 12.0 * 12 * 1024 * 768);
+  EXPECT_DOUBLE_EQ(gpt124.forward_flops_per_sample / 1024, 2 * n + 4.0 * 12 * 1024 * 768);
+  EXPECT_DOUBLE_EQ(gpt124.attention_flops_per_sample / 1024, 4.0 * 12 * 1024 * 768);
   EXPECT_EQ(gpt->cost(DefaultShape(*gpt, "350m")).parameters, 354871296);
   EXPECT_EQ(llama->cost(DefaultShape(*llama)).parameters, 1498482688);
   EXPECT_EQ(llama->cost(DefaultShape(*llama, "small")).parameters, 19532032);

@@ -127,6 +127,29 @@ TEST(BarChart, DrawsNothingWithoutBars) {
   EXPECT_NE(svg.find("stroke-dasharray=\"3 2\""), std::string::npos);
 }
 
+// A label too wide for the label column takes a second line rather than
+// losing its end (the model's file name, the last flag): every word shows.
+TEST(BarChart, WrapsALongLabelOntoASecondLineKeepingEveryWord) {
+  const std::string label = "resnet50 train b256 bf16 channels_last cuda_graph aot";
+  ASSERT_GT(TextWidth(label), 230);  // wider than the label column
+  const std::string svg = RenderBarChart(
+      {"Speedup by device", "ratio", {{label, 2, "2.00x", kFaster, ""}}, 1.0, {}});
+  EXPECT_TRUE(Once(svg, ">resnet50 train b256 bf16</tspan>")) << svg;
+  EXPECT_TRUE(Once(svg, ">channels_last cuda_graph aot</tspan>")) << svg;
+  EXPECT_EQ(svg.find("\u2026"), std::string::npos) << svg;  // nothing cut
+  EXPECT_NE(svg.find("<title>" + label + "</title>"), std::string::npos) << svg;
+  const std::vector<std::string> lines = WrapText(label, 230, 2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0] + " " + lines[1], label);
+  for (const std::string& line : lines) EXPECT_LE(TextWidth(line), 230);
+  // Beyond two lines the last is cut, and says so.
+  const std::vector<std::string> cut = WrapText(label + " " + label, 230, 2);
+  ASSERT_EQ(cut.size(), 2u);
+  EXPECT_EQ(cut[1].substr(cut[1].size() - 3), "\u2026");
+  EXPECT_LE(TextWidth(cut[1]), 230);
+  EXPECT_EQ(WrapText("fp16", 230, 2), std::vector<std::string>{"fp16"});
+}
+
 TEST(ChartText, IsEscapedEverywhere) {
   const std::string line = RenderLineChart(
       LineChart{"<script>t</script>",

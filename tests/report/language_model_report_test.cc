@@ -109,7 +109,7 @@ TEST(LanguageModelReport, HasShowsLanguageModelTable) {
   // Run 3, gpt 124m training: 27.4% MFU of 989.4 TFLOP/s, 38.7% of the
   // measured 700; run 2, decoding a 2,048-token prompt: TTFT 20.480 ms.
   EXPECT_EQ(lm.rows[3][2], "27.4%");
-  EXPECT_EQ(lm.rows[3][3], "989.4");
+  EXPECT_EQ(lm.rows[3][3], "989.4 bf16");  // the peak and the precision it is of
   EXPECT_EQ(lm.rows[3][4], "38.7%");
   EXPECT_EQ(lm.rows[2][5], "20.480");
   for (const auto& row : lm.rows) {

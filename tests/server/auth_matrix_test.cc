@@ -36,7 +36,7 @@ const std::map<std::string, Need>& Policy() {
       {"ListRuns", kRead},         {"QueryRuns", kRead},       {"GetHostInfo", kRead},
       {"CreateSchedule", kAdmin},  {"ListSchedules", kRead},   {"DeleteSchedule", kAdmin},
       {"UploadModel", kSubmit},    {"GetTrace", kRead},        {"ListRegressions", kRead},
-      {"DeleteModel", kAdmin},     {"RunProbe", kAdmin},
+      {"DeleteModel", kAdmin},     {"RunProbe", kAdmin},       {"DeleteJob", kSubmit},
   };
   return *policy;
 }
@@ -85,6 +85,12 @@ std::optional<grpc::Status> CallJobRpc(Stub* stub, grpc::ClientContext* ctx,
     req.set_job_id("nope");
     v1::CancelJobResponse resp;
     return stub->CancelJob(ctx, req, &resp);
+  }
+  if (method == "DeleteJob") {
+    v1::DeleteJobRequest req;
+    req.set_job_id("nope");
+    v1::DeleteJobResponse resp;
+    return stub->DeleteJob(ctx, req, &resp);
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/spec.h"
@@ -73,6 +74,13 @@ CREATE INDEX jobs_by_submit ON jobs(submit_ns DESC, job_id DESC);
 PRAGMA user_version=4;
 )sql";
 
+// What version 6 added on top of version 5. Never edit.
+constexpr char kSchemaV5ToV6[] = R"sql(
+CREATE TABLE job_plans (job_id TEXT PRIMARY KEY REFERENCES jobs(job_id) ON DELETE CASCADE,
+  data BLOB NOT NULL);
+PRAGMA user_version=6;
+)sql";
+
 void Exec(sqlite3* db, const std::string& sql) {
   char* error = nullptr;
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
@@ -86,6 +94,7 @@ void InsertV1Rows(sqlite3* db, bool defaults_filled) {
   v1::Job job;
   job.set_job_id("jold");
   job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.set_submitted_by("alice");
   job.mutable_spec()->mutable_base()->set_workload("mlp");
   v1::Run run;
   run.set_job_id("jold");
@@ -164,8 +173,50 @@ std::string OldDatabase(int version) {
   if (version >= 3) Exec(db, kSchemaV2ToV3);
   if (version >= 4) Exec(db, kSchemaV3ToV4);
   if (version >= 5) Exec(db, "PRAGMA user_version=5;");  // 4 -> 5 rewrote records only
+  if (version >= 6) {
+    Exec(db, kSchemaV5ToV6);
+    // Version 6 planned the job still to run while migrating; do as it did.
+    v1::JobSpec spec;
+    spec.mutable_base()->set_workload("mlp");
+    spec.mutable_base()->set_device("cpu");
+    spec.mutable_sweep()->add_batch_size(16);
+    spec.mutable_sweep()->add_batch_size(32);
+    auto runs = ExpandSweep(spec);
+    EXPECT_TRUE(runs.ok()) << runs.status();
+    v1::JobPlan plan;
+    for (const v1::RunConfig& run : runs.ok() ? *runs : std::vector<v1::RunConfig>()) {
+      *plan.add_runs() = run;
+    }
+    sqlite3_stmt* st;
+    EXPECT_EQ(sqlite3_prepare_v2(db, "INSERT INTO job_plans VALUES('jqueued', ?)", -1, &st,
+                                 nullptr),
+              SQLITE_OK);
+    const std::string blob = plan.SerializeAsString();
+    sqlite3_bind_blob(st, 1, blob.data(), blob.size(), SQLITE_TRANSIENT);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+  }
   sqlite3_close(db);
   return path;
+}
+
+// Version 7 keeps each job's submitter beside its record, from the record:
+// alice's job, its run and the run's samples count as hers, and deleting
+// the job takes them all; jqueued (no submitter) counts as "".
+void ExpectSubmitterBackfilled(Store* store) {
+  auto alice = store->jobs().SubmitterBytes("alice");
+  ASSERT_TRUE(alice.ok()) << alice.status();
+  EXPECT_GT(*alice, 0);
+  const int64_t unnamed = *store->jobs().SubmitterBytes("");
+  EXPECT_GT(unnamed, 0);
+  auto deleted = store->jobs().Delete("jold");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(deleted->runs, 1);
+  EXPECT_EQ(deleted->bytes, *alice);
+  EXPECT_EQ(*store->jobs().SubmitterBytes("alice"), 0);
+  EXPECT_TRUE(absl::IsNotFound(store->runs().Get("rold", true).status()));
+  EXPECT_TRUE(store->jobs().Get("jqueued").ok());
+  EXPECT_EQ(*store->jobs().SubmitterBytes(""), unnamed);
 }
 
 class MigrationTest : public ::testing::TestWithParam<int> {};
@@ -217,9 +268,11 @@ TEST_P(MigrationTest, OldFileOpensAtTheCurrentVersionWithItsDataIntact) {
     EXPECT_EQ(plan->runs(1).batch_size(), 32);
     EXPECT_EQ(plan->runs(1).params().image_size(), 32) << plan->runs(1).ShortDebugString();
     EXPECT_TRUE(absl::IsNotFound((*store)->jobs().GetPlan("jold").status()));
+    ExpectSubmitterBackfilled(store->get());
   }
   // What the newest version added works on the migrated file.
   v1::Job job;
+  job.set_submitted_by("bob");
   v1::JobPlan planned;
   planned.add_runs()->set_batch_size(7);
   const std::string job_id = *(*store)->jobs().Insert(job, planned);
@@ -232,6 +285,12 @@ TEST_P(MigrationTest, OldFileOpensAtTheCurrentVersionWithItsDataIntact) {
   ASSERT_TRUE(run_id.ok()) << run_id.status();
   EXPECT_EQ((*store)->runs().Get(*run_id, true)->telemetry_series().samples(0).host_rss_bytes(),
             4096);
+  const int64_t bobs = *(*store)->jobs().SubmitterBytes("bob");
+  EXPECT_GT(bobs, static_cast<int64_t>(run.telemetry_series().ByteSizeLong()));
+  auto deleted = (*store)->jobs().Delete(job_id);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(deleted->bytes, bobs);
+  EXPECT_TRUE(absl::IsNotFound((*store)->runs().Get(*run_id, true).status()));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryOlderVersion, MigrationTest,

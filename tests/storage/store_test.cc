@@ -188,6 +188,68 @@ TEST(Store, AFullStoreIsResourceExhaustedAndKeepsWhatItHas) {
   EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
 }
 
+// Deleting a job takes everything stored of it (runs, samples, traces,
+// events, plan) in one go, and a full store takes as much again: the room is
+// reused. What a submitter's jobs hold is counted per submitter.
+TEST(Store, ADeletedJobTakesEverythingOfItsAndItsRoomIsReused) {
+  StoreOptions options;
+  options.path = TempPath("store_delete.db");
+  options.max_bytes = 400 << 10;
+  auto store = Store::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  JobStore& jobs = (*store)->jobs();
+  v1::Job alice_job, bob_job;
+  alice_job.set_submitted_by("alice");
+  bob_job.set_submitted_by("bob");
+  v1::JobPlan plan;
+  plan.add_runs()->set_batch_size(8);
+  const std::string alice = *jobs.Insert(alice_job, plan);
+  const std::string bob = *jobs.Insert(bob_job, plan);
+  v1::ProgressEvent event;
+  event.set_job_id(alice);
+  event.set_sequence(1);
+  ASSERT_TRUE(jobs.AppendEvent(event).ok());
+  ASSERT_TRUE((*store)->runs().Insert(RunWithSamples(bob, 0, 10)).ok());
+  std::vector<std::string> run_ids;
+  for (int i = 0; i < 1000; ++i) {
+    auto id = (*store)->runs().Insert(RunWithSamples(alice, i, 2000));
+    if (!id.ok()) break;
+    run_ids.push_back(*id);
+    if (i == 0) ASSERT_TRUE((*store)->runs().PutTrace(*id, "chrome", "{}").ok());
+  }
+  ASSERT_GT(run_ids.size(), 10u);
+  ASSERT_FALSE((*store)->runs().Insert(RunWithSamples(bob, 1, 2000)).ok()) << "not full";
+
+  const int64_t alice_bytes = *jobs.SubmitterBytes("alice");
+  const int64_t bob_bytes = *jobs.SubmitterBytes("bob");
+  EXPECT_GT(alice_bytes, static_cast<int64_t>(run_ids.size()) * 8000);  // the samples alone
+  EXPECT_GT(bob_bytes, 40);  // a job, its plan, a run of 10 samples
+  EXPECT_LT(bob_bytes, alice_bytes / 10);
+  EXPECT_EQ(*jobs.SubmitterBytes("carol"), 0);
+
+  auto deleted = jobs.Delete(alice);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(deleted->job.submitted_by(), "alice");
+  EXPECT_EQ(deleted->runs, static_cast<int64_t>(run_ids.size()));
+  EXPECT_EQ(deleted->bytes, alice_bytes);
+  EXPECT_EQ(*jobs.SubmitterBytes("alice"), 0);
+  EXPECT_EQ(*jobs.SubmitterBytes("bob"), bob_bytes);
+  EXPECT_TRUE(absl::IsNotFound(jobs.Get(alice).status()));
+  EXPECT_TRUE(absl::IsNotFound(jobs.GetPlan(alice).status()));
+  EXPECT_TRUE(jobs.ListEvents(alice, 0)->empty());
+  EXPECT_TRUE((*store)->runs().List(alice, true)->empty());
+  EXPECT_TRUE(absl::IsNotFound((*store)->runs().Get(run_ids[1], true).status()));
+  EXPECT_TRUE(absl::IsNotFound((*store)->runs().GetTrace(run_ids[0]).status()));
+  EXPECT_TRUE(absl::IsNotFound(jobs.Delete(alice).status()));
+  EXPECT_EQ((*store)->runs().List(bob, true)->size(), 1u);
+  // The freed pages take bob's runs under the same cap.
+  for (size_t i = 1; i < run_ids.size(); ++i) {
+    auto id = (*store)->runs().Insert(RunWithSamples(bob, static_cast<int>(i), 2000));
+    ASSERT_TRUE(id.ok()) << "run " << i << " of " << run_ids.size() << ": " << id.status();
+  }
+  EXPECT_EQ(*(*store)->IntegrityCheck(), "ok");
+}
+
 TEST(Store, RefusesANewerSchema) {
   const std::string path = TempPath("newer.db");
   sqlite3* db;

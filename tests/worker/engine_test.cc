@@ -181,12 +181,12 @@ TEST_P(EveryWorkload, TrainAndInferGiveSaneFigures) {
     }
     const bool language_model = info->language_model;
     if (language_model) ExpectLanguageModelFigures(config, out);
-    // A built-in model's FLOPs are the registry's (what `spec` estimated);
-    // a language model's inference reports tokens instead.
+    // A built-in model's FLOPs are the registry's (what `spec` estimated),
+    // causal attention as its kernel ran; a language model's inference
+    // reports tokens instead.
     if (IsModelWorkload(GetParam()) && !(language_model && mode == Mode::kInfer)) {
       EXPECT_DOUBLE_EQ(out.flops_per_iteration,
-                       CostOf(config).forward_flops_per_sample * config.batch_size *
-                           (mode == Mode::kTrain ? 3 : 1));
+                       FlopsPerSample(config, out.attention_backend) * config.batch_size);
     }
     if (IsModelWorkload(GetParam())) {
       EXPECT_EQ(out.parameter_count, CostOf(config).parameters);

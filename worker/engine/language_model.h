@@ -45,6 +45,7 @@ class LanguageModel : public BenchModel {
   // ("flash", "math"...): training or prefill over a whole sequence, and
   // one-token decoding; "" before one ran.
   std::string sequence_kernel, decode_kernel;
+  std::string CausalAttentionKernel() const override { return sequence_kernel; }
 
   // Bytes of the weights a decode step reads (each tied matrix once; of an
   // embedding table that is only looked up, the batch's rows: none

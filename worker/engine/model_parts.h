@@ -286,12 +286,17 @@ class TransformerBlock : public torch::nn::Module {
     torch::Tensor qkv = Apply(qkv_, ln1_(x))
                             .view({batch, time, 3, heads_, hidden / heads_})
                             .permute({2, 0, 3, 1, 4});
+    if (causal_ && kernel.empty()) kernel = AttentionKernel(qkv[0], qkv[1], qkv[2], true, {});
     torch::Tensor attended = Sdpa(qkv[0], qkv[1], qkv[2], causal_)
                                  .transpose(1, 2)
                                  .reshape({batch, time, hidden});
     torch::Tensor y = x + Apply(proj_, attended);
     return y + Apply(fc2_, torch::gelu(Apply(fc1_, ln2_(y))));
   }
+
+  // A causal block's attention kernel, from its first forward (the same
+  // shapes every step); "" otherwise.
+  std::string kernel;
 
  private:
   const int64_t heads_;

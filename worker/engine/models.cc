@@ -61,6 +61,24 @@ ModelCost CostOf(const RunConfig& c) {
   return info->cost(s);
 }
 
+double CausalAttentionShare(const std::string& kernel, int64_t t) {
+  if (t <= 0 || kernel.find("math") != std::string::npos) return 1;
+  for (const char* skipping : {"flash", "efficient", "cudnn"}) {
+    if (kernel.find(skipping) != std::string::npos) return (t + 1.0) / (2.0 * t);
+  }
+  return 1;
+}
+
+double FlopsPerSample(const RunConfig& c, const std::string& causal_kernel) {
+  const ModelCost cost = CostOf(c);
+  const bool train = c.mode == Mode::kTrain;
+  // A training step's attention is its forward square three times over
+  // (cost::Work::Attention).
+  const double attention = (train ? 3 : 1) * cost.attention_flops_per_sample;
+  return (train ? cost.train_flops_per_sample : cost.forward_flops_per_sample) -
+         attention * (1 - CausalAttentionShare(causal_kernel, c.sequence_length));
+}
+
 int64_t CountParameters(const torch::nn::Module& module) {
   int64_t count = 0;
   for (const torch::Tensor& parameter : module.parameters()) {

@@ -61,6 +61,11 @@ class BenchModel : public torch::nn::Module {
   // buffers and floating-point inputs in fp64.
   virtual void ToFp64Reference() { to(torch::kFloat64); }
 
+  // The kernel of the last causal attention over a whole sequence that ran
+  // ("flash", "math"...; AttentionKernel's names); "" for a model without
+  // causal attention, or before it ran.
+  virtual std::string CausalAttentionKernel() const { return ""; }
+
   // Extra figure reported for the last batch, e.g. Dice for unet; negative
   // when the model has none.
   virtual double Metric(const torch::Tensor& /*output*/,
@@ -70,9 +75,20 @@ class BenchModel : public torch::nn::Module {
 };
 
 // The cost of the built-in model c runs (ddp: its ddp_model), from the
-// workload registry: parameters and forward FLOPs per sample. All zero for a
-// workload that is not a built-in model.
+// workload registry: parameters, forward and training FLOPs per sample. All
+// zero for a workload that is not a built-in model.
 ModelCost CostOf(const RunConfig& c);
+
+// Of causal attention's full square over t positions, the share that
+// `kernel` computes: all of it for the math formula (it masks after
+// multiplying) and for a kernel not known; about (t+1)/2t for the flash,
+// memory-efficient and cuDNN kernels, which skip the blocks above the
+// diagonal.
+double CausalAttentionShare(const std::string& kernel, int64_t t);
+
+// The FLOPs per sample that c's built-in model runs, in c's mode: CostOf's,
+// its causal attention counted as causal_kernel ran it.
+double FlopsPerSample(const RunConfig& c, const std::string& causal_kernel);
 
 // Builds the model named by config.workload ("mlp", "simple_cnn", "resnet18",
 // "resnet50", "unet", "bilstm", "cnn_lstm", "transformer") with its

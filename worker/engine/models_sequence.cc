@@ -182,6 +182,9 @@ class Transformer : public BenchModel {
   }
   InputKind input_kind() const override { return InputKind::kTokens; }
   int64_t vocab_size() const override { return vocab_size_; }
+  std::string CausalAttentionKernel() const override {
+    return blocks_.empty() ? "" : blocks_[0]->kernel;
+  }
 
  private:
   const int64_t sequence_length_;

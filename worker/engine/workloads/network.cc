@@ -10,7 +10,6 @@
 
 #include "worker/engine/grad_buckets.h"
 #include "worker/engine/inject.h"
-#include "worker/engine/language_model.h"
 #include "worker/engine/pipeline.h"
 #include "worker/engine/train_optimizer.h"
 #include "worker/engine/workload.h"
@@ -82,11 +81,9 @@ class NetworkWorkload : public Workload {
   void Report(RunOutcome* out) override {
     out->graph_capture_ms = graph_capture_ms_;
     out->parameter_count = model_->ParameterCount();
-    const double fwd = CostOf(c_).forward_flops_per_sample * c_.batch_size * world_size_;
-    out->flops_per_iteration = c_.mode == Mode::kTrain ? 3 * fwd : fwd;
-    if (auto* lm = dynamic_cast<LanguageModel*>(model_.get())) {
-      out->attention_backend = lm->sequence_kernel;
-    }
+    out->flops_per_iteration = FlopsPerSample(c_, model_->CausalAttentionKernel()) *
+                               c_.batch_size * world_size_;
+    out->attention_backend = model_->CausalAttentionKernel();
     if (first_loss_) out->first_loss = *first_loss_;
     if (last_loss_.defined()) out->last_loss = last_loss_.item<double>();
     if (last_out_.defined()) {
