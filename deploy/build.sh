@@ -22,12 +22,13 @@ if [ "${1:-}" = --bundle ]; then
   FLAVOUR=wheel
 fi
 torch_prefix() { python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null; }
-# The engine as a unity build (a faster first build: LibTorch's templates
-# instantiated once per batch of files) with Debian's LibTorch; file by file
-# with the wheel's (CUDA sources, GPU hosts with many cores). UNITY=ON/OFF
-# overrides.
+# Unity builds (a faster first build: headers parsed and LibTorch's
+# templates instantiated once per batch of files) of the engine and of the
+# torch-free code with Debian's LibTorch; file by file with the wheel's (CUDA
+# sources, GPU hosts with many cores). UNITY=ON/OFF overrides.
 unity=$([ "$FLAVOUR" = debian ] && echo ON || echo OFF)
-args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DGPUBENCH_UNITY_ENGINE=${UNITY:-$unity}")
+args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DGPUBENCH_UNITY_ENGINE=${UNITY:-$unity}"
+      "-DGPUBENCH_UNITY=${UNITY:-$unity}")
 if [ -n "$bundle" ]; then
   root=$bundle/root
   if [ ! -f "$root/.unpacked" ]; then

@@ -79,7 +79,7 @@ class SlowStepper : public Stepper {
   const int slow_step_;
 };
 
-MeasureConfig Config() {
+MeasureConfig HeartbeatConfig() {
   MeasureConfig c;
   c.warmup_iterations = 5;
   c.min_iterations = 20;
@@ -100,7 +100,7 @@ TEST(Heartbeat, BeatsWhileTheLoopIsInsideASlowStep) {
   SlowStepper stepper(&clock, &beats, 8);
   auto out = [&] {
     Heartbeat heartbeat(&state, &clock, /*interval_ms=*/5, [&](const Progress& p) { beats.Add(p); });
-    return Measure(Config(), 1, &clock, &stepper, nullptr, nullptr, &state);
+    return Measure(HeartbeatConfig(), 1, &clock, &stepper, nullptr, nullptr, &state);
   }();
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_TRUE(stepper.beats_during_slow_step);
