@@ -7,7 +7,7 @@
 #             fails naming the rank, the next point runs, no worker is left
 #   listen    what the workers listen on during a ddp run on every GPU (/proc):
 #             c10d's store on 127.0.0.1 only, NCCL's bootstrap on the interface
-#             NCCL_SOCKET_IFNAME names (lo here, as the README advises)
+#             NCCL_SOCKET_IFNAME names (lo here, as docs/multi-gpu.md advises)
 #   foreign   a cuda:all inference job while a foreign process (PyTorch in
 #             python3, CUDA_VISIBLE_DEVICES=1, waiting without spinning)
 #             computes on cuda:1: that lane reads contended, the others not;

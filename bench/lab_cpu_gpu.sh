@@ -1,5 +1,5 @@
 #!/bin/bash
-# Lab 2, CPU against GPU training time, played through the CLI as the README
+# Lab 2, CPU against GPU training time, played through the CLI as docs/labs.md
 # tells a user: the large MLP trained on the CPU and the GPU at batch 16 to 1024
 # (time and peak memory against the batch, and the GPU's speedup with its
 # interval), the MLP's three sizes (time and memory against the parameter

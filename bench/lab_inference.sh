@@ -1,5 +1,5 @@
 #!/bin/bash
-# Lab 5, ResNet-50 inference, played through the CLI as the README tells a
+# Lab 5, ResNet-50 inference, played through the CLI as docs/labs.md tells a
 # user: batch 32 in fp32 against AMP (fp16) and channels_last, with p50, p95
 # and p99 latency; fp32 eager against fp16 channels_last compiled
 # (AOTInductor, as torch.compile), 5 runs a side by `gpubench compare

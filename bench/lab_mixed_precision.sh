@@ -1,5 +1,5 @@
 #!/bin/bash
-# Lab 4, mixed precision and a fed GPU, played through the CLI as the README
+# Lab 4, mixed precision and a fed GPU, played through the CLI as docs/labs.md
 # tells a user: ResNet-18 training on 224 px JPEGs from 8 loader threads with
 # prefetching, pinned memory and non-blocking copies, in fp32 against AMP
 # (fp16 autocast with dynamic loss scaling, as torch.amp's GradScaler),

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Lab 1, GPU starvation by the data loader, played through the CLI as the
-# README tells a user: ResNet-18 training on 256 px images that the host
+# docs/labs.md tells a user: ResNet-18 training on 256 px images that the host
 # pipeline makes as a DataLoader over JPEG files does (decode, random resized
 # crop, flip, normalise; no --extra-cost-us), with loader threads 0 against
 # 1, 2, 4 and 8, pinned memory and non-blocking copies. Writes the runs table

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Lab 3, U-Net and a bidirectional LSTM on the CPU and the GPU, played through
-# the CLI as the README tells a user: U-Net (31M parameters) trained on 128 px
+# the CLI as docs/labs.md tells a user: U-Net (31M parameters) trained on 128 px
 # images at batch 16, and a 2-layer bidirectional LSTM at batch 64, each on
 # both devices with a profiled window: the GPU's speedup with its interval,
 # self time per sample by operator category on each device, the top

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The five labs of the README, one after another, each its own daemon and
+# The five labs of docs/labs.md, one after another, each its own daemon and
 # data directory under $OUT/labN, each within its stated time bound (a lab
 # past it is stopped and fails). Prints a table of each lab's exit code,
 # time and bound; exits non-zero if any lab failed.
@@ -14,7 +14,7 @@ OUT=${OUT:-/tmp/gpubench-labs}
 mkdir -p "$OUT"
 scripts=([1]=lab_starvation [2]=lab_cpu_gpu [3]=lab_unet_lstm [4]=lab_mixed_precision
          [5]=lab_inference)
-# Seconds: the README's bounds, small sizes on 2 CPU cores, full size on one H100.
+# Seconds: docs/labs.md's bounds, small sizes on 2 CPU cores, full size on one H100.
 if [ "${SMALL:-0}" = 1 ]; then
   bounds=([1]=120 [2]=180 [3]=120 [4]=120 [5]=180)
 else

@@ -155,20 +155,6 @@ absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
   return a;
 }
 
-// Every command: its name (and alias), whether it talks to a daemon, whether
-// it takes spec flags, its handler, its lines in `gpubench --help` and its
-// own `gpubench NAME --help`. Help and dispatch both come from here.
-struct Command {
-  const char* name;
-  const char* alias;
-  bool daemon;      // listed under "through a daemon"
-  bool takes_spec;  // spec flags allowed
-  bool spec_help;   // its help lists the spec flags
-  int (*handler)(const Args&, std::ostream&, std::ostream&);
-  const char* summary;
-  const char* help;
-};
-
 int VersionCommand(const Args&, std::ostream& out, std::ostream&) {
   out << VersionText("gpubench", nullptr,
                      "LibTorch: none in the CLI (a daemon's, with CUDA and cuDNN: gpubench hosts)");
@@ -176,6 +162,8 @@ int VersionCommand(const Args&, std::ostream& out, std::ostream&) {
 }
 
 int CompletionCommand(const Args& a, std::ostream& out, std::ostream& err);
+
+}  // namespace
 
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
@@ -415,6 +403,15 @@ examples:
   source <(gpubench completion bash)     # in ~/.bashrc
   source <(gpubench completion zsh)      # in ~/.zshrc, after compinit
 )"},
+      {"reference", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false,
+       ReferenceCommand,
+       R"(  reference cli|spec             print the CLI or the job spec reference (Markdown))",
+       R"(usage: gpubench reference cli|spec
+Prints, as Markdown, the reference of every command (cli) or of every job
+spec field (spec), generated from the command table and the spec's schema:
+docs/cli.md and docs/spec.md are this command's output.
+example: gpubench reference spec > spec.md
+)"},
       {"version", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false, VersionCommand,
        R"(  version                        print the version)",
        R"(usage: gpubench version
@@ -424,6 +421,8 @@ example: gpubench version
   };
   return *commands;
 }
+
+namespace {
 
 const Command* FindCommand(const std::string& name) {
   for (const Command& c : Commands()) {
@@ -480,7 +479,8 @@ int CompletionCommand(const Args& a, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-// `gpubench --help`: the commands from the table, then what they share.
+}  // namespace
+
 std::string Usage() {
   std::string out = "usage: gpubench <command> [options]\n";
   for (bool daemon : {true, false}) {
@@ -492,8 +492,6 @@ std::string Usage() {
   }
   return absl::StrCat(out, "\noptions:\n", FlagsHelp("client/cli.cc"), "\n", kUsageTail);
 }
-
-}  // namespace
 
 // ---- Shared helpers (cli_internal.h) ----
 

@@ -8,7 +8,7 @@
 
 namespace gpubench::client {
 
-// Exit codes (see README).
+// Exit codes (docs/using.md, "Exit codes").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitJobFailed = 1;
 inline constexpr int kExitUsage = 2;

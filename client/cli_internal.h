@@ -190,6 +190,27 @@ int ExportCommand(const Args& a, std::ostream& out, std::ostream& err);  // expo
 int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err);  // workloads_command.cc
 int ReportCommand(const Args& a, std::ostream& out, std::ostream& err);
 
+int ReferenceCommand(const Args& a, std::ostream& out, std::ostream& err);  // reference.cc
+
+// Every command: its name (and alias), whether it talks to a daemon, whether
+// it takes spec flags, its handler, its lines in `gpubench --help` and its
+// own `gpubench NAME --help`. Help, dispatch, completion and docs/cli.md
+// all come from this table (cli.cc).
+struct Command {
+  const char* name;
+  const char* alias;
+  bool daemon;      // listed under "through a daemon"
+  bool takes_spec;  // spec flags allowed
+  bool spec_help;   // its help lists the spec flags
+  int (*handler)(const Args&, std::ostream&, std::ostream&);
+  const char* summary;
+  const char* help;
+};
+const std::vector<Command>& Commands();
+
+// `gpubench --help`: the commands from the table, then what they share.
+std::string Usage();
+
 // Builds the spec from a JSON file (positional[0] when given) and flags;
 // with neither, the embedded default job.
 absl::StatusOr<v1::JobSpec> BuildSpec(const Args& a, const std::string& spec_path);

@@ -13,6 +13,7 @@
 #include "client/cli_internal.h"
 #include "client/gbench.h"
 #include "common/spec.h"
+#include "common/spec_schema.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
 
@@ -247,6 +248,7 @@ int DryRun(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::ostre
   }
   PrintTable(t, a.format, out);
   if (a.format == Format::kTable) {
+    out << "settings: " << SettingsText(resp->job().spec()) << "\n";
     out << resp->runs_size() << " runs as " << d->host.name << " would run them; nothing queued\n";
   }
   return kExitOk;

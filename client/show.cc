@@ -14,6 +14,7 @@
 #include "client/run_columns.h"
 #include "common/fingerprint.h"
 #include "common/spec.h"
+#include "common/spec_schema.h"
 #include "report/language_model_table.h"
 
 namespace gpubench::client {
@@ -240,8 +241,12 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     return;
   }
   if (format == Format::kTable) {
+    // A job stored before its plan held these ran with the same defaults.
+    v1::JobSpec settings = job.spec();
+    FillSpecDefaults(&settings);
     out << "job " << job.job_id() << "  " << Printable(job.spec().name()) << "  state "
-        << Short(v1::JobState_descriptor(), job.state()) << "\n";
+        << Short(v1::JobState_descriptor(), job.state()) << "\n"
+        << "settings: " << SettingsText(settings) << "\n";
   }
   PrintTable(RunsTable(runs, false, format), format, out);
   if (format == Format::kTable || format == Format::kMarkdown) {

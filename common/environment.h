@@ -13,7 +13,7 @@ namespace gpubench {
 // "NAME=value" entries: environ's, less the names in set, then set's.
 std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& set);
 
-// What a worker may see of the daemon's environment (README, "The worker's
+// What a worker may see of the daemon's environment (docs/security.md, "The worker's
 // environment"): the names the worker, LibTorch, CUDA, NCCL, OpenMP, the
 // BLAS and the host's Python read, and nothing else (no credentials, no
 // proxy settings, no token files' paths).

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/strict_json.h"
 #include "common/spec_checks.h"
+#include "common/spec_schema.h"
 #include "common/workload_registry.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -122,20 +123,6 @@ double NumberAt(const google::protobuf::Message& root,
   }
 }
 
-// The measurement, profiling and telemetry fields that the worker reads as
-// "unset, take the default" when 0 (worker/convert.cc's SetIfNonZero and
-// the profiler's defaults): an explicit 0 there is never what it says.
-bool ZeroMeansDefault(const std::string& path) {
-  static const std::set<std::string> kFields = {
-      "spec.measurement.warmup_iterations", "spec.measurement.min_iterations",
-      "spec.measurement.min_time_ms",       "spec.measurement.max_time_ms",
-      "spec.measurement.window_iterations", "spec.measurement.cv_threshold",
-      "spec.measurement.trials",            "spec.measurement.max_iterations",
-      "spec.profiling.iterations",          "spec.profiling.top_operators",
-      "spec.telemetry.interval_ms"};
-  return kFields.count(path) > 0;
-}
-
 // InvalidArgument naming the first field the JSON sets to 0 where 0 reads
 // as unset and unset is a default that is not 0.
 absl::Status RefuseZerosThatMeanDefault(std::string_view json, const v1::JobSpec& spec) {
@@ -154,7 +141,7 @@ absl::Status RefuseZerosThatMeanDefault(std::string_view json, const v1::JobSpec
           path, ": 0 is not a value here: protobuf reads 0 as unset, and unset is the default ",
           fallback, "; leave the field out for the default"));
     }
-    if (ZeroMeansDefault(path)) {
+    if (ZeroIsNotAValue(path)) {
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": 0 is not a value here: protobuf reads 0 as unset, and unset is the "
                 "default; leave the field out for the default, or give 1 or more"));

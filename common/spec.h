@@ -21,7 +21,7 @@ namespace gpubench {
 // The most runs one job may expand to.
 inline constexpr int kMaxSweepPoints = 512;
 
-// Bounds on what one spec may ask for (README, "Job-spec knobs").
+// Bounds on what one spec may ask for (docs/jobs.md, "Bounds").
 inline constexpr size_t kMaxModelPathBytes = 4096;   // params.model_path
 inline constexpr size_t kMaxNameBytes = 256;         // spec.name, upload names
 inline constexpr int kMaxLabels = 32;                // spec.labels entries

@@ -16,12 +16,12 @@
 #include "absl/strings/str_join.h"
 #include "common/printable.h"
 #include "common/spec_checks.h"
+#include "common/spec_schema.h"
 #include "common/workload_registry.h"
 
 namespace gpubench {
 namespace {
 
-using google::protobuf::EnumDescriptor;
 
 template <typename T>
 absl::Status CheckRange(const std::string& path, T value, T lo, T hi) {
@@ -31,11 +31,6 @@ absl::Status CheckRange(const std::string& path, T value, T lo, T hi) {
                                       value));
   }
   return absl::OkStatus();
-}
-
-// A GPU power limit in watts: above 0 and at most what any board takes.
-absl::Status CheckPowerLimit(const std::string& path, double watts) {
-  return CheckRange(path, watts, 1.0, 2000.0);
 }
 
 // A clock lock: "base", "max" or a frequency in MHz (1 to 10000).
@@ -48,21 +43,6 @@ absl::Status CheckGpuClocks(const std::string& path, const std::string& clocks) 
   }
   return Invalid(path, absl::StrCat("\"", Printable(clocks.substr(0, 32)),
                                     "\" is not base, max or a clock in MHz"));
-}
-
-// Zero means "default" for most numeric knobs, so the range admits it.
-template <typename T>
-absl::Status CheckOptionalRange(const std::string& path, T value, T lo, T hi) {
-  if (value == 0) return absl::OkStatus();
-  return CheckRange(path, value, lo, hi);
-}
-
-absl::Status CheckEnum(const std::string& path, const EnumDescriptor* type,
-                       int value) {
-  if (type->FindValueByNumber(value) == nullptr) {
-    return Invalid(path, absl::StrCat("unknown ", type->name(), " value ", value));
-  }
-  return absl::OkStatus();
 }
 
 absl::Status CheckWorkload(const std::string& path, const std::string& name) {
@@ -108,28 +88,6 @@ absl::Status CheckDevice(const std::string& path, const std::string& device) {
                                     device, "\""));
 }
 
-constexpr int32_t kMaxBatch = 65536;
-constexpr int64_t kMaxMatmul = 65536;
-constexpr int64_t kMaxCopyBytes = int64_t{64} << 30;
-constexpr int64_t kMaxCollectiveBytes = int64_t{16} << 30;
-constexpr int32_t kMaxWorldSize = 64;
-
-absl::Status CheckBatch(const std::string& path, int32_t batch) {
-  return CheckRange(path, batch, 1, kMaxBatch);
-}
-
-absl::Status ValidatePipeline(const std::string& path,
-                              const v1::InputPipeline& p) {
-  if (auto s = CheckRange(path + ".loader_threads", p.loader_threads(), 0, 256);
-      !s.ok())
-    return s;
-  if (auto s = CheckRange(path + ".prefetch_depth", p.prefetch_depth(), 0, 64);
-      !s.ok())
-    return s;
-  return CheckRange(path + ".extra_cost_us_per_sample",
-                    p.extra_cost_us_per_sample(), 0, 1000000);
-}
-
 // An integer input's [low, high): inside its dtype, not empty.
 absl::Status CheckValueRange(const std::string& in, const v1::TensorSpec& t) {
   if (t.low() == 0 && t.high() == 0) return absl::OkStatus();
@@ -146,42 +104,6 @@ absl::Status CheckValueRange(const std::string& in, const v1::TensorSpec& t) {
   if (t.high() <= t.low()) return Invalid(in + ".high", "must be greater than low");
   return absl::OkStatus();
 }
-
-// The integer parameters' bounds, where a spec sets them (0: the
-// workload's default).
-struct ParamBound {
-  const char* field;
-  int64_t (*get)(const v1::WorkloadParams&);
-  int64_t lo, hi;
-};
-
-const ParamBound kParamBounds[] = {
-    {"image_size", [](const v1::WorkloadParams& p) -> int64_t { return p.image_size(); }, 8, 4096},
-    {"num_classes", [](const v1::WorkloadParams& p) -> int64_t { return p.num_classes(); }, 2,
-     1000000},
-    {"sequence_length",
-     [](const v1::WorkloadParams& p) -> int64_t { return p.sequence_length(); }, 1, 1 << 20},
-    {"num_layers", [](const v1::WorkloadParams& p) -> int64_t { return p.num_layers(); }, 1, 256},
-    {"hidden_size", [](const v1::WorkloadParams& p) -> int64_t { return p.hidden_size(); }, 8,
-     65536},
-    {"num_heads", [](const v1::WorkloadParams& p) -> int64_t { return p.num_heads(); }, 1, 1024},
-    {"vocab_size", [](const v1::WorkloadParams& p) -> int64_t { return p.vocab_size(); }, 2,
-     10000000},
-    {"num_kv_heads", [](const v1::WorkloadParams& p) -> int64_t { return p.num_kv_heads(); }, 1,
-     1024},
-    {"ffn_hidden_size",
-     [](const v1::WorkloadParams& p) -> int64_t { return p.ffn_hidden_size(); }, 8, 1 << 20},
-    {"prompt_length", [](const v1::WorkloadParams& p) -> int64_t { return p.prompt_length(); },
-     1, 1 << 20},
-    {"new_tokens", [](const v1::WorkloadParams& p) -> int64_t { return p.new_tokens(); }, 1,
-     1 << 20},
-    {"matmul_m", [](const v1::WorkloadParams& p) { return p.matmul_m(); }, 1, kMaxMatmul},
-    {"matmul_n", [](const v1::WorkloadParams& p) { return p.matmul_n(); }, 1, kMaxMatmul},
-    {"matmul_k", [](const v1::WorkloadParams& p) { return p.matmul_k(); }, 1, kMaxMatmul},
-    {"copy_bytes", [](const v1::WorkloadParams& p) { return p.copy_bytes(); }, 1, kMaxCopyBytes},
-    {"collective_bytes", [](const v1::WorkloadParams& p) { return p.collective_bytes(); }, 1,
-     kMaxCollectiveBytes},
-};
 
 // The size a point's workload takes, and, where the size names a shape
 // (gpt "350m"), no layer count, width or head count that differs from it.
@@ -254,21 +176,12 @@ absl::Status ValidateInputs(const std::string& path, const v1::WorkloadParams& p
           !st.ok())
         return st;
     }
-    if (auto st = CheckEnum(in + ".dtype", v1::DType_descriptor(), p.inputs(i).dtype());
-        !st.ok())
-      return st;
+    if (v1::DType_descriptor()->FindValueByNumber(p.inputs(i).dtype()) == nullptr) {
+      return Invalid(in + ".dtype", absl::StrCat("unknown DType value ", p.inputs(i).dtype()));
+    }
     if (auto st = CheckValueRange(in, p.inputs(i)); !st.ok()) return st;
   }
   return absl::OkStatus();
-}
-
-// The bound of the parameter field; a sweep's axis of it holds each value
-// to the same.
-const ParamBound& BoundOf(std::string_view field) {
-  for (const ParamBound& b : kParamBounds) {
-    if (field == b.field) return b;
-  }
-  std::abort();  // a name of this file's own
 }
 
 absl::Status ValidateParams(const std::string& path, const std::string& workload,
@@ -276,25 +189,7 @@ absl::Status ValidateParams(const std::string& path, const std::string& workload
   absl::Status s;
   if (!(s = CheckModelSize(path + ".model_size", p.model_size())).ok()) return s;
   if (!(s = CheckSizeOfWorkload(path, workload, p)).ok()) return s;
-  for (const ParamBound& b : kParamBounds) {
-    if (!(s = CheckOptionalRange(absl::StrCat(path, ".", b.field), b.get(p), b.lo, b.hi)).ok()) {
-      return s;
-    }
-  }
   if (!(s = CheckHeads(path, workload, p)).ok()) return s;
-  if (!(s = CheckEnum(path + ".copy_direction", v1::CopyDirection_descriptor(),
-                      p.copy_direction()))
-           .ok())
-    return s;
-  if (!(s = CheckEnum(path + ".collective_op", v1::CollectiveOp_descriptor(),
-                      p.collective_op()))
-           .ok())
-    return s;
-  if (p.has_ddp_bucket_mb() && (p.ddp_bucket_mb() < 0 || p.ddp_bucket_mb() > 4096)) {
-    return Invalid(path + ".ddp_bucket_mb",
-                   absl::StrCat("must be 0 (one message after backward) to 4096 MiB, got ",
-                                p.ddp_bucket_mb()));
-  }
   if (!p.ddp_model().empty() && !IsModelWorkload(p.ddp_model())) {
     return Invalid(path + ".ddp_model",
                    absl::StrCat("must be a built-in model (",
@@ -319,6 +214,8 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
   if (!workload_swept || !c.workload().empty()) {
     if (!(s = CheckWorkload(path + ".workload", c.workload())).ok()) return s;
   }
+  // Every number against its schema bounds, every enum against its values.
+  if (!(s = CheckSchemaBounds(c, path)).ok()) return s;
   if (!(s = ValidateParams(path + ".params", c.workload(), c.params())).ok()) return s;
   if (c.workload() == "torchscript" && c.params().model_path().empty() &&
       c.params().model_sha256().empty()) {
@@ -328,23 +225,7 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
   if (c.workload() == "torchscript" && c.params().inputs_size() == 0) {
     return Invalid(path + ".params.inputs", "torchscript needs its input shapes");
   }
-  if (!(s = CheckEnum(path + ".mode", v1::Mode_descriptor(), c.mode())).ok())
-    return s;
   if (!(s = CheckDevice(path + ".device", c.device())).ok()) return s;
-  if (!(s = CheckOptionalRange(path + ".world_size", c.world_size(), 1, kMaxWorldSize)).ok())
-    return s;
-  if (!(s = CheckOptionalRange(path + ".batch_size", c.batch_size(), 1,
-                               kMaxBatch))
-           .ok())
-    return s;
-  if (!(s = CheckEnum(path + ".precision", v1::Precision_descriptor(),
-                      c.precision()))
-           .ok())
-    return s;
-  if (!(s = CheckEnum(path + ".execution", v1::Execution_descriptor(),
-                      c.execution()))
-           .ok())
-    return s;
   if ((c.execution() == v1::EXECUTION_CUDA_GRAPH ||
        c.execution() == v1::EXECUTION_AOT_CUDA_GRAPH) &&
       (c.device() == "cpu" || c.device() == "mps")) {
@@ -352,27 +233,14 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
                    absl::StrCat("CUDA graphs need a CUDA device, not \"",
                                 c.device(), "\""));
   }
-  if (!(s = CheckEnum(path + ".input_source", v1::InputSource_descriptor(),
-                      c.input_source()))
-           .ok())
-    return s;
-  if (!(s = ValidatePipeline(path + ".pipeline", c.pipeline())).ok()) return s;
-  if (!(s = CheckEnum(path + ".optimizer", v1::Optimizer_descriptor(),
-                      c.optimizer()))
-           .ok())
-    return s;
-  if (!(s = CheckEnum(path + ".attention", v1::Attention_descriptor(), c.attention())).ok())
-    return s;
   if (c.probe().size() > 64 ||
       c.probe().find_first_not_of("abcdefghijklmnopqrstuvwxyz"
                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/.") != std::string::npos) {
     return Invalid(path + ".probe", "at most 64 letters, digits, '_', '/' and '.'");
   }
-  if (c.power_limit_w() != 0 && !(s = CheckPowerLimit(path + ".power_limit_w", c.power_limit_w())).ok())
-    return s;
   if (!c.gpu_clocks().empty() && !(s = CheckGpuClocks(path + ".gpu_clocks", c.gpu_clocks())).ok())
     return s;
-  return CheckRange(path + ".learning_rate", c.learning_rate(), 0.0, 100.0);
+  return absl::OkStatus();
 }
 
 // Validates every value of a repeated sweep field with one check.
@@ -387,129 +255,28 @@ absl::Status ForEachValue(const std::string& path, const Values& values,
   return absl::OkStatus();
 }
 
-template <typename Values>
-absl::Status ForEachEnum(const std::string& path, const Values& values,
-                         const EnumDescriptor* type) {
-  return ForEachValue(path, values, [type](const std::string& p, int v) {
-    return CheckEnum(p, type, v);
-  });
-}
-
 absl::Status ValidateSweep(const std::string& path, const v1::Sweep& w) {
   absl::Status s;
-  if (!(s = ForEachValue(path + ".workload", w.workload(), CheckWorkload)).ok())
-    return s;
-  if (!(s = ForEachValue(path + ".model_size", w.model_size(), CheckModelSize))
-           .ok())
-    return s;
-  if (!(s = ForEachEnum(path + ".mode", w.mode(), v1::Mode_descriptor())).ok())
-    return s;
-  if (!(s = ForEachValue(path + ".device", w.device(), CheckDevice)).ok())
-    return s;
-  if (!(s = ForEachEnum(path + ".precision", w.precision(),
-                        v1::Precision_descriptor()))
-           .ok())
-    return s;
-  if (!(s = ForEachEnum(path + ".execution", w.execution(),
-                        v1::Execution_descriptor()))
-           .ok())
-    return s;
-  if (!(s = ForEachEnum(path + ".input_source", w.input_source(),
-                        v1::InputSource_descriptor()))
-           .ok())
-    return s;
-  auto range = [](int64_t lo, int64_t hi) {
-    return [lo, hi](const std::string& p, int64_t v) {
-      return CheckRange(p, v, lo, hi);
-    };
-  };
-  auto bound = [&range](const ParamBound& b) { return range(b.lo, b.hi); };
-  if (!(s = ForEachValue(path + ".loader_threads", w.loader_threads(),
-                         range(0, 256)))
-           .ok())
-    return s;
-  if (!(s = ForEachValue(path + ".prefetch_depth", w.prefetch_depth(),
-                         range(0, 64)))
-           .ok())
-    return s;
-  if (!(s = ForEachValue(path + ".image_size", w.image_size(), bound(BoundOf("image_size"))))
-           .ok())
-    return s;
-  if (!(s = ForEachValue(path + ".sequence_length", w.sequence_length(),
-                         bound(BoundOf("sequence_length"))))
-           .ok())
-    return s;
-  if (!(s = ForEachValue(path + ".matmul_size", w.matmul_size(),
-                         bound(BoundOf("matmul_m"))))
-           .ok())
-    return s;
-  if (!(s = ForEachValue(path + ".copy_bytes", w.copy_bytes(),
-                         bound(BoundOf("copy_bytes"))))
-           .ok())
-    return s;
-  if (!(s = ForEachValue(path + ".world_size", w.world_size(), range(1, kMaxWorldSize))).ok())
-    return s;
-  if (!(s = ForEachEnum(path + ".collective_op", w.collective_op(),
-                        v1::CollectiveOp_descriptor()))
-           .ok())
-    return s;
-  if (!(s = ForEachValue(path + ".collective_bytes", w.collective_bytes(),
-                         bound(BoundOf("collective_bytes"))))
-           .ok())
-    return s;
-  for (const char* field : {"prompt_length", "new_tokens"}) {
-    const auto& values = std::string_view(field) == "prompt_length" ? w.prompt_length()
-                                                                    : w.new_tokens();
-    if (!(s = ForEachValue(absl::StrCat(path, ".", field), values, bound(BoundOf(field)))).ok())
-      return s;
-  }
-  if (!(s = ForEachEnum(path + ".attention", w.attention(), v1::Attention_descriptor())).ok())
-    return s;
-  if (!(s = ForEachValue(path + ".power_limit_w", w.power_limit_w(), CheckPowerLimit)).ok())
-    return s;
-  if (!(s = ForEachValue(path + ".gpu_clocks", w.gpu_clocks(), CheckGpuClocks)).ok()) return s;
-  return ForEachValue(path + ".batch_size", w.batch_size(), CheckBatch);
+  if (!(s = CheckSweepValues(w, path)).ok()) return s;
+  if (!(s = ForEachValue(path + ".workload", w.workload(), CheckWorkload)).ok()) return s;
+  if (!(s = ForEachValue(path + ".model_size", w.model_size(), CheckModelSize)).ok()) return s;
+  if (!(s = ForEachValue(path + ".device", w.device(), CheckDevice)).ok()) return s;
+  return ForEachValue(path + ".gpu_clocks", w.gpu_clocks(), CheckGpuClocks);
 }
 
-absl::Status ValidateMeasurement(const std::string& path,
-                                 const v1::Measurement& m) {
-  absl::Status s;
-  if (!(s = CheckRange(path + ".warmup_iterations", m.warmup_iterations(), 0,
-                       1000000))
-           .ok())
-    return s;
-  if (!(s = CheckRange(path + ".warmup_ms", m.warmup_ms(), int64_t{0},
-                       int64_t{3600000}))
-           .ok())
-    return s;
-  if (!(s = CheckRange(path + ".min_iterations", m.min_iterations(), 0,
-                       10000000))
-           .ok())
-    return s;
-  if (!(s = CheckRange(path + ".min_time_ms", m.min_time_ms(), int64_t{0},
-                       int64_t{86400000}))
-           .ok())
-    return s;
-  if (!(s = CheckRange(path + ".max_time_ms", m.max_time_ms(), int64_t{0},
-                       int64_t{86400000}))
-           .ok())
-    return s;
+// What the schema's bounds cannot say of a measurement.
+absl::Status ValidateMeasurement(const std::string& path, const v1::Measurement& m) {
   if (m.max_time_ms() != 0 && m.max_time_ms() < m.min_time_ms()) {
     return Invalid(path + ".max_time_ms",
                    absl::StrCat("must be at least min_time_ms ", m.min_time_ms(),
                                 ", got ", m.max_time_ms()));
   }
-  if (!(s = CheckRange(path + ".window_iterations", m.window_iterations(), 0,
-                       1000000))
-           .ok())
-    return s;
   // Negated so that NaN is refused: it would never count a run as stable.
   if (!(m.cv_threshold() >= 0 && m.cv_threshold() < 1)) {
     return Invalid(path + ".cv_threshold",
                    absl::StrCat("must be in [0, 1), got ", m.cv_threshold()));
   }
-  if (!(s = CheckRange(path + ".trials", m.trials(), 0, 100)).ok()) return s;
-  return CheckRange(path + ".max_iterations", m.max_iterations(), 0, 100000000);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -540,32 +307,18 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   }
   // After the label keys' own check, which names what a key may hold.
   if (!(s = CheckStringsOf("spec", spec)).ok()) return s;
+  // The numbers and enums outside the runs (measurement, profiling,
+  // telemetry, priority...); the base's own come with its checks below.
+  if (!(s = ValidateMeasurement("spec.measurement", spec.measurement())).ok())
+    return s;
+  v1::JobSpec outside = spec;
+  outside.clear_base();
+  if (!(s = CheckSchemaBounds(outside, "spec")).ok()) return s;
   if (!(s = ValidateRunConfig("spec.base", spec.base(),
                               !spec.sweep().workload().empty()))
            .ok())
     return s;
   if (!(s = ValidateSweep("spec.sweep", spec.sweep())).ok()) return s;
-  if (!(s = ValidateMeasurement("spec.measurement", spec.measurement())).ok())
-    return s;
-  if (!(s = CheckRange("spec.profiling.iterations", spec.profiling().iterations(),
-                       0, 1000))
-           .ok())
-    return s;
-  if (!(s = CheckRange("spec.profiling.top_operators",
-                       spec.profiling().top_operators(), 0, 1000))
-           .ok())
-    return s;
-  if (!(s = CheckOptionalRange("spec.telemetry.interval_ms",
-                               spec.telemetry().interval_ms(), 10, 60000))
-           .ok())
-    return s;
-  if (!(s = CheckRange("spec.priority", spec.priority(), -1000, 1000)).ok())
-    return s;
-  if (!(s = CheckRange("spec.timeout_s", spec.timeout_s(), int64_t{0},
-                       int64_t{7 * 86400}))
-           .ok())
-    return s;
-  if (!(s = CheckRange("spec.cpu_threads", spec.cpu_threads(), 0, 1024)).ok()) return s;
   const int points = CountSweepPoints(spec.sweep());
   if (points > kMaxSweepPoints) {
     return Invalid("spec.sweep",

@@ -1,41 +1,20 @@
 #include "common/spec.h"
 
-#include <functional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/spec_checks.h"
+#include "common/spec_schema.h"
 #include "common/workload_registry.h"
 
 namespace gpubench {
-namespace {
-
-template <typename Values, typename Apply>
-void AddAxis(std::vector<std::function<void(int, v1::RunConfig*)>>* setters,
-             std::vector<int>* sizes, const Values& values, Apply apply) {
-  if (values.empty()) return;
-  sizes->push_back(values.size());
-  setters->push_back([&values, apply](int i, v1::RunConfig* c) {
-    apply(values.Get(i), c);
-  });
-}
-
-}  // namespace
 
 int CountSweepPoints(const v1::Sweep& w) {
-  const int sizes[] = {
-      w.workload_size(),        w.model_size_size(),     w.mode_size(),
-      w.device_size(),          w.precision_size(),      w.channels_last_size(),
-      w.cudnn_benchmark_size(), w.execution_size(),      w.input_source_size(),
-      w.loader_threads_size(),  w.pinned_memory_size(),  w.prefetch_depth_size(),
-      w.image_size_size(),      w.sequence_length_size(), w.matmul_size_size(),
-      w.copy_bytes_size(),      w.batch_size_size(),      w.world_size_size(),
-      w.collective_op_size(),   w.collective_bytes_size(), w.prompt_length_size(),
-      w.new_tokens_size(),      w.attention_size(),       w.power_limit_w_size(),
-      w.gpu_clocks_size()};
   int64_t product = 1;
-  for (int n : sizes) {
+  const google::protobuf::Descriptor* type = v1::Sweep::descriptor();
+  for (int a = 0; a < type->field_count(); ++a) {
+    const int n = w.GetReflection()->FieldSize(w, type->field(a));
     if (n == 0) continue;
     product *= n;
     if (product > kMaxSweepPoints) return kMaxSweepPoints + 1;
@@ -114,92 +93,21 @@ void FillConfigDefaults(v1::RunConfig* c) {
   }
 }
 
-namespace {
-
-// Each non-empty axis of w: a setter of its i-th value, and its size, in
-// the order the axes are declared (the last varies fastest).
-void AddAxes(const v1::Sweep& w, std::vector<std::function<void(int, v1::RunConfig*)>>* setters,
-             std::vector<int>* sizes_out) {
-  auto& sizes = *sizes_out;
-  using C = v1::RunConfig;
-  AddAxis(setters, &sizes, w.workload(),
-          [](const std::string& v, C* c) { c->set_workload(v); });
-  AddAxis(setters, &sizes, w.model_size(), [](const std::string& v, C* c) {
-    c->mutable_params()->set_model_size(v);
-  });
-  AddAxis(setters, &sizes, w.mode(),
-          [](int v, C* c) { c->set_mode(static_cast<v1::Mode>(v)); });
-  AddAxis(setters, &sizes, w.device(),
-          [](const std::string& v, C* c) { c->set_device(v); });
-  AddAxis(setters, &sizes, w.precision(), [](int v, C* c) {
-    c->set_precision(static_cast<v1::Precision>(v));
-  });
-  AddAxis(setters, &sizes, w.channels_last(),
-          [](bool v, C* c) { c->set_channels_last(v); });
-  AddAxis(setters, &sizes, w.cudnn_benchmark(),
-          [](bool v, C* c) { c->set_cudnn_benchmark(v); });
-  AddAxis(setters, &sizes, w.execution(), [](int v, C* c) {
-    c->set_execution(static_cast<v1::Execution>(v));
-  });
-  AddAxis(setters, &sizes, w.input_source(), [](int v, C* c) {
-    c->set_input_source(static_cast<v1::InputSource>(v));
-  });
-  AddAxis(setters, &sizes, w.loader_threads(), [](int v, C* c) {
-    c->mutable_pipeline()->set_loader_threads(v);
-  });
-  AddAxis(setters, &sizes, w.pinned_memory(), [](bool v, C* c) {
-    c->mutable_pipeline()->set_pinned_memory(v);
-  });
-  AddAxis(setters, &sizes, w.prefetch_depth(), [](int v, C* c) {
-    c->mutable_pipeline()->set_prefetch_depth(v);
-  });
-  AddAxis(setters, &sizes, w.image_size(),
-          [](int v, C* c) { c->mutable_params()->set_image_size(v); });
-  AddAxis(setters, &sizes, w.sequence_length(),
-          [](int v, C* c) { c->mutable_params()->set_sequence_length(v); });
-  AddAxis(setters, &sizes, w.matmul_size(), [](int64_t v, C* c) {
-    c->mutable_params()->set_matmul_m(v);
-    c->mutable_params()->set_matmul_n(v);
-    c->mutable_params()->set_matmul_k(v);
-  });
-  AddAxis(setters, &sizes, w.copy_bytes(),
-          [](int64_t v, C* c) { c->mutable_params()->set_copy_bytes(v); });
-  AddAxis(setters, &sizes, w.batch_size(),
-          [](int v, C* c) { c->set_batch_size(v); });
-  AddAxis(setters, &sizes, w.world_size(), [](int v, C* c) { c->set_world_size(v); });
-  AddAxis(setters, &sizes, w.collective_op(), [](int v, C* c) {
-    c->mutable_params()->set_collective_op(static_cast<v1::CollectiveOp>(v));
-  });
-  AddAxis(setters, &sizes, w.collective_bytes(),
-          [](int64_t v, C* c) { c->mutable_params()->set_collective_bytes(v); });
-  AddAxis(setters, &sizes, w.prompt_length(),
-          [](int v, C* c) { c->mutable_params()->set_prompt_length(v); });
-  AddAxis(setters, &sizes, w.new_tokens(),
-          [](int v, C* c) { c->mutable_params()->set_new_tokens(v); });
-  AddAxis(setters, &sizes, w.attention(),
-          [](int v, C* c) { c->set_attention(static_cast<v1::Attention>(v)); });
-  AddAxis(setters, &sizes, w.power_limit_w(), [](double v, C* c) { c->set_power_limit_w(v); });
-  AddAxis(setters, &sizes, w.gpu_clocks(),
-          [](const std::string& v, C* c) { c->set_gpu_clocks(v); });
-
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(
     const v1::JobSpec& spec) {
   if (auto s = ValidateJobSpec(spec); !s.ok()) return s;
   const v1::Sweep& w = spec.sweep();
-  std::vector<std::function<void(int, v1::RunConfig*)>> setters;
+  // The non-empty axes in declaration order, the last varying fastest.
+  const std::vector<const SchemaField*> axes = SweptFields(w);
   std::vector<int> sizes;
-  AddAxes(w, &setters, &sizes);
+  for (const SchemaField* f : axes) sizes.push_back(w.GetReflection()->FieldSize(w, f->sweep));
   const int total = CountSweepPoints(w);
   std::vector<v1::RunConfig> runs;
   runs.reserve(total);
   std::vector<int> index(sizes.size(), 0);
   for (int n = 0; n < total; ++n) {
     v1::RunConfig config = spec.base();
-    for (size_t a = 0; a < setters.size(); ++a) setters[a](index[a], &config);
+    for (size_t a = 0; a < axes.size(); ++a) ApplySweepValue(*axes[a], w, index[a], &config);
     if (auto s = ValidatePoint(spec, n, &config); !s.ok()) return s;
     runs.push_back(std::move(config));
     // Odometer increment, last axis fastest.

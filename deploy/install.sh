@@ -34,7 +34,7 @@ conf=$DESTDIR/etc/gpubench/gpubenchd.conf
 if [ ! -e "$conf" ]; then
   cat > "$conf" <<'CONF'
 # gpubenchd settings, "name = value" (gpubenchd --help lists them). Loopback
-# only until TLS and tokens are set (README, Security).
+# only until TLS and tokens are set (docs/security.md).
 listen = 127.0.0.1:50051
 metrics-listen = 127.0.0.1:9400
 CONF

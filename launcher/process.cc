@@ -184,7 +184,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   absl::StatusOr<std::string> made = MakeScratch(limits);
   if (!made.ok()) return made.status();
   const std::string scratch = *made;
-  // Only what a worker needs of the daemon's environment (README).
+  // Only what a worker needs of the daemon's environment (docs/security.md).
   std::vector<std::string> env = WorkerEnvironmentWith({
       {"TMPDIR", scratch},
       {"TMP", scratch},

@@ -123,8 +123,7 @@ absl::StatusOr<AuthOptions> AuthFor(const DaemonConfig& c, Secrets* secrets) {
           "refusing to listen on ", c.listen,
           " without TLS and tokens: anyone who reaches it could run jobs on "
           "this "
-          "host. Give --tls-cert, --tls-key and --token-file (README, "
-          "Security), "
+          "host. Give --tls-cert, --tls-key and --token-file (docs/security.md), "
           "listen on 127.0.0.1, or pass --insecure on a network you trust"));
     }
     if (!tokens_required) {

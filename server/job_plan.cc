@@ -18,6 +18,7 @@
 #include "common/paths.h"
 #include "common/printable.h"
 #include "common/spec.h"
+#include "common/spec_schema.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
 #include "server/rank_group.h"
@@ -260,6 +261,9 @@ absl::StatusOr<JobManager::Plan> JobManager::PlanSpec(const v1::JobSpec& submitt
   auto configs = ExpandSweep(spec);
   if (!configs.ok()) return configs.status();
   plan.runs = std::move(*configs);
+  // The measurement, profiling and telemetry settings the worker will use,
+  // stored with the job and shown by a dry run.
+  FillSpecDefaults(&plan.spec);
   if (auto s = CheckModels(plan.runs, nullptr); !s.ok()) return s;
   for (const v1::RunConfig& c : plan.runs) {
     if (auto s = CheckOnHost(spec, c, host_); !s.ok()) return s;

@@ -1,4 +1,4 @@
-// gpubenchd: the daemon. See README.md.
+// gpubenchd: the daemon. See docs/daemon.md.
 //   gpubenchd [--listen 127.0.0.1:50051] [--data-dir DIR] [--config FILE] ...
 // Every flag may also be given in the config file as "name = value" lines
 // (without the dashes); flags on the command line win. `gpubenchd --help`

@@ -183,7 +183,7 @@ void GpuGauges::Write(MetricsWriter* out) {
       if (!gpu.nvml->Read(&r.sample)) continue;
       // DCGM exporter's labels, in the snake_case promtool asks for: its
       // UUID, modelName and Hostname are uuid, model_name and hostname here
-      // (README: a relabelling restores them for DCGM dashboards).
+      // (docs/daemon.md: a relabelling restores them for DCGM dashboards).
       r.labels = {{"gpu", std::to_string(gpu.info.index())},
                   {"uuid", gpu.info.uuid()},
                   {"device", absl::StrCat("nvidia", gpu.info.index())},

@@ -132,11 +132,22 @@ TEST(CliDaemon, ADryRunAnswersWithTheConfigsTheSubmitRuns) {
       << planned.out;
   ASSERT_EQ(plan.runs_size(), 2);
   EXPECT_TRUE(plan.job().job_id().empty());
+  // The whole plan: what the spec left out is there with the value the
+  // worker will use.
+  EXPECT_EQ(plan.job().spec().measurement().warmup_iterations(), 2);
+  EXPECT_EQ(plan.job().spec().measurement().window_iterations(), 10);
+  EXPECT_DOUBLE_EQ(plan.job().spec().measurement().cv_threshold(), 0.02);
+  EXPECT_EQ(plan.job().spec().telemetry().interval_ms(), 100);
   Result none = Cli({"jobs", "--host", d.address()});
   EXPECT_EQ(SplitLines(none.out).size(), 1u) << none.out;  // the header: nothing queued
   Result table = Cli(Tiny({"spec", "--dry-run", "--host", d.address(), "--batch", "4,8",
                            "--cudnn-benchmark"}));
   EXPECT_NE(table.out.find("2 runs"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("settings: measurement: warmup_iterations 2, warmup_ms 0, "
+                           "min_iterations 10, min_time_ms 50, max_time_ms 1500, "
+                           "window_iterations 10, cv_threshold 0.02, trials 1"),
+            std::string::npos)
+      << table.out;
   // A setting that means nothing on the CPU is taken, and said.
   EXPECT_NE(table.err.find("note: cudnn_benchmark means nothing on the CPU"), std::string::npos)
       << table.err;

@@ -3,6 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/spec.h"
+#include "common/spec_schema.h"
+
 namespace gpubench::worker {
 namespace {
 
@@ -58,6 +66,87 @@ TEST(FillRun, ARunThatFailsItsNumericsCheckFails) {
   v1::Run plain;
   FillRun(unchecked, &plain);
   EXPECT_EQ(plain.state(), v1::RUN_STATE_SUCCEEDED);
+}
+
+}  // namespace
+}  // namespace gpubench::worker
+
+namespace gpubench::worker {
+namespace {
+
+// Every member of the engine's config, as text: a field the conversion
+// leaves out shows as no difference below.
+std::string Dump(const engine::RunConfig& c) {
+  std::string inputs;
+  for (const engine::TensorSpec& t : c.inputs) {
+    absl::StrAppend(&inputs, absl::StrJoin(t.shape, "x"), ":", static_cast<int>(t.dtype), ":",
+                    t.low, ":", t.high, ";");
+  }
+  return absl::StrCat(
+      c.workload, "|", c.model_size, "|", c.image_size, "|", c.num_classes, "|",
+      c.sequence_length, "|", c.num_layers, "|", c.hidden_size, "|", c.num_heads, "|",
+      c.decoder, "|", c.vocab_size, "|", c.matmul_m, "|", c.matmul_n, "|", c.matmul_k, "|",
+      c.copy_bytes, "|", static_cast<int>(c.copy_direction), "|", c.model_path, "|", inputs, "|",
+      static_cast<int>(c.collective_op), "|", c.collective_bytes, "|", c.ddp_model, "|",
+      c.ddp_bucket_mb, "|", c.world_size, "|", static_cast<int>(c.mode), "|", c.device, "|",
+      c.batch_size, "|", static_cast<int>(c.precision), "|", c.channels_last, "|",
+      c.cudnn_benchmark, "|", static_cast<int>(c.execution), "|",
+      static_cast<int>(c.input_source), "|", c.pipeline.loader_threads, "|",
+      c.pipeline.pinned_memory, "|", c.pipeline.prefetch_depth, "|",
+      c.pipeline.extra_cost_us_per_sample, "|", c.pipeline.non_blocking, "|",
+      static_cast<int>(c.optimizer), "|", c.learning_rate, "|", static_cast<int>(c.attention),
+      "|", c.num_kv_heads, "|", c.ffn_hidden_size, "|", c.prompt_length, "|", c.new_tokens);
+}
+
+// Each field of a run in the spec's schema reaches the engine: set alone,
+// it changes the engine's config. The daemon's own (the probe's name, the
+// clocks and power it sets around the run) and the model's reference, which
+// the worker resolves into model_path, are the only ones it does not read.
+TEST(ToEngineConfig, EverySchemaFieldOfARunMaps) {
+  const std::set<std::string> daemon_side = {"base.probe", "base.power_limit_w",
+                                             "base.gpu_clocks", "base.params.model_sha256"};
+  const std::string plain = Dump(ToEngineConfig(v1::RunConfig()));
+  int checked = 0;
+  for (const SchemaField& f : SpecSchema()) {
+    if (!f.in_run() || daemon_side.count(f.path)) continue;
+    v1::JobSpec spec;
+    const google::protobuf::FieldDescriptor* field = f.field();
+    std::string text = "3";
+    if (field->is_repeated()) {
+      spec.mutable_base()->mutable_params()->add_inputs()->add_shape(2);
+    } else {
+      if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_BOOL) text = "on";
+      if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING) text = "x";
+      if (field->enum_type() != nullptr) text = EnumShortName(field->enum_type(), 2);
+      if (f.bounded() && f.schema->min() > 3) text = absl::StrCat(f.schema->min());
+      ASSERT_TRUE(SetFromText(f, text, /*to_sweep=*/false, &spec).ok()) << f.path;
+    }
+    EXPECT_NE(Dump(ToEngineConfig(spec.base())), plain)
+        << f.path << " set to " << text << " does not reach engine::RunConfig";
+    ++checked;
+  }
+  EXPECT_GE(checked, 40);
+}
+
+// The worker's measurement settings are the plan's: the schema's defaults,
+// filled at submit, are the engine's own.
+TEST(ToMeasureConfig, TheSchemaDefaultsAreTheEngines) {
+  v1::JobSpec spec;
+  FillSpecDefaults(&spec);
+  const measure::MeasureConfig planned = ToMeasureConfig(spec.measurement());
+  const measure::MeasureConfig engine;
+  EXPECT_EQ(planned.warmup_iterations, engine.warmup_iterations);
+  EXPECT_EQ(planned.warmup_ms, engine.warmup_ms);
+  EXPECT_EQ(planned.min_iterations, engine.min_iterations);
+  EXPECT_EQ(planned.min_time_ms, engine.min_time_ms);
+  EXPECT_EQ(planned.max_time_ms, engine.max_time_ms);
+  EXPECT_EQ(planned.window_iterations, engine.window_iterations);
+  EXPECT_DOUBLE_EQ(planned.cv_threshold, engine.cv_threshold);
+  EXPECT_EQ(planned.trials, engine.trials);
+  EXPECT_EQ(planned.max_iterations, engine.max_iterations);
+  EXPECT_EQ(spec.profiling().iterations(), engine.profile_iterations);
+  EXPECT_EQ(spec.profiling().top_operators(), engine.profile_top_operators);
+  EXPECT_EQ(spec.telemetry().interval_ms(), engine.telemetry_interval_ms);
 }
 
 }  // namespace

@@ -156,7 +156,7 @@ absl::StatusOr<int> OpenRendezvous(int world_size) {
     options.masterListenFd = *fd;
 #endif
     // LibTorch 1.13 has no way to hand its store a socket: its listener
-    // takes every interface for the run (README).
+    // takes every interface for the run (docs/multi-gpu.md).
     options.numWorkers = world_size;
     options.waitWorkers = false;
     options.timeout = dist::kStoreTimeout;

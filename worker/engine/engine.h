@@ -43,7 +43,7 @@ struct NumericsOutcome {
   bool passed = false;
 };
 
-// The relative error a numerics check allows at a precision (README):
+// The relative error a numerics check allows at a precision (docs/numerics.md):
 // fp32 1e-4, tf32 5e-3, fp16 1e-2, bf16 5e-2; of the output in inference, of
 // the loss in training.
 double NumericsTolerance(Precision precision);
