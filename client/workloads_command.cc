@@ -9,6 +9,7 @@
 #include "client/cli.h"
 #include "client/cli_internal.h"
 #include "client/estimate.h"
+#include "common/spec_schema.h"
 #include "common/workload_registry.h"
 
 namespace gpubench::client {
@@ -66,7 +67,7 @@ int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     if (!w->architecture.empty()) out << "  model:   " << w->architecture << "\n";
     if (w->cost != nullptr) out << "  cost:    " << CostText(*w) << " (at the defaults)\n";
     std::vector<std::string> params;
-    for (const std::string& p : w->params) {
+    for (const std::string& p : ParamsReadBy(w->name)) {
       const std::string d = DefaultText(*w, p);
       params.push_back(d.empty() ? p : absl::StrCat(p, "=", d));
     }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/spec.h"
 #include "common/spec_checks.h"
+#include "common/spec_schema.h"
 #include "common/workload_registry.h"
 #include "google/protobuf/text_format.h"
 
@@ -217,7 +218,7 @@ std::vector<std::string> UnreadParams(const v1::RunConfig& config) {
   for (std::string_view name :
        {std::string_view(config.workload()),
         ModelWorkload(config.workload(), config.params().ddp_model())}) {
-    if (const WorkloadInfo* w = FindWorkload(name)) read.insert(w->params.begin(), w->params.end());
+    for (const std::string& p : ParamsReadBy(name)) read.insert(p);
   }
   v1::RunConfig filled = config;
   FillConfigDefaults(&filled);

@@ -61,17 +61,8 @@ std::string DefaultOf(const SchemaField& f) {
   return "";
 }
 
-// The workloads whose entry lists the parameter; "" for a run's own field.
-std::string ReadBy(const SchemaField& f) {
-  if (f.path.rfind("base.params.", 0) != 0) return "";
-  std::vector<std::string> names;
-  for (const WorkloadInfo* w : Workloads()) {
-    for (const std::string& p : w->params) {
-      if (p == f.field()->name()) names.push_back(w->name);
-    }
-  }
-  return absl::StrJoin(names, ", ");
-}
+// The workloads that read a parameter; "" for a run's own field.
+std::string ReadBy(const SchemaField& f) { return absl::StrJoin(f.schema->workloads(), ", "); }
 
 struct Section {
   const char* prefix;  // of the fields' paths

@@ -273,6 +273,16 @@ void ApplySweepValue(const SchemaField& f, const v1::Sweep& sweep, int i,
   SetSiblings(f, parent);
 }
 
+std::vector<std::string> ParamsReadBy(std::string_view workload) {
+  std::vector<std::string> out;
+  for (const SchemaField& f : SpecSchema()) {
+    for (const std::string& w : f.schema->workloads()) {
+      if (w == workload) out.push_back(f.field()->name());
+    }
+  }
+  return out;
+}
+
 absl::Status SetFromText(const SchemaField& f, std::string_view text, bool to_sweep,
                          v1::JobSpec* spec) {
   const FieldDescriptor* field = f.field();
@@ -345,19 +355,52 @@ absl::Status SetFromText(const SchemaField& f, std::string_view text, bool to_sw
   return absl::OkStatus();
 }
 
+namespace {
+
+// Sets f, a number of parent that reads 0, to its default_number.
+void FillDefault(const SchemaField& f, Message* parent) {
+  if (f.schema->default_number() == 0 || !f.schema->zero_is_default()) return;
+  if (NumberOf(*parent, f.field(), -1) != 0) return;
+  const Reflection* r = parent->GetReflection();
+  const double d = f.schema->default_number();
+  switch (f.field()->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: r->SetInt32(parent, f.field(), d); break;
+    case FieldDescriptor::CPPTYPE_INT64: r->SetInt64(parent, f.field(), d); break;
+    case FieldDescriptor::CPPTYPE_DOUBLE: r->SetDouble(parent, f.field(), d); break;
+    default: std::abort();  // spec_schema_test: no other type has a default_number
+  }
+}
+
+}  // namespace
+
+void FillParamDefaults(std::string_view workload, v1::WorkloadParams* p) {
+  for (const SchemaField& f : SpecSchema()) {
+    if (f.field()->containing_type() != v1::WorkloadParams::descriptor()) continue;
+    for (const std::string& w : f.schema->workloads()) {
+      if (w == workload) FillDefault(f, p);
+    }
+  }
+}
+
+bool TakesHost(const v1::RunConfig& config) {
+  for (const SchemaField& f : SpecSchema()) {
+    if (!f.in_run() || !f.schema->takes_host()) continue;
+    const Message* m = &config;
+    for (size_t i = 1; i + 1 < f.chain.size(); ++i) {
+      m = &m->GetReflection()->GetMessage(*m, f.chain[i]);
+    }
+    const Reflection* r = m->GetReflection();
+    if (f.field()->has_presence() ? r->HasField(*m, f.field())
+                                  : (IsNumber(f.field()) && NumberOf(*m, f.field(), -1) != 0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void FillSpecDefaults(v1::JobSpec* spec) {
   for (const SchemaField& f : SpecSchema()) {
-    if (f.in_run() || f.schema->default_number() == 0 || !f.schema->zero_is_default()) continue;
-    Message* parent = MutableParent(f.chain, 0, spec);
-    if (NumberOf(*parent, f.field(), -1) != 0) continue;
-    const Reflection* r = parent->GetReflection();
-    const double d = f.schema->default_number();
-    switch (f.field()->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_INT32: r->SetInt32(parent, f.field(), d); break;
-      case FieldDescriptor::CPPTYPE_INT64: r->SetInt64(parent, f.field(), d); break;
-      case FieldDescriptor::CPPTYPE_DOUBLE: r->SetDouble(parent, f.field(), d); break;
-      default: std::abort();  // spec_schema_test: no other type has a default_number
-    }
+    if (!f.in_run()) FillDefault(f, MutableParent(f.chain, 0, spec));
   }
   v1::Measurement* m = spec->mutable_measurement();
   m->set_max_time_ms(std::max(m->max_time_ms(), m->min_time_ms()));

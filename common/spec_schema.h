@@ -61,6 +61,18 @@ std::vector<const SchemaField*> SweptFields(const v1::Sweep& sweep);
 // Sets f (and its also_sets) on config to value i of its sweep axis.
 void ApplySweepValue(const SchemaField& f, const v1::Sweep& sweep, int i, v1::RunConfig* config);
 
+// The WorkloadParams fields the workload named reads, in declaration order
+// (each field's schema lists its workloads).
+std::vector<std::string> ParamsReadBy(std::string_view workload);
+
+// Fills each parameter of p that workload reads, is 0 and has one default
+// for every workload (the schema's default_number).
+void FillParamDefaults(std::string_view workload, v1::WorkloadParams* p);
+
+// Whether a run of config reaches beyond its own device: it sets a field
+// whose schema says takes_host, so its job takes the whole host.
+bool TakesHost(const v1::RunConfig& config);
+
 // Parses text as f's type (a number, on/off, an enum's short name, text),
 // holds a number to f's bounds, and sets it on spec's base (with its
 // also_sets) or, with to_sweep, adds it to f's sweep axis. The error names

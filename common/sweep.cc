@@ -91,6 +91,8 @@ void FillConfigDefaults(v1::RunConfig* c) {
     c->set_learning_rate(c->optimizer() == v1::OPTIMIZER_ADAMW ? kDefaultAdamWLearningRate
                                                               : kDefaultSgdLearningRate);
   }
+  // A parameter with one default for every workload that reads it.
+  FillParamDefaults(model, p);
 }
 
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(

@@ -119,8 +119,6 @@ struct WorkloadInfo {
   bool language_model = false;
   // Scaled-dot-product attention inside: `attention` picks its kernel.
   bool attends = false;
-  // The WorkloadParams fields it reads, in the order `workloads` lists them.
-  std::vector<std::string> params;
   // The model_size values it takes, in order ("" where it has none).
   std::vector<std::string> model_sizes;
   // Where model_size names a shape (gpt "350m"): sets d's layers, widths
@@ -149,7 +147,8 @@ bool IsDistributedWorkload(std::string_view workload);
 // (default resnet50); any other workload is its own.
 std::string_view ModelWorkload(std::string_view workload, std::string_view ddp_model);
 
-// The default of one of w.params as text ("224", "small"), "" where it has
+// The default of a parameter w reads (the spec's schema says which:
+// ParamsReadBy) as text ("224", "small"), "" where it has
 // none (a path, an option off).
 std::string DefaultText(const WorkloadInfo& w, std::string_view param);
 

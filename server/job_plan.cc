@@ -130,6 +130,8 @@ JobManager::Needs JobManager::LeasesOf(const v1::Job& job,
     leases.insert(d);
     // A CPU figure measured beside a GPU job's host thread is a figure of both.
     if (d == "cpu") leases.insert(JobQueue::kWholeHost);
+    // A run that reaches other devices (a peer GPU) runs alone too.
+    if (TakesHost(c)) leases.insert(JobQueue::kWholeHost);
   }
   return needs;
 }

@@ -1,9 +1,12 @@
 #include "worker/convert.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/workload_registry.h"
 
 namespace gpubench::worker {
@@ -35,32 +38,48 @@ v1::RunState ToState(engine::RunStatus status) {
   return v1::RUN_STATE_FAILED;
 }
 
+// Copies each row of engine::FieldMaps() from v into c.
+void CopyMappedFields(const v1::RunConfig& v, engine::RunConfig* c) {
+  using google::protobuf::FieldDescriptor;
+  for (const engine::FieldMap& map : engine::FieldMaps()) {
+    const google::protobuf::Message* m = &v;
+    const FieldDescriptor* f = nullptr;
+    for (absl::string_view name : absl::StrSplit(map.path, '.')) {
+      if (f != nullptr) m = &m->GetReflection()->GetMessage(*m, f);
+      f = m->GetDescriptor()->FindFieldByName(std::string(name));
+      if (f == nullptr) std::abort();  // a row naming no field: EverySchemaFieldOfARunMaps
+    }
+    const google::protobuf::Reflection* r = m->GetReflection();
+    if (f->has_presence() && !r->HasField(*m, f)) continue;
+    std::visit(
+        [&](auto member) {
+          using T = std::decay_t<decltype(c->*member)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            c->*member = r->GetString(*m, f);
+          } else if constexpr (std::is_same_v<T, bool>) {
+            c->*member = r->GetBool(*m, f);
+          } else if constexpr (std::is_same_v<T, double>) {
+            c->*member = r->GetDouble(*m, f);
+          } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT64) {
+            c->*member = static_cast<T>(r->GetInt64(*m, f));
+          } else {
+            c->*member = static_cast<T>(r->GetInt32(*m, f));
+          }
+        },
+        map.member);
+  }
+}
+
 }  // namespace
 
 engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   engine::RunConfig c;
+  CopyMappedFields(v, &c);
   const v1::WorkloadParams& p = v.params();
-  c.workload = v.workload();
-  c.model_size = p.model_size();
-  c.image_size = p.image_size();
-  c.num_classes = p.num_classes();
-  c.sequence_length = p.sequence_length();
-  c.num_layers = p.num_layers();
-  c.hidden_size = p.hidden_size();
-  c.num_heads = p.num_heads();
-  c.decoder = p.decoder();
-  c.vocab_size = p.vocab_size();
-  c.matmul_m = p.matmul_m();
-  c.matmul_n = p.matmul_n();
-  c.matmul_k = p.matmul_k();
-  c.copy_bytes = p.copy_bytes();
   c.copy_direction = static_cast<engine::CopyDirection>(p.copy_direction());
   c.collective_op = static_cast<engine::CollectiveOp>(p.collective_op());
-  c.collective_bytes = p.collective_bytes();
-  c.ddp_model = p.ddp_model();
   c.ddp_bucket_mb = p.has_ddp_bucket_mb() ? p.ddp_bucket_mb() : kDefaultDdpBucketMb;
   c.world_size = std::max(1, v.world_size());  // 0: one rank
-  c.model_path = p.model_path();
   for (const auto& in : p.inputs()) {
     engine::TensorSpec t;
     t.shape.assign(in.shape().begin(), in.shape().end());
@@ -74,11 +93,7 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
     c.inputs.push_back(t);
   }
   c.mode = static_cast<engine::Mode>(v.mode());
-  c.device = v.device();
-  c.batch_size = v.batch_size();
   c.precision = static_cast<engine::Precision>(v.precision());
-  c.channels_last = v.channels_last();
-  c.cudnn_benchmark = v.cudnn_benchmark();
   c.execution = static_cast<engine::Execution>(v.execution());
   c.input_source = static_cast<engine::InputSource>(v.input_source());
   c.pipeline.loader_threads = v.pipeline().loader_threads();
@@ -87,12 +102,7 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   c.pipeline.extra_cost_us_per_sample = v.pipeline().extra_cost_us_per_sample();
   c.pipeline.non_blocking = v.pipeline().non_blocking() || v.pipeline().pinned_memory();
   c.optimizer = static_cast<engine::Optimizer>(v.optimizer());
-  c.learning_rate = v.learning_rate();
   c.attention = static_cast<engine::Attention>(v.attention());
-  c.num_kv_heads = p.num_kv_heads();
-  c.ffn_hidden_size = p.ffn_hidden_size();
-  c.prompt_length = p.prompt_length();
-  c.new_tokens = p.new_tokens();
   return c;
 }
 

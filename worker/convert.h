@@ -1,5 +1,5 @@
 // Converts between gpubench.v1 messages and the engine's plain types.
-// Torch-free (LIBTORCH.md, trap 2). Thread-safe (no state).
+// Torch-free (docs/libtorch.md, trap 2). Thread-safe (no state).
 #ifndef GPUBENCH_WORKER_CONVERT_H_
 #define GPUBENCH_WORKER_CONVERT_H_
 

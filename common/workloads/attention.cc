@@ -13,7 +13,6 @@ WorkloadInfo Attention() {
   w.host_input = false;
   w.attends = true;
   w.sample = SampleShape::kTokens;
-  w.params = {"sequence_length", "hidden_size", "num_heads"};
   w.defaults.sequence_length = 2048;
   w.defaults.hidden_size = 2048;  // 16 heads of 128
   w.defaults.num_heads = 16;

@@ -31,7 +31,6 @@ WorkloadInfo BiLstm() {
   w.cost = BiLstmCost;
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kTokens;
-  w.params = {"sequence_length", "vocab_size", "num_classes"};
   w.defaults.sequence_length = 256;
   w.defaults.num_classes = 3;
   w.defaults.vocab_size = 128;

@@ -37,7 +37,6 @@ WorkloadInfo CnnLstm() {
   w.cost = CnnLstmCost;
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kFrames;
-  w.params = {"sequence_length", "image_size", "num_classes"};
   w.defaults.sequence_length = 16;
   w.defaults.image_size = 64;
   w.defaults.num_classes = 10;

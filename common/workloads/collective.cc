@@ -11,7 +11,6 @@ WorkloadInfo Collective() {
               "broadcast): algbw and busbw as nccl-tests counts them";
   w.distributed = true;
   w.graphs = w.on_mps = false;
-  w.params = {"collective_op", "collective_bytes"};
   w.defaults.collective_bytes = int64_t{1} << 20;
   w.defaults.collective_op = 1;  // all-reduce
   return w;

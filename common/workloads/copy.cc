@@ -8,7 +8,6 @@ WorkloadInfo Copy() {
   w.name = "copy";
   w.batched = false;
   w.summary = "one copy of copy_bytes, host to device, device to host or device to device: GB/s";
-  w.params = {"copy_bytes", "copy_direction"};
   w.defaults.copy_bytes = int64_t{256} << 20;
   w.defaults.copy_direction = 1;  // host to device
   return w;

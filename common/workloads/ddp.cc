@@ -11,7 +11,6 @@ WorkloadInfo Ddp() {
   w.distributed = true;
   w.infers = w.graphs = w.host_input = w.on_mps = false;
   // The model's own parameters apply too (its entry, through ModelWorkload).
-  w.params = {"ddp_model", "ddp_bucket_mb"};
   return w;
 }
 

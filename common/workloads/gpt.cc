@@ -50,8 +50,6 @@ WorkloadInfo Gpt() {
   w.model = w.compiles = w.checks_numerics = w.language_model = w.attends = true;
   w.host_input = false;
   w.sample = SampleShape::kTokens;
-  w.params = {"model_size", "sequence_length", "num_layers", "hidden_size", "num_heads",
-              "vocab_size", "prompt_length", "new_tokens"};
   w.model_sizes = {"124m", "350m", "774m", "1.3b", "custom"};
   w.size_shape = GptShape;
   w.defaults.model_size = "124m";

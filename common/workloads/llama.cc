@@ -48,8 +48,6 @@ WorkloadInfo Llama() {
   w.model = w.compiles = w.checks_numerics = w.language_model = w.attends = true;
   w.host_input = false;
   w.sample = SampleShape::kTokens;
-  w.params = {"model_size", "sequence_length", "num_layers", "hidden_size", "num_heads",
-              "num_kv_heads", "ffn_hidden_size", "vocab_size", "prompt_length", "new_tokens"};
   w.model_sizes = {"1b", "small", "custom"};
   w.size_shape = LlamaShape;
   w.defaults.model_size = "1b";

@@ -8,7 +8,6 @@ WorkloadInfo Matmul() {
   w.name = "matmul";
   w.batched = false;
   w.summary = "one matrix product M×K by K×N in the run's precision: achieved TFLOP/s";
-  w.params = {"matmul_m", "matmul_n", "matmul_k"};
   w.defaults.matmul_size = 4096;
   return w;
 }

@@ -43,7 +43,6 @@ WorkloadInfo Mlp() {
   w.cost = MlpCost;
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kImage;
-  w.params = {"model_size", "image_size", "num_classes"};
   w.model_sizes = {"small", "medium", "large"};
   w.defaults.model_size = "small";
   w.defaults.image_size = 32;

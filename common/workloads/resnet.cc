@@ -54,7 +54,6 @@ WorkloadInfo ResNet(const char* name, const char* summary) {
   w.summary = summary;
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kImage;
-  w.params = {"image_size", "num_classes"};
   w.defaults.image_size = 224;
   w.defaults.num_classes = 1000;
   return w;

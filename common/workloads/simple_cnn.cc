@@ -29,7 +29,6 @@ WorkloadInfo SimpleCnn() {
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kImage;
   w.min_image_size = 4;  // two 2x2 pools leave a pixel
-  w.params = {"image_size", "num_classes"};
   w.defaults.model_size = "small";  // unread; kept so that stored configs keep their keys
   w.defaults.image_size = 32;
   w.defaults.num_classes = 10;

@@ -10,7 +10,6 @@ WorkloadInfo TorchScript() {
               "with the input shapes you give";
   w.checks_numerics = true;
   w.sample = SampleShape::kGiven;
-  w.params = {"model_path", "model_sha256", "inputs"};
   return w;
 }
 

@@ -37,8 +37,6 @@ WorkloadInfo Transformer() {
   w.cost = TransformerCost;
   w.model = w.compiles = w.checks_numerics = w.attends = true;
   w.sample = SampleShape::kTokens;
-  w.params = {"sequence_length", "num_layers", "hidden_size", "num_heads", "decoder",
-              "vocab_size",      "num_classes"};
   w.defaults.sequence_length = 512;
   w.defaults.num_layers = 6;
   w.defaults.hidden_size = 512;

@@ -53,7 +53,6 @@ WorkloadInfo UNet() {
   w.model = w.compiles = w.checks_numerics = true;
   w.sample = SampleShape::kImage;
   w.min_image_size = 16;  // four 2x2 pools leave a pixel
-  w.params = {"image_size", "num_classes"};
   w.defaults.image_size = 128;
   w.defaults.num_classes = 3;
   return w;

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "common/gpu_peaks.h"
 #include "common/spec.h"
+#include "common/spec_schema.h"
 #include "tests/common/spec_test_util.h"
 
 namespace gpubench {
@@ -36,7 +37,7 @@ TEST(WorkloadRegistry, PlannedDefaultsAreTheListedOnes) {
     ASSERT_EQ(runs->size(), 1u);
     const v1::WorkloadParams& planned = (*runs)[0].params();
     const auto* reflection = planned.GetReflection();
-    for (const std::string& name : w->params) {
+    for (const std::string& name : ParamsReadBy(w->name)) {
       const google::protobuf::FieldDescriptor* field = params->FindFieldByName(name);
       ASSERT_NE(field, nullptr) << w->name << " lists " << name;
       const std::string want = DefaultText(*w, name);

@@ -1,4 +1,4 @@
-// The one place that knows LibTorch 1.13 from 2.x (see LIBTORCH.md).
+// The one place that knows LibTorch 1.13 from 2.x (see docs/libtorch.md).
 #ifndef GPUBENCH_WORKER_ENGINE_COMPAT_H_
 #define GPUBENCH_WORKER_ENGINE_COMPAT_H_
 

@@ -1,6 +1,6 @@
 // Plain C++ types the engine works on. No torch and no protobuf here: this
 // header is shared by the torch-heavy engine and the torch-free code that
-// converts to and from gpubench.v1 messages (see LIBTORCH.md, trap 2).
+// converts to and from gpubench.v1 messages (see docs/libtorch.md, trap 2).
 //
 // Enum values match the numbers of the gpubench.v1 enums of the same name.
 #ifndef GPUBENCH_WORKER_ENGINE_CONFIG_H_
@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace gpubench::engine {
@@ -159,6 +160,51 @@ struct RunConfig {
   int cpu_threads = 0;
   std::string cpu_threads_reason;  // "2: the CPUs this worker may use (...)"
 };
+
+// Where the spec's scalar fields of a run land in RunConfig: the field's
+// path below gpubench.v1.RunConfig and the member. worker/convert.cc copies
+// each (a field with presence only where it is set); a new parameter is its
+// member above and its row here. The enums, the pipeline, the inputs and
+// the fields with a fallback of their own are copied by hand there;
+// ToEngineConfig.EverySchemaFieldOfARunMaps checks that every field of the
+// spec's schema reaches RunConfig.
+struct FieldMap {
+  const char* path;
+  std::variant<int RunConfig::*, int64_t RunConfig::*, bool RunConfig::*, double RunConfig::*,
+               std::string RunConfig::*>
+      member;
+};
+inline const std::vector<FieldMap>& FieldMaps() {
+  static const auto* maps = new std::vector<FieldMap>{
+      {"workload", &RunConfig::workload},
+      {"device", &RunConfig::device},
+      {"batch_size", &RunConfig::batch_size},
+      {"channels_last", &RunConfig::channels_last},
+      {"cudnn_benchmark", &RunConfig::cudnn_benchmark},
+      {"learning_rate", &RunConfig::learning_rate},
+      {"params.model_size", &RunConfig::model_size},
+      {"params.image_size", &RunConfig::image_size},
+      {"params.num_classes", &RunConfig::num_classes},
+      {"params.sequence_length", &RunConfig::sequence_length},
+      {"params.num_layers", &RunConfig::num_layers},
+      {"params.hidden_size", &RunConfig::hidden_size},
+      {"params.num_heads", &RunConfig::num_heads},
+      {"params.decoder", &RunConfig::decoder},
+      {"params.vocab_size", &RunConfig::vocab_size},
+      {"params.matmul_m", &RunConfig::matmul_m},
+      {"params.matmul_n", &RunConfig::matmul_n},
+      {"params.matmul_k", &RunConfig::matmul_k},
+      {"params.copy_bytes", &RunConfig::copy_bytes},
+      {"params.model_path", &RunConfig::model_path},
+      {"params.collective_bytes", &RunConfig::collective_bytes},
+      {"params.ddp_model", &RunConfig::ddp_model},
+      {"params.num_kv_heads", &RunConfig::num_kv_heads},
+      {"params.ffn_hidden_size", &RunConfig::ffn_hidden_size},
+      {"params.prompt_length", &RunConfig::prompt_length},
+      {"params.new_tokens", &RunConfig::new_tokens},
+  };
+  return *maps;
+}
 
 
 }  // namespace gpubench::engine
