@@ -95,6 +95,34 @@ TEST(SpecSchema, TextSetsTheFieldOrItsAxis) {
   EXPECT_EQ((*runs)[2].precision(), v1::PRECISION_FP32);
 }
 
+// A copy to each peer GPU sweeps peer_device; a run that sets it reaches
+// beyond its own device, so its job takes the whole host. Other workloads
+// do not read it, and are told so.
+TEST(SpecSchema, APeerCopyTakesTheHost) {
+  auto spec = ParseJobSpecJson(R"({"base": {"workload": "copy", "device": "cuda:0",
+      "params": {"copyDirection": "COPY_DIRECTION_DEVICE_TO_DEVICE"}},
+      "sweep": {"peerDevice": [0, 1]}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_TRUE((*runs)[0].params().has_peer_device());
+  EXPECT_EQ((*runs)[1].params().peer_device(), 1);
+  EXPECT_TRUE(TakesHost((*runs)[0]));
+  v1::RunConfig own = (*runs)[0];
+  own.mutable_params()->clear_peer_device();
+  EXPECT_FALSE(TakesHost(own));
+  EXPECT_EQ(ParamsReadBy("copy"),
+            (std::vector<std::string>{"copy_bytes", "copy_direction", "peer_device"}));
+  v1::RunConfig mlp;
+  mlp.set_workload("mlp");
+  mlp.mutable_params()->set_peer_device(1);
+  EXPECT_EQ(UnreadParams(mlp), std::vector<std::string>{"peer_device"});
+  spec->mutable_sweep()->set_peer_device(1, 64);
+  EXPECT_EQ(ValidateJobSpec(*spec).message(),
+            "spec.sweep.peer_device[1]: must be in [0, 63], got 64");
+}
+
 // The plan holds the settings the worker uses; a bound longer than the
 // default keeps the run's whole minimum time.
 TEST(SpecSchema, DefaultsAreFilledIntoThePlan) {

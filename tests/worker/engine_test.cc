@@ -268,6 +268,20 @@ TEST(Engine, CudaGraphOnCpuIsAClearError) {
   EXPECT_NE(out.error.find("cuda_graph"), std::string::npos) << out.error;
 }
 
+// A copy to a peer GPU needs a CUDA run and a GPU of that index: on the
+// CPU the run fails naming the parameter (on GPUs: bench/gpu_peer_copy.sh).
+TEST(Engine, APeerCopyOffTheGpuIsAClearError) {
+  RunConfig config = Small("copy");
+  config.copy_direction = CopyDirection::kDeviceToDevice;
+  config.peer_device = 1;
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_NE(out.error.find("params.peer_device: a copy to a peer GPU is device_to_device on a "
+                           "CUDA device"),
+            std::string::npos)
+      << out.error;
+}
+
 TEST(Engine, CancelStopsAtAnIterationBoundaryWithPartialFigures) {
   RunConfig config = Small("mlp");
   MeasureConfig m = Short();

@@ -10,10 +10,11 @@
 namespace gpubench::engine {
 namespace {
 
-// One copy of copy_bytes per iteration; reports GB/s.
+// One copy of copy_bytes per iteration; reports GB/s. Device to device
+// with peer_device: from the run's GPU to that one, peer to peer.
 class CopyWorkload : public Workload {
  public:
-  CopyWorkload(const RunConfig& c, torch::Device device)
+  CopyWorkload(const RunConfig& c, torch::Device device, torch::Device to)
       : Workload(device), bytes_(c.copy_bytes) {
     MaybeInjectOom(bytes_);
     const bool pinned = c.pipeline.pinned_memory && device.is_cuda();
@@ -26,7 +27,7 @@ class CopyWorkload : public Workload {
         break;
       case CopyDirection::kDeviceToDevice:
         src_ = torch::randint(256, {bytes_}, dev);
-        dst_ = torch::empty({bytes_}, dev);
+        dst_ = torch::empty({bytes_}, dev.device(to));
         break;
       default:
         src_ = torch::randint(256, {bytes_}, torch::kUInt8);
@@ -56,7 +57,17 @@ class CopyWorkload : public Workload {
 
 WorkloadOrError NewCopyWorkload(const RunConfig& c, torch::Device device,
                                  const MeasureConfig& /*m*/) {
-  return std::make_unique<CopyWorkload>(c, device);
+  if (c.peer_device < 0) return std::make_unique<CopyWorkload>(c, device, device);
+  if (c.copy_direction != CopyDirection::kDeviceToDevice || !device.is_cuda()) {
+    return absl::InvalidArgumentError(
+        "params.peer_device: a copy to a peer GPU is device_to_device on a CUDA device");
+  }
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  if (c.peer_device >= gpus) {
+    return absl::InvalidArgumentError(absl::StrCat("params.peer_device: cuda:", c.peer_device,
+                                                   " is not a GPU of this host (", gpus, ")"));
+  }
+  return std::make_unique<CopyWorkload>(c, device, torch::Device(torch::kCUDA, c.peer_device));
 }
 
 }  // namespace gpubench::engine
