@@ -12,6 +12,7 @@
 #include "client/compare.h"
 #include "client/json_writer.h"
 #include "common/spec.h"
+#include "common/workload_registry.h"
 #include "report/facets.h"
 #include "report/format.h"
 
@@ -40,7 +41,7 @@ std::vector<DistributedRow> DistributedRows(const std::vector<v1::Run>& runs) {
     return ConfigKey(c);
   };
   for (const v1::Run& r : runs) {
-    if (r.config().workload() == "ddp" && r.state() == v1::RUN_STATE_SUCCEEDED &&
+    if (IsWorkload(r.config().workload(), WorkloadId::kDdp) && r.state() == v1::RUN_STATE_SUCCEEDED &&
         r.config().world_size() <= 1) {
       one_rank[key(r)] = r.result().throughput_samples_per_s();
     }
@@ -52,7 +53,7 @@ std::vector<DistributedRow> DistributedRows(const std::vector<v1::Run>& runs) {
     }
     DistributedRow row{&r};
     auto base = one_rank.find(key(r));
-    if (r.config().workload() == "ddp" && base != one_rank.end() && base->second > 0) {
+    if (IsWorkload(r.config().workload(), WorkloadId::kDdp) && base != one_rank.end() && base->second > 0) {
       row.efficiency = r.result().throughput_samples_per_s() /
                        (std::max(1, r.config().world_size()) * base->second);
     }
@@ -82,7 +83,7 @@ void PrintDistributed(const std::vector<v1::Run>& runs, Format format, std::ostr
     const v1::Run& r = *row.run;
     const v1::RunResult& res = r.result();
     const std::string devices = absl::StrJoin(res.rank_devices(), ",");
-    if (r.config().workload() == "collective") {
+    if (IsWorkload(r.config().workload(), WorkloadId::kCollective)) {
       // One rank moves nothing: bytes over its near-empty call would read
       // as hundreds of TB/s.
       const bool one_rank = OneRank(r);
@@ -132,7 +133,7 @@ void WriteDistributed(const std::vector<v1::Run>& runs, JsonWriter& json) {
     json.Key("rank_devices").Array();
     for (const std::string& d : res.rank_devices()) json.String(d);
     json.End();
-    if (r.config().workload() == "collective") {
+    if (IsWorkload(r.config().workload(), WorkloadId::kCollective)) {
       json.Key("collective_op")
           .String(report::Short(v1::CollectiveOp_descriptor(), r.config().params().collective_op()));
       json.Key("bytes").Int(r.config().params().collective_bytes());

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "client/cli.h"
 #include "client/cli_internal.h"
+#include "common/workload_registry.h"
 #include "report/roofline.h"
 
 namespace gpubench::client {
@@ -59,9 +60,10 @@ absl::Status ListPeakRuns(const Daemon& d, const v1::Job& job, const std::vector
                           std::vector<v1::Run>* peak_runs) {
   peak_runs->clear();
   if (!report::UsesPeaks(report::RunPointers(runs))) return absl::OkStatus();
-  for (const char* workload : {"matmul", "copy"}) {
+  // The host's own peaks: its matmul and copy runs.
+  for (WorkloadId id : {WorkloadId::kMatmul, WorkloadId::kCopy}) {
     v1::QueryRunsRequest req;
-    req.set_workload(workload);
+    req.set_workload(NameOf(id));
     req.set_host_id(job.host_id());
     req.add_states(v1::RUN_STATE_SUCCEEDED);
     for (int page = 0; page < 10; ++page) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/spec.h"
+#include "common/workload_registry.h"
 #include "report/facets.h"
 #include "report/format.h"
 
@@ -24,10 +25,10 @@ int64_t BytesPerParameter(const v1::RunConfig& c) {
 // A kernel's work a step: matmul's FLOPs, copy's bytes; "-" for the others.
 std::string KernelWork(const v1::RunConfig& c) {
   const v1::WorkloadParams& p = c.params();
-  if (c.workload() == "matmul") {
+  if (IsWorkload(c.workload(), WorkloadId::kMatmul)) {
     return FlopCount(2.0 * p.matmul_m() * p.matmul_n() * p.matmul_k());
   }
-  if (c.workload() == "copy") return absl::StrCat(report::Bytes(p.copy_bytes()), " copied");
+  if (IsWorkload(c.workload(), WorkloadId::kCopy)) return absl::StrCat(report::Bytes(p.copy_bytes()), " copied");
   return "-";
 }
 

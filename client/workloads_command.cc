@@ -71,7 +71,7 @@ int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err) {
       const std::string d = DefaultText(*w, p);
       params.push_back(d.empty() ? p : absl::StrCat(p, "=", d));
     }
-    if (w->name == "ddp") params.push_back("and ddp_model's own");
+    if (w->id == WorkloadId::kDdp) params.push_back("and ddp_model's own");
     out << "  params:  " << (params.empty() ? "none" : absl::StrJoin(params, " ")) << "\n"
         << "  applies: " << Applies(*w) << "\n";
   }

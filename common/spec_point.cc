@@ -69,7 +69,7 @@ absl::Status CheckSize(const std::string& path, const v1::RunConfig& c) {
     // The KV cache holds the prompt and the new tokens of every sequence;
     // gpt's learnt positions end at its context, sequence_length.
     const int64_t context = int64_t{c.params().prompt_length()} + c.params().new_tokens();
-    if (model->name == "gpt" && context > tokens) {
+    if (model->id == WorkloadId::kGpt && context > tokens) {
       return Invalid(path + ".params.new_tokens",
                      absl::StrCat("prompt_length ", c.params().prompt_length(), " + new_tokens ",
                                   c.params().new_tokens(), " passes gpt's context, ",
@@ -107,7 +107,7 @@ absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c) {
                    absl::StrCat("aot compiles the built-in models (",
                                 WorkloadNames([](const WorkloadInfo& i) { return i.compiles; }),
                                 "), not ", w.name,
-                                w.name == "torchscript"
+                                w.id == WorkloadId::kTorchscript
                                     ? "; upload your model's AOTInductor package (.pt2) "
                                       "and run it as torchscript"
                                     : ""));
@@ -155,7 +155,7 @@ absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c) {
                                   " takes whichever GPUs are free"));
     }
   }
-  if (c.precision() == v1::PRECISION_FP8 && w.name != "matmul") {
+  if (c.precision() == v1::PRECISION_FP8 && w.id != WorkloadId::kMatmul) {
     return Invalid(path + ".precision",
                    "fp8 is for the matmul workload (torch._scaled_mm, e4m3 operands)");
   }
@@ -185,7 +185,7 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
   if (c.execution() != v1::EXECUTION_EAGER) {
     return Invalid(path + ".execution", absl::StrCat(c.workload(), " runs eager only"));
   }
-  if (c.workload() != "collective") return absl::OkStatus();
+  if (!IsWorkload(c.workload(), WorkloadId::kCollective)) return absl::OkStatus();
   const int64_t element = c.precision() == v1::PRECISION_FP16 ||
                                   c.precision() == v1::PRECISION_BF16
                               ? 2

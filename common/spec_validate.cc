@@ -148,7 +148,7 @@ absl::Status CheckHeads(const std::string& path, const std::string& workload,
     return Invalid(path + (p.num_heads() != 0 ? ".num_heads" : ".hidden_size"),
                    absl::StrCat("num_heads ", heads, " must divide hidden_size ", hidden));
   }
-  if (model == "llama" && hidden != 0 && heads != 0 && (hidden / heads) % 2 != 0) {
+  if (IsWorkload(model, WorkloadId::kLlama) && hidden != 0 && heads != 0 && (hidden / heads) % 2 != 0) {
     return Invalid(path + ".hidden_size",
                    absl::StrCat("rotary positions need an even head size; hidden_size ", hidden,
                                 " / num_heads ", heads, " is ", hidden / heads));
@@ -217,12 +217,12 @@ absl::Status ValidateRunConfig(const std::string& path, const v1::RunConfig& c,
   // Every number against its schema bounds, every enum against its values.
   if (!(s = CheckSchemaBounds(c, path)).ok()) return s;
   if (!(s = ValidateParams(path + ".params", c.workload(), c.params())).ok()) return s;
-  if (c.workload() == "torchscript" && c.params().model_path().empty() &&
+  if (IsWorkload(c.workload(), WorkloadId::kTorchscript) && c.params().model_path().empty() &&
       c.params().model_sha256().empty()) {
     return Invalid(path + ".params.model_path",
                    "torchscript needs model_path or model_sha256");
   }
-  if (c.workload() == "torchscript" && c.params().inputs_size() == 0) {
+  if (IsWorkload(c.workload(), WorkloadId::kTorchscript) && c.params().inputs_size() == 0) {
     return Invalid(path + ".params.inputs", "torchscript needs its input shapes");
   }
   if (!(s = CheckDevice(path + ".device", c.device())).ok()) return s;

@@ -24,8 +24,8 @@ int CountSweepPoints(const v1::Sweep& w) {
 
 void FillConfigDefaults(v1::RunConfig* c) {
   v1::WorkloadParams* p = c->mutable_params();
-  if (c->workload() == "ddp" && p->ddp_model().empty()) p->set_ddp_model(kDefaultDdpModel);
-  if (c->workload() == "ddp" && !p->has_ddp_bucket_mb()) p->set_ddp_bucket_mb(kDefaultDdpBucketMb);
+  if (IsWorkload(c->workload(), WorkloadId::kDdp) && p->ddp_model().empty()) p->set_ddp_model(kDefaultDdpModel);
+  if (IsWorkload(c->workload(), WorkloadId::kDdp) && !p->has_ddp_bucket_mb()) p->set_ddp_bucket_mb(kDefaultDdpBucketMb);
   const std::string_view model = ModelWorkload(c->workload(), p->ddp_model());
   const WorkloadInfo* info = FindWorkload(model);
   // A model of named shapes given its layers, widths or heads but no size

@@ -22,6 +22,18 @@ const std::vector<const WorkloadInfo*>& Workloads() {
   return *kAll;
 }
 
+std::string NameOf(WorkloadId id) {
+  for (const WorkloadInfo* w : Workloads()) {
+    if (w->id == id) return w->name;
+  }
+  return "";
+}
+
+WorkloadId IdOf(std::string_view name) {
+  const WorkloadInfo* w = FindWorkload(name);
+  return w == nullptr ? WorkloadId::kUnknown : w->id;
+}
+
 const WorkloadInfo* FindWorkload(std::string_view name) {
   for (const WorkloadInfo* w : Workloads()) {
     if (w->name == name) return w;

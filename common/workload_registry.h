@@ -88,7 +88,32 @@ enum class SampleShape {
   kGiven,   // the user's own inputs (torchscript)
 };
 
+// Each built-in workload, for the code that treats one apart from the rest
+// (a figure only it reports, a check only it needs): a run's workload is
+// told apart by IsWorkload, never by its name.
+enum class WorkloadId {
+  kUnknown,
+  kMlp,
+  kSimpleCnn,
+  kResnet18,
+  kResnet50,
+  kUnet,
+  kBilstm,
+  kCnnLstm,
+  kTransformer,
+  kGpt,
+  kLlama,
+  kMatmul,
+  kAttention,
+  kCopy,
+  kEmpty,
+  kTorchscript,
+  kCollective,
+  kDdp,
+};
+
 struct WorkloadInfo {
+  WorkloadId id = WorkloadId::kUnknown;
   std::string name;
   std::string summary;  // one line, for `gpubench workloads` and --help
   // A built-in model's layers in a line ("7x7 conv stem, 4 stages of 2 basic
@@ -133,6 +158,15 @@ const std::vector<const WorkloadInfo*>& Workloads();
 
 // The workload named name, or nullptr.
 const WorkloadInfo* FindWorkload(std::string_view name);
+
+// The id of the workload named name; kUnknown for a name of none.
+WorkloadId IdOf(std::string_view name);
+
+// The name of the workload id ("" for kUnknown).
+std::string NameOf(WorkloadId id);
+
+// Whether name is the workload id's.
+inline bool IsWorkload(std::string_view name, WorkloadId id) { return IdOf(name) == id; }
 
 // The names of the workloads for which pick(info) holds, joined with ", ".
 std::string WorkloadNames(bool (*pick)(const WorkloadInfo&));

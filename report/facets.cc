@@ -77,11 +77,11 @@ const std::array<Facet, kFacetCount>& Facets() {
        },
        [](const C& c) {
          const v1::WorkloadParams& p = c.params();
-         if (c.workload() == "matmul") {
+         if (IsWorkload(c.workload(), WorkloadId::kMatmul)) {
            return absl::StrFormat("%dx%dx%d", p.matmul_m(), p.matmul_n(),
                                   p.matmul_k());
          }
-         if (c.workload() == "copy") {
+         if (IsWorkload(c.workload(), WorkloadId::kCopy)) {
            return absl::StrCat(
                Bytes(p.copy_bytes()), " ",
                Short(v1::CopyDirection_descriptor(), p.copy_direction()));
@@ -90,13 +90,13 @@ const std::array<Facet, kFacetCount>& Facets() {
          // draws along it).
          const std::string ranks =
              c.world_size() > 0 ? absl::StrCat(" x", c.world_size()) : std::string();
-         if (c.workload() == "collective") {
+         if (IsWorkload(c.workload(), WorkloadId::kCollective)) {
            return absl::StrCat(
                Short(v1::CollectiveOp_descriptor(), p.collective_op()),
                p.collective_bytes() > 0 ? absl::StrCat(" ", Bytes(p.collective_bytes())) : "",
                ranks);
          }
-         if (c.workload() == "ddp") return absl::StrCat(p.ddp_model(), ranks);
+         if (IsWorkload(c.workload(), WorkloadId::kDdp)) return absl::StrCat(p.ddp_model(), ranks);
          return std::string();
        }},
       {"mode", "", "",
@@ -181,7 +181,7 @@ const std::array<Facet, kFacetCount>& Facets() {
        },
        [](const C& c) {
          // A copy's source or destination; the input word names a pipeline's.
-         if (c.workload() != "copy") return std::string();
+         if (!IsWorkload(c.workload(), WorkloadId::kCopy)) return std::string();
          return std::string(c.pipeline().pinned_memory() ? "pinned"
                                                          : "pageable");
        }},

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec.h"
+#include "common/workload_registry.h"
 #include "report/chart.h"
 #include "report/format.h"
 #include "report/language_model_plots.h"
@@ -462,7 +463,7 @@ std::string DistributedPlots(const JobView& view) {
     if (!Measured(*r)) continue;
     const v1::RunConfig& c = r->config();
     const v1::RunResult& res = r->result();
-    if (c.workload() == "collective" && res.throughput_samples_per_s() > 0) {
+    if (IsWorkload(c.workload(), WorkloadId::kCollective) && res.throughput_samples_per_s() > 0) {
       const std::string key = LineKey(c, true);
       auto [it, added] = collective_lines.emplace(key, bandwidth.series.size());
       if (added) {
@@ -475,7 +476,7 @@ std::string DistributedPlots(const JobView& view) {
         bandwidth.series[it->second].points.push_back({bytes, res.bus_bandwidth_gb_per_s()});
       }
       time.series[it->second].points.push_back({bytes, 1e6 / res.throughput_samples_per_s()});
-    } else if (c.workload() == "ddp") {
+    } else if (IsWorkload(c.workload(), WorkloadId::kDdp)) {
       const std::string key = LineKey(c, false);
       auto [it, added] = ddp_lines.emplace(key, scaling.series.size());
       if (added) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "common/workload_registry.h"
 #include "report/format.h"
 
 namespace gpubench::report {
@@ -27,10 +28,10 @@ std::map<std::string, DevicePeaks> PeaksOf(const std::vector<const v1::Run*>& ru
       peaks[RunDevice(r)].datasheet_flops_per_s[PrecisionOf(r.config())] =
           res.datasheet_peak_tflops() * 1e12;
     }
-    if (r.config().workload() == "matmul" && res.achieved_tflops() > 0) {
+    if (IsWorkload(r.config().workload(), WorkloadId::kMatmul) && res.achieved_tflops() > 0) {
       double& best = peaks[RunDevice(r)].flops_per_s[PrecisionOf(r.config())];
       best = std::max(best, res.achieved_tflops() * 1e12);
-    } else if (r.config().workload() == "copy" &&
+    } else if (IsWorkload(r.config().workload(), WorkloadId::kCopy) &&
                r.config().params().copy_direction() == v1::COPY_DIRECTION_DEVICE_TO_DEVICE &&
                res.bandwidth_gb_per_s() > 0) {
       double& best = peaks[RunDevice(r)].bytes_per_s;

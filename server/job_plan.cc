@@ -19,6 +19,7 @@
 #include "common/printable.h"
 #include "common/spec.h"
 #include "common/spec_schema.h"
+#include "common/workload_registry.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
 #include "server/rank_group.h"
@@ -210,7 +211,7 @@ std::vector<JobManager::Lane> JobManager::LanesOf(const v1::Job& job,
 absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
                                      v1::WorkerRequest* request) const {
   for (const v1::RunConfig& c : configs) {
-    if (c.workload() != "torchscript") continue;
+    if (!IsWorkload(c.workload(), WorkloadId::kTorchscript)) continue;
     const std::string& sha256 = c.params().model_sha256();
     if (sha256.empty()) {
       auto resolved = ResolveModelPath(c.params().model_path(), options_.model_roots,

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/spec.h"
+#include "common/workload_registry.h"
 #include "google/protobuf/util/time_util.h"
 #include "report/format.h"
 #include "server/model_upload.h"
@@ -231,7 +232,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(
   }
   for (const v1::RunConfig& run : *runs) {
     if (options_.user_models_need_admin && caller.role < v1::ROLE_ADMIN &&
-        run.workload() == "torchscript") {
+        IsWorkload(run.workload(), WorkloadId::kTorchscript)) {
       return Reply(context, absl::PermissionDeniedError(
                                 "spec.base.workload: torchscript runs a user model, and this "
                                 "host's workers run unconfined (gpubench hosts says why): it "

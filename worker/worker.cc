@@ -19,6 +19,7 @@
 #include "common/paths.h"
 #include "common/spec.h"
 #include "common/version.h"
+#include "common/workload_registry.h"
 #include "google/protobuf/util/time_util.h"
 #include "worker/aot.h"
 #include "launcher/confine.h"
@@ -97,7 +98,7 @@ void HoldOpen(const HeldModels* held, engine::RunConfig* engine_config) {
 // load, and a ".pt2" suffix means an AOTInductor package.
 absl::Status LocateModel(const v1::WorkerRequest& request, const v1::RunConfig& config,
                          engine::RunConfig* engine_config, const HeldModels* held = nullptr) {
-  if (config.workload() != "torchscript") {
+  if (!IsWorkload(config.workload(), WorkloadId::kTorchscript)) {
     engine_config->model_path.clear();
     return absl::OkStatus();
   }
@@ -155,7 +156,7 @@ std::map<std::string, bool> UserModels(const v1::WorkerRequest& request,
   std::map<std::string, bool> models;
   for (const v1::RunConfig& config : runs) {
     engine::RunConfig located;
-    if (config.workload() != "torchscript" || !LocateModel(request, config, &located).ok()) {
+    if (!IsWorkload(config.workload(), WorkloadId::kTorchscript) || !LocateModel(request, config, &located).ok()) {
       continue;
     }
     if (config.params().model_sha256().empty() &&
@@ -530,7 +531,7 @@ absl::Status ServeOnce(int in_fd, int out_fd, const std::atomic<bool>* cancel) {
     held = std::move(*opened);
     for (const v1::RunConfig& config : configs) {
       engine::RunConfig located;
-      if (config.workload() == "torchscript" && config.params().model_sha256().empty() &&
+      if (IsWorkload(config.workload(), WorkloadId::kTorchscript) && config.params().model_sha256().empty() &&
           LocateModel(request, config, &located).ok() &&
           (held.fds.count(located.model_path) || held.copies.count(located.model_path))) {
         held.located[config.params().model_path()] = located.model_path;

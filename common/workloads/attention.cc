@@ -6,6 +6,7 @@ namespace gpubench::workloads {
 
 WorkloadInfo Attention() {
   WorkloadInfo w;
+  w.id = WorkloadId::kAttention;
   w.name = "attention";
   w.summary = "one causal attention forward (SDPA) over batch x num_heads x sequence_length, "
               "head size hidden_size / num_heads: achieved TFLOP/s";

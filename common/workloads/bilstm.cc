@@ -24,6 +24,7 @@ ModelCost BiLstmCost(const ModelShape& s) {
 
 WorkloadInfo BiLstm() {
   WorkloadInfo w;
+  w.id = WorkloadId::kBilstm;
   w.name = "bilstm";
   w.summary = "2-layer bidirectional LSTM over character sequences";
   w.architecture = "128-wide embedding, 2 bidirectional LSTM layers of 256 units a direction, "

@@ -30,6 +30,7 @@ ModelCost CnnLstmCost(const ModelShape& s) {
 
 WorkloadInfo CnnLstm() {
   WorkloadInfo w;
+  w.id = WorkloadId::kCnnLstm;
   w.name = "cnn_lstm";
   w.summary = "a CNN on each frame, an LSTM over sequence_length frames (video clips)";
   w.architecture = "per frame three stride-2 3x3 convs (32, 64, 128) and a global pool, one "

@@ -5,6 +5,7 @@ namespace gpubench::workloads {
 
 WorkloadInfo Collective() {
   WorkloadInfo w;
+  w.id = WorkloadId::kCollective;
   w.name = "collective";
   w.batched = false;
   w.summary = "one collective over world_size ranks (all_reduce, all_gather, reduce_scatter, "

@@ -5,6 +5,7 @@ namespace gpubench::workloads {
 
 WorkloadInfo Copy() {
   WorkloadInfo w;
+  w.id = WorkloadId::kCopy;
   w.name = "copy";
   w.batched = false;
   w.summary = "one copy of copy_bytes, host to device, device to host or device to device: GB/s";

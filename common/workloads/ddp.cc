@@ -5,6 +5,7 @@ namespace gpubench::workloads {
 
 WorkloadInfo Ddp() {
   WorkloadInfo w;
+  w.id = WorkloadId::kDdp;
   w.name = "ddp";
   w.summary = "ddp_model trained data-parallel over world_size ranks, gradients all-reduced in "
               "buckets while backward runs (as DistributedDataParallel)";

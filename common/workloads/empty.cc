@@ -5,6 +5,7 @@ namespace gpubench::workloads {
 
 WorkloadInfo Empty() {
   WorkloadInfo w;
+  w.id = WorkloadId::kEmpty;
   w.name = "empty";
   w.batched = false;
   w.summary = "an iteration with no work: what the harness itself costs per iteration";

@@ -40,6 +40,7 @@ bool GptShape(std::string_view size, WorkloadDefaults* d) {
 
 WorkloadInfo Gpt() {
   WorkloadInfo w;
+  w.id = WorkloadId::kGpt;
   w.name = "gpt";
   w.summary = "GPT-2-style decoder (nanoGPT): train gives tokens/s and MFU; infer prefills a "
               "prompt and decodes new tokens with a KV cache (time to first token, inter-token "

@@ -38,6 +38,7 @@ bool LlamaShape(std::string_view size, WorkloadDefaults* d) {
 
 WorkloadInfo Llama() {
   WorkloadInfo w;
+  w.id = WorkloadId::kLlama;
   w.name = "llama";
   w.summary = "Llama-3-style decoder (RMSNorm, rotary positions, SwiGLU, grouped-query "
               "attention): train gives tokens/s and MFU; infer prefills a prompt and decodes "

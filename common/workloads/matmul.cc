@@ -5,6 +5,7 @@ namespace gpubench::workloads {
 
 WorkloadInfo Matmul() {
   WorkloadInfo w;
+  w.id = WorkloadId::kMatmul;
   w.name = "matmul";
   w.batched = false;
   w.summary = "one matrix product M×K by K×N in the run's precision: achieved TFLOP/s";

@@ -36,6 +36,7 @@ ModelCost MlpCost(const ModelShape& s) {
 
 WorkloadInfo Mlp() {
   WorkloadInfo w;
+  w.id = WorkloadId::kMlp;
   w.name = "mlp";
   w.summary = "multilayer perceptron on flattened images; model_size small, medium or large";
   w.architecture = "flattened pixels, ReLU linear layers of 10 (small), 128-128 (medium) or "

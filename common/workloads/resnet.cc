@@ -64,6 +64,7 @@ WorkloadInfo ResNet(const char* name, const char* summary) {
 WorkloadInfo ResNet18() {
   WorkloadInfo w =
       ResNet("resnet18", "ResNet-18 as torchvision builds it");
+  w.id = WorkloadId::kResnet18;
   w.architecture = "7x7 conv stem and max pool, 4 stages of 2 basic blocks (two 3x3 convs, "
                    "64 to 512 channels), global average pool, linear classifier";
   w.cost = ResNet18Cost;
@@ -73,6 +74,7 @@ WorkloadInfo ResNet18() {
 WorkloadInfo ResNet50() {
   WorkloadInfo w =
       ResNet("resnet50", "ResNet-50 as torchvision builds it");
+  w.id = WorkloadId::kResnet50;
   w.architecture = "7x7 conv stem and max pool, 3-4-6-3 bottleneck blocks (1x1, 3x3, 1x1 to "
                    "256-2048 channels), global average pool, linear classifier";
   w.cost = ResNet50Cost;

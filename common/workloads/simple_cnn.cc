@@ -21,6 +21,7 @@ ModelCost SimpleCnnCost(const ModelShape& s) {
 
 WorkloadInfo SimpleCnn() {
   WorkloadInfo w;
+  w.id = WorkloadId::kSimpleCnn;
   w.name = "simple_cnn";
   w.summary = "two convolutions, two 2x2 max pools and a classifier (a notebook's first CNN)";
   w.architecture = "3x3 conv (32) and 2x2 max pool, 3x3 conv (64) and 2x2 max pool, linear (128), "

@@ -5,6 +5,7 @@ namespace gpubench::workloads {
 
 WorkloadInfo TorchScript() {
   WorkloadInfo w;
+  w.id = WorkloadId::kTorchscript;
   w.name = "torchscript";
   w.summary = "your model: a TorchScript (.pt) or AOTInductor (.pt2) file, run confined, "
               "with the input shapes you give";

@@ -30,6 +30,7 @@ ModelCost TransformerCost(const ModelShape& s) {
 
 WorkloadInfo Transformer() {
   WorkloadInfo w;
+  w.id = WorkloadId::kTransformer;
   w.name = "transformer";
   w.summary = "transformer encoder (decoder: causal) stack classifying token sequences";
   w.architecture = "token embedding and learnt positions, num_layers pre-LN blocks (fused qkv "

@@ -45,6 +45,7 @@ ModelCost UNetCost(const ModelShape& s) {
 
 WorkloadInfo UNet() {
   WorkloadInfo w;
+  w.id = WorkloadId::kUnet;
   w.name = "unet";
   w.summary = "U-Net segmentation (milesial/Pytorch-UNet), per-pixel classes";
   w.architecture = "4 downsampling double 3x3 conv blocks (64 to 1024 channels), 4 upsampling "

@@ -269,7 +269,7 @@ TEST(Engine, CudaGraphOnCpuIsAClearError) {
 }
 
 // A copy to a peer GPU needs a CUDA run and a GPU of that index: on the
-// CPU the run fails naming the parameter (on GPUs: bench/gpu_peer_copy.sh).
+// CPU the run fails naming the parameter (on GPUs: bench/gpu_schema_check.sh peer).
 TEST(Engine, APeerCopyOffTheGpuIsAClearError) {
   RunConfig config = Small("copy");
   config.copy_direction = CopyDirection::kDeviceToDevice;

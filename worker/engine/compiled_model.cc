@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "worker/engine/aoti.h"
+#include "common/workload_registry.h"
 #include "worker/engine/language_model.h"
 #include "worker/engine/workload.h"
 
@@ -99,7 +100,7 @@ class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
     // gpt attends with as many key/value heads as queries (a num_kv_heads
     // given for it is not its shape: the twins ignore it too).
     const int64_t kv_heads =
-        c_.workload != "gpt" && c_.num_kv_heads > 0 ? c_.num_kv_heads : c_.num_heads;
+        !IsWorkload(c_.workload, WorkloadId::kGpt) && c_.num_kv_heads > 0 ? c_.num_kv_heads : c_.num_heads;
     const auto options = torch::TensorOptions().dtype(dtype).device(device_);
     dtype_ = dtype;
     caches_.clear();

@@ -125,7 +125,7 @@ std::string MathMode(const RunConfig& c, const torch::Device& device) {
 WorkloadOrError MakeNetworkWorkload(const RunConfig& c, torch::Device device,
                                     const MeasureConfig& m) {
   RunConfig model_config = c;
-  if (c.workload == "ddp") model_config.workload = c.ddp_model;
+  model_config.workload = std::string(ModelWorkload(c.workload, c.ddp_model));
   auto model = CreateModel(model_config);
   if (!model.ok()) return model.status();
   if (IsCompiled(c.execution)) {
@@ -140,18 +140,21 @@ WorkloadOrError MakeWorkload(const RunConfig& c, torch::Device device, const Mea
   using Factory = WorkloadOrError (*)(const RunConfig&, torch::Device, const MeasureConfig&);
   // One line per workload that is not a built-in model: its engine half,
   // worker/engine/workloads/NAME.cc.
-  static const std::pair<const char*, Factory> kWorkloads[] = {
-      {"collective", NewCollectiveWorkload}, {"matmul", NewMatmulWorkload},
-      {"copy", NewCopyWorkload},             {"empty", NewEmptyWorkload},
-      {"attention", NewAttentionWorkload},
-      {"torchscript", NewTorchScriptWorkload}, {"ddp", MakeNetworkWorkload},
+  static const std::pair<WorkloadId, Factory> kWorkloads[] = {
+      {WorkloadId::kCollective, NewCollectiveWorkload},
+      {WorkloadId::kMatmul, NewMatmulWorkload},
+      {WorkloadId::kCopy, NewCopyWorkload},
+      {WorkloadId::kEmpty, NewEmptyWorkload},
+      {WorkloadId::kAttention, NewAttentionWorkload},
+      {WorkloadId::kTorchscript, NewTorchScriptWorkload},
+      {WorkloadId::kDdp, MakeNetworkWorkload},
   };
-  for (const auto& [name, factory] : kWorkloads) {
-    if (c.workload == name) return factory(c, device, m);
+  const WorkloadInfo* info = FindWorkload(c.workload);
+  for (const auto& [id, factory] : kWorkloads) {
+    if (info != nullptr && info->id == id) return factory(c, device, m);
   }
   // A language model infers by prefilling and decoding; it trains as any
   // network.
-  const WorkloadInfo* info = FindWorkload(c.workload);
   if (info != nullptr && info->language_model && c.mode == Mode::kInfer) {
     return NewDecodeWorkload(c, device, m);
   }
@@ -251,8 +254,8 @@ absl::Status CheckRunnable(const RunConfig& c, const torch::Device& device) {
         "execution ", c.execution == Execution::kCudaGraph ? "cuda_graph" : "aot_cuda_graph",
         " needs a CUDA device, not ", device.str()));
   }
-  if (c.precision == Precision::kFp16 && device.is_cpu() && c.workload != "matmul" &&
-      c.workload != "collective") {
+  if (c.precision == Precision::kFp16 && device.is_cpu() && !IsWorkload(c.workload, WorkloadId::kMatmul) &&
+      !IsWorkload(c.workload, WorkloadId::kCollective)) {
     return absl::FailedPreconditionError(
         "precision fp16 (autocast) needs a CUDA or MPS device; use bf16 on CPU");
   }
@@ -282,7 +285,7 @@ void Profile(const RunConfig& c, Workload* workload, const MeasureConfig& m,
   // A user's model has no analytic FLOP count: in inference, the profiler's
   // count stands for it (backward operators it does not count).
   const bool count_flops =
-      c.mode == Mode::kInfer && out->flops_per_iteration <= 0 && c.workload == "torchscript";
+      c.mode == Mode::kInfer && out->flops_per_iteration <= 0 && IsWorkload(c.workload, WorkloadId::kTorchscript);
   ProfileWindow(workload, m, device, count_flops, deadline_ns, cancel, state, out);
   if (count_flops && out->profiled_flops > 0) {
     out->flops_per_iteration = out->profiled_flops;

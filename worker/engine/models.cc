@@ -88,16 +88,18 @@ int64_t CountParameters(const torch::nn::Module& module) {
 }
 
 absl::StatusOr<std::shared_ptr<BenchModel>> CreateModel(const RunConfig& c) {
-  // One line per built-in model: its name and its engine half.
-  static const std::pair<const char*, ModelOrError (*)(const RunConfig&)> kModels[] = {
-      {"mlp", NewMlp},       {"simple_cnn", NewSimpleCnn}, {"resnet18", NewResNet},
-      {"resnet50", NewResNet}, {"unet", NewUNet},          {"bilstm", NewBiLstm},
-      {"cnn_lstm", NewCnnLstm}, {"transformer", NewTransformer}, {"gpt", NewGpt},
-      {"llama", NewLlama}};
+  // One line per built-in model: the registry's id and its engine half.
+  static const std::pair<WorkloadId, ModelOrError (*)(const RunConfig&)> kModels[] = {
+      {WorkloadId::kMlp, NewMlp},           {WorkloadId::kSimpleCnn, NewSimpleCnn},
+      {WorkloadId::kResnet18, NewResNet},   {WorkloadId::kResnet50, NewResNet},
+      {WorkloadId::kUnet, NewUNet},         {WorkloadId::kBilstm, NewBiLstm},
+      {WorkloadId::kCnnLstm, NewCnnLstm},   {WorkloadId::kTransformer, NewTransformer},
+      {WorkloadId::kGpt, NewGpt},           {WorkloadId::kLlama, NewLlama}};
   const std::string& w = c.workload;
   const WorkloadInfo* info = FindWorkload(w);
-  const auto* entry = std::find_if(std::begin(kModels), std::end(kModels),
-                                   [&w](const auto& m) { return w == m.first; });
+  const auto* entry = std::find_if(std::begin(kModels), std::end(kModels), [info](const auto& m) {
+    return info != nullptr && info->id == m.first;
+  });
   if (info == nullptr || entry == std::end(kModels)) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.base.workload: not a built-in model: \"", w, "\""));

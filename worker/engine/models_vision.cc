@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/model_cost.h"
+#include "common/workload_registry.h"
 #include "worker/engine/model_parts.h"
 
 namespace gpubench::engine {
@@ -248,7 +249,7 @@ ModelOrError NewSimpleCnn(const RunConfig& c) {
 }
 
 ModelOrError NewResNet(const RunConfig& c) {
-  if (c.workload == "resnet18") {
+  if (IsWorkload(c.workload, WorkloadId::kResnet18)) {
     return std::make_shared<ResNet>(c.image_size, c.num_classes, false,
                                     std::vector<int64_t>{2, 2, 2, 2});
   }

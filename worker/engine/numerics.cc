@@ -136,7 +136,7 @@ NumericsOutcome CheckNumerics(const RunConfig& c, const torch::Device& device) {
   // are not among the registered parameters).
   auto load = [&](const torch::Device& on) -> absl::StatusOr<std::shared_ptr<BenchModel>> {
     torch::manual_seed(0);
-    if (c.workload != "torchscript") return CreateModel(small);
+    if (!IsWorkload(c.workload, WorkloadId::kTorchscript)) return CreateModel(small);
     return LoadTorchScriptModel(c, on, small.batch_size);
   };
   try {
