@@ -63,8 +63,7 @@ absl::Status JobManager::Start() {
     if (!leases.ok()) {
       // A spec this build (or this host) no longer accepts: fail it rather
       // than loop.
-      SetState(&job, v1::JOB_STATE_FAILED, std::string(leases.status().message()))
-          .IgnoreError();
+      RecordState(&job, v1::JOB_STATE_FAILED, std::string(leases.status().message()));
       continue;
     }
     absl::MutexLock lock(&mu_);
@@ -150,7 +149,14 @@ absl::StatusOr<std::vector<v1::Job>> JobManager::SubmitProbeSuite(
     }
     auto job = Queue(std::move(plan), "", submitted_by, /*daemon_probe=*/true);
     if (!job.ok()) {
-      for (const v1::Job& queued : jobs) Cancel(queued.job_id()).IgnoreError();
+      // The suite's jobs queued so far go with it: a whole suite or none.
+      // One already ended is not cancelled, and says so in the log.
+      for (const v1::Job& queued : jobs) {
+        if (auto cancelled = Cancel(queued.job_id()); !cancelled.ok()) {
+          Log(LogLevel::kWarning, "probe suite: job ", queued.job_id(), " not cancelled: ",
+              cancelled.status().message());
+        }
+      }
       return job.status();
     }
     jobs.push_back(std::move(*job));
@@ -214,12 +220,9 @@ absl::StatusOr<v1::Job> JobManager::Queue(Plan plan, const std::string& schedule
   if (!id.ok()) return id.status();
   job.set_job_id(*id);
   // The first event records the submission.
-  Emit(job.job_id(),
-       [](v1::ProgressEvent* e) {
-         e->mutable_state_changed()->set_state(v1::JOB_STATE_QUEUED);
-       },
-       /*durable=*/true, nullptr)
-      .IgnoreError();
+  RecordEvent(job.job_id(), [](v1::ProgressEvent* e) {
+    e->mutable_state_changed()->set_state(v1::JOB_STATE_QUEUED);
+  });
   {
     absl::MutexLock lock(&mu_);
     queue_.Push(job.job_id(), spec.priority(),
@@ -264,9 +267,8 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     // Queued, or left non-terminal in the store with nothing running it (a
     // state that could not be stored): either way it ends here. A store that
     // cannot take the change still leaves the job cancelled in this daemon.
-    SetState(&*job, v1::JOB_STATE_CANCELLED,
-             was_queued ? "cancelled while queued" : "cancelled; no worker was running it")
-        .IgnoreError();
+    RecordState(&*job, v1::JOB_STATE_CANCELLED,
+             was_queued ? "cancelled while queued" : "cancelled; no worker was running it");
     cv_.SignalAll();
   }
   return job;
@@ -345,6 +347,11 @@ bool JobManager::Ends(const v1::Job& job) const {
   // An interrupted job that will be requeued has not ended.
   return IsTerminal(job.state()) && !(job.state() == v1::JOB_STATE_INTERRUPTED &&
                                       job.attempt() <= options_.max_requeues);
+}
+
+void JobManager::RecordInterrupt(v1::Job* job) {
+  // Either state the store refuses is kept, as RecordState keeps it.
+  if (absl::Status s = Interrupt(job); !s.ok()) return;
 }
 
 absl::Status JobManager::Interrupt(v1::Job* job) {

@@ -256,18 +256,35 @@ class JobManager {
   void Watchdog(std::shared_ptr<Running> running);
   // True when no event will follow the job's current state.
   bool Ends(const v1::Job& job) const;
-  // Marks a job INTERRUPTED and requeues it when attempts remain.
+  // Marks a job INTERRUPTED and requeues it when attempts remain. The
+  // store's refusal of either state, which RecordState's policy keeps.
   absl::Status Interrupt(v1::Job* job);
+  // Interrupt under RecordState's policy (EndJob at a shutdown).
+  void RecordInterrupt(v1::Job* job);
 
-  // Stores the job with a state-change event (in one transaction) and
-  // publishes the event to watchers. No lock is held while it stores.
+  // The job's record in the store. One policy for a store that refuses a
+  // write: a state or a durable event it refuses is kept in memory
+  // (unsaved_, unsaved_events_), served from there, logged, and written
+  // first by the next write; the job goes on. Only a run the store refuses
+  // stops its job (StoreRun), and only a RUNNING state it refuses keeps a
+  // job from starting (SetState's caller in StartJob).
+  //
+  // RecordState stores the job with a state-change event (in one
+  // transaction) and publishes the event to watchers, under that policy.
+  // No lock is held while it stores.
+  void RecordState(v1::Job* job, v1::JobState state, const std::string& error);
+  // RecordState, and the store's refusal, for the callers that act on it.
   absl::Status SetState(v1::Job* job, v1::JobState state, const std::string& error);
-  // Publishes a non-durable event, or stores a durable one first (with the
-  // run and its trace, when given, in one transaction; no lock held). The
-  // error of storing the run, when one was given and could not be stored.
-  absl::Status Emit(const std::string& job_id,
-            const std::function<void(v1::ProgressEvent*)>& fill, bool durable,
-            const v1::Run* run_to_store, const std::string& trace_json = "");
+  // Stores a progress event (under the policy above), then publishes it.
+  void RecordEvent(const std::string& job_id,
+                   const std::function<void(v1::ProgressEvent*)>& fill);
+  // Publishes an event watchers see and the store does not keep (progress).
+  void Publish(const std::string& job_id, const std::function<void(v1::ProgressEvent*)>& fill);
+  // Stores a finished run with its event and trace in one transaction, then
+  // publishes the event; the store's error when it could not (no lock held).
+  absl::Status EmitRun(const std::string& job_id,
+                       const std::function<void(v1::ProgressEvent*)>& fill,
+                       const v1::Run& run, const std::string& trace_json);
   // What ran beside the job's current run, from the start of that run
   // (jobs beside, the load average), with the worker's own readings, and
   // the contended flag.

@@ -109,9 +109,9 @@ absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string&
     p->set_trace_sha256(Sha256Hex(trace));
   }
   if (!job->schedule_id().empty() && run_hook_) run_hook_(*job, run);
-  absl::Status stored = Emit(job->job_id(), [&](v1::ProgressEvent* e) {
+  absl::Status stored = EmitRun(job->job_id(), [&](v1::ProgressEvent* e) {
     *e->mutable_run_finished()->mutable_run() = *run;
-  }, true, run, trace);
+  }, *run, trace);
   if (!stored.ok()) return stored;
   CountFinishedRun(*run, job);
   if (auto s = store_->jobs().Update(*job); !s.ok()) {
@@ -121,37 +121,46 @@ absl::Status JobManager::StoreRun(v1::Job* job, v1::Run* run, const std::string&
   return absl::OkStatus();
 }
 
-absl::Status JobManager::Emit(const std::string& job_id,
-                              const std::function<void(v1::ProgressEvent*)>& fill,
-                              bool durable, const v1::Run* run_to_store,
-                              const std::string& trace_json) {
-  std::function<absl::Status(v1::ProgressEvent*)> persist;
-  if (run_to_store != nullptr) {
-    persist = [&](v1::ProgressEvent* e) -> absl::Status {
-      auto id = store_->runs().Insert(*run_to_store, *e, trace_json);
-      if (id.ok()) {
-        Log(LogLevel::kDebug, "job ", job_id, ": run ", run_to_store->index(), " stored as ", *id,
-            " (", EnumShortName(v1::RunState_descriptor(), run_to_store->state()), ", ",
-            run_to_store->result().throughput_samples_per_s(), " samples/s)");
-        if (e->has_run_finished()) e->mutable_run_finished()->mutable_run()->set_run_id(*id);
-        return absl::OkStatus();
-      }
-      // The run is lost to the store; say so where watchers and the log see
-      // it, and let the caller fail the job.
-      Log(LogLevel::kError, "job ", job_id, ": storing a run failed: ", id.status().message());
-      e->clear_run_finished();
-      e->mutable_log()->set_text(absl::StrCat("storing run ", run_to_store->index(),
-                                              " failed: ", id.status().message()));
-      return id.status();
-    };
-  } else if (durable) {
-    // Kept, not dropped, when the store refuses it; the job goes on.
-    persist = [&](v1::ProgressEvent* e) {
-      if (absl::Status s = store_->jobs().AppendEvent(*e); !s.ok()) RememberUnsavedEvent(*e, s);
+absl::Status JobManager::EmitRun(const std::string& job_id,
+                                 const std::function<void(v1::ProgressEvent*)>& fill,
+                                 const v1::Run& run, const std::string& trace_json) {
+  return events_.Append(job_id, fill, [&](v1::ProgressEvent* e) -> absl::Status {
+    auto id = store_->runs().Insert(run, *e, trace_json);
+    if (id.ok()) {
+      Log(LogLevel::kDebug, "job ", job_id, ": run ", run.index(), " stored as ", *id, " (",
+          EnumShortName(v1::RunState_descriptor(), run.state()), ", ",
+          run.result().throughput_samples_per_s(), " samples/s)");
+      if (e->has_run_finished()) e->mutable_run_finished()->mutable_run()->set_run_id(*id);
       return absl::OkStatus();
-    };
-  }
-  return events_.Append(job_id, fill, persist);
+    }
+    // The run is lost to the store; say so where watchers and the log see
+    // it, and let the caller fail the job.
+    Log(LogLevel::kError, "job ", job_id, ": storing a run failed: ", id.status().message());
+    e->clear_run_finished();
+    e->mutable_log()->set_text(
+        absl::StrCat("storing run ", run.index(), " failed: ", id.status().message()));
+    return id.status();
+  });
+}
+
+void JobManager::RecordEvent(const std::string& job_id,
+                             const std::function<void(v1::ProgressEvent*)>& fill) {
+  // Kept, not dropped, when the store refuses it; the job goes on. The
+  // event log's own error is none: its persist step never fails.
+  (void)events_.Append(job_id, fill, [&](v1::ProgressEvent* e) {
+    if (absl::Status s = store_->jobs().AppendEvent(*e); !s.ok()) RememberUnsavedEvent(*e, s);
+    return absl::OkStatus();
+  });
+}
+
+void JobManager::Publish(const std::string& job_id,
+                         const std::function<void(v1::ProgressEvent*)>& fill) {
+  (void)events_.Append(job_id, fill, nullptr);  // nothing to store: cannot fail
+}
+
+void JobManager::RecordState(v1::Job* job, v1::JobState state, const std::string& error) {
+  // SetState keeps what the store refused (unsaved_) and has logged it.
+  if (absl::Status s = SetState(job, state, error); !s.ok()) return;
 }
 
 absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,

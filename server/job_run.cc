@@ -68,9 +68,8 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   if (auto s = SetState(&job, v1::JOB_STATE_RUNNING, ""); !s.ok()) {
     // A store that cannot take the job's state cannot take its runs either.
     if (absl::IsResourceExhausted(s)) store_full_.store(true);
-    SetState(&job, v1::JOB_STATE_FAILED,
-             absl::StrCat("the store cannot record the job, so it did not run: ", s.message()))
-        .IgnoreError();
+    RecordState(&job, v1::JOB_STATE_FAILED,
+             absl::StrCat("the store cannot record the job, so it did not run: ", s.message()));
     return false;
   }
 
@@ -94,24 +93,22 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
                       plan.status().message()));
   request.set_job_run_count(start->configs.size());
   if (!models.ok()) {
-    SetState(&job, v1::JOB_STATE_FAILED, std::string(models.message())).IgnoreError();
+    RecordState(&job, v1::JOB_STATE_FAILED, std::string(models.message()));
     return false;
   }
   if (job.attempt() > 1) {
     // A resumed job: the runs the stop cancelled are run again, so only the
     // ones that finished are kept and skipped.
     if (auto gone = store_->runs().DeleteCancelled(job_id); !gone.ok()) {
-      SetState(&job, v1::JOB_STATE_FAILED,
-               absl::StrCat("cannot resume: ", gone.status().message()))
-          .IgnoreError();
+      RecordState(&job, v1::JOB_STATE_FAILED,
+               absl::StrCat("cannot resume: ", gone.status().message()));
       return false;
     }
   }
   auto done_runs = store_->runs().List(job_id, false);
   if (!done_runs.ok()) {
-    SetState(&job, v1::JOB_STATE_FAILED,
-             absl::StrCat("cannot read the job's stored runs: ", done_runs.status().message()))
-        .IgnoreError();
+    RecordState(&job, v1::JOB_STATE_FAILED,
+             absl::StrCat("cannot read the job's stored runs: ", done_runs.status().message()));
     return false;
   }
   for (const v1::Run& r : *done_runs) {
@@ -231,26 +228,23 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
   job.set_worker_exit(shown.Describe());
   if (!shown.ok()) job.set_worker_stderr_tail(shown.stderr_tail);
   if (!store_error.ok()) {
-    SetState(&job, v1::JOB_STATE_FAILED,
+    RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("a run could not be stored, so the job stopped: ",
-                          store_error.message(), "; runs stored before it are kept"))
-        .IgnoreError();
+                          store_error.message(), "; runs stored before it are kept"));
   } else if (timed_out) {
     const int64_t limit = job.spec().timeout_s() > 0
                               ? std::min(job.spec().timeout_s(), options_.max_job_seconds)
                               : options_.max_job_seconds;
-    SetState(&job, v1::JOB_STATE_FAILED,
-             absl::StrCat("timed out after ", limit, " s; completed runs are kept"))
-        .IgnoreError();
+    RecordState(&job, v1::JOB_STATE_FAILED,
+             absl::StrCat("timed out after ", limit, " s; completed runs are kept"));
   } else if (cancel) {
-    SetState(&job, v1::JOB_STATE_CANCELLED, "cancelled; completed runs are kept")
-        .IgnoreError();
+    RecordState(&job, v1::JOB_STATE_CANCELLED, "cancelled; completed runs are kept");
   } else if (shutdown) {
-    Interrupt(&job).IgnoreError();
+    RecordInterrupt(&job);
   } else if (!done || !exit.ok() || !stream.ok() || !passes.gpu_setup.ok()) {
-    SetState(&job, v1::JOB_STATE_FAILED, EndedEarly(passes.gpu_setup, stream, exit)).IgnoreError();
+    RecordState(&job, v1::JOB_STATE_FAILED, EndedEarly(passes.gpu_setup, stream, exit));
   } else if (passes.cancelled_by_worker) {
-    SetState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped").IgnoreError();
+    RecordState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped");
   } else {
     const std::string crashed =
         crashes == 0 ? ""
@@ -267,13 +261,12 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
                          "that did",
                          crashed);
     }
-    SetState(&job, why.empty() ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED, why)
-        .IgnoreError();
+    RecordState(&job, why.empty() ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED, why);
   }
   if (auto pruned = store_->runs().Prune(options_.retention); !pruned.ok()) {
-    Emit(job_id, [&](v1::ProgressEvent* e) {
+    Publish(job_id, [&](v1::ProgressEvent* e) {
       e->mutable_log()->set_text(absl::StrCat("retention: ", pruned.status().message()));
-    }, false, nullptr).IgnoreError();
+    });
   }
   if (job.state() == v1::JOB_STATE_QUEUED) {  // requeued after a shutdown
     absl::MutexLock lock(&mu_);

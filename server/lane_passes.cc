@@ -154,10 +154,10 @@ class LanePasses {
     if (applied->locked_mhz > 0) {
       what.push_back(absl::StrCat("graphics clock locked at ", applied->locked_mhz, " MHz"));
     }
-    jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+    jobs_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
       e->mutable_log()->set_text(absl::StrCat(device, ": ", absl::StrJoin(what, ", "),
                                               " for the runs that ask for it; undone after"));
-    }, true, nullptr).IgnoreError();
+    });
     return true;
   }
 
@@ -236,17 +236,17 @@ class LanePasses {
     if (event.has_run_started()) {
       p->current = event.run_started().index();
       jobs_->NoteJobsBeside(job_id_);
-      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         *e->mutable_run_started() = event.run_started();
-      }, true, nullptr).IgnoreError();
+      });
     } else if (event.has_run_progress()) {
-      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->Publish(job_id_, [&](v1::ProgressEvent* e) {
         *e->mutable_run_progress() = event.run_progress();
-      }, false, nullptr).IgnoreError();
+      });
     } else if (event.has_log()) {
-      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->Publish(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(Bounded(event.log().text(), kMaxMessageBytes));
-      }, false, nullptr).IgnoreError();
+      });
     } else if (event.has_run_finished()) {
       p->current = -1;
       if (!Finished(event.run_finished(), process)) return false;
@@ -273,11 +273,11 @@ class LanePasses {
     const std::string& trace = finished.trace_json();
     const bool trace_fits = trace.size() <= kMaxTraceBytes;
     if (!trace_fits) {
-      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(absl::StrCat(
             "run ", run.index(), ": its profiler trace of ", trace.size(), " bytes is over the ",
             kMaxTraceBytes >> 20, " MiB a run may keep; not stored"));
-      }, true, nullptr).IgnoreError();
+      });
     }
     r_.store_error = Store(&run, trace_fits ? trace : std::string());
     if (!r_.store_error.ok()) {
@@ -324,11 +324,11 @@ class LanePasses {
     if ((current < 0 || stored_.count(current)) && AllStored()) {
       // Died (or was killed at a limit) after its last run was stored:
       // nothing is lost, the job ends on its runs. The log says how.
-      jobs_->Emit(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(absl::StrCat(
             "the worker ended with ", r_.exit.Describe(), " after its last run was stored",
             limit_hit.empty() ? "" : absl::StrCat(": the daemon killed it, ", limit_hit)));
-      }, true, nullptr).IgnoreError();
+      });
       return true;
     }
     if (current < 0 || stored_.count(current)) {
