@@ -46,7 +46,8 @@ void Collect(const Descriptor* type, const std::string& prefix,
   }
 }
 
-// A number's value as text: an integer field's without a decimal point.
+// A bound as text: an integer field's without a decimal point (a bound of
+// the schema's, well inside int64).
 std::string NumberText(const FieldDescriptor* f, double v) {
   if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE ||
       f->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
@@ -88,6 +89,24 @@ double NumberOf(const Message& m, const FieldDescriptor* f, int index) {
   }
 }
 
+// Field f of m (index < 0: singular) as text, exactly: an integer as itself,
+// not through a double.
+std::string ValueText(const Message& m, const FieldDescriptor* f, int index) {
+  const Reflection* r = m.GetReflection();
+  const bool rep = index >= 0;
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return absl::StrCat(rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f));
+    case FieldDescriptor::CPPTYPE_INT64:
+      return absl::StrCat(rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return absl::StrCat(rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f));
+    default: return absl::StrCat(NumberOf(m, f, index));
+  }
+}
+
 // The value's check against the schema's bounds (strict: 0 is a value) and
 // an enum's against its values.
 absl::Status CheckValue(const std::string& path, const FieldDescriptor* f,
@@ -108,7 +127,7 @@ absl::Status CheckValue(const std::string& path, const FieldDescriptor* f,
   if (!(v >= schema->min() && v <= schema->max())) {
     return Invalid(path, absl::StrCat("must be in [", NumberText(f, schema->min()), ", ",
                                       NumberText(f, schema->max()), "], got ",
-                                      NumberText(f, v)));
+                                      ValueText(m, f, index)));
   }
   return absl::OkStatus();
 }

@@ -162,6 +162,11 @@ TEST(SpecSchema, BoundsNameTheField) {
             "spec.sweep.new_tokens[1]: must be in [1, 1048576], got 0");
   EXPECT_EQ(message(R"({"base": {"workload": "mlp"}, "telemetry": {"intervalMs": 5}})"),
             "spec.telemetry.interval_ms: must be in [10, 60000], got 5");
+  // An int64 at its ends is named as given, not through a double.
+  EXPECT_EQ(message(R"({"base": {"workload": "mlp"}, "timeoutS": "9223372036854775807"})"),
+            "spec.timeout_s: must be in [0, 604800], got 9223372036854775807");
+  EXPECT_EQ(message(R"({"base": {"workload": "matmul", "params": {"matmulN": "-9223372036854775808"}}})"),
+            "spec.base.params.matmul_n: must be in [1, 65536], got -9223372036854775808");
   EXPECT_EQ(message(R"({"base": {"workload": "mlp"}, "sweep": {"precision": [1, 9]}})"),
             "spec.sweep.precision[1]: unknown Precision value 9");
   EXPECT_EQ(message(R"({"base": {"workload": "mlp"}, "measurement": {"trials": 0}})"),
