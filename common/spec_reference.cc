@@ -18,14 +18,6 @@ std::string Cell(const std::string& text) {
   return absl::StrReplaceAll(text, {{"|", "\\|"}, {"\n", " "}});
 }
 
-std::string Number(const FieldDescriptor* f, double v) {
-  if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE ||
-      f->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
-    return absl::StrCat(v);
-  }
-  return absl::StrCat(static_cast<int64_t>(v));
-}
-
 // What the field takes: an enum's values, on/off, text, or a number's
 // bounds and unit.
 std::string ValuesOf(const SchemaField& f) {
@@ -47,7 +39,7 @@ std::string ValuesOf(const SchemaField& f) {
   }
   std::string out = field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE ? "number" : "integer";
   if (f.bounded()) {
-    absl::StrAppend(&out, " ", Number(field, s.min()), " to ", Number(field, s.max()));
+    absl::StrAppend(&out, " ", BoundText(field, s.min()), " to ", BoundText(field, s.max()));
   }
   if (!s.unit().empty()) absl::StrAppend(&out, " ", s.unit());
   return out;
@@ -56,7 +48,7 @@ std::string ValuesOf(const SchemaField& f) {
 std::string DefaultOf(const SchemaField& f) {
   const v1::FieldSchema& s = *f.schema;
   if (!s.default_text().empty()) return s.default_text();
-  if (s.default_number() != 0) return Number(f.field(), s.default_number());
+  if (s.default_number() != 0) return BoundText(f.field(), s.default_number());
   if (f.field()->cpp_type() == FieldDescriptor::CPPTYPE_BOOL) return "off";
   return "";
 }

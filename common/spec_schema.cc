@@ -46,16 +46,6 @@ void Collect(const Descriptor* type, const std::string& prefix,
   }
 }
 
-// A bound as text: an integer field's without a decimal point (a bound of
-// the schema's, well inside int64).
-std::string NumberText(const FieldDescriptor* f, double v) {
-  if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE ||
-      f->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
-    return absl::StrCat(v);
-  }
-  return absl::StrCat(static_cast<int64_t>(v));
-}
-
 bool IsNumber(const FieldDescriptor* f) {
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32:
@@ -125,8 +115,8 @@ absl::Status CheckValue(const std::string& path, const FieldDescriptor* f,
   const double v = NumberOf(m, f, index);
   // Written so that NaN, which compares false with everything, fails.
   if (!(v >= schema->min() && v <= schema->max())) {
-    return Invalid(path, absl::StrCat("must be in [", NumberText(f, schema->min()), ", ",
-                                      NumberText(f, schema->max()), "], got ",
+    return Invalid(path, absl::StrCat("must be in [", BoundText(f, schema->min()), ", ",
+                                      BoundText(f, schema->max()), "], got ",
                                       ValueText(m, f, index)));
   }
   return absl::OkStatus();
@@ -207,6 +197,14 @@ void SetSiblings(const SchemaField& f, Message* m) {
 
 }  // namespace
 
+std::string BoundText(const FieldDescriptor* f, double v) {
+  if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE ||
+      f->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
+    return absl::StrCat(v);
+  }
+  return absl::StrCat(static_cast<int64_t>(v));
+}
+
 const std::vector<SchemaField>& SpecSchema() {
   static const auto* fields = [] {
     auto* out = new std::vector<SchemaField>;
@@ -239,7 +237,12 @@ absl::Status CheckSchemaBounds(const Message& m, const std::string& prefix) {
     const std::string path = absl::StrCat(prefix, ".", f->name());
     if (f->is_map()) continue;
     if (f->message_type() != nullptr) {
-      if (f->message_type() == v1::Sweep::descriptor()) continue;
+      // A JobSpec's base and sweep have checks of their own (ValidateRunConfig
+      // calls this on the base, CheckSweepValues takes the axes).
+      if (f->message_type() == v1::Sweep::descriptor() ||
+          f->message_type() == v1::RunConfig::descriptor()) {
+        continue;
+      }
       if (f->is_repeated()) continue;  // inputs: their own checks
       if (auto s = CheckSchemaBounds(r->GetMessage(m, f), path); !s.ok()) return s;
       continue;
@@ -354,8 +357,8 @@ absl::Status SetFromText(const SchemaField& f, std::string_view text, bool to_sw
         return absl::InvalidArgumentError(absl::StrCat("not an integer: \"", value, "\""));
       }
       if (f.bounded() && (n < f.schema->min() || n > f.schema->max())) {
-        return absl::InvalidArgumentError(absl::StrCat("must be in [", NumberText(field, f.schema->min()), ", ",
-                                                       NumberText(field, f.schema->max()), "], got ", n));
+        return absl::InvalidArgumentError(absl::StrCat("must be in [", BoundText(field, f.schema->min()), ", ",
+                                                       BoundText(field, f.schema->max()), "], got ", n));
       }
       switch (field->cpp_type()) {
         case FieldDescriptor::CPPTYPE_INT32:

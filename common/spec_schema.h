@@ -47,7 +47,8 @@ const SchemaField* SchemaFieldAt(std::string_view path);
 // RunConfig with prefix "spec.base" or a sweep point's), recursing into its
 // messages: InvalidArgument naming the field by prefix and path ("spec.base.
 // batch_size: must be in [1, 65536], got 0"). A 0 where the schema says 0
-// is the default passes. A Sweep below it is checked by CheckSweepValues.
+// is the default passes. A JobSpec's base and sweep are left to their own
+// calls (this one on the base, CheckSweepValues).
 absl::Status CheckSchemaBounds(const google::protobuf::Message& m, const std::string& prefix);
 
 // Checks each value of each axis of sweep against its field's bounds (0
@@ -72,6 +73,10 @@ void FillParamDefaults(std::string_view workload, v1::WorkloadParams* p);
 // Whether a run of config reaches beyond its own device: it sets a field
 // whose schema says takes_host, so its job takes the whole host.
 bool TakesHost(const v1::RunConfig& config);
+
+// A bound or default of the schema's as text: an integer field's without a
+// decimal point (the schema's numbers lie well inside int64).
+std::string BoundText(const google::protobuf::FieldDescriptor* f, double v);
 
 // Parses text as f's type (a number, on/off, an enum's short name, text),
 // holds a number to f's bounds, and sets it on spec's base (with its

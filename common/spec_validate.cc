@@ -311,9 +311,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   // telemetry, priority...); the base's own come with its checks below.
   if (!(s = ValidateMeasurement("spec.measurement", spec.measurement())).ok())
     return s;
-  v1::JobSpec outside = spec;
-  outside.clear_base();
-  if (!(s = CheckSchemaBounds(outside, "spec")).ok()) return s;
+  if (!(s = CheckSchemaBounds(spec, "spec")).ok()) return s;
   if (!(s = ValidateRunConfig("spec.base", spec.base(),
                               !spec.sweep().workload().empty()))
            .ok())

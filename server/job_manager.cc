@@ -350,8 +350,8 @@ bool JobManager::Ends(const v1::Job& job) const {
 }
 
 void JobManager::RecordInterrupt(v1::Job* job) {
-  // Either state the store refuses is kept, as RecordState keeps it.
-  if (absl::Status s = Interrupt(job); !s.ok()) return;
+  // Either state the store refused is kept and logged, as RecordState's.
+  (void)Interrupt(job);
 }
 
 absl::Status JobManager::Interrupt(v1::Job* job) {

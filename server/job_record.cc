@@ -159,8 +159,9 @@ void JobManager::Publish(const std::string& job_id,
 }
 
 void JobManager::RecordState(v1::Job* job, v1::JobState state, const std::string& error) {
-  // SetState keeps what the store refused (unsaved_) and has logged it.
-  if (absl::Status s = SetState(job, state, error); !s.ok()) return;
+  // SetState has kept what the store refused (unsaved_) and logged it:
+  // nothing is left to do with its status here.
+  (void)SetState(job, state, error);
 }
 
 absl::Status JobManager::SetState(v1::Job* job, v1::JobState state,
