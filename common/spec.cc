@@ -267,4 +267,14 @@ void CountFinishedRun(const v1::Run& run, v1::Job* job) {
   fits = std::max(fits, run.config().batch_size());
 }
 
+v1::RunSettings WorkerSettingsOf(const v1::JobSpec& spec) {
+  v1::RunSettings settings;
+  *settings.mutable_measurement() = spec.measurement();
+  *settings.mutable_profiling() = spec.profiling();
+  *settings.mutable_telemetry() = spec.telemetry();
+  settings.set_check_numerics(spec.check_numerics());
+  settings.set_cpu_threads(spec.cpu_threads());
+  return settings;
+}
+
 }  // namespace gpubench

@@ -14,6 +14,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
 #include "gpubench/v1/spec.pb.h"
+#include "gpubench/v1/worker.pb.h"
 #include "common/workload_registry.h"  // IsModelWorkload, IsDistributedWorkload, ModelCost
 
 namespace gpubench {
@@ -72,6 +73,11 @@ int CountSweepPoints(const v1::Sweep& sweep);
 // combines swept values a single config may not have (a CUDA graph on "cpu",
 // a swept torchscript without a model), named as "spec.sweep (run N).field".
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(const v1::JobSpec& spec);
+
+// What a worker gets of a job's spec besides its runs: the settings every
+// run shares (measurement, profiling, telemetry, numerics, CPU threads), as
+// the planned spec holds them, defaults filled.
+v1::RunSettings WorkerSettingsOf(const v1::JobSpec& spec);
 
 // Fills every field of `config` that was left 0 or empty with what it means
 // (common/workload_registry.h: batch 32, the workload's image size, fp32,

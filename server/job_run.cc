@@ -76,9 +76,7 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   v1::WorkerRequest& request = start->request;
   request.set_job_id(job_id);
   // The job's settings only: each worker gets its runs from the plan.
-  *request.mutable_spec() = job.spec();
-  request.mutable_spec()->clear_base();
-  request.mutable_spec()->clear_sweep();
+  *request.mutable_settings() = WorkerSettingsOf(job.spec());
   request.set_model_dir(options_.model_dir);
   for (const std::string& root : options_.model_roots) request.add_model_roots(root);
   *request.mutable_aot() = options_.aot;

@@ -206,19 +206,19 @@ ConfinementPolicy PolicyFor(const v1::WorkerRequest& request,
   return policy;
 }
 
-// How every run of the job is measured: the spec's job-wide settings.
-measure::MeasureConfig MeasureConfigOf(const v1::JobSpec& spec) {
-  measure::MeasureConfig measure = ToMeasureConfig(spec.measurement());
-  const v1::Profiling& profiling = spec.profiling();
+// How every run of the job is measured: the job-wide settings.
+measure::MeasureConfig MeasureConfigOf(const v1::RunSettings& settings) {
+  measure::MeasureConfig measure = ToMeasureConfig(settings.measurement());
+  const v1::Profiling& profiling = settings.profiling();
   measure.profile = profiling.enabled();
   if (profiling.iterations() > 0) measure.profile_iterations = profiling.iterations();
   measure.profile_shapes = profiling.record_shapes();
   measure.profile_memory = profiling.profile_memory();
   if (profiling.top_operators() > 0) measure.profile_top_operators = profiling.top_operators();
-  measure.telemetry = !spec.telemetry().disabled();
-  measure.check_numerics = spec.check_numerics();
-  if (spec.telemetry().interval_ms() > 0) {
-    measure.telemetry_interval_ms = spec.telemetry().interval_ms();
+  measure.telemetry = !settings.telemetry().disabled();
+  measure.check_numerics = settings.check_numerics();
+  if (settings.telemetry().interval_ms() > 0) {
+    measure.telemetry_interval_ms = settings.telemetry().interval_ms();
   }
   return measure;
 }
@@ -227,13 +227,13 @@ measure::MeasureConfig MeasureConfigOf(const v1::JobSpec& spec) {
 // engine sets them only there), and why: spec.cpu_threads, else the CPUs
 // this worker may use, shared by a distributed run's ranks, less the run's
 // host loader threads.
-void ChooseCpuThreads(const v1::JobSpec& spec, const cpu_cores::UsableCpus& usable,
+void ChooseCpuThreads(int spec_cpu_threads, const cpu_cores::UsableCpus& usable,
                       engine::RunConfig* config) {
   const int loaders = config->input_source == engine::InputSource::kHost
                           ? config->pipeline.loader_threads
                           : 0;
   const cpu_cores::CpuThreads threads =
-      cpu_cores::CpuThreadsFor(spec.cpu_threads(), loaders, config->world_size, usable);
+      cpu_cores::CpuThreadsFor(spec_cpu_threads, loaders, config->world_size, usable);
   config->cpu_threads = threads.count;
   config->cpu_threads_reason = threads.reason;
 }
@@ -287,7 +287,7 @@ class JobRunner {
         cancel_(cancel),
         compiler_(compiler),
         held_(held),
-        measure_(MeasureConfigOf(request.spec())),
+        measure_(MeasureConfigOf(request.settings())),
         rank_(request.rank()),
         ranked_(request.has_rank()),
         usable_cpus_(cpu_cores::UsableCpusOfThisProcess()) {
@@ -358,7 +358,7 @@ class JobRunner {
     MaybeInjectFault(config.batch_size(), ranked_ ? rank_.rank() : 0);
     engine::RunConfig engine_config = ToEngineConfig(config);
     const absl::Status ready = Prepare(config, &engine_config, &run);
-    ChooseCpuThreads(request_.spec(), usable_cpus_, &engine_config);  // after Prepare's ranks
+    ChooseCpuThreads(request_.settings().cpu_threads(), usable_cpus_, &engine_config);  // after Prepare's ranks
     auto oom = oom_batch_.find(ConfigKeyWithoutBatch(config));
     if (!ready.ok()) {
       run.set_state(v1::RUN_STATE_FAILED);

@@ -104,8 +104,12 @@ TEST_F(JobManagerTest, CudaAllRunsEachGpusPointsInItsOwnWorkerSideBySide) {
     for (const v1::WorkerRequest& r : requests_) {
       ASSERT_EQ(r.runs_size(), 1);
       EXPECT_EQ(r.job_run_count(), 4);
-      EXPECT_FALSE(r.spec().has_sweep());
-      EXPECT_FALSE(r.spec().has_base());
+      // The settings the plan holds, defaults filled at submit (the spec
+      // set none): the worker fills nothing of its own.
+      EXPECT_EQ(r.settings().SerializeAsString(),
+                WorkerSettingsOf(job->spec()).SerializeAsString());
+      EXPECT_EQ(r.settings().measurement().min_iterations(), 20);
+      EXPECT_GT(r.settings().telemetry().interval_ms(), 0);
       devices.insert(r.runs(0).config().device());
     }
     EXPECT_EQ(devices, (std::set<std::string>{"cuda:0", "cuda:1", "cuda:2", "cuda:3"}));

@@ -25,7 +25,7 @@ std::vector<v1::Run> RunJob(const v1::JobSpec& spec, ExitInfo* exit,
                             std::vector<v1::RunProgress>* progress = nullptr) {
   v1::WorkerRequest request;
   request.set_job_id("test");
-  *request.mutable_spec() = spec;
+  *request.mutable_settings() = WorkerSettingsOf(spec);
   // The daemon's part: the plan's runs, each with its index.
   auto configs = ExpandSweep(spec);
   EXPECT_TRUE(configs.ok()) << configs.status();
