@@ -6,7 +6,7 @@
 #include "gpubench/v1/result.pb.h"
 #include "gpubench/v1/spec.pb.h"
 #include "worker/engine/config.h"
-#include "worker/engine/engine.h"
+#include "worker/engine/types.h"
 
 namespace gpubench::worker {
 

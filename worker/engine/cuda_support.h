@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/engine/engine.h"
+#include "worker/engine/types.h"
 
 namespace gpubench::engine::cuda {
 

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 
 #include "worker/engine/config.h"
-#include "worker/engine/engine.h"
+#include "worker/engine/types.h"
 #include "worker/engine/models.h"
 
 namespace gpubench::engine {

@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "worker/engine/config.h"
-#include "worker/engine/engine.h"
+#include "worker/engine/types.h"
 
 namespace gpubench::engine {
 

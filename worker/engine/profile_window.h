@@ -12,7 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "worker/engine/engine.h"
+#include "worker/engine/types.h"
 #include "worker/engine/workload.h"
 
 namespace gpubench::engine {

@@ -20,7 +20,7 @@
 #include "worker/engine/config.h"
 #include "worker/engine/cuda_support.h"
 #include "worker/engine/distributed.h"
-#include "worker/engine/engine.h"
+#include "worker/engine/types.h"
 #include "worker/engine/models.h"
 
 namespace gpubench::engine {
