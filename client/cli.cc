@@ -405,11 +405,12 @@ examples:
 )"},
       {"reference", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false,
        ReferenceCommand,
-       R"(  reference cli|spec             print the CLI or the job spec reference (Markdown))",
-       R"(usage: gpubench reference cli|spec
-Prints, as Markdown, the reference of every command (cli) or of every job
-spec field (spec), generated from the command table and the spec's schema:
-docs/cli.md and docs/spec.md are this command's output.
+       R"(  reference cli|spec|figures     print the CLI, job spec or figure reference (Markdown))",
+       R"(usage: gpubench reference cli|spec|figures
+Prints, as Markdown, the reference of every command (cli), of every job
+spec field (spec) or of every figure a run can have (figures), generated
+from the command table, the spec's schema and the figure table:
+docs/cli.md, docs/spec.md and docs/figures.md are this command's output.
 example: gpubench reference spec > spec.md
 )"},
       {"version", nullptr, /*daemon=*/false, /*takes_spec=*/false, /*spec_help=*/false, VersionCommand,

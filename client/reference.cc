@@ -1,5 +1,6 @@
-// `gpubench reference cli|spec`: docs/cli.md from the command table, and
-// docs/spec.md from the spec's schema (common/spec_reference.cc).
+// `gpubench reference cli|spec|figures`: docs/cli.md from the command
+// table, docs/spec.md from the spec's schema (common/spec_reference.cc) and
+// docs/figures.md from the figure table (report/figures.cc).
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,7 @@
 #include "client/cli_internal.h"
 #include "client/spec_flags.h"
 #include "common/spec_schema.h"
+#include "report/figures.h"
 
 namespace gpubench::client {
 namespace {
@@ -46,8 +48,10 @@ int ReferenceCommand(const Args& a, std::ostream& out, std::ostream& err) {
     out << CliReferenceMarkdown();
   } else if (which == "spec") {
     out << SpecReferenceMarkdown();
+  } else if (which == "figures") {
+    out << report::FiguresMarkdown();
   } else {
-    err << "usage: gpubench reference cli|spec\n";
+    err << "usage: gpubench reference cli|spec|figures\n";
     return kExitUsage;
   }
   return kExitOk;

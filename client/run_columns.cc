@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "client/cli_internal.h"
 #include "client/json_writer.h"
+#include "report/figures.h"
 #include "google/protobuf/descriptor.h"
 
 namespace gpubench::client {
@@ -18,7 +19,7 @@ class Row {
  public:
   explicit Row(std::vector<Cell>* cells) : cells_(cells) {}
 
-  void Number(const char* name, double v, bool present) {
+  void Number(const std::string& name, double v, bool present) {
     Add(name, ColumnType::kNumber, present && std::isfinite(v), "", v);
   }
   void Integer(const std::string& name, int64_t v, bool present) {
@@ -79,14 +80,10 @@ void FingerprintCells(const v1::Fingerprint& f, Row* row) {
 
 }  // namespace
 
-bool Measured(const v1::Run& r) {
-  return r.state() == v1::RUN_STATE_SUCCEEDED || r.state() == v1::RUN_STATE_CANCELLED;
-}
-
 std::string RunNotes(const v1::Run& r) {
   const v1::RunResult& res = r.result();
   std::vector<std::string> notes;
-  if (Measured(r)) {
+  if (report::HasFigures(r)) {
     if (res.bandwidth_gb_per_s() > 0) {
       notes.push_back(absl::StrFormat("%.1f GB/s", res.bandwidth_gb_per_s()));
     }
@@ -126,54 +123,23 @@ std::string RunNotes(const v1::Run& r) {
 std::vector<Cell> RunColumns(const v1::Run& r) {
   std::vector<Cell> cells;
   Row row(&cells);
-  const v1::RunResult& res = r.result();
-  const bool measured = Measured(r);
-  const bool interval = measured && res.throughput_ci_high() > 0;
-  const bool loss = measured && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0;
-  const v1::TelemetrySummary& tel = res.telemetry();
-  const bool gpu = GpuTelemetry(res);
-  const v1::MemoryStats& mem = res.memory();
   row.Integer("index", r.index(), true);
   row.Text("run_id", r.run_id());
   row.Text("config", DescribeConfig(r.config()));
-  row.Text("device", res.resolved_device());
+  row.Text("device", r.result().resolved_device());
   row.Text("state", Short(v1::RunState_descriptor(), r.state()));
-  row.Number("throughput_samples_per_s", res.throughput_samples_per_s(), measured);
-  row.Number("throughput_ci_low", res.throughput_ci_low(), interval);
-  row.Number("throughput_ci_high", res.throughput_ci_high(), interval);
-  row.Text("interval_basis", res.interval_basis(), measured && !res.interval_basis().empty());
-  row.Integer("interval_samples", res.interval_samples(),
-              measured && !res.interval_basis().empty());
-  row.Number("p50_ms", res.latency().p50_ms(), measured);
-  row.Number("p95_ms", res.latency().p95_ms(), measured);
-  row.Number("p99_ms", res.latency().p99_ms(), measured);
-  row.Number("data_wait_share", res.data_wait_share(), measured);
-  row.Integer("peak_allocated_bytes", mem.peak_device_allocated_bytes(),
-              mem.peak_device_allocated_bytes() > 0);
-  row.Integer("peak_reserved_bytes", mem.peak_device_reserved_bytes(),
-              mem.peak_device_reserved_bytes() > 0);
-  row.Integer("peak_rss_bytes", mem.peak_host_rss_bytes(), mem.peak_host_rss_bytes() > 0);
-  row.Number("loss_first", res.first_loss(), loss);
-  row.Number("loss_last", res.last_loss(), loss);
-  row.Number("gpu_utilization_pct", tel.gpu_utilization_pct().mean(), gpu);
-  row.Number("power_w", tel.power_w().mean(), gpu);
-  row.Number("samples_per_joule", tel.samples_per_joule(), gpu && tel.samples_per_joule() > 0);
-  row.Text("math_mode", res.math_mode());
-  // A CPU run's figures depend on its BLAS and its intra-op threads; the
-  // reason says where the count came from (the host's CPUs, or the spec).
-  const bool cpu = res.resolved_device() == "cpu";
-  row.Text("cpu_blas", res.cpu_blas(), cpu && !res.cpu_blas().empty());
-  row.Integer("cpu_threads", res.cpu_threads(), cpu && res.cpu_threads() > 0);
-  row.Text("cpu_threads_reason", res.cpu_threads_reason(),
-           cpu && !res.cpu_threads_reason().empty());
-  row.Number("tokens_per_s", res.tokens_per_s(), measured && res.tokens_per_s() > 0);
-  row.Number("mfu", res.mfu(), measured && res.mfu() > 0);
-  row.Number("ttft_p50_ms", res.time_to_first_token().p50_ms(), res.has_time_to_first_token());
-  row.Number("itl_p50_ms", res.inter_token_latency().p50_ms(), res.has_inter_token_latency());
-  row.Number("itl_p99_ms", res.inter_token_latency().p99_ms(), res.has_inter_token_latency());
-  row.Number("decode_gb_per_s", res.decode_bandwidth_gb_per_s(),
-             res.decode_bandwidth_gb_per_s() > 0);
-  row.Text("attention", res.attention_backend());
+  for (const report::Figure& f : report::Figures()) {
+    if (f.type == report::FigureType::kText) {
+      row.Text(f.name, f.text(r));
+      continue;
+    }
+    const std::optional<double> v = f.number(r);
+    if (f.type == report::FigureType::kNumber) {
+      row.Number(f.name, v.value_or(0), v.has_value());
+    } else {
+      row.Integer(f.name, static_cast<int64_t>(v.value_or(0)), v.has_value());
+    }
+  }
   row.Text("notes", RunNotes(r));
   return cells;
 }

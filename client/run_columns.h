@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpubench/v1/result.pb.h"
+#include "report/figures.h"
 
 namespace gpubench::client {
 
@@ -26,17 +27,15 @@ struct Cell {
 };
 
 // Whether the run has figures (it succeeded, or was stopped after some).
-bool Measured(const v1::Run& r);
+using report::HasFigures;
 
 // What else a reader of the run should know, in words ("412.3 GB/s;
 // compiled in 3.1 s; regressed x0.912 vs history").
 std::string RunNotes(const v1::Run& r);
 
 // The CSV's columns of r, in order: index, run_id, config, device, state,
-// throughput and its interval, latency percentiles, memory, loss,
-// telemetry, the math mode, a CPU run's BLAS and threads (cpu_blas,
-// cpu_threads, cpu_threads_reason), the language models' figures, notes.
-// The same names and types for every run.
+// every figure of report/figures.h's table, notes. The same names and
+// types for every run.
 std::vector<Cell> RunColumns(const v1::Run& r);
 
 // What the export writes of r measured on `host` (as the CLI named it):

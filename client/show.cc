@@ -12,6 +12,7 @@
 #include "client/cli_internal.h"
 #include "client/gbench.h"
 #include "client/run_columns.h"
+#include "report/figures.h"
 #include "common/fingerprint.h"
 #include "common/spec.h"
 #include "common/spec_schema.h"
@@ -61,7 +62,7 @@ void PrintAboveTheRoof(const std::vector<v1::Run>& runs,
                        std::ostream& out) {
   for (const v1::Run& r : runs) {
     const double achieved = r.result().achieved_tflops() * 1e12;
-    if (!Measured(r) || achieved <= 0) continue;  // a matmul is at most its own peak
+    if (!HasFigures(r) || achieved <= 0) continue;  // a matmul is at most its own peak
     const report::RunPeaks roof = report::PeaksForRun(peaks, r);
     if (roof.flops_per_s <= 0 || achieved <= roof.flops_per_s) continue;
     out << "  above the roof: run " << r.index() << "'s " << report::FlopRate(achieved)
@@ -126,13 +127,26 @@ void PrintWarningLegend(const std::vector<v1::Run>& runs, std::ostream& out) {
 
 Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column, Format format) {
   if (format == Format::kCsv) return RunsData(runs, with_job_column);
+  // The figures a text table shows, by report/figures.h's names; the
+  // interval and the loss are shown as one column each.
+  const std::vector<const report::Figure*> figures = [] {
+    std::vector<const report::Figure*> f;
+    for (const char* name : {"throughput_samples_per_s", "throughput_ci_low", "p50_ms", "p95_ms",
+                             "p99_ms", "data_wait_share", "gpu_utilization_pct",
+                             "peak_allocated_bytes", "peak_rss_bytes", "loss_first"}) {
+      f.push_back(&report::FigureNamed(name));
+    }
+    return f;
+  }();
   Table t;
   if (with_job_column) t.header.push_back("job");
-  for (const char* h : {"#", "run", "config", "device", "state", "samples/s", "95% CI", "p50 ms",
-                        "p95 ms", "p99 ms", "wait%", "gpu util%", "peak alloc", "peak RSS",
-                        "loss", "notes"}) {
-    t.header.push_back(h);
+  for (const char* h : {"#", "run", "config", "device", "state"}) t.header.push_back(h);
+  for (const report::Figure* f : figures) {
+    const std::string name = f->name;
+    t.header.push_back(name == "throughput_ci_low" ? "95% CI" : name == "loss_first" ? "loss"
+                                                                                    : f->heading);
   }
+  t.header.push_back("notes");
   for (const v1::Run& r : runs) {
     const auto& res = r.result();
     std::vector<std::string> row;
@@ -142,28 +156,20 @@ Table RunsTable(const std::vector<v1::Run>& runs, bool with_job_column, Format f
     row.push_back(DescribeConfig(r.config()));
     row.push_back(res.resolved_device().empty() ? "-" : res.resolved_device());
     row.push_back(Short(v1::RunState_descriptor(), r.state()));
-    if (Measured(r)) {
-      row.push_back(absl::StrFormat("%.1f", res.throughput_samples_per_s()));
-      row.push_back(report::ThroughputIntervalText(res, 1));
-      row.push_back(absl::StrFormat("%.3f", res.latency().p50_ms()));
-      row.push_back(absl::StrFormat("%.3f", res.latency().p95_ms()));
-      row.push_back(absl::StrFormat("%.3f", res.latency().p99_ms()));
-      row.push_back(absl::StrFormat("%.1f", 100 * res.data_wait_share()));
-      row.push_back(GpuTelemetry(res)
-                        ? absl::StrFormat("%.0f", res.telemetry().gpu_utilization_pct().mean())
-                        : "-");
-    } else {
-      for (int i = 0; i < 7; ++i) row.push_back("-");
+    for (const report::Figure* f : figures) {
+      const std::string name = f->name;
+      if (name == "throughput_ci_low") {
+        // The interval, or why there is none.
+        row.push_back(HasFigures(r) ? report::ThroughputIntervalText(res, 1) : "-");
+      } else if (name == "loss_first") {
+        const std::string last = FigureText(report::FigureNamed("loss_last"), r);
+        row.push_back(last == "-" ? "-"
+                                  : absl::StrFormat("%.4g>%.4g", res.first_loss(),
+                                                    res.last_loss()));
+      } else {
+        row.push_back(FigureText(*f, r));
+      }
     }
-    // As torch.cuda.max_memory_allocated gives it (not the allocator's
-    // reserved peak); "-" where the device has no allocator that counts.
-    const int64_t allocated = res.memory().peak_device_allocated_bytes();
-    row.push_back(allocated > 0 ? Bytes(allocated) : "-");
-    const int64_t rss = res.memory().peak_host_rss_bytes();
-    row.push_back(rss > 0 ? Bytes(rss) : "-");
-    row.push_back(Measured(r) && r.config().mode() != v1::MODE_INFER && res.first_loss() != 0
-                      ? absl::StrFormat("%.4g>%.4g", res.first_loss(), res.last_loss())
-                      : "-");
     const std::string notes = RunNotes(r);
     row.push_back(notes.empty() ? "-" : notes);
     t.rows.push_back(std::move(row));

@@ -386,7 +386,7 @@ std::string RenderLineChart(LineChart chart) {
   return svg;
 }
 
-std::string Figure(const std::string& svg) {
+std::string InFigure(const std::string& svg) {
   return svg.empty() ? "" : absl::StrCat("<figure>", svg, "</figure>\n");
 }
 

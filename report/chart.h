@@ -125,7 +125,7 @@ struct BarChart {
 
 // svg in a <figure>; "" for a chart that draws nothing, so it leaves no
 // empty frame.
-std::string Figure(const std::string& svg);
+std::string InFigure(const std::string& svg);
 
 // An <svg> element of horizontal bars (labels such as "fp16 + channels_last,
 // batch 256" read better along rows than under columns). Empty without bars.

@@ -67,7 +67,7 @@ std::string ProbeChart(const std::string& probe, const std::string& sku,
       chart.legend.push_back(kind);
     }
   }
-  return Figure(RenderBarChart(chart));
+  return InFigure(RenderBarChart(chart));
 }
 
 std::string FlaggedTable(const std::vector<Ranked>& ranked) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "report/format.h"
 #include "report/chart.h"
 #include "report/facets.h"
+#include "report/figures.h"
 #include "report/plots.h"
 #include "common/spec.h"
 
@@ -33,10 +35,16 @@ absl::Duration Between(const google::protobuf::Timestamp& a,
          absl::Nanoseconds(b.nanos() - a.nanos());
 }
 
-// Cancelled runs keep partial figures; the table shows them, flagged.
-bool HasFigures(const v1::Run& r) {
-  return r.state() == v1::RUN_STATE_SUCCEEDED ||
-         r.state() == v1::RUN_STATE_CANCELLED;
+// A figure of report/figures.h in a runs table's cell: "-" where the run
+// has none, a share as a percent, a figure in its significant digits.
+std::string FigureCell(const Figure& f, const v1::Run& r) {
+  const std::optional<double> v = f.number(r);
+  if (!v) return "-";
+  const std::string unit = f.unit;
+  if (f.type == FigureType::kBytes) return Bytes(static_cast<int64_t>(*v));
+  if (unit == "share") return absl::StrFormat("%.1f%%", 100 * *v);
+  if (unit == "%") return absl::StrFormat("%.0f%%", *v);
+  return FormatFigure(*v);
 }
 
 std::string Pill(const std::string& text, const std::string& cls) {
@@ -143,15 +151,21 @@ std::string RunTable(const JobView& view) {
     if (view.varying[f])
       absl::StrAppend(&out, "<th>", Facets()[f].header, "</th>");
   }
-  absl::StrAppend(
-      &out,
-      "<th>state</th><th class=\"num\">samples/s</th><th class=\"num\">95% "
-      "CI</th>"
-      "<th class=\"num\">p50 ms</th><th class=\"num\">p95 ms</th>"
-      "<th class=\"num\">p99 ms</th><th class=\"num\">data wait</th>"
-      "<th class=\"num\">GPU util</th>"
-      "<th class=\"num\">peak mem</th><th class=\"num\">loss first&gt;last</th>"
-      "<th>flags</th></tr></thead><tbody>\n");
+  // Cancelled runs keep partial figures (HasFigures); the table shows them,
+  // flagged. Each figure's heading and presence are the figure table's.
+  const Figure& tput = FigureNamed("throughput_samples_per_s");
+  std::vector<const Figure*> latency;
+  for (const char* name : {"p50_ms", "p95_ms", "p99_ms", "data_wait_share", "gpu_utilization_pct"}) {
+    latency.push_back(&FigureNamed(name));
+  }
+  absl::StrAppend(&out, "<th>state</th><th class=\"num\">", EscapeHtml(tput.heading),
+                  "</th><th class=\"num\">95% CI</th>");
+  for (const Figure* f : latency) {
+    absl::StrAppend(&out, "<th class=\"num\">", EscapeHtml(f->heading), "</th>");
+  }
+  absl::StrAppend(&out,
+                  "<th class=\"num\">peak mem</th><th class=\"num\">loss first&gt;last</th>"
+                  "<th>flags</th></tr></thead><tbody>\n");
   for (size_t i = 0; i < view.runs.size(); ++i) {
     const v1::Run& r = *view.runs[i];
     const auto& res = r.result();
@@ -162,27 +176,16 @@ std::string RunTable(const JobView& view) {
         out += Td(EscapeHtml(view.values[i][f]), f == kBatch || f == kLoaders);
     }
     out += Td(StatePill(v1::RunState_descriptor(), r.state()));
-    std::string tput = "-", ci = "-", p50 = "-", p95 = "-", p99 = "-",
-                wait = "-", util = "-", loss = "-";
+    std::string ci = "-", loss = "-";
     if (HasFigures(r)) {
-      tput = FormatFigure(res.throughput_samples_per_s());
       if (res.throughput_ci_high() > 0) {
         ci = absl::StrCat(FormatFigure(res.throughput_ci_low()), "\u2013",
                           FormatFigure(res.throughput_ci_high()));
       } else {
         ci = ThroughputIntervalText(res, 1);
       }
-      p50 = FormatFigure(res.latency().p50_ms());
-      p95 = FormatFigure(res.latency().p95_ms());
-      p99 = FormatFigure(res.latency().p99_ms());
-      wait = absl::StrFormat("%.1f%%", 100 * res.data_wait_share());
-      if (GpuTelemetry(res)) {
-        util = absl::StrFormat("%.0f%%", res.telemetry().gpu_utilization_pct().mean());
-      }
-      if (Trains(r.config()) &&
-          (res.first_loss() != 0 || res.last_loss() != 0)) {
-        loss = absl::StrFormat("%.4g &gt; %.4g", res.first_loss(),
-                               res.last_loss());
+      if (FigureNamed("loss_last").number(r)) {
+        loss = absl::StrFormat("%.4g &gt; %.4g", res.first_loss(), res.last_loss());
       }
     }
     const int64_t device_bytes = res.memory().peak_device_allocated_bytes();
@@ -191,11 +194,10 @@ std::string RunTable(const JobView& view) {
         : res.memory().peak_host_rss_bytes() > 0
             ? Bytes(res.memory().peak_host_rss_bytes()) + " RSS"
             : "-";
-    out += Td(tput, true) +
-           Td(absl::StrCat("<span class=\"ci\">", ci, "</span>"), true) +
-           Td(p50, true) + Td(p95, true) + Td(p99, true) + Td(wait, true) + Td(util, true) +
-           Td(mem, true) + Td(loss, true) + "<td class=\"flags\">" + Flags(r) +
-           "</td>";
+    out += Td(FigureCell(tput, r), true) +
+           Td(absl::StrCat("<span class=\"ci\">", ci, "</span>"), true);
+    for (const Figure* f : latency) out += Td(FigureCell(*f, r), true);
+    out += Td(mem, true) + Td(loss, true) + "<td class=\"flags\">" + Flags(r) + "</td>";
     out += "</tr>\n";
   }
   out += "</tbody></table></div>\n";

@@ -78,7 +78,7 @@ std::string ContextPlots(const JobView& view) {
     itl.series[2 * line + 1].label = label + " p99";
     ttft.series[line].label = label;
   }
-  return Figure(RenderLineChart(itl)) + Figure(RenderLineChart(ttft));
+  return InFigure(RenderLineChart(itl)) + InFigure(RenderLineChart(ttft));
 }
 
 // Bars of runs that share a label say their params (a prompt length, a
@@ -145,7 +145,7 @@ std::string ShareBars(const JobView& view) {
   std::string html;
   for (ShareChart* c : {&datasheet, &measured, &bandwidth}) {
     SayParamsWhereLabelsMeet(view, c->runs, &c->chart);
-    html += Figure(RenderBarChart(c->chart));
+    html += InFigure(RenderBarChart(c->chart));
   }
   return html;
 }

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "report/figures.h"
 #include "report/format.h"
 
 namespace gpubench::report {
@@ -19,38 +20,42 @@ const char kLanguageModelLegend[] =
 LanguageModelTable LanguageModelFigures(const std::vector<const v1::Run*>& runs,
                                         const std::map<std::string, DevicePeaks>& peaks) {
   LanguageModelTable t;
-  t.header = {"#",           "tokens/s",   "MFU",        "of TFLOP/s",  "of measured",
-              "TTFT p50 ms", "ITL p50 ms", "ITL p99 ms", "decode GB/s", "of copy peak",
-              "attention"};
+  // The table's own figures (report/figures.h), then what each is of.
+  const Figure& tokens = FigureNamed("tokens_per_s");
+  const Figure& mfu = FigureNamed("mfu");
+  const Figure& ttft = FigureNamed("ttft_p50_ms");
+  const Figure& itl_p50 = FigureNamed("itl_p50_ms");
+  const Figure& itl_p99 = FigureNamed("itl_p99_ms");
+  const Figure& decode = FigureNamed("decode_gb_per_s");
+  const Figure& attention = FigureNamed("attention");
+  t.header = {"#",           tokens.heading,  mfu.heading,    "of TFLOP/s",
+              "of measured", ttft.heading,    itl_p50.heading, itl_p99.heading,
+              decode.heading, "of copy peak", attention.heading};
   auto or_dash = [](bool present, const std::string& text) { return present ? text : "-"; };
   for (const v1::Run* run : runs) {
     const v1::Run& r = *run;
     const v1::RunResult& res = r.result();
-    if (!Measured(r) || res.tokens_per_s() <= 0) continue;
-    const bool decode = res.has_inter_token_latency();
+    if (!Measured(r) || !tokens.number(r)) continue;
+    const bool decoding = res.has_inter_token_latency();
     // The host's own peaks (its best matmul at the precision, its best
     // device copy's traffic), where it measured them.
     const RunPeaks roof = PeaksForRun(peaks, r);
     const double of_matmul = res.achieved_tflops() * 1e12 / roof.flops_per_s;
     const double of_copy = res.decode_bandwidth_gb_per_s() * 1e9 / roof.bytes_per_s;
     t.rows.push_back(
-        {absl::StrCat(r.index()), absl::StrFormat("%.0f", res.tokens_per_s()),
-         or_dash(res.mfu() > 0, absl::StrFormat("%.1f%%", 100 * res.mfu())),
+        {absl::StrCat(r.index()), FigureText(tokens, r), FigureText(mfu, r),
          or_dash(res.datasheet_peak_tflops() > 0,
                  absl::StrFormat("%.1f %s", res.datasheet_peak_tflops(),
                                  absl::AsciiStrToLower(absl::StripPrefix(
                                      v1::Precision_Name(r.config().precision()),
                                      "PRECISION_")))),
-         or_dash(!decode && roof.flops_per_s > 0 && res.achieved_tflops() > 0,
+         or_dash(!decoding && roof.flops_per_s > 0 && res.achieved_tflops() > 0,
                  absl::StrFormat("%.1f%%", 100 * of_matmul)),
-         or_dash(decode, absl::StrFormat("%.3f", res.time_to_first_token().p50_ms())),
-         or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p50_ms())),
-         or_dash(decode, absl::StrFormat("%.3f", res.inter_token_latency().p99_ms())),
-         or_dash(res.decode_bandwidth_gb_per_s() > 0,
-                 absl::StrFormat("%.1f", res.decode_bandwidth_gb_per_s())),
+         FigureText(ttft, r), FigureText(itl_p50, r), FigureText(itl_p99, r),
+         FigureText(decode, r),
          or_dash(roof.bytes_per_s > 0 && res.decode_bandwidth_gb_per_s() > 0,
                  absl::StrFormat("%.1f%%", 100 * of_copy)),
-         res.attention_backend().empty() ? "-" : res.attention_backend()});
+         FigureText(attention, r)});
   }
   return t;
 }

@@ -15,6 +15,7 @@
 #include "common/spec.h"
 #include "common/workload_registry.h"
 #include "report/chart.h"
+#include "report/figures.h"
 #include "report/format.h"
 #include "report/language_model_plots.h"
 #include "report/roofline.h"
@@ -117,11 +118,12 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
   });
   // Workloads 30x apart share the chart on a log axis, where the slow one
   // does not read as zero.
+  // The y axes are the figure table's units (report/figures.h).
   LineChart tput{absl::StrCat("Throughput vs ", axis.name, " (bars: 95% interval)"), axis.name,
-                 "samples/s", {}, true};
+                 FigureNamed("throughput_samples_per_s").unit, {}, true};
   // Language models count tokens, on a chart of their own.
   LineChart tokens{absl::StrCat("Tokens/s vs ", axis.name, " (bars: 95% interval)"), axis.name,
-                   "tokens/s", {}, true};
+                   FigureNamed("tokens_per_s").unit, {}, true};
   LineChart latency{absl::StrCat("Latency (p50, p95) vs ", axis.name), axis.name, "ms per step",
                     {}, true};
   LineChart wait{absl::StrCat("Data-wait share vs ", axis.name), axis.name,
@@ -172,12 +174,12 @@ std::string SweepPlots(const JobView& view, const SweepAxis& axis) {
   }
   std::string out;
   if (axis.drawn & kThroughput) {
-    out += Figure(RenderLineChart(tput)) + Figure(RenderLineChart(tokens));
+    out += InFigure(RenderLineChart(tput)) + InFigure(RenderLineChart(tokens));
   }
-  if (axis.drawn & kDataWait) out += Figure(RenderLineChart(wait));
-  if (axis.drawn & kLatency) out += Figure(RenderLineChart(latency));
+  if (axis.drawn & kDataWait) out += InFigure(RenderLineChart(wait));
+  if (axis.drawn & kLatency) out += InFigure(RenderLineChart(latency));
   if (axis.drawn & kMemory) {
-    out += Figure(RenderLineChart(device_memory)) + Figure(RenderLineChart(rss));
+    out += InFigure(RenderLineChart(device_memory)) + InFigure(RenderLineChart(rss));
   }
   return out;
 }
@@ -276,7 +278,7 @@ std::string DeviceSpeedupPlot(const JobView& view) {
     absl::StrAppend(&tables, "</table>\n");
   }
   CapBars(&chart);
-  return Figure(RenderBarChart(chart)) + tables;
+  return InFigure(RenderBarChart(chart)) + tables;
 }
 
 bool Fp32(const v1::RunConfig& c) {
@@ -327,7 +329,7 @@ std::string OptimisedPlot(const JobView& view) {
     }
   }
   CapBars(&chart);
-  return Figure(RenderBarChart(chart));
+  return InFigure(RenderBarChart(chart));
 }
 
 // Stable colours per category across every operator chart of the page.
@@ -387,7 +389,7 @@ std::string OperatorPlots(const JobView& view) {
         chart.legend.push_back({category, CategoryColor(category), Mark::kBox});
       }
     }
-    out += Figure(RenderBarChart(chart));
+    out += InFigure(RenderBarChart(chart));
   }
   if (skipped > 0) {
     out += absl::StrFormat(
@@ -433,7 +435,7 @@ std::string RooflinePlot(const JobView& view) {
                     EscapeHtml(p.why), "</li>");
   }
   absl::StrAppend(&notes, "</ul>\n");
-  return Figure(RenderRooflineChart(chart)) + notes;
+  return InFigure(RenderRooflineChart(chart)) + notes;
 }
 
 // A config as one line of a distributed chart: everything but the axis
@@ -505,8 +507,8 @@ std::string DistributedPlots(const JobView& view) {
     }
     chart->series = std::move(drawn);
   }
-  return Figure(RenderLineChart(bandwidth)) + Figure(RenderLineChart(time)) +
-         Figure(RenderLineChart(scaling));
+  return InFigure(RenderLineChart(bandwidth)) + InFigure(RenderLineChart(time)) +
+         InFigure(RenderLineChart(scaling));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "server/metrics.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "common/version.h"
 #include "gpubench/v1/result.pb.h"
 #include "report/facets.h"
+#include "report/figures.h"
 #include "report/format.h"
 #include "server/job_manager.h"
 #include "storage/store.h"
@@ -91,9 +93,6 @@ void WriteStore(storage::Store* store, const JobManager::Load& load, MetricsWrit
     }
   }
   if (newest.ok()) {
-    out->Family("gpubench_last_throughput_samples_per_second", "gauge",
-                "Throughput of the newest succeeded run of each config (among the newest " +
-                    std::to_string(kLastRunsScanned) + " runs)");
     std::set<std::string> seen;
     std::vector<std::pair<Labels, const v1::Run*>> last;
     for (const v1::Run& run : *newest) {
@@ -104,9 +103,19 @@ void WriteStore(storage::Store* store, const JobManager::Load& load, MetricsWrit
                        {"device", run.result().resolved_device()}},
                       &run});
     }
-    for (const auto& [labels, run] : last) {
-      out->Sample("gpubench_last_throughput_samples_per_second", labels,
-                  run->result().throughput_samples_per_s());
+    // A gauge for each figure of report/figures.h that names one, a sample
+    // for each config whose newest run has the figure.
+    for (const report::Figure& figure : report::Figures()) {
+      if (figure.prometheus == nullptr) continue;
+      out->Family(figure.prometheus, "gauge",
+                  absl::StrCat("The newest succeeded run of each config (among the newest ",
+                               kLastRunsScanned, " runs): ", figure.help,
+                               figure.prometheus_scale == 1 ? "" : " (in base units)"));
+      for (const auto& [labels, run] : last) {
+        if (std::optional<double> v = figure.number(*run)) {
+          out->Sample(figure.prometheus, labels, *v * figure.prometheus_scale);
+        }
+      }
     }
     out->Family("gpubench_last_run_timestamp_seconds", "gauge",
                 "When the newest succeeded run of each config started (Unix time)");

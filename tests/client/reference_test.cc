@@ -1,5 +1,6 @@
-// docs/spec.md and docs/cli.md are `gpubench reference spec|cli`: the
-// committed files must be what the schema and the command table give now.
+// docs/spec.md, docs/cli.md and docs/figures.md are `gpubench reference
+// spec|cli|figures`: the committed files must be what the schema, the
+// command table and the figure table give now.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -20,7 +21,7 @@ std::string Read(const std::string& path) {
 }
 
 TEST(Reference, DocsAreWhatTheSchemaAndCommandTableGive) {
-  for (const char* which : {"spec", "cli"}) {
+  for (const char* which : {"spec", "cli", "figures"}) {
     std::ostringstream out, err;
     ASSERT_EQ(RunCli({"reference", which}, out, err), kExitOk) << err.str();
     const std::string path = std::string(GPUBENCH_SOURCE_DIR) + "/docs/" + which + ".md";
@@ -51,7 +52,7 @@ TEST(Reference, SpecHasEveryFieldAndCliEveryCommand) {
   EXPECT_NE(cli.str().find("| `--prompt-len` |"), std::string::npos);
   std::ostringstream out, usage;
   EXPECT_EQ(RunCli({"reference", "html"}, out, usage), kExitUsage);
-  EXPECT_NE(usage.str().find("usage: gpubench reference cli|spec"), std::string::npos);
+  EXPECT_NE(usage.str().find("usage: gpubench reference cli|spec|figures"), std::string::npos);
 }
 
 }  // namespace

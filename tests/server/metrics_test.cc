@@ -137,6 +137,7 @@ TEST(Metrics, ConfigsThatDifferOnlyInAParameterAreTwoSeries) {
     run.mutable_config()->set_learning_rate(rate);
     run.mutable_result()->set_resolved_device("cpu");
     run.mutable_result()->set_throughput_samples_per_s(rate * 1000);
+    run.mutable_result()->mutable_latency()->set_p50_ms(rate * 25);
     run.mutable_start_time()->set_seconds(1700000000);
     auto inserted = (*store)->runs().Insert(run);
     ASSERT_TRUE(inserted.ok()) << inserted.status();
@@ -168,6 +169,14 @@ TEST(Metrics, ConfigsThatDifferOnlyInAParameterAreTwoSeries) {
     EXPECT_NE(page.find("config_key=\"", at), std::string::npos) << page;
   }
   EXPECT_EQ(series, 2u) << page;
+  // Every gauge of the figure table (report/figures.h) that the runs have,
+  // in base units: the median latency in seconds; none for figures an mlp
+  // run does not have (tokens a second).
+  EXPECT_NE(page.find("# TYPE gpubench_last_latency_p50_seconds gauge\n"), std::string::npos);
+  EXPECT_NE(page.find("} 0.0025"), std::string::npos) << page;
+  // p99 was not measured in these runs: no sample, not a zero.
+  EXPECT_EQ(page.find("\ngpubench_last_latency_p99_seconds{"), std::string::npos) << page;
+  EXPECT_EQ(page.find("\ngpubench_last_tokens_per_second{"), std::string::npos) << page;
   EXPECT_NE(page.find("gpubench_jobs_running 0\n"), std::string::npos) << page;
   EXPECT_NE(page.find("gpubench_jobs{state=\"running\"} 0\n"), std::string::npos) << page;
   EXPECT_NE(page.find("gpubench_schedule_failures_total{schedule=\"" + *schedule_id + "\"} 3\n"),
