@@ -32,6 +32,9 @@ JobManager::JobManager(DaemonOptions options, storage::Store* store, v1::HostInf
     : options_(std::move(options)),
       store_(store),
       host_(std::move(host)),
+      planner_({options_.model_roots, options_.worker_limits.protected_paths,
+                options_.allow_uploaded_aoti, options_.clock_control != nullptr},
+               store_, host_),
       launcher_(launcher ? std::move(launcher)
                          : std::make_unique<worker::ProcessLauncher>(options_.worker_path,
                                                                      options_.worker_limits)),
@@ -54,7 +57,7 @@ absl::Status JobManager::Start() {
       if (auto s = Interrupt(&job); !s.ok()) return s;
     }
     if (job.state() != v1::JOB_STATE_QUEUED) continue;
-    auto leases = LeasesOf(job);
+    auto leases = planner_.LeasesOf(job);
     if (leases.ok() && leases->any_gpus > host_.gpus_size()) {
       leases = absl::FailedPreconditionError(
           absl::StrCat("it needs ", leases->any_gpus, " GPUs; this host has ",
@@ -130,7 +133,7 @@ absl::StatusOr<std::vector<v1::Job>> JobManager::SubmitProbeSuite(
   // queues nothing.
   std::vector<Plan> plans;
   for (const v1::JobSpec& spec : report::ProbeJobs(host_, small)) {
-    auto plan = PlanSpec(spec);
+    auto plan = planner_.PlanSpec(spec);
     if (!plan.ok()) {
       return absl::Status(plan.status().code(),
                           absl::StrCat("probe ", spec.base().probe(), ": ",
@@ -191,7 +194,7 @@ absl::StatusOr<v1::Job> JobManager::Queue(Plan plan, const std::string& schedule
   job.set_daemon_probe(daemon_probe);
   job.set_host_id(host_.host_id());
   *job.mutable_submit_time() = NowTimestamp();
-  const Needs needs = LeasesOf(job, plan.runs);
+  const Needs needs = planner_.LeasesOf(job, plan.runs);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the daemon is shutting down");

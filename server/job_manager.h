@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "gpubench/v1/worker.pb.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -25,6 +24,7 @@
 #include "gpubench/v1/worker.pb.h"
 #include "server/event_log.h"
 #include "server/job_clock.h"
+#include "server/job_planner.h"
 #include "server/job_queue.h"
 #include "storage/store.h"
 #include "launcher/process.h"
@@ -79,18 +79,9 @@ class JobManager {
   // start), and joins every thread. Queued jobs stay queued in the store.
   void Shutdown();
 
-  // A spec as this host will run it: cuda:all rewritten into a lane per
-  // GPU, the sweep expanded (defaults filled), and what a submit checks
-  // before the store (InvalidArgument naming the field): the models it names
-  // (CheckModels), the timeout, GPUs and CPU ranks this host can give, and
-  // no fleet probe (spec.base.probe: only the daemon's own suite,
-  // SubmitProbeSuite, names one).
-  struct Plan {
-    v1::JobSpec spec;
-    std::vector<v1::RunConfig> runs;
-    std::vector<std::string> notes;  // settings that mean nothing where they run
-  };
-  absl::StatusOr<Plan> PlanJob(const v1::JobSpec& spec) const;
+  // The planner's plan of a spec on this host (JobPlanner::PlanJob).
+  using Plan = JobPlanner::Plan;
+  absl::StatusOr<Plan> PlanJob(const v1::JobSpec& spec) const { return planner_.PlanJob(spec); }
 
   // Stores plan as a QUEUED job recording submitted_by and wakes the
   // dispatcher: the job runs exactly plan's runs. ResourceExhausted when
@@ -175,46 +166,12 @@ class JobManager {
   friend class LanePasses;  // lane_passes.cc: one lane's workers, pass by pass
   struct Running;
 
-  // PlanJob without the probe check: the daemon's own suite's specs, and
-  // callers' after that check.
-  absl::StatusOr<Plan> PlanSpec(const v1::JobSpec& spec) const;
   // Submit's work, daemon_probe marking the job as the daemon's own probe.
   absl::StatusOr<v1::Job> Queue(Plan plan, const std::string& schedule_id,
                                 const std::string& submitted_by, bool daemon_probe);
 
-  // Every model the runs name may be loaded: a model_path resolves into a
-  // model root, an uploaded model exists, and an AOTI package came from an
-  // admin (or the operator allows any). PermissionDenied or InvalidArgument
-  // naming the field. Fills request's model formats when given.
-  absl::Status CheckModels(const std::vector<v1::RunConfig>& configs,
-                           v1::WorkerRequest* request) const;
-  // A run's device on this host: auto and cuda resolved ("cuda:0", "cpu").
-  std::string DeviceOf(const v1::RunConfig& c) const;
-  // The devices (leases) a job's runs use: "cpu", "cuda:N", "mps", plus
-  // JobQueue::kWholeHost for a job with a CPU run or an exclusive one
-  // (spec.exclusive, by default a schedule's job).
-  // Beyond them, a distributed point on device cuda wants any world_size of
-  // the host's GPUs (any_gpus: the largest world_size).
-  struct Needs {
-    std::set<std::string> leases;
-    int any_gpus = 0;
-  };
-  // Of a stored job: its stored plan's runs.
-  absl::StatusOr<Needs> LeasesOf(const v1::Job& job) const;
-  Needs LeasesOf(const v1::Job& job, const std::vector<v1::RunConfig>& configs) const;
-  // Replaces device cuda:all by each of the host's GPUs (and sets
-  // parallel_devices); InvalidArgument on a host without GPUs.
-  absl::Status ExpandEveryGpu(v1::JobSpec* spec) const;
-  // The sweep's points as the job runs them: one lane per distributed group
-  // (its world_size, its ranks' devices from the job's leases), and the
-  // other points in one lane, or one lane per device with parallel_devices.
-  struct Lane {
-    std::vector<int> indices;
-    v1::RankAssignment rank;  // world_size 0: not distributed
-    bool parallel = false;    // runs beside the other parallel lanes
-  };
-  std::vector<Lane> LanesOf(const v1::Job& job, const std::vector<v1::RunConfig>& configs,
-                            const std::set<std::string>& leases) const;
+  using Lane = JobPlanner::Lane;
+  using Needs = JobPlanner::Needs;
   // What a job needs before its first worker starts.
   struct JobStart {
     v1::WorkerRequest request;
@@ -307,6 +264,7 @@ class JobManager {
   const DaemonOptions options_;
   storage::Store* const store_;
   const v1::HostInfo host_;
+  const JobPlanner planner_;  // plans, leases and lanes
   const std::unique_ptr<worker::WorkerLauncher> launcher_;
   RunHook run_hook_;
 

@@ -1,7 +1,7 @@
 // What the job manager's files share (job_manager.cc: submit, cancel and
-// dispatch; job_plan.cc: plans and leases; job_run.cc: running a job's
-// workers; job_record.cc: events, states and runs to the store): the state
-// of one running job, and the limits. Not for other files.
+// dispatch; job_run.cc: running a job's workers; job_record.cc: events,
+// states and runs to the store): the state of one running job, and the
+// limits. Not for other files.
 #ifndef GPUBENCH_SERVER_JOB_MANAGER_INTERNAL_H_
 #define GPUBENCH_SERVER_JOB_MANAGER_INTERNAL_H_
 
@@ -27,27 +27,9 @@ namespace gpubench::server {
 // millions of operators per step would otherwise fill the store in one run.
 inline constexpr size_t kMaxTraceBytes = size_t{256} << 20;
 
-// Ranks of a distributed run on the CPU, at most (and no more than cores).
-inline constexpr int kMaxCpuRanks = 16;
-// A CPU collective's message times its ranks, at most.
-inline constexpr int64_t kMaxCpuCollectiveBytes = int64_t{4} << 30;
-
 // The room a typical run needs (record, samples, telemetry), probed before
 // taking jobs again after a run could not be stored.
 inline constexpr int64_t kRunProbeBytes = 256 << 10;
-
-// A caller's runs never name a fleet probe: only the daemon's own suite
-// (SubmitProbeSuite) makes probe runs. InvalidArgument naming the field.
-inline absl::Status NoProbeIn(const std::vector<v1::RunConfig>& runs) {
-  for (const v1::RunConfig& c : runs) {
-    if (!c.probe().empty()) {
-      return absl::InvalidArgumentError(
-          "spec.base.probe: set by gpubench probe only (the daemon's own probe suite, "
-          "RunProbe); a submitted or scheduled spec may not name a fleet probe");
-    }
-  }
-  return absl::OkStatus();
-}
 
 inline bool IsTerminal(v1::JobState s) {
   return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||

@@ -85,7 +85,7 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   auto plan = store_->jobs().GetPlan(job_id);
   if (plan.ok()) start->configs.assign(plan->runs().begin(), plan->runs().end());
   absl::Status models =
-      plan.ok() ? CheckModels(start->configs, &request)
+      plan.ok() ? planner_.CheckModels(start->configs, &request)
                 : absl::FailedPreconditionError(absl::StrCat(
                       "the job's plan cannot be read, so it did not run: ",
                       plan.status().message()));
@@ -128,7 +128,7 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
 
 JobManager::Passes JobManager::RunLanes(const std::shared_ptr<Running>& running,
                                        JobStart* start) {
-  const std::vector<Lane> lanes = LanesOf(running->job, start->configs, running->leases);
+  const std::vector<Lane> lanes = planner_.LanesOf(running->job, start->configs, running->leases);
   Passes r;
   r.done = true;
   r.any_ok = start->any_ok;

@@ -123,7 +123,7 @@ class LanePasses {
   std::string PassKeyOf(const v1::RunConfig& c) const {
     const GpuSetting s = SettingOf(c);
     if (s.empty()) return "";
-    return absl::StrCat(jobs_->DeviceOf(c), " ", std::llround(s.power_limit_w * 1000), " mW ",
+    return absl::StrCat(jobs_->planner_.DeviceOf(c), " ", std::llround(s.power_limit_w * 1000), " mW ",
                         s.clocks);
   }
 
@@ -131,7 +131,7 @@ class LanePasses {
   // the daemon does not allow it or NVML refuses.
   bool SetGpu(const v1::RunConfig& c) {
     ClockControl* clocks = jobs_->options_.clock_control;
-    const std::string device = jobs_->DeviceOf(c);
+    const std::string device = jobs_->planner_.DeviceOf(c);
     int index = 0;
     if (!absl::SimpleAtoi(device.substr(device.find(':') + 1), &index)) index = 0;
     if (clocks == nullptr) {

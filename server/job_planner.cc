@@ -1,9 +1,6 @@
-#include "server/job_manager.h"
+#include "server/job_planner.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdlib>
-#include <iostream>
 #include <set>
 #include <thread>
 
@@ -11,26 +8,20 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/time.h"
-#include "common/clock.h"
-#include "common/contention.h"
-#include "common/log.h"
 #include "common/paths.h"
-#include "common/printable.h"
 #include "common/spec.h"
 #include "common/spec_schema.h"
 #include "common/workload_registry.h"
-#include "google/protobuf/util/time_util.h"
-#include "common/sha256.h"
-#include "server/rank_group.h"
-#include "server/job_manager_internal.h"
-#include "launcher/process.h"
+#include "server/job_queue.h"
 
 namespace gpubench::server {
 
-using google::protobuf::util::TimeUtil;
-
 namespace {
+
+// Ranks of a distributed run on the CPU, at most (and no more than cores).
+constexpr int kMaxCpuRanks = 16;
+// A CPU collective's message times its ranks, at most.
+constexpr int64_t kMaxCpuCollectiveBytes = int64_t{4} << 30;
 
 // A config's device as a lease: auto and cuda resolved.
 std::string DeviceLease(const v1::RunConfig& c, const v1::HostInfo& host) {
@@ -109,13 +100,24 @@ std::vector<std::string> NotesOn(const std::vector<v1::RunConfig>& runs,
 
 }  // namespace
 
-absl::StatusOr<JobManager::Needs> JobManager::LeasesOf(const v1::Job& job) const {
+absl::Status NoProbeIn(const std::vector<v1::RunConfig>& runs) {
+  for (const v1::RunConfig& c : runs) {
+    if (!c.probe().empty()) {
+      return absl::InvalidArgumentError(
+          "spec.base.probe: set by gpubench probe only (the daemon's own probe suite, "
+          "RunProbe); a submitted or scheduled spec may not name a fleet probe");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobPlanner::Needs> JobPlanner::LeasesOf(const v1::Job& job) const {
   auto plan = store_->jobs().GetPlan(job.job_id());
   if (!plan.ok()) return plan.status();
   return LeasesOf(job, {plan->runs().begin(), plan->runs().end()});
 }
 
-JobManager::Needs JobManager::LeasesOf(const v1::Job& job,
+JobPlanner::Needs JobPlanner::LeasesOf(const v1::Job& job,
                                        const std::vector<v1::RunConfig>& configs) const {
   Needs needs;
   std::set<std::string>& leases = needs.leases;
@@ -137,7 +139,7 @@ JobManager::Needs JobManager::LeasesOf(const v1::Job& job,
   return needs;
 }
 
-absl::Status JobManager::ExpandEveryGpu(v1::JobSpec* spec) const {
+absl::Status JobPlanner::ExpandEveryGpu(v1::JobSpec* spec) const {
   const bool in_base = spec->base().device() == kEveryGpu;
   const bool in_sweep = std::find(spec->sweep().device().begin(), spec->sweep().device().end(),
                                   kEveryGpu) != spec->sweep().device().end();
@@ -164,7 +166,7 @@ absl::Status JobManager::ExpandEveryGpu(v1::JobSpec* spec) const {
   return absl::OkStatus();
 }
 
-std::vector<JobManager::Lane> JobManager::LanesOf(const v1::Job& job,
+std::vector<JobPlanner::Lane> JobPlanner::LanesOf(const v1::Job& job,
                                                   const std::vector<v1::RunConfig>& configs,
                                                   const std::set<std::string>& leases) const {
   // The job's GPUs, lowest first: a distributed group's ranks take them in
@@ -208,7 +210,7 @@ std::vector<JobManager::Lane> JobManager::LanesOf(const v1::Job& job,
   return lanes;
 }
 
-absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
+absl::Status JobPlanner::CheckModels(const std::vector<v1::RunConfig>& configs,
                                      v1::WorkerRequest* request) const {
   for (const v1::RunConfig& c : configs) {
     if (!IsWorkload(c.workload(), WorkloadId::kTorchscript)) continue;
@@ -219,7 +221,7 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
       if (!resolved.ok()) return resolved.status();
       // A model root above the data directory or a key does not make them
       // models (a worker could not read them anyway): the same refusal.
-      if (ResolvesWithin(*resolved, options_.worker_limits.protected_paths)) {
+      if (ResolvesWithin(*resolved, options_.protected_paths)) {
         return ResolveModelPath("", {}, "spec.base.params.model_path").status();
       }
       continue;
@@ -244,9 +246,9 @@ absl::Status JobManager::CheckModels(const std::vector<v1::RunConfig>& configs,
   return absl::OkStatus();
 }
 
-std::string JobManager::DeviceOf(const v1::RunConfig& c) const { return DeviceLease(c, host_); }
+std::string JobPlanner::DeviceOf(const v1::RunConfig& c) const { return DeviceLease(c, host_); }
 
-absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& spec) const {
+absl::StatusOr<JobPlanner::Plan> JobPlanner::PlanJob(const v1::JobSpec& spec) const {
   // Before anything else, so that a forged probe is told why whatever else
   // the spec gets wrong; the expanded runs again, whatever set it.
   if (auto s = NoProbeIn({spec.base()}); !s.ok()) return s;
@@ -256,7 +258,7 @@ absl::StatusOr<JobManager::Plan> JobManager::PlanJob(const v1::JobSpec& spec) co
   return plan;
 }
 
-absl::StatusOr<JobManager::Plan> JobManager::PlanSpec(const v1::JobSpec& submitted) const {
+absl::StatusOr<JobPlanner::Plan> JobPlanner::PlanSpec(const v1::JobSpec& submitted) const {
   Plan plan;
   plan.spec = submitted;
   const v1::JobSpec& spec = plan.spec;
@@ -270,7 +272,7 @@ absl::StatusOr<JobManager::Plan> JobManager::PlanSpec(const v1::JobSpec& submitt
   if (auto s = CheckModels(plan.runs, nullptr); !s.ok()) return s;
   for (const v1::RunConfig& c : plan.runs) {
     if (auto s = CheckOnHost(spec, c, host_); !s.ok()) return s;
-    if (options_.clock_control == nullptr && (c.power_limit_w() != 0 || !c.gpu_clocks().empty())) {
+    if (!options_.clock_control && (c.power_limit_w() != 0 || !c.gpu_clocks().empty())) {
       const bool power = c.power_limit_w() != 0;
       const bool swept = power ? spec.sweep().power_limit_w_size() > 0
                                : spec.sweep().gpu_clocks_size() > 0;
