@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -54,7 +55,7 @@ absl::Status JobManager::Start() {
   } while (!token.empty());
   for (v1::Job& job : jobs) {
     if (job.state() == v1::JOB_STATE_RUNNING) {
-      if (auto s = Interrupt(&job); !s.ok()) return s;
+      if (auto s = recorder_.Interrupt(&job); !s.ok()) return s;
     }
     if (job.state() != v1::JOB_STATE_QUEUED) continue;
     auto leases = planner_.LeasesOf(job);
@@ -66,7 +67,7 @@ absl::Status JobManager::Start() {
     if (!leases.ok()) {
       // A spec this build (or this host) no longer accepts: fail it rather
       // than loop.
-      RecordState(&job, v1::JOB_STATE_FAILED, std::string(leases.status().message()));
+      recorder_.RecordState(&job, v1::JOB_STATE_FAILED, std::string(leases.status().message()));
       continue;
     }
     absl::MutexLock lock(&mu_);
@@ -103,14 +104,7 @@ void JobManager::Shutdown() {
   // A last try for states the store could not take (space may be free by
   // now); what still cannot be written reads running at the next start,
   // which requeues it as interrupted.
-  if (absl::Status s = FlushUnsaved(); !s.ok()) {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, job] : unsaved_) {
-      Log(LogLevel::kError, "job ", id, ": its state (",
-          EnumShortName(v1::JobState_descriptor(), job.state()),
-          ") is lost at shutdown, so the next start requeues it: ", s.message());
-    }
-  }
+  if (absl::Status s = recorder_.Flush(); !s.ok()) recorder_.LogLost(s);
 }
 
 absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec,
@@ -172,18 +166,18 @@ absl::StatusOr<v1::Job> JobManager::Queue(Plan plan, const std::string& schedule
   const v1::JobSpec& spec = plan.spec;
   // States that could not be stored go first; while they cannot, the store
   // takes no new job either.
-  if (auto s = FlushUnsaved(); !s.ok()) {
+  if (auto s = recorder_.Flush(); !s.ok()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the daemon's store cannot write, so no job is accepted: ", s.message()));
   }
   // After a run could not be stored, a new job waits until the store can
   // take a run's worth of data again (space freed, retention, a new disk).
-  if (store_full_.load()) {
+  if (recorder_.store_full()) {
     if (auto s = store_->CanWrite(kRunProbeBytes); !s.ok()) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the daemon's store cannot take a run, so no job is accepted: ", s.message()));
     }
-    store_full_.store(false);
+    recorder_.SetStoreFull(false);
   }
   v1::Job job;
   *job.mutable_spec() = spec;
@@ -223,7 +217,7 @@ absl::StatusOr<v1::Job> JobManager::Queue(Plan plan, const std::string& schedule
   if (!id.ok()) return id.status();
   job.set_job_id(*id);
   // The first event records the submission.
-  RecordEvent(job.job_id(), [](v1::ProgressEvent* e) {
+  recorder_.RecordEvent(job.job_id(), [](v1::ProgressEvent* e) {
     e->mutable_state_changed()->set_state(v1::JOB_STATE_QUEUED);
   });
   {
@@ -240,9 +234,13 @@ absl::StatusOr<v1::Job> JobManager::Queue(Plan plan, const std::string& schedule
 }
 
 JobManager::Load JobManager::CurrentLoad() {
-  absl::MutexLock lock(&mu_);
-  Load load{static_cast<int>(queue_.size()), static_cast<int>(running_.size()), {}};
-  for (const auto& [id, job] : unsaved_) ++load.unsaved[job.state()];
+  Load load;
+  {
+    absl::MutexLock lock(&mu_);
+    load.queued = static_cast<int>(queue_.size());
+    load.running = static_cast<int>(running_.size());
+  }
+  load.unsaved = recorder_.UnsavedStates();
   return load;
 }
 
@@ -270,7 +268,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     // Queued, or left non-terminal in the store with nothing running it (a
     // state that could not be stored): either way it ends here. A store that
     // cannot take the change still leaves the job cancelled in this daemon.
-    RecordState(&*job, v1::JOB_STATE_CANCELLED,
+    recorder_.RecordState(&*job, v1::JOB_STATE_CANCELLED,
              was_queued ? "cancelled while queued" : "cancelled; no worker was running it");
     cv_.SignalAll();
   }
@@ -305,16 +303,7 @@ absl::StatusOr<storage::DeletedJob> JobManager::Delete(const std::string& job_id
   }
   auto deleted = store_->jobs().Delete(job_id);
   if (!deleted.ok()) return deleted.status();
-  {
-    // What the store could not take of it would otherwise be written again
-    // for a job that is gone (and refused, holding up every later write).
-    absl::MutexLock lock(&mu_);
-    unsaved_.erase(job_id);
-    unsaved_events_.erase(
-        std::remove_if(unsaved_events_.begin(), unsaved_events_.end(),
-                       [&](const v1::ProgressEvent& e) { return e.job_id() == job_id; }),
-        unsaved_events_.end());
-  }
+  recorder_.Forget(job_id);
   events_.Forget(job_id);
   deleted->job = *std::move(job);
   Log(LogLevel::kInfo, "job ", job_id, " deleted by ", deleted_by, ": ", deleted->runs,
@@ -346,25 +335,23 @@ bool JobManager::DispatcherIdle() {
   return idle_at_pushes_ == queue_.pushes();
 }
 
-bool JobManager::Ends(const v1::Job& job) const {
-  // An interrupted job that will be requeued has not ended.
-  return IsTerminal(job.state()) && !(job.state() == v1::JOB_STATE_INTERRUPTED &&
-                                      job.attempt() <= options_.max_requeues);
+absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& job_id) {
+  if (std::optional<v1::Job> unsaved = recorder_.Unsaved(job_id)) return *std::move(unsaved);
+  return store_->jobs().Get(job_id);
 }
 
-void JobManager::RecordInterrupt(v1::Job* job) {
-  // Either state the store refused is kept and logged, as RecordState's.
-  (void)Interrupt(job);
-}
+void JobManager::OverlayUnsaved(std::vector<v1::Job>* jobs) { recorder_.Overlay(jobs); }
 
-absl::Status JobManager::Interrupt(v1::Job* job) {
-  const std::string why =
-      job->state() == v1::JOB_STATE_RUNNING && job->start_time().seconds() > 0
-          ? "the daemon stopped while the job was running"
-          : "interrupted";
-  if (auto s = SetState(job, v1::JOB_STATE_INTERRUPTED, why); !s.ok()) return s;
-  if (job->attempt() > options_.max_requeues) return absl::OkStatus();
-  return SetState(job, v1::JOB_STATE_QUEUED, "");
+absl::Status JobManager::EventsAfter(const std::string& job_id, int64_t after_sequence,
+                                     std::vector<v1::ProgressEvent>* events, bool* ended) {
+  return events_.EventsAfter(
+      job_id, after_sequence,
+      [&]() -> absl::StatusOr<bool> {
+        auto job = GetJob(job_id);
+        if (!job.ok()) return job.status();
+        return recorder_.Ends(*job);
+      },
+      events, ended);
 }
 
 }  // namespace gpubench::server

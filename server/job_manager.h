@@ -25,6 +25,7 @@
 #include "server/event_log.h"
 #include "server/job_clock.h"
 #include "server/job_planner.h"
+#include "server/job_recorder.h"
 #include "server/job_queue.h"
 #include "storage/store.h"
 #include "launcher/process.h"
@@ -142,8 +143,8 @@ class JobManager {
 
   // Called for each finished run of a scheduled job before it is stored;
   // set once, before Start(), by the scheduler.
-  using RunHook = std::function<void(const v1::Job&, v1::Run*)>;
-  void SetRunHook(RunHook hook) { run_hook_ = std::move(hook); }
+  using RunHook = JobRecorder::RunHook;
+  void SetRunHook(RunHook hook) { recorder_.SetRunHook(std::move(hook)); }
 
   const v1::HostInfo& host() const { return host_; }
 
@@ -211,65 +212,18 @@ class JobManager {
   // Stops the worker after a cancel, a timeout or a shutdown; SIGKILL after
   // the grace period.
   void Watchdog(std::shared_ptr<Running> running);
-  // True when no event will follow the job's current state.
-  bool Ends(const v1::Job& job) const;
-  // Marks a job INTERRUPTED and requeues it when attempts remain. The
-  // store's refusal of either state, which RecordState's policy keeps.
-  absl::Status Interrupt(v1::Job* job);
-  // Interrupt under RecordState's policy (EndJob at a shutdown).
-  void RecordInterrupt(v1::Job* job);
-
-  // The job's record in the store. One policy for a store that refuses a
-  // write: a state or a durable event it refuses is kept in memory
-  // (unsaved_, unsaved_events_), served from there, logged, and written
-  // first by the next write; the job goes on. Only a run the store refuses
-  // stops its job (StoreRun), and only a RUNNING state it refuses keeps a
-  // job from starting (SetState's caller in StartJob).
-  //
-  // RecordState stores the job with a state-change event (in one
-  // transaction) and publishes the event to watchers, under that policy.
-  // No lock is held while it stores.
-  void RecordState(v1::Job* job, v1::JobState state, const std::string& error);
-  // RecordState, and the store's refusal, for the callers that act on it.
-  absl::Status SetState(v1::Job* job, v1::JobState state, const std::string& error);
-  // Stores a progress event (under the policy above), then publishes it.
-  void RecordEvent(const std::string& job_id,
-                   const std::function<void(v1::ProgressEvent*)>& fill);
-  // Publishes an event watchers see and the store does not keep (progress).
-  void Publish(const std::string& job_id, const std::function<void(v1::ProgressEvent*)>& fill);
-  // Stores a finished run with its event and trace in one transaction, then
-  // publishes the event; the store's error when it could not (no lock held).
-  absl::Status EmitRun(const std::string& job_id,
-                       const std::function<void(v1::ProgressEvent*)>& fill,
-                       const v1::Run& run, const std::string& trace_json);
   // What ran beside the job's current run, from the start of that run
   // (jobs beside, the load average), with the worker's own readings, and
   // the contended flag.
   void FillContention(const std::string& job_id, v1::Run* run);
-  // Completes a finished run (job and host ids, trace summary, history
-  // verdict), stores it with its event and books it into *job. The store's
-  // error when the run could not be stored.
-  absl::Status StoreRun(v1::Job* job, v1::Run* run, const std::string& trace);
-  // Keeps a job whose state the store could not take (see unsaved_), and
-  // logs why.
-  void RememberUnsavedLocked(const v1::Job& job, const absl::Status& why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps a durable event the store could not take (see
-  // unsaved_events_), and logs why.
-  void RememberUnsavedEvent(const v1::ProgressEvent& event, const absl::Status& why);
-  // Writes every unsaved event, then every unsaved job; the first store
-  // error, if any.
-  absl::Status FlushUnsaved();
 
   const DaemonOptions options_;
   storage::Store* const store_;
   const v1::HostInfo host_;
   const JobPlanner planner_;  // plans, leases and lanes
   const std::unique_ptr<worker::WorkerLauncher> launcher_;
-  RunHook run_hook_;
 
-  // Guards the queue, leases, running jobs and unsaved states below; held for
-  // no store I/O but the quick unsaved_ bookkeeping.
+  // Guards the queue, leases and running jobs below; held for no store I/O.
   absl::Mutex mu_;
   absl::CondVar cv_;  // signalled when the fields below change
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -279,22 +233,13 @@ class JobManager {
   std::map<std::string, std::shared_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
   // For each running job, the other jobs that ran during its current run.
   std::map<std::string, std::set<std::string>> beside_ ABSL_GUARDED_BY(mu_);
-  // Jobs whose latest state the store could not take (a full disk): the
-  // truth, served before the store's copy until it is written.
-  std::map<std::string, v1::Job> unsaved_ ABSL_GUARDED_BY(mu_);
-  // Durable events (a job's states, its runs' starts and ends, its log
-  // lines) the store could not take, in the order they happened: watchers
-  // had them live; the store gets them first when it writes again. At most
-  // kMaxUnsavedEvents, the oldest dropped beyond (and logged).
-  std::deque<v1::ProgressEvent> unsaved_events_ ABSL_GUARDED_BY(mu_);
-  static constexpr size_t kMaxUnsavedEvents = 4096;
-  // A run could not be stored for want of space; Submit probes the store
-  // before it takes a job again.
-  std::atomic<bool> store_full_{false};
   int job_threads_ ABSL_GUARDED_BY(mu_) = 0;  // RunJob threads (detached) still running
   std::thread dispatcher_;
 
   EventLog events_;  // its own lock; never taken with mu_ held
+  // The job's record in the store, and the events watchers see: its own
+  // lock, never taken with mu_ held.
+  JobRecorder recorder_{store_, &events_, host_.host_id(), options_.max_requeues};
 };
 
 }  // namespace gpubench::server

@@ -31,11 +31,6 @@ inline constexpr size_t kMaxTraceBytes = size_t{256} << 20;
 // taking jobs again after a run could not be stored.
 inline constexpr int64_t kRunProbeBytes = 256 << 10;
 
-inline bool IsTerminal(v1::JobState s) {
-  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
-         s == v1::JOB_STATE_CANCELLED || s == v1::JOB_STATE_INTERRUPTED;
-}
-
 // One job between dispatch and its end.
 struct JobManager::Running {
   v1::Job job;  // written by its lanes under store_mu once they run

@@ -65,10 +65,10 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   job.set_host_id(host_.host_id());
   *job.mutable_start_time() = NowTimestamp();
   job.clear_error();
-  if (auto s = SetState(&job, v1::JOB_STATE_RUNNING, ""); !s.ok()) {
+  if (auto s = recorder_.SetState(&job, v1::JOB_STATE_RUNNING, ""); !s.ok()) {
     // A store that cannot take the job's state cannot take its runs either.
-    if (absl::IsResourceExhausted(s)) store_full_.store(true);
-    RecordState(&job, v1::JOB_STATE_FAILED,
+    if (absl::IsResourceExhausted(s)) recorder_.SetStoreFull(true);
+    recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("the store cannot record the job, so it did not run: ", s.message()));
     return false;
   }
@@ -91,21 +91,21 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
                       plan.status().message()));
   request.set_job_run_count(start->configs.size());
   if (!models.ok()) {
-    RecordState(&job, v1::JOB_STATE_FAILED, std::string(models.message()));
+    recorder_.RecordState(&job, v1::JOB_STATE_FAILED, std::string(models.message()));
     return false;
   }
   if (job.attempt() > 1) {
     // A resumed job: the runs the stop cancelled are run again, so only the
     // ones that finished are kept and skipped.
     if (auto gone = store_->runs().DeleteCancelled(job_id); !gone.ok()) {
-      RecordState(&job, v1::JOB_STATE_FAILED,
+      recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
                absl::StrCat("cannot resume: ", gone.status().message()));
       return false;
     }
   }
   auto done_runs = store_->runs().List(job_id, false);
   if (!done_runs.ok()) {
-    RecordState(&job, v1::JOB_STATE_FAILED,
+    recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("cannot read the job's stored runs: ", done_runs.status().message()));
     return false;
   }
@@ -226,23 +226,23 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
   job.set_worker_exit(shown.Describe());
   if (!shown.ok()) job.set_worker_stderr_tail(shown.stderr_tail);
   if (!store_error.ok()) {
-    RecordState(&job, v1::JOB_STATE_FAILED,
+    recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("a run could not be stored, so the job stopped: ",
                           store_error.message(), "; runs stored before it are kept"));
   } else if (timed_out) {
     const int64_t limit = job.spec().timeout_s() > 0
                               ? std::min(job.spec().timeout_s(), options_.max_job_seconds)
                               : options_.max_job_seconds;
-    RecordState(&job, v1::JOB_STATE_FAILED,
+    recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("timed out after ", limit, " s; completed runs are kept"));
   } else if (cancel) {
-    RecordState(&job, v1::JOB_STATE_CANCELLED, "cancelled; completed runs are kept");
+    recorder_.RecordState(&job, v1::JOB_STATE_CANCELLED, "cancelled; completed runs are kept");
   } else if (shutdown) {
-    RecordInterrupt(&job);
+    (void)recorder_.Interrupt(&job);
   } else if (!done || !exit.ok() || !stream.ok() || !passes.gpu_setup.ok()) {
-    RecordState(&job, v1::JOB_STATE_FAILED, EndedEarly(passes.gpu_setup, stream, exit));
+    recorder_.RecordState(&job, v1::JOB_STATE_FAILED, EndedEarly(passes.gpu_setup, stream, exit));
   } else if (passes.cancelled_by_worker) {
-    RecordState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped");
+    recorder_.RecordState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped");
   } else {
     const std::string crashed =
         crashes == 0 ? ""
@@ -259,10 +259,10 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
                          "that did",
                          crashed);
     }
-    RecordState(&job, why.empty() ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED, why);
+    recorder_.RecordState(&job, why.empty() ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED, why);
   }
   if (auto pruned = store_->runs().Prune(options_.retention); !pruned.ok()) {
-    Publish(job_id, [&](v1::ProgressEvent* e) {
+    recorder_.Publish(job_id, [&](v1::ProgressEvent* e) {
       e->mutable_log()->set_text(absl::StrCat("retention: ", pruned.status().message()));
     });
   }

@@ -154,7 +154,7 @@ class LanePasses {
     if (applied->locked_mhz > 0) {
       what.push_back(absl::StrCat("graphics clock locked at ", applied->locked_mhz, " MHz"));
     }
-    jobs_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+    jobs_->recorder_.RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
       e->mutable_log()->set_text(absl::StrCat(device, ": ", absl::StrJoin(what, ", "),
                                               " for the runs that ask for it; undone after"));
     });
@@ -236,15 +236,15 @@ class LanePasses {
     if (event.has_run_started()) {
       p->current = event.run_started().index();
       jobs_->NoteJobsBeside(job_id_);
-      jobs_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_.RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         *e->mutable_run_started() = event.run_started();
       });
     } else if (event.has_run_progress()) {
-      jobs_->Publish(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_.Publish(job_id_, [&](v1::ProgressEvent* e) {
         *e->mutable_run_progress() = event.run_progress();
       });
     } else if (event.has_log()) {
-      jobs_->Publish(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_.Publish(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(Bounded(event.log().text(), kMaxMessageBytes));
       });
     } else if (event.has_run_finished()) {
@@ -273,7 +273,7 @@ class LanePasses {
     const std::string& trace = finished.trace_json();
     const bool trace_fits = trace.size() <= kMaxTraceBytes;
     if (!trace_fits) {
-      jobs_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_.RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(absl::StrCat(
             "run ", run.index(), ": its profiler trace of ", trace.size(), " bytes is over the ",
             kMaxTraceBytes >> 20, " MiB a run may keep; not stored"));
@@ -281,7 +281,7 @@ class LanePasses {
     }
     r_.store_error = Store(&run, trace_fits ? trace : std::string());
     if (!r_.store_error.ok()) {
-      if (absl::IsResourceExhausted(r_.store_error)) jobs_->store_full_.store(true);
+      if (absl::IsResourceExhausted(r_.store_error)) jobs_->recorder_.SetStoreFull(true);
       // Nothing more can be kept: stop rather than measure for nothing.
       process->Kill();
       return false;
@@ -324,7 +324,7 @@ class LanePasses {
     if ((current < 0 || stored_.count(current)) && AllStored()) {
       // Died (or was killed at a limit) after its last run was stored:
       // nothing is lost, the job ends on its runs. The log says how.
-      jobs_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_.RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(absl::StrCat(
             "the worker ended with ", r_.exit.Describe(), " after its last run was stored",
             limit_hit.empty() ? "" : absl::StrCat(": the daemon killed it, ", limit_hit)));
@@ -380,7 +380,7 @@ class LanePasses {
 
   absl::Status Store(v1::Run* run, const std::string& trace) {
     absl::MutexLock lock(&running_->store_mu);
-    return jobs_->StoreRun(&running_->job, run, trace);
+    return jobs_->recorder_.StoreRun(&running_->job, run, trace);
   }
 
   JobManager* const jobs_;
