@@ -323,8 +323,8 @@ void JobManager::DispatchLoop() {
     auto start = std::make_shared<Running>();
     start->job.set_job_id(next->job_id);
     start->leases = std::move(next->leases);
-    for (auto& [id, others] : beside_) others.insert(start->job.job_id());
     running_[start->job.job_id()] = start;
+    runner_.JobStarted(start->job.job_id());
     ++job_threads_;
     std::thread([this, start] { RunJob(start); }).detach();
   }
@@ -333,6 +333,22 @@ void JobManager::DispatchLoop() {
 bool JobManager::DispatcherIdle() {
   absl::MutexLock lock(&mu_);
   return idle_at_pushes_ == queue_.pushes();
+}
+
+void JobManager::RunJob(std::shared_ptr<Running> running) {
+  runner_.Run(running);
+  runner_.JobEnded(running->job.job_id());
+  const v1::Job& job = running->job;
+  absl::MutexLock lock(&mu_);
+  if (job.state() == v1::JOB_STATE_QUEUED && !stopping_) {  // requeued after a shutdown
+    queue_.Push(job.job_id(), job.spec().priority(),
+                google::protobuf::util::TimeUtil::TimestampToNanoseconds(job.submit_time()),
+                running->leases, 0, job.submitted_by());
+  }
+  queue_.Release(running->leases);
+  running_.erase(job.job_id());
+  --job_threads_;  // the last touch of *this by this thread
+  cv_.SignalAll();
 }
 
 absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& job_id) {

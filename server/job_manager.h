@@ -22,40 +22,18 @@
 #include "absl/synchronization/mutex.h"
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/worker.pb.h"
+#include "server/daemon_options.h"
 #include "server/event_log.h"
 #include "server/job_clock.h"
 #include "server/job_planner.h"
 #include "server/job_recorder.h"
+#include "server/job_runner.h"
 #include "server/job_queue.h"
 #include "storage/store.h"
 #include "launcher/process.h"
 
-namespace gpubench {
-class ClockControl;  // launcher/clock_control.h
-}
-
 namespace gpubench::server {
 
-struct DaemonOptions {
-  JobClock* clock = nullptr;          // null: the real one (tests give a manual one)
-  std::string worker_path;            // the gpubench-worker binary
-  std::string model_dir;              // uploaded models, by sha256
-  std::vector<std::string> model_roots;  // canonical dirs params.model_path may name
-  bool allow_uploaded_aoti = false;   // run AOTI uploads from non-admin uploaders
-  v1::AotSettings aot;                // how execution aot compiles (python, cache)
-  int64_t worker_max_rss_bytes = 0;   // a worker above is killed, its run failed (0: none)
-  int64_t worker_max_scratch_bytes = 0;  // a worker whose scratch folder holds more: the same
-  worker::WorkerLimits worker_limits;  // rlimits set in each worker
-  int max_queue = 1000;               // queued jobs; beyond: RESOURCE_EXHAUSTED
-  int max_queued_per_submitter = 0;   // one submitter's queued jobs (0: max_queue / 2)
-  int64_t max_job_seconds = 24 * 3600;  // bounds JobSpec.timeout_s (and is its default)
-  int64_t stop_grace_ms = 10000;      // SIGTERM, then SIGKILL after this
-  int max_requeues = 1;               // times an interrupted job is requeued
-  storage::RetentionLimits retention;  // applied after every job ends
-  // Sets and undoes the GPU power limits and clock locks runs ask for; null
-  // where the operator did not allow it (such specs are refused at submit).
-  ClockControl* clock_control = nullptr;
-};
 
 // Thread-safe. Start() once, then any thread may call the rest; Shutdown()
 // stops every thread it started.
@@ -164,58 +142,17 @@ class JobManager {
   bool DispatcherIdle();
 
  private:
-  friend class LanePasses;  // lane_passes.cc: one lane's workers, pass by pass
-  struct Running;
+  using Running = RunningJob;
 
   // Submit's work, daemon_probe marking the job as the daemon's own probe.
   absl::StatusOr<v1::Job> Queue(Plan plan, const std::string& schedule_id,
                                 const std::string& submitted_by, bool daemon_probe);
 
-  using Lane = JobPlanner::Lane;
   using Needs = JobPlanner::Needs;
-  // What a job needs before its first worker starts.
-  struct JobStart {
-    v1::WorkerRequest request;
-    std::vector<v1::RunConfig> configs;  // the sweep
-    std::set<int> stored;                // sweep indices with a stored run
-    bool any_ok = false;                 // a stored run counts as a success
-  };
-  // What a job's worker passes leave for its final state.
-  struct Passes {
-    bool done = false;                 // a worker reported the sweep done
-    bool cancelled_by_worker = false;  // ... after a stop
-    absl::Status stream;               // a broken stream, or no worker started
-    absl::Status gpu_setup;            // a GPU setting that could not be set or undone
-    absl::Status store_error;          // a run that could not be stored
-    worker::ExitInfo exit, crash;      // the last worker's exit, the last crash's
-    int crashes = 0;
-    bool any_ok = false;
-  };
   void DispatchLoop();
-  // The thread of one dispatched job: StartJob, RunPasses, EndJob, then the
-  // job's leases are freed.
+  // The thread of one dispatched job: the runner runs it, then its leases
+  // are freed (and a job a shutdown interrupted is queued again).
   void RunJob(std::shared_ptr<Running> running);
-  // Marks the job RUNNING and gathers what its workers need; false when the
-  // job ended here (cancelled meanwhile, models no longer allowed, a store
-  // that cannot record it).
-  bool StartJob(Running* running, JobStart* start);
-  // One worker per pass until the sweep is done or the job is stopped; a
-  // worker that dies in a run fails that run and the next pass goes on.
-  Passes RunPasses(const std::shared_ptr<Running>& running, const JobStart& start,
-                   const Lane& lane);
-  // Records, as a run of job_id starts, the jobs running beside it.
-  void NoteJobsBeside(const std::string& job_id);
-  // Every lane of the job (parallel ones side by side), their passes merged.
-  Passes RunLanes(const std::shared_ptr<Running>& running, JobStart* start);
-  // The job's final state (or its requeue after a shutdown), and retention.
-  void EndJob(Running* running, const Passes& passes);
-  // Stops the worker after a cancel, a timeout or a shutdown; SIGKILL after
-  // the grace period.
-  void Watchdog(std::shared_ptr<Running> running);
-  // What ran beside the job's current run, from the start of that run
-  // (jobs beside, the load average), with the worker's own readings, and
-  // the contended flag.
-  void FillContention(const std::string& job_id, v1::Run* run);
 
   const DaemonOptions options_;
   storage::Store* const store_;
@@ -231,8 +168,6 @@ class JobManager {
   int64_t idle_at_pushes_ ABSL_GUARDED_BY(mu_) = -1;  // queue_.pushes() when last idle
   JobQueue queue_ ABSL_GUARDED_BY(mu_){host_.gpus_size()};
   std::map<std::string, std::shared_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
-  // For each running job, the other jobs that ran during its current run.
-  std::map<std::string, std::set<std::string>> beside_ ABSL_GUARDED_BY(mu_);
   int job_threads_ ABSL_GUARDED_BY(mu_) = 0;  // RunJob threads (detached) still running
   std::thread dispatcher_;
 
@@ -240,6 +175,9 @@ class JobManager {
   // The job's record in the store, and the events watchers see: its own
   // lock, never taken with mu_ held.
   JobRecorder recorder_{store_, &events_, host_.host_id(), options_.max_requeues};
+  // Runs each dispatched job to its end. Its lock is a leaf: taken with
+  // mu_ held (JobStarted at dispatch), never the other way round.
+  JobRunner runner_{options_, store_, host_, &planner_, &recorder_, launcher_.get()};
 };
 
 }  // namespace gpubench::server

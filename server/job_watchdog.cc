@@ -1,6 +1,6 @@
 // The watchdog of a running job: its deadline, and the host memory and
 // scratch limits of its workers, polled.
-#include "server/job_manager.h"
+#include "server/job_runner.h"
 
 #include <algorithm>
 
@@ -8,11 +8,10 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "launcher/process.h"
-#include "server/job_manager_internal.h"
 
 namespace gpubench::server {
 
-void JobManager::Watchdog(std::shared_ptr<Running> running) {
+void JobRunner::Watchdog(std::shared_ptr<RunningJob> running) {
   JobClock* clock = options_.clock != nullptr ? options_.clock : JobClock::Real();
   const int64_t limit_s =
       running->job.spec().timeout_s() > 0

@@ -1,4 +1,4 @@
-// One lane of a job, pass by pass (JobManager::RunPasses): the workers
+// One lane of a job, pass by pass (JobRunner::RunPasses): the workers
 // that run a lane's runs, what each reported stored, a crash blamed on its
 // run, and the GPU setting a pass asks for set and undone around it.
 #include <algorithm>
@@ -14,7 +14,7 @@
 #include "common/printable.h"
 #include "launcher/clock_control.h"
 #include "launcher/process.h"
-#include "server/job_manager.h"
+#include "server/job_runner.h"
 #include "server/job_manager_internal.h"
 #include "server/rank_group.h"
 
@@ -27,8 +27,8 @@ namespace gpubench::server {
 // least one run or ends the lane.
 class LanePasses {
  public:
-  LanePasses(JobManager* jobs, const std::shared_ptr<JobManager::Running>& running,
-             const JobManager::JobStart& start, const JobManager::Lane& lane)
+  LanePasses(JobRunner* jobs, const std::shared_ptr<RunningJob>& running,
+             const JobRunner::JobStart& start, const JobRunner::Lane& lane)
       : jobs_(jobs),
         running_(running),
         configs_(start.configs),
@@ -44,7 +44,7 @@ class LanePasses {
     }
   }
 
-  JobManager::Passes Run() {
+  JobRunner::Passes Run() {
     for (int pass = 0; !r_.done && !stopped_; ++pass) {
       if (AllStored()) {
         // Nothing is left for a worker (every point stored, or crashed).
@@ -123,7 +123,7 @@ class LanePasses {
   std::string PassKeyOf(const v1::RunConfig& c) const {
     const GpuSetting s = SettingOf(c);
     if (s.empty()) return "";
-    return absl::StrCat(jobs_->planner_.DeviceOf(c), " ", std::llround(s.power_limit_w * 1000), " mW ",
+    return absl::StrCat(jobs_->planner_->DeviceOf(c), " ", std::llround(s.power_limit_w * 1000), " mW ",
                         s.clocks);
   }
 
@@ -131,7 +131,7 @@ class LanePasses {
   // the daemon does not allow it or NVML refuses.
   bool SetGpu(const v1::RunConfig& c) {
     ClockControl* clocks = jobs_->options_.clock_control;
-    const std::string device = jobs_->planner_.DeviceOf(c);
+    const std::string device = jobs_->planner_->DeviceOf(c);
     int index = 0;
     if (!absl::SimpleAtoi(device.substr(device.find(':') + 1), &index)) index = 0;
     if (clocks == nullptr) {
@@ -154,7 +154,7 @@ class LanePasses {
     if (applied->locked_mhz > 0) {
       what.push_back(absl::StrCat("graphics clock locked at ", applied->locked_mhz, " MHz"));
     }
-    jobs_->recorder_.RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+    jobs_->recorder_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
       e->mutable_log()->set_text(absl::StrCat(device, ": ", absl::StrJoin(what, ", "),
                                               " for the runs that ask for it; undone after"));
     });
@@ -183,7 +183,7 @@ class LanePasses {
     {
       absl::MutexLock lock(&running_->group_mu);
       request_.set_process_group(running_->group_workers > 0 ? running_->process_group : 0);
-      process = lane_.rank.world_size() > 0 ? StartRankGroup(jobs_->launcher_.get(), request_)
+      process = lane_.rank.world_size() > 0 ? StartRankGroup(jobs_->launcher_, request_)
                                             : jobs_->launcher_->Start(request_);
       if (process.ok() && running_->group_workers++ == 0) {
         running_->process_group = (*process)->ProcessGroup();
@@ -236,15 +236,15 @@ class LanePasses {
     if (event.has_run_started()) {
       p->current = event.run_started().index();
       jobs_->NoteJobsBeside(job_id_);
-      jobs_->recorder_.RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         *e->mutable_run_started() = event.run_started();
       });
     } else if (event.has_run_progress()) {
-      jobs_->recorder_.Publish(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_->Publish(job_id_, [&](v1::ProgressEvent* e) {
         *e->mutable_run_progress() = event.run_progress();
       });
     } else if (event.has_log()) {
-      jobs_->recorder_.Publish(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_->Publish(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(Bounded(event.log().text(), kMaxMessageBytes));
       });
     } else if (event.has_run_finished()) {
@@ -273,7 +273,7 @@ class LanePasses {
     const std::string& trace = finished.trace_json();
     const bool trace_fits = trace.size() <= kMaxTraceBytes;
     if (!trace_fits) {
-      jobs_->recorder_.RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(absl::StrCat(
             "run ", run.index(), ": its profiler trace of ", trace.size(), " bytes is over the ",
             kMaxTraceBytes >> 20, " MiB a run may keep; not stored"));
@@ -281,7 +281,7 @@ class LanePasses {
     }
     r_.store_error = Store(&run, trace_fits ? trace : std::string());
     if (!r_.store_error.ok()) {
-      if (absl::IsResourceExhausted(r_.store_error)) jobs_->recorder_.SetStoreFull(true);
+      if (absl::IsResourceExhausted(r_.store_error)) jobs_->recorder_->SetStoreFull(true);
       // Nothing more can be kept: stop rather than measure for nothing.
       process->Kill();
       return false;
@@ -324,7 +324,7 @@ class LanePasses {
     if ((current < 0 || stored_.count(current)) && AllStored()) {
       // Died (or was killed at a limit) after its last run was stored:
       // nothing is lost, the job ends on its runs. The log says how.
-      jobs_->recorder_.RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+      jobs_->recorder_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
         e->mutable_log()->set_text(absl::StrCat(
             "the worker ended with ", r_.exit.Describe(), " after its last run was stored",
             limit_hit.empty() ? "" : absl::StrCat(": the daemon killed it, ", limit_hit)));
@@ -380,18 +380,18 @@ class LanePasses {
 
   absl::Status Store(v1::Run* run, const std::string& trace) {
     absl::MutexLock lock(&running_->store_mu);
-    return jobs_->recorder_.StoreRun(&running_->job, run, trace);
+    return jobs_->recorder_->StoreRun(&running_->job, run, trace);
   }
 
-  JobManager* const jobs_;
-  const std::shared_ptr<JobManager::Running>& running_;
+  JobRunner* const jobs_;
+  const std::shared_ptr<RunningJob>& running_;
   const std::vector<v1::RunConfig>& configs_;
-  const JobManager::Lane& lane_;
+  const JobRunner::Lane& lane_;
   const std::string& job_id_;
   v1::WorkerRequest request_;
   const std::set<int> mine_;
   std::set<int> stored_;  // this lane's stored runs, and every other lane's
-  JobManager::Passes r_;
+  JobRunner::Passes r_;
   bool stopped_ = false;
   std::string pass_key_;  // the pass's runs' PassKeyOf
   // The GPU this pass set (SetGpu), until UnsetGpu.
@@ -403,7 +403,7 @@ class LanePasses {
   std::optional<GpuSet> gpu_;
 };
 
-JobManager::Passes JobManager::RunPasses(const std::shared_ptr<Running>& running,
+JobRunner::Passes JobRunner::RunPasses(const std::shared_ptr<RunningJob>& running,
                                         const JobStart& start, const Lane& lane) {
   return LanePasses(this, running, start, lane).Run();
 }

@@ -198,6 +198,16 @@ class FakeLauncher : public worker::WorkerLauncher {
   std::mutex* const requests_mu_;
 };
 
+// The empty workload on the CPU over batch sizes 1..runs.
+inline v1::JobSpec EmptySweep(int runs, int64_t timeout_s = 0) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("empty");
+  spec.mutable_base()->set_device("cpu");
+  for (int b = 1; b <= runs; ++b) spec.mutable_sweep()->add_batch_size(b);
+  spec.set_timeout_s(timeout_s);
+  return spec;
+}
+
 class JobManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -227,12 +237,7 @@ class JobManagerTest : public ::testing::Test {
   }
 
   static v1::JobSpec Sweep(int runs, int64_t timeout_s = 0) {
-    v1::JobSpec spec;
-    spec.mutable_base()->set_workload("empty");
-    spec.mutable_base()->set_device("cpu");
-    for (int b = 1; b <= runs; ++b) spec.mutable_sweep()->add_batch_size(b);
-    spec.set_timeout_s(timeout_s);
-    return spec;
+    return EmptySweep(runs, timeout_s);
   }
 
   // Polls until the job reaches a state that ends it, or 20 s pass.

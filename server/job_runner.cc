@@ -1,4 +1,4 @@
-#include "server/job_manager.h"
+#include "server/job_runner.h"
 
 #include <algorithm>
 #include <chrono>
@@ -22,15 +22,12 @@
 #include "google/protobuf/util/time_util.h"
 #include "common/sha256.h"
 #include "server/rank_group.h"
-#include "server/job_manager_internal.h"
 #include "launcher/clock_control.h"
 #include "launcher/process.h"
 
 namespace gpubench::server {
 
-using google::protobuf::util::TimeUtil;
-
-void JobManager::RunJob(std::shared_ptr<Running> running) {
+void JobRunner::Run(const std::shared_ptr<RunningJob>& running) {
   JobStart start;
   if (StartJob(running.get(), &start)) {
     const Passes passes = RunLanes(running, &start);
@@ -42,15 +39,25 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
     running->processes.clear();
   }
   running->cv.SignalAll();
-  absl::MutexLock lock(&mu_);
-  queue_.Release(running->leases);
-  running_.erase(running->job.job_id());
-  beside_.erase(running->job.job_id());
-  --job_threads_;  // the last touch of *this by this thread
-  cv_.SignalAll();
 }
 
-bool JobManager::StartJob(Running* running, JobStart* start) {
+void JobRunner::JobStarted(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, others] : beside_) others.insert(job_id);
+  beside_[job_id];
+}
+
+void JobRunner::JobEnded(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  beside_.erase(job_id);
+}
+
+absl::StatusOr<v1::Job> JobRunner::GetJob(const std::string& job_id) {
+  if (std::optional<v1::Job> unsaved = recorder_->Unsaved(job_id)) return *std::move(unsaved);
+  return store_->jobs().Get(job_id);
+}
+
+bool JobRunner::StartJob(RunningJob* running, JobStart* start) {
   const std::string job_id = running->job.job_id();
   auto loaded = GetJob(job_id);
   if (!loaded.ok()) {
@@ -65,10 +72,10 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   job.set_host_id(host_.host_id());
   *job.mutable_start_time() = NowTimestamp();
   job.clear_error();
-  if (auto s = recorder_.SetState(&job, v1::JOB_STATE_RUNNING, ""); !s.ok()) {
+  if (auto s = recorder_->SetState(&job, v1::JOB_STATE_RUNNING, ""); !s.ok()) {
     // A store that cannot take the job's state cannot take its runs either.
-    if (absl::IsResourceExhausted(s)) recorder_.SetStoreFull(true);
-    recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
+    if (absl::IsResourceExhausted(s)) recorder_->SetStoreFull(true);
+    recorder_->RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("the store cannot record the job, so it did not run: ", s.message()));
     return false;
   }
@@ -85,27 +92,27 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
   auto plan = store_->jobs().GetPlan(job_id);
   if (plan.ok()) start->configs.assign(plan->runs().begin(), plan->runs().end());
   absl::Status models =
-      plan.ok() ? planner_.CheckModels(start->configs, &request)
+      plan.ok() ? planner_->CheckModels(start->configs, &request)
                 : absl::FailedPreconditionError(absl::StrCat(
                       "the job's plan cannot be read, so it did not run: ",
                       plan.status().message()));
   request.set_job_run_count(start->configs.size());
   if (!models.ok()) {
-    recorder_.RecordState(&job, v1::JOB_STATE_FAILED, std::string(models.message()));
+    recorder_->RecordState(&job, v1::JOB_STATE_FAILED, std::string(models.message()));
     return false;
   }
   if (job.attempt() > 1) {
     // A resumed job: the runs the stop cancelled are run again, so only the
     // ones that finished are kept and skipped.
     if (auto gone = store_->runs().DeleteCancelled(job_id); !gone.ok()) {
-      recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
+      recorder_->RecordState(&job, v1::JOB_STATE_FAILED,
                absl::StrCat("cannot resume: ", gone.status().message()));
       return false;
     }
   }
   auto done_runs = store_->runs().List(job_id, false);
   if (!done_runs.ok()) {
-    recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
+    recorder_->RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("cannot read the job's stored runs: ", done_runs.status().message()));
     return false;
   }
@@ -126,9 +133,9 @@ bool JobManager::StartJob(Running* running, JobStart* start) {
 }
 
 
-JobManager::Passes JobManager::RunLanes(const std::shared_ptr<Running>& running,
+JobRunner::Passes JobRunner::RunLanes(const std::shared_ptr<RunningJob>& running,
                                        JobStart* start) {
-  const std::vector<Lane> lanes = planner_.LanesOf(running->job, start->configs, running->leases);
+  const std::vector<Lane> lanes = planner_->LanesOf(running->job, start->configs, running->leases);
   Passes r;
   r.done = true;
   r.any_ok = start->any_ok;
@@ -181,13 +188,13 @@ JobManager::Passes JobManager::RunLanes(const std::shared_ptr<Running>& running,
   return r;
 }
 
-void JobManager::NoteJobsBeside(const std::string& job_id) {
+void JobRunner::NoteJobsBeside(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  std::set<std::string>& others = beside_[job_id];
-  others.clear();
-  for (const auto& entry : running_) {
+  std::set<std::string> others;
+  for (const auto& entry : beside_) {
     if (entry.first != job_id) others.insert(entry.first);
   }
+  beside_[job_id] = std::move(others);
 }
 
 namespace {
@@ -204,7 +211,7 @@ std::string EndedEarly(const absl::Status& gpu_setup, const absl::Status& stream
 
 }  // namespace
 
-void JobManager::EndJob(Running* running, const Passes& passes) {
+void JobRunner::EndJob(RunningJob* running, const Passes& passes) {
   const std::string& job_id = running->job.job_id();
   v1::Job& job = running->job;
   const bool done = passes.done, any_ok = passes.any_ok;
@@ -226,23 +233,23 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
   job.set_worker_exit(shown.Describe());
   if (!shown.ok()) job.set_worker_stderr_tail(shown.stderr_tail);
   if (!store_error.ok()) {
-    recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
+    recorder_->RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("a run could not be stored, so the job stopped: ",
                           store_error.message(), "; runs stored before it are kept"));
   } else if (timed_out) {
     const int64_t limit = job.spec().timeout_s() > 0
                               ? std::min(job.spec().timeout_s(), options_.max_job_seconds)
                               : options_.max_job_seconds;
-    recorder_.RecordState(&job, v1::JOB_STATE_FAILED,
+    recorder_->RecordState(&job, v1::JOB_STATE_FAILED,
              absl::StrCat("timed out after ", limit, " s; completed runs are kept"));
   } else if (cancel) {
-    recorder_.RecordState(&job, v1::JOB_STATE_CANCELLED, "cancelled; completed runs are kept");
+    recorder_->RecordState(&job, v1::JOB_STATE_CANCELLED, "cancelled; completed runs are kept");
   } else if (shutdown) {
-    (void)recorder_.Interrupt(&job);
+    (void)recorder_->Interrupt(&job);
   } else if (!done || !exit.ok() || !stream.ok() || !passes.gpu_setup.ok()) {
-    recorder_.RecordState(&job, v1::JOB_STATE_FAILED, EndedEarly(passes.gpu_setup, stream, exit));
+    recorder_->RecordState(&job, v1::JOB_STATE_FAILED, EndedEarly(passes.gpu_setup, stream, exit));
   } else if (passes.cancelled_by_worker) {
-    recorder_.RecordState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped");
+    recorder_->RecordState(&job, v1::JOB_STATE_CANCELLED, "the worker was stopped");
   } else {
     const std::string crashed =
         crashes == 0 ? ""
@@ -259,24 +266,16 @@ void JobManager::EndJob(Running* running, const Passes& passes) {
                          "that did",
                          crashed);
     }
-    recorder_.RecordState(&job, why.empty() ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED, why);
+    recorder_->RecordState(&job, why.empty() ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED, why);
   }
   if (auto pruned = store_->runs().Prune(options_.retention); !pruned.ok()) {
-    recorder_.Publish(job_id, [&](v1::ProgressEvent* e) {
+    recorder_->Publish(job_id, [&](v1::ProgressEvent* e) {
       e->mutable_log()->set_text(absl::StrCat("retention: ", pruned.status().message()));
     });
   }
-  if (job.state() == v1::JOB_STATE_QUEUED) {  // requeued after a shutdown
-    absl::MutexLock lock(&mu_);
-    if (!stopping_) {
-      queue_.Push(job_id, job.spec().priority(),
-                  TimeUtil::TimestampToNanoseconds(job.submit_time()), running->leases, 0,
-                  job.submitted_by());
-    }
-  }
 }
 
-void JobManager::FillContention(const std::string& job_id, v1::Run* run) {
+void JobRunner::FillContention(const std::string& job_id, v1::Run* run) {
   v1::Contention* c = run->mutable_result()->mutable_contention();
   {
     absl::MutexLock lock(&mu_);
