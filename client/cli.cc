@@ -63,6 +63,7 @@ ABSL_FLAG(std::string, host_timeout, "",
 ABSL_FLAG(bool, small, false, "probe: the suite at CPU sizes on the CPU (a check of the setup)");
 ABSL_FLAG(std::string, threshold, "",
           "fleet: distance from the median (or own history) that flags a GPU (default 0.05)");
+ABSL_FLAG(std::string, max_age, "", "fleet: a probe older than AGE is missing (default 8d)");
 ABSL_FLAG(std::string, report, "", "fleet: also write the fleet page (HTML) to this file");
 ABSL_FLAG(std::string, to, "",
           "export: load the runs into PostgreSQL (postgresql://USER@HOST:PORT/DB) instead of "
@@ -75,9 +76,9 @@ namespace {
 constexpr char kUsageTail[] = R"(hosts: --host flags, else $GPUBENCH_HOST (comma list), else ~/.config/gpubench/fleet.json
        ({"hosts": [{"name", "address", "tls", "ca_file", "token" | "token_file"}]}),
        else 127.0.0.1:50051.
-exit codes: 0 ok; 1 a job or run failed; 2 usage; 3 cannot reach a daemon;
-            4 a regression or a significant slowdown was found; 5 the daemon
-            refused the caller (no or a wrong credential, or a role too weak).
+exit codes: 0 ok; 1 a job or run failed; 2 usage; 3 cannot reach a daemon; 4 a regression or
+            a significant slowdown was found; 5 the daemon refused the caller (no or a wrong
+            credential, or a role too weak); 6 data is missing (regressions, fleet).
 
 examples:
   gpubench submit --workload resnet50 --mode train --batch 32,64,128 --precision fp32,bf16 --wait
@@ -162,7 +163,6 @@ int VersionCommand(const Args&, std::ostream& out, std::ostream&) {
 }
 
 int CompletionCommand(const Args& a, std::ostream& out, std::ostream& err);
-
 }  // namespace
 
 const std::vector<Command>& Commands() {
@@ -274,8 +274,8 @@ examples:
        R"(  regressions            what nightly schedules flagged across the fleet
                          [--since WHEN] [--include-improvements])",
        R"(usage: gpubench regressions [--since WHEN] [--include-improvements] [--host H]...
-Runs the nightly schedules flagged against their history, across the fleet
-(default: the last 7 days). Exit 4 when there is a regression.
+Runs the nightly schedules flagged (default: the last 7 days), change points since WHEN, and
+what is missing (docs/fleets.md). Exit 4 when a run or series got worse; 6 data is missing.
 example: gpubench regressions --since 2026-11-01 --include-improvements --output csv
 )"},
       {"probe", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, ProbeCommand,
@@ -292,7 +292,7 @@ example: gpubench probe --host h100-a --host h100-b
       {"fleet", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, FleetCommand,
        R"(  fleet                  rank each GPU against its peers on the probes
                          [--since WHEN] [--threshold X] [--report FILE])",
-       R"(usage: gpubench fleet [--host H]... [--since WHEN] [--threshold X] [--report FILE]
+       R"(usage: gpubench fleet [--host H]... [--since WHEN] [--threshold X] [--max-age AGE] [--report FILE]
                      [--output table|json|csv|markdown]
 Ranks each GPU's latest probe figures (the daemons' own gpubench probe runs, neither
 contended nor throttled, since WHEN: default 30d) against every GPU of the same SKU and
@@ -303,7 +303,8 @@ sessions; a drifted GPU that much worse than the median of its own 3 or more ear
 probes, outside their prediction interval (p < 0.05); otherwise too noisy to tell.
 Flagged GPUs name where their setup differs from most of their peers' (power limit,
 clocks, PCIe width...). --report writes an HTML page. Says how many hosts answered; each
-is asked at most --host-timeout seconds (10), 32 at a time. Exit 4 when a GPU is flagged.
+is asked at most --host-timeout seconds (10), 32 at a time; then change points, and devices not
+probed within --max-age (8d). Exit 4 when a GPU is flagged; 6 when a probe is missing.
 example: gpubench fleet --since 7d --report fleet.html
 )"},
       {"export", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, ExportCommand,

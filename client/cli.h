@@ -15,6 +15,9 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUnreachable = 3;
 inline constexpr int kExitRegression = 4;  // a regression or significant slowdown
 inline constexpr int kExitAuth = 5;  // a daemon said UNAUTHENTICATED or PERMISSION_DENIED
+// Data that should be there is not: a night a schedule has no run for, a
+// GPU whose latest probe is older than --max-age.
+inline constexpr int kExitMissing = 6;
 
 // Runs `gpubench args...` and returns its exit code. Writes results to out
 // and messages to err.

@@ -12,7 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/cli.h"
+#include "client/change_output.h"
 #include "client/cli_internal.h"
+#include "client/schedule_history.h"
 #include "client/json_writer.h"
 #include "client/compare.h"
 #include "report/report.h"
@@ -460,7 +462,8 @@ int CompareCommand(const Args& a, std::ostream& out, std::ostream& err) {
 }
 
 int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
-  absl::Time since = absl::Now() - absl::Hours(24 * 7);
+  const absl::Time now = absl::Now();
+  absl::Time since = now - absl::Hours(24 * 7);
   if (a.Has("since")) {
     auto t = ParseWhen("since", a.Option("since"));
     if (!t.ok()) return Usage(err, std::string(t.status().message()));
@@ -469,6 +472,7 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto daemons = ConnectAll(a, /*all_fleet=*/true);
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
   std::vector<v1::ListRegressionsResponse> found(daemons->size());
+  std::vector<ScheduleHistory> histories(daemons->size());
   std::vector<absl::Status> status(daemons->size());
   ForEachDaemon(*daemons, [&](size_t i) {
     v1::ListRegressionsRequest req;
@@ -476,16 +480,23 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
     req.set_include_improvements(a.Has("include-improvements"));
     auto resp = (*daemons)[i].Call(&v1::BenchService::Stub::ListRegressions, req);
     status[i] = resp.status();
-    if (resp.ok()) found[i] = std::move(*resp);
+    if (!resp.ok()) return;
+    found[i] = std::move(*resp);
+    status[i] = ReadScheduleHistory((*daemons)[i], since, now, &histories[i]);
   });
   int code = kExitOk;
   Table t;
   t.header = {"host", "run", "job", "config", "verdict", "samples/s", "baseline", "ratio",
               "history", "ended"};
+  Table missing;
+  missing.header = {"host", "what", "missing"};
+  std::vector<report::Series> family;
   bool regressed = false;
   for (size_t i = 0; i < daemons->size(); ++i) {
     if (!status[i].ok()) {
       code = std::max(code, CallFailed((*daemons)[i].host, status[i], err));
+      missing.rows.push_back({(*daemons)[i].host.name, "host",
+                              absl::StrCat("did not answer: ", status[i].message())});
       continue;
     }
     for (const v1::Run& r : found[i].runs()) {
@@ -499,22 +510,38 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
                         absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixSeconds(r.end_time().seconds()),
                                          absl::LocalTimeZone())});
     }
+    for (auto& s : histories[i].series) family.push_back(std::move(s));
+    for (auto& row : histories[i].missing) missing.rows.push_back(std::move(row));
   }
+  // The family is judged whole; the points named are those since --since.
+  report::ChangeFamily changes = report::FindChanges(family, stats::ChangePointRule());
+  changes.kept.erase(std::remove_if(changes.kept.begin(), changes.kept.end(),
+                                    [&](const report::SeriesChange& c) {
+                                      return c.first_after->start_ns < absl::ToUnixNanos(since);
+                                    }),
+                     changes.kept.end());
   if (a.format == Format::kJson) {
     JsonWriter json(out);
-    json.Array();
+    json.Object().Key("hosts").Array();
     for (size_t i = 0; i < daemons->size(); ++i) {
       if (!status[i].ok()) continue;
       json.Object().Key("host").String((*daemons)[i].host.name);
       json.Key("regressions").Message(found[i]).End();
     }
+    json.End().Key("change_points");
+    ChangesJson(changes, json);
+    json.Key("missing");
+    MissingJson(missing, json);
     json.End();
   } else {
     PrintTable(t, a.format, out);
+    PrintChanges(changes, a.format, out, err);
+    PrintMissing(missing, a.format, out);
   }
   err << HostsAnswered(*daemons, status) << "\n";
-  if (code != kExitOk) return code;
-  return regressed ? kExitRegression : kExitOk;
+  if (regressed || StillWorse(changes)) code = std::max(code, kExitRegression);
+  if (!missing.rows.empty()) code = std::max(code, kExitMissing);
+  return code;
 }
 
 int ReportCommand(const Args& a, std::ostream& out, std::ostream& err) {

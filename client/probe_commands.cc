@@ -15,11 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/cli.h"
+#include "client/change_output.h"
 #include "client/cli_internal.h"
 #include "client/json_writer.h"
 #include "client/output.h"
@@ -90,7 +92,7 @@ Table FleetTable(const std::vector<Ranked>& ranked) {
 }
 
 void FleetJson(const std::vector<Ranked>& ranked, const std::string& answered,
-               std::ostream& out) {
+               const report::ChangeFamily& changes, const Table& missing, std::ostream& out) {
   JsonWriter json(out);
   json.Object().Key("suite").String(report::kProbeSuite).Key("answered").String(answered);
   json.Key("gpus").Array();
@@ -120,7 +122,12 @@ void FleetJson(const std::vector<Ranked>& ranked, const std::string& answered,
     for (const std::string& d : r.differs) json.String(d);
     json.End().End();
   }
-  json.End().End();
+  json.End();
+  json.Key("change_points");
+  ChangesJson(changes, json);
+  json.Key("missing");
+  MissingJson(missing, json);
+  json.End();
 }
 
 // What ranking reads of a run, and nothing more: a host's answers are held
@@ -187,6 +194,7 @@ absl::StatusOr<FleetRule> RuleOf(const Args& a) {
 // runs, and whether it answered.
 struct HostRuns {
   std::string cpu_model;
+  std::vector<std::string> devices;  // "cuda:0"..., or "cpu" on a host without GPUs
   std::vector<v1::Run> runs;
   absl::Status status;
 };
@@ -202,6 +210,10 @@ std::vector<HostRuns> EachHost(
     hosts[i].status = info.status();
     if (!info.ok()) return;
     hosts[i].cpu_model = info->host().cpu_model();
+    for (const v1::GpuInfo& g : info->host().gpus()) {
+      hosts[i].devices.push_back(absl::StrCat("cuda:", g.index()));
+    }
+    if (hosts[i].devices.empty()) hosts[i].devices.push_back("cpu");
     gather(i, info->host(), &hosts[i]);
   });
   return hosts;
@@ -226,6 +238,46 @@ int ResultsOf(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& h
     }
   }
   return code;
+}
+
+// A GPU's probe sessions as a series for change points.
+report::Series SeriesOf(const ProbeResult& r) {
+  const report::ProbeInfo* info = InfoOf(r.probe);
+  report::Series s;
+  s.host = r.host;
+  s.what = absl::StrCat(r.gpu, " ", r.probe);
+  s.unit = info ? info->unit : "";
+  s.higher_is_better = info == nullptr || info->higher_is_better;
+  s.points = r.sessions;
+  return s;
+}
+
+// Each device of each host that answered whose latest probe session (any
+// probe) started before `oldest`, or that has none since --since.
+Table StaleProbes(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& hosts,
+                  const std::vector<ProbeResult>& results, absl::Time oldest) {
+  Table t;
+  t.header = {"host", "what", "missing"};
+  for (size_t i = 0; i < daemons.size(); ++i) {
+    if (!hosts[i].status.ok()) continue;
+    for (const std::string& device : hosts[i].devices) {
+      int64_t latest = 0;
+      for (const ProbeResult& r : results) {
+        if (r.host != daemons[i].host.name || !r.sessions.size()) continue;
+        if (r.gpu != device && !absl::StartsWith(r.gpu, device + " ")) continue;
+        latest = std::max(latest, r.sessions.back().start_ns);
+      }
+      if (latest >= absl::ToUnixNanos(oldest)) continue;
+      t.rows.push_back({daemons[i].host.name, device,
+                        latest == 0 ? "no probe in the window (--since)"
+                                    : absl::StrCat("latest probe ",
+                                                   absl::FormatTime("%Y-%m-%d %H:%M",
+                                                                    absl::FromUnixNanos(latest),
+                                                                    absl::LocalTimeZone()),
+                                                   ", older than --max-age")});
+    }
+  }
+  return t;
 }
 
 }  // namespace
@@ -303,6 +355,8 @@ int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (!rule.ok()) return Usage(err, std::string(rule.status().message()));
   auto since = ParseWhen("--since", a.Option("since", "30d"));
   if (!since.ok()) return Usage(err, std::string(since.status().message()));
+  auto oldest = ParseWhen("--max-age", a.Option("max-age", "8d"));
+  if (!oldest.ok()) return Usage(err, std::string(oldest.status().message()));
   google::protobuf::Timestamp after;
   after.set_seconds(absl::ToUnixSeconds(*since));
   const std::vector<HostRuns> hosts =
@@ -315,24 +369,32 @@ int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
   int code = ResultsOf(*daemons, hosts, &results, &status, failures);
   const std::vector<Ranked> ranked = report::RankFleet(results, *rule);
   const std::string answered = HostsAnswered(*daemons, status);
+  std::vector<report::Series> family;
+  for (const ProbeResult& r : results) family.push_back(SeriesOf(r));
+  const report::ChangeFamily changes = report::FindChanges(family, stats::ChangePointRule());
+  const Table missing = StaleProbes(*daemons, hosts, results, *oldest);
   if (a.Has("report")) {
     std::ofstream page(a.Option("report"));
     page << report::RenderFleetPage(ranked, answered, *rule);
     if (!page) return Usage(err, "--report: cannot write " + a.Option("report"));
   }
   if (a.format == Format::kJson) {
-    FleetJson(ranked, answered, out);
+    FleetJson(ranked, answered, changes, missing, out);
   } else {
     PrintTable(FleetTable(ranked), a.format, out);
+    PrintChanges(changes, a.format, out, err);
+    PrintMissing(missing, a.format, out);
   }
   err << failures.str() << answered << "\n";
   if (ranked.empty()) {
     err << "gpubench: no probe results since " << a.Option("since", "30d")
         << ": run `gpubench probe` on the fleet first\n";
   }
-  const bool flagged = std::any_of(ranked.begin(), ranked.end(),
-                                   [](const Ranked& r) { return r.straggler || r.drifted; });
-  return flagged ? std::max(code, kExitRegression) : code;
+  const bool flagged = StillWorse(changes) ||
+                      std::any_of(ranked.begin(), ranked.end(),
+                                  [](const Ranked& r) { return r.straggler || r.drifted; });
+  if (flagged) code = std::max(code, kExitRegression);
+  return missing.rows.empty() ? code : std::max(code, kExitMissing);
 }
 
 }  // namespace gpubench::client

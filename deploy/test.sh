@@ -15,7 +15,8 @@ build=$(./deploy/build.sh "-DGPUBENCH_TESTS=${TESTS:-all}")
 # Debian's python3 with python3-scipy) reads the gbench export (cli_test);
 # kubernetes-validate checks deploy/k8s against Kubernetes' schemas;
 # postgresql is the server `export --to` loads and DuckDB (duckdb) reads
-# the JSON Lines export (cli_export_test).
+# the JSON Lines export (cli_export_test); apache-otava finds change points
+# beside gpubench's (change_points_test).
 SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
 missing=$(for p in chromium zsh prometheus libbenchmark-tools python3-scipy postgresql; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
@@ -26,6 +27,8 @@ python3 -c 'import grpc, grpc_health.v1, grpc_reflection.v1alpha' 2>/dev/null ||
   python3 -m pip install -q grpcio==1.85.1 grpcio-health-checking==1.85.1 \
     grpcio-reflection==1.85.1 >&2
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install -q duckdb==2.0.1 >&2
+# Apache Otava, the change-point peer (change_points_test).
+python3 -c 'import otava.analysis' 2>/dev/null || python3 -m pip install -q apache-otava==0.8.0 >&2
 # Kubernetes' schemas for the DaemonSet (k8s_test.py).
 command -v kubernetes-validate >/dev/null ||
   python3 -m pip install -q kubernetes-validate==1.37.0 >&2

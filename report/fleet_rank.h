@@ -18,6 +18,7 @@
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
 #include "gpubench/v1/spec.pb.h"
+#include "report/change_history.h"
 
 namespace gpubench::report {
 
@@ -66,6 +67,8 @@ struct ProbeResult {
   std::vector<double> history;  // earlier sessions, oldest first
   std::string run_id;           // the latest session's best run
   v1::Fingerprint fingerprint;  // that run's
+  // Every session, oldest first, the latest last: for change points.
+  std::vector<SeriesPoint> sessions;
 };
 
 // Why a run is no probe result, in a few words ("contended (1 job beside)",

@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "common/spec.h"
 #include "google/protobuf/util/time_util.h"
-#include "server/cron.h"
+#include "common/cron.h"
 #include "common/contention.h"
 #include "common/fingerprint.h"
 #include "server/history.h"

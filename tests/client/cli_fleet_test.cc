@@ -224,6 +224,86 @@ TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
   EXPECT_EQ(none.code, kExitOk) << none.err;
 }
 
+// A nightly schedule's history, planted: 02:00 UTC every night for two
+// weeks, 10% slower from six nights ago on with the power limit cut, one
+// night without a job and one whose job failed. regressions names the
+// change point (when, before and after, the first run after, what the
+// environment changed), lists the missed nights and a host that did not
+// answer, and exits 6 (missing data beats the regression's 4).
+TEST(CliDaemon, RegressionsNameChangePointsAndMissingNights) {
+  Daemon d(FreshDir("cli_changes"));
+  ASSERT_TRUE(d.serving());
+  auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+  ASSERT_TRUE(store.ok()) << store.status();
+  const absl::Time now = absl::Now();
+  const absl::Time today =
+      absl::FromCivil(absl::CivilDay(absl::ToCivilDay(now, absl::UTCTimeZone())),
+                      absl::UTCTimeZone()) + absl::Hours(2);
+  auto stamp = [](absl::Time t) {
+    return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+  };
+  v1::Schedule schedule;
+  schedule.set_name("nightly-mlp");
+  schedule.set_cron("0 2 * * *");
+  schedule.set_time_zone("UTC");
+  schedule.mutable_spec()->mutable_base()->set_workload("mlp");
+  *schedule.mutable_create_time() = stamp(today - absl::Hours(24 * 14));
+  *schedule.mutable_next_run_time() = stamp(today + absl::Hours(24));
+  const std::string schedule_id = *(*store)->schedules().Insert(schedule);
+  std::mt19937 rng(3);
+  std::normal_distribution<double> noise(0, 0.005);
+  std::string first_slow_run;
+  for (int days_ago = 13; days_ago >= 0; --days_ago) {
+    const absl::Time due = today - absl::Hours(24 * days_ago);
+    if (due > now || days_ago == 3) continue;  // night 3: no job
+    v1::Job job;
+    job.set_schedule_id(schedule_id);
+    job.set_state(days_ago == 2 ? v1::JOB_STATE_FAILED : v1::JOB_STATE_SUCCEEDED);
+    *job.mutable_submit_time() = stamp(due + absl::Minutes(1));
+    const std::string job_id = *(*store)->jobs().Insert(job);
+    if (days_ago == 2) continue;  // failed: no run stored
+    v1::Run run;
+    run.set_job_id(job_id);
+    run.set_state(v1::RUN_STATE_SUCCEEDED);
+    run.mutable_config()->set_workload("mlp");
+    run.mutable_config()->set_batch_size(1);
+    const bool slow = days_ago <= 6;
+    run.mutable_result()->set_throughput_samples_per_s((slow ? 900 : 1000) * (1 + noise(rng)));
+    run.mutable_fingerprint()->set_power_limit_w(slow ? 500 : 700);
+    *run.mutable_start_time() = stamp(due + absl::Minutes(2));
+    *run.mutable_end_time() = run.start_time();
+    const std::string run_id = *(*store)->runs().Insert(run);
+    if (days_ago == 6) first_slow_run = run_id;
+  }
+  store->reset();
+
+  Result r = Cli({"regressions", "--host", d.address(), "--host", "127.0.0.1:1",
+                  "--host-timeout", "3"});
+  EXPECT_EQ(r.code, kExitMissing) << r.err << r.out;
+  EXPECT_NE(r.out.find(first_slow_run), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nightly-mlp: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("% (worse)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("power limit 700 W \u2192 500 W"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missed 2 of "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(no job)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" failed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("did not answer"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("change points: 1 in 1 series"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Benjamini-Hochberg q 0.05"), std::string::npos) << r.err;
+
+  Result json = Cli({"regressions", "--host", d.address(), "--output", "json"});
+  EXPECT_EQ(json.code, kExitMissing) << json.err;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &doc).ok()) << json.out;
+  const auto& points = doc.fields().at("change_points").struct_value().fields().at("change_points");
+  ASSERT_EQ(points.list_value().values_size(), 1) << json.out;
+  const auto& cp = points.list_value().values(0).struct_value().fields();
+  EXPECT_EQ(cp.at("first_run_after").string_value(), first_slow_run);
+  EXPECT_TRUE(cp.at("worse").bool_value());
+  EXPECT_NEAR(cp.at("change").number_value(), -0.10, 0.01);
+  EXPECT_EQ(doc.fields().at("missing").list_value().values_size(), 1) << json.out;
+}
+
 // A name chosen by another user of the daemon must not drive the terminal:
 // control characters print as escapes in every text format.
 TEST(CliDaemon, ControlCharactersInNamesPrintAsEscapes) {

@@ -5,6 +5,8 @@
 // daemon's own, contended, a CPU size on a GPU) and a tie flagging nothing.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include <fstream>
 
 #include "absl/time/clock.h"
@@ -122,7 +124,10 @@ TEST(CliDaemon, ProbeMeasuresEachHostAndFleetNamesTheCappedStraggler) {
   // A third host that is not there: the answer says so, the others stand.
   Result fleet = Cli({"fleet", "--host", a.address(), "--host", b.address(), "--host",
                       "127.0.0.1:1", "--report", page});
-  EXPECT_EQ(fleet.code, kExitRegression) << fleet.err << fleet.out;
+  // A straggler (4); a host's CPU whose probe runs were left out as
+  // contended has no probe in the window: missing (6) beats it.
+  const bool cpu_left_out = probe.out.find("left out: contended") != std::string::npos;
+  EXPECT_EQ(fleet.code, cpu_left_out ? kExitMissing : kExitRegression) << fleet.err << fleet.out;
   EXPECT_NE(fleet.err.find("2 of 3 hosts answered; 1 unreachable (127.0.0.1:1)"),
             std::string::npos)
       << fleet.err;
@@ -151,7 +156,7 @@ TEST(CliDaemon, ProbeMeasuresEachHostAndFleetNamesTheCappedStraggler) {
 
   // JSON: each GPU with its percentile among its 8 peers.
   Result json = Cli({"fleet", "--host", a.address(), "--host", b.address(), "--output", "json"});
-  EXPECT_EQ(json.code, kExitRegression) << json.err;
+  EXPECT_EQ(json.code, cpu_left_out ? kExitMissing : kExitRegression) << json.err;
   google::protobuf::Struct doc;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &doc).ok()) << json.out;
   int h100s = 0;
@@ -170,6 +175,54 @@ TEST(CliDaemon, ProbeMeasuresEachHostAndFleetNamesTheCappedStraggler) {
   Result bad = Cli({"fleet", "--host", a.address(), "--threshold", "2"});
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_NE(bad.err.find("--threshold"), std::string::npos) << bad.err;
+}
+
+// Ten daily probe sessions of two H100s; one drops 10% from the seventh on,
+// its power limit cut to 560 W. fleet names the change point (the first
+// session after, the medians, the power limit), and lists the host's CPU,
+// never probed, as missing (exit 6) until `probe --small` has run there.
+TEST(CliDaemon, FleetNamesAChangePointInAGpusHistoryAndADeviceNotProbed) {
+  Daemon d(FreshDir("cli_probe_changes"));
+  ASSERT_TRUE(d.serving());
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(0, 0.003);
+  std::string first_slow;
+  for (int session = 0; session < 10; ++session) {
+    for (const std::string uuid : {"0001", "0002"}) {
+      const bool slow = uuid == "0001" && session >= 6;
+      v1::Run run = H100Run("v1/matmul_bf16", uuid, (slow ? 630 : 700) * (1 + noise(rng)),
+                            slow ? 560 : 700);
+      run.mutable_start_time()->set_seconds(run.start_time().seconds() -
+                                            86400 * (10 - session));
+      const std::string id = Plant(d, run);
+      if (slow && session == 6) first_slow = id;
+    }
+  }
+  Result fleet = Cli({"fleet", "--host", d.address()});
+  EXPECT_EQ(fleet.code, kExitMissing) << fleet.err << fleet.out;
+  std::string change_row;
+  for (const std::string& line : SplitLines(fleet.out)) {
+    if (line.find(first_slow) != std::string::npos) change_row = line;
+  }
+  EXPECT_NE(change_row.find("cuda:0 GPU-0001 matmul_bf16"), std::string::npos) << fleet.out;
+  EXPECT_NE(change_row.find("(worse)"), std::string::npos) << fleet.out;
+  EXPECT_NE(change_row.find("6/4"), std::string::npos) << fleet.out;
+  EXPECT_NE(change_row.find("power limit 700 W \u2192 560 W"), std::string::npos) << fleet.out;
+  EXPECT_EQ(fleet.out.find("GPU-0002 matmul_bf16"), std::string::npos) << "no change: " << fleet.out;
+  EXPECT_NE(fleet.out.find("no probe in the window"), std::string::npos) << fleet.out;
+  EXPECT_NE(fleet.err.find("change points: 1 in 2 series"), std::string::npos) << fleet.err;
+
+  ASSERT_EQ(Cli({"probe", "--small", "--host", d.address()}).code, kExitOk);
+  Result probed = Cli({"fleet", "--host", d.address(), "--output", "json"});
+  EXPECT_EQ(probed.code, kExitRegression) << probed.err << probed.out;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(probed.out, &doc).ok()) << probed.out;
+  EXPECT_EQ(doc.fields().at("missing").list_value().values_size(), 0) << probed.out;
+  const auto& points =
+      doc.fields().at("change_points").struct_value().fields().at("change_points").list_value();
+  ASSERT_EQ(points.values_size(), 1) << probed.out;
+  EXPECT_EQ(points.values(0).struct_value().fields().at("first_run_after").string_value(),
+            first_slow);
 }
 
 // Issue 44: a submit-role caller filled fleet with a spec naming a probe.
@@ -249,9 +302,14 @@ TEST(CliDaemon, OnlyTheDaemonsOwnQuietProbeRunsCountInFleet) {
   // fleet is a reader's command: the submit token reads it too.
   Result fleet = Cli({"fleet", "--host", "ci", "--output", "json"});
   unsetenv("GPUBENCH_FLEET");
-  EXPECT_EQ(fleet.code, kExitOk) << fleet.err << fleet.out;
+  // Nothing flagged; the daemon's CPU, never probed, is missing.
+  EXPECT_EQ(fleet.code, kExitMissing) << fleet.err << fleet.out;
   google::protobuf::Struct doc;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(fleet.out, &doc).ok()) << fleet.out;
+  ASSERT_EQ(doc.fields().at("missing").list_value().values_size(), 1) << fleet.out;
+  EXPECT_EQ(doc.fields().at("missing").list_value().values(0).struct_value().fields().at("what")
+                .string_value(),
+            "cpu");
   int rows = 0;
   for (const auto& g : doc.fields().at("gpus").list_value().values()) {
     const auto& f = g.struct_value().fields();

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/time/civil_time.h"
-#include "server/cron.h"
+#include "common/cron.h"
 #include "server/history.h"
 #include "server/job_manager.h"
 #include "storage/store.h"

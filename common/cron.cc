@@ -1,4 +1,4 @@
-#include "server/cron.h"
+#include "common/cron.h"
 
 #include <vector>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/civil_time.h"
 
-namespace gpubench::server {
+namespace gpubench {
 namespace {
 
 struct Field {
@@ -218,4 +218,4 @@ absl::StatusOr<absl::TimeZone> LoadZone(const std::string& name) {
   return tz;
 }
 
-}  // namespace gpubench::server
+}  // namespace gpubench

@@ -1,7 +1,7 @@
 // Five-field cron expressions (minute hour day-of-month month day-of-week),
 // evaluated in a time zone with daylight-saving changes handled.
-#ifndef GPUBENCH_SERVER_CRON_H_
-#define GPUBENCH_SERVER_CRON_H_
+#ifndef GPUBENCH_COMMON_CRON_H_
+#define GPUBENCH_COMMON_CRON_H_
 
 #include <bitset>
 #include <string>
@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace gpubench::server {
+namespace gpubench {
 
 // Immutable and thread-safe once parsed.
 class CronSchedule {
@@ -55,6 +55,6 @@ absl::Status CheckZoneName(const std::string& name);
 // (CheckZoneName) or is unknown.
 absl::StatusOr<absl::TimeZone> LoadZone(const std::string& name);
 
-}  // namespace gpubench::server
+}  // namespace gpubench
 
-#endif  // GPUBENCH_SERVER_CRON_H_
+#endif  // GPUBENCH_COMMON_CRON_H_
