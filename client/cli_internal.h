@@ -186,6 +186,7 @@ int CompareCommand(const Args& a, std::ostream& out, std::ostream& err);
 int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err);  // probe_commands.cc
 int FleetCommand(const Args& a, std::ostream& out, std::ostream& err);  // probe_commands.cc
+int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err);  // probe_commands.cc
 int ExportCommand(const Args& a, std::ostream& out, std::ostream& err);  // export_command.cc
 int WorkloadsCommand(const Args& a, std::ostream& out, std::ostream& err);  // workloads_command.cc
 int ReportCommand(const Args& a, std::ostream& out, std::ostream& err);
@@ -206,7 +207,11 @@ struct Command {
   const char* summary;
   const char* help;
 };
-const std::vector<Command>& Commands();
+const std::vector<Command>& Commands();  // commands.cc
+
+// version and completion, cli.cc.
+int VersionCommand(const Args& a, std::ostream& out, std::ostream& err);
+int CompletionCommand(const Args& a, std::ostream& out, std::ostream& err);
 
 // `gpubench --help`: the commands from the table, then what they share.
 std::string Usage();

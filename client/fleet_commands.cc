@@ -461,6 +461,29 @@ int CompareCommand(const Args& a, std::ostream& out, std::ostream& err) {
   return PrintRows(Pair(sides[0], sides[1], *rule, Varies::kHowItRuns), a, out, err);
 }
 
+namespace {
+
+// {"hosts": [{"host", "regressions"}], "change_points": {...}, "missing": [...]}.
+void RegressionsJson(const std::vector<Daemon>& daemons, const std::vector<absl::Status>& status,
+                     const std::vector<v1::ListRegressionsResponse>& found,
+                     const report::ChangeFamily& changes, const Table& missing,
+                     std::ostream& out) {
+  JsonWriter json(out);
+  json.Object().Key("hosts").Array();
+  for (size_t i = 0; i < daemons.size(); ++i) {
+    if (!status[i].ok()) continue;
+    json.Object().Key("host").String(daemons[i].host.name);
+    json.Key("regressions").Message(found[i]).End();
+  }
+  json.End().Key("change_points");
+  ChangesJson(changes, json);
+  json.Key("missing");
+  MissingJson(missing, json);
+  json.End();
+}
+
+}  // namespace
+
 int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   const absl::Time now = absl::Now();
   absl::Time since = now - absl::Hours(24 * 7);
@@ -521,18 +544,7 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
                                     }),
                      changes.kept.end());
   if (a.format == Format::kJson) {
-    JsonWriter json(out);
-    json.Object().Key("hosts").Array();
-    for (size_t i = 0; i < daemons->size(); ++i) {
-      if (!status[i].ok()) continue;
-      json.Object().Key("host").String((*daemons)[i].host.name);
-      json.Key("regressions").Message(found[i]).End();
-    }
-    json.End().Key("change_points");
-    ChangesJson(changes, json);
-    json.Key("missing");
-    MissingJson(missing, json);
-    json.End();
+    RegressionsJson(*daemons, status, found, changes, missing, out);
   } else {
     PrintTable(t, a.format, out);
     PrintChanges(changes, a.format, out, err);

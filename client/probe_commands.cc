@@ -6,6 +6,7 @@
 // with stragglers, drift and what differs in their setup.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -25,8 +26,10 @@
 #include "client/cli_internal.h"
 #include "client/json_writer.h"
 #include "client/output.h"
+#include "common/printable.h"
 #include "common/spec.h"
 #include "report/fleet_rank.h"
+#include "report/qualify.h"
 #include "report/report.h"
 
 namespace gpubench::client {
@@ -373,6 +376,17 @@ int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
   for (const ProbeResult& r : results) family.push_back(SeriesOf(r));
   const report::ChangeFamily changes = report::FindChanges(family, stats::ChangePointRule());
   const Table missing = StaleProbes(*daemons, hosts, results, *oldest);
+  if (a.Has("envelope")) {
+    const std::string source = absl::StrCat(
+        "gpubench fleet --envelope --since ", a.Option("since", "30d"), ", ",
+        absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone()), ", ", answered);
+    const v1::Envelope envelope = report::EnvelopeOf(results, *rule, source);
+    std::ofstream file(a.Option("envelope"));
+    file << report::EnvelopeJson(envelope);
+    if (!file) return Usage(err, "--envelope: cannot write " + a.Option("envelope"));
+    err << "envelope: " << envelope.probes_size() << " SKU and probe entries (" << rule->min_history
+        << " sessions or more each) written to " << a.Option("envelope") << "\n";
+  }
   if (a.Has("report")) {
     std::ofstream page(a.Option("report"));
     page << report::RenderFleetPage(ranked, answered, *rule);
@@ -395,6 +409,143 @@ int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
                                   [](const Ranked& r) { return r.straggler || r.drifted; });
   if (flagged) code = std::max(code, kExitRegression);
   return missing.rows.empty() ? code : std::max(code, kExitMissing);
+}
+
+}  // namespace gpubench::client
+
+namespace gpubench::client {
+
+extern const char kShippedEnvelope[];  // shipped_envelope.cc, from deploy/envelopes/v1.json
+
+namespace {
+
+absl::StatusOr<v1::Envelope> EnvelopeFrom(const Args& a) {
+  if (!a.Has("envelope")) return report::ParseEnvelope(kShippedEnvelope, "shipped envelope");
+  std::ifstream in(a.Option("envelope"));
+  if (!in) return absl::InvalidArgumentError("--envelope: cannot read " + a.Option("envelope"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return report::ParseEnvelope(text.str(), a.Option("envelope"));
+}
+
+void QualifyJson(const std::vector<report::Check>& checks, const std::string& line,
+                 std::ostream& out) {
+  JsonWriter json(out);
+  json.Object().Key("status").String(line).Key("outcome").String(
+      report::OutcomeName(report::Overall(checks)));
+  json.Key("checks").Array();
+  for (const report::Check& c : checks) {
+    json.Object()
+        .Key("host").String(c.host)
+        .Key("device").String(c.device)
+        .Key("probe").String(c.probe)
+        .Key("sku").String(c.sku)
+        .Key("outcome").String(report::OutcomeName(c.outcome))
+        .Key("value").Number(c.value)
+        .Key("unit").String(c.unit)
+        .Key("why").String(c.why)
+        .Key("run_id").String(c.run_id);
+    if (c.has_envelope) {
+      json.Key("envelope").Object()
+          .Key("median").Number(c.envelope.median())
+          .Key("bound").Number(c.envelope.bound())
+          .Key("sessions").Int(c.envelope.sessions())
+          .Key("source").String(c.envelope.source())
+          .End();
+    }
+    json.End();
+  }
+  json.End().End();
+}
+
+Table QualifyTable(const std::vector<report::Check>& checks) {
+  Table t;
+  t.header = {"host", "device", "probe", "check", "figure", "unit", "bound", "why"};
+  for (const report::Check& c : checks) {
+    t.rows.push_back({c.host, c.device, c.probe, report::OutcomeName(c.outcome),
+                      c.value > 0 ? Figure(c.value) : "-", c.unit,
+                      c.has_envelope ? Figure(c.envelope.bound()) : "-", Printable(c.why)});
+  }
+  return t;
+}
+
+// One host's session: the suite run now (as probe), or its latest stored
+// sessions since `since` (--latest).
+absl::Status SessionOf(const Daemon& d, bool latest, const google::protobuf::Timestamp& since,
+                       std::vector<v1::Run>* runs, std::ostream& log) {
+  if (latest) return ProbeRuns(d, since, runs);
+  auto queued = d.Call(&v1::BenchService::Stub::RunProbe, v1::RunProbeRequest());
+  if (!queued.ok()) return queued.status();
+  for (const v1::Job& job : queued->jobs()) GatherJob(d, job.job_id(), runs, log);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  if (a.Option("level", "1") != "1") {
+    return Usage(err, "--level: 1 (levels 2 and 3, sustained load and the pair matrix, are "
+                      "not built yet)");
+  }
+  auto envelope = EnvelopeFrom(a);
+  if (!envelope.ok()) return Usage(err, std::string(envelope.status().message()));
+  auto oldest = ParseWhen("--max-age", a.Option("max-age", "8d"));
+  if (!oldest.ok()) return Usage(err, std::string(oldest.status().message()));
+  google::protobuf::Timestamp since;
+  since.set_seconds(absl::ToUnixSeconds(*oldest));
+  auto daemons = ConnectAll(a, /*all_fleet=*/true);
+  if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
+  std::vector<std::string> logs(daemons->size());
+  const std::vector<HostRuns> hosts =
+      EachHost(*daemons, [&](size_t i, const v1::HostInfo&, HostRuns* host) {
+        std::ostringstream log;
+        host->status = SessionOf((*daemons)[i], a.Has("latest"), since, &host->runs, log);
+        logs[i] = log.str();
+      });
+  std::vector<report::Check> checks;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    err << logs[i];
+    if (!hosts[i].status.ok()) {
+      report::Check c;
+      c.host = (*daemons)[i].host.name;
+      c.device = "-";
+      c.probe = "-";
+      c.why = absl::StrCat("did not answer: ", hosts[i].status.message());
+      checks.push_back(c);
+      continue;
+    }
+    for (report::Check& c : report::QualifyHost((*daemons)[i].host.name, hosts[i].cpu_model,
+                                                hosts[i].runs, *envelope)) {
+      checks.push_back(std::move(c));
+    }
+  }
+  const std::string line = report::StatusLine(checks, 1);
+  if (a.format == Format::kJson) {
+    QualifyJson(checks, line, out);
+  } else {
+    out << Printable(line) << "\n";
+    PrintTable(QualifyTable(checks), a.format, err);
+  }
+  if (a.Has("textfile")) {
+    // Written whole, then renamed: the collector never reads half a file.
+    const std::string path = a.Option("textfile"), part = path + ".part";
+    std::ofstream file(part, std::ios::trunc);
+    file << report::QualifyMetrics(checks);
+    file.close();
+    if (!file || std::rename(part.c_str(), path.c_str()) != 0) {
+      err << "gpubench: --textfile: cannot write " << path << "\n";
+      return 2;
+    }
+  }
+  switch (report::Overall(checks)) {
+    case report::Outcome::kPass:
+      return 0;
+    case report::Outcome::kFail:
+      return 1;
+    case report::Outcome::kUnknown:
+      break;
+  }
+  return 2;
 }
 
 }  // namespace gpubench::client

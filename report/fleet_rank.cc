@@ -34,15 +34,6 @@ std::string DeviceOf(const v1::Run& r) {
                                               : r.result().resolved_device();
 }
 
-// "cuda:0 GPU-8c1f2a3b", or the device alone where the UUID is unknown.
-std::string GpuOf(const v1::Run& r) {
-  std::string gpu = DeviceOf(r);
-  if (r.fingerprint().has_gpu_uuid()) {
-    absl::StrAppend(&gpu, " ", r.fingerprint().gpu_uuid().substr(0, 12));
-  }
-  return gpu;
-}
-
 // A GPU's name and driver; a CPU's model. A GPU run without them (no
 // NVML, a run from before fingerprints) is "GPU ?": never a CPU's peer.
 std::string SkuOf(const v1::Run& r, const std::string& cpu_model) {
@@ -262,6 +253,14 @@ std::string NotAProbeResultBecause(const v1::Run& run) {
   const double value = ProbeFigure(*p, run);
   if (!std::isfinite(value) || value <= 0) return "no figure";
   return "";
+}
+
+std::string GpuOf(const v1::Run& r) {
+  std::string gpu = DeviceOf(r);
+  if (r.fingerprint().has_gpu_uuid()) {
+    absl::StrAppend(&gpu, " ", r.fingerprint().gpu_uuid().substr(0, 12));
+  }
+  return gpu;
 }
 
 std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string& cpu_model,

@@ -71,6 +71,10 @@ struct ProbeResult {
   std::vector<SeriesPoint> sessions;
 };
 
+// The GPU a run ran on, as results name it: "cuda:0 GPU-8c1f2a3b" (the
+// UUID's head where known), "cpu".
+std::string GpuOf(const v1::Run& run);
+
 // Why a run is no probe result, in a few words ("contended (1 job beside)",
 // "a CPU-size config on cuda:0", "not made by the daemon's probe suite");
 // empty where it is one: a succeeded run of a probe of the suite, made by

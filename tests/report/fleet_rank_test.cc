@@ -13,30 +13,12 @@
 #include <vector>
 
 #include "common/spec.h"
+#include "tests/report/suite_config.h"
 #include "report/report.h"
 
 namespace gpubench::report {
 namespace {
 
-// The config the suite gives a probe on a GPU (the first of its sizes), or
-// with small on the CPU.
-v1::RunConfig SuiteConfig(const std::string& probe, bool small = false) {
-  v1::HostInfo host;
-  for (int i = 0; i < 2; ++i) {
-    v1::GpuInfo* g = host.add_gpus();
-    g->set_index(i);
-    g->set_compute_capability("9.0");
-  }
-  for (const v1::JobSpec& spec : ProbeJobs(host, small)) {
-    auto configs = ExpandSweep(spec);
-    EXPECT_TRUE(configs.ok()) << configs.status();
-    for (const v1::RunConfig& c : *configs) {
-      if (c.probe() == std::string(kProbeSuite) + "/" + probe) return c;
-    }
-  }
-  ADD_FAILURE() << "no probe " << probe;
-  return {};
-}
 
 // A succeeded probe run of one GPU: value in the probe's unit, started at
 // `second`, in job `job`.

@@ -1,0 +1,360 @@
+#include "report/qualify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/fingerprint.h"
+#include "common/stats.h"
+#include "common/strict_json.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace gpubench::report {
+namespace {
+
+const ProbeInfo* InfoNamed(const std::string& name) {
+  for (const ProbeInfo& p : ProbeSuite()) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
+}
+
+// (SKU, driver) of a result: the GPU's name and driver, or the CPU's model.
+std::pair<std::string, std::string> SkuAndDriver(const ProbeResult& r) {
+  if (r.fingerprint.has_gpu_name()) {
+    return {r.fingerprint.gpu_name(), r.fingerprint.driver_version()};
+  }
+  return {r.sku, ""};
+}
+
+// The setup of a session with the card's identity and the link's idle
+// state cleared (FingerprintChanges leaves them out too).
+v1::Fingerprint SetupOf(v1::Fingerprint f) {
+  f.clear_gpu_uuid();
+  f.clear_gpu_serial();
+  f.clear_pcie_generation();
+  f.clear_pcie_width();
+  return f;
+}
+
+std::string Figure(double v) {
+  return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
+}
+
+// What the run's setup changed from the envelope's, and its throttle
+// reasons; or that nothing did.
+std::string LikelyCause(const v1::ProbeEnvelope& e, const v1::Fingerprint& f,
+                        const v1::Run* run) {
+  std::vector<std::string> causes = FingerprintChanges(e.fingerprint(), SetupOf(f));
+  if (run != nullptr && run->result().telemetry().throttle_reasons_size() > 0) {
+    causes.push_back(absl::StrCat("throttled: ",
+                                  absl::StrJoin(run->result().telemetry().throttle_reasons(), ", ")));
+  }
+  if (causes.empty()) {
+    return "no setting differs from the envelope's: the device itself (clocks under load, "
+           "memory, cooling)";
+  }
+  return absl::StrJoin(causes, ", ");
+}
+
+// The entry of the envelope for a result: its SKU, driver and probe, else
+// its SKU and probe on another driver; nullptr without either.
+const v1::ProbeEnvelope* EntryFor(const v1::Envelope& envelope, const ProbeResult& r) {
+  const auto [sku, driver] = SkuAndDriver(r);
+  const v1::ProbeEnvelope* other_driver = nullptr;
+  for (const v1::ProbeEnvelope& e : envelope.probes()) {
+    if (e.sku() != sku || e.probe() != r.probe || e.suite() != kProbeSuite) continue;
+    if (e.driver() == driver) return &e;
+    if (other_driver == nullptr) other_driver = &e;
+  }
+  return other_driver;
+}
+
+Check Judge(const ProbeResult& r, const v1::Envelope& envelope,
+            const std::vector<v1::Run>& session) {
+  Check c;
+  c.host = r.host;
+  c.device = r.gpu;
+  c.probe = r.probe;
+  c.sku = r.sku;
+  c.value = r.value;
+  c.run_id = r.run_id;
+  const ProbeInfo* info = InfoNamed(r.probe);
+  c.unit = info ? info->unit : "";
+  const v1::ProbeEnvelope* e = EntryFor(envelope, r);
+  if (e == nullptr) {
+    c.why = absl::StrCat("no envelope for ", r.sku, " ", r.probe);
+    return c;
+  }
+  c.has_envelope = true;
+  c.envelope = *e;
+  const bool within = e->higher_is_better() ? r.value >= e->bound() : r.value <= e->bound();
+  if (within) {
+    c.outcome = Outcome::kPass;
+  } else {
+    c.outcome = Outcome::kFail;
+    const v1::Run* run = nullptr;
+    for (const v1::Run& s : session) {
+      if (s.run_id() == r.run_id) run = &s;
+    }
+    c.why = absl::StrCat(Figure(r.value), " ", e->unit(), ", ",
+                         e->higher_is_better() ? "below " : "above ", Figure(e->bound()),
+                         " (median ", Figure(e->median()), " over ", e->sessions(),
+                         " sessions of ", e->gpus(), e->gpus() == 1 ? " device" : " devices",
+                         "): ", LikelyCause(*e, r.fingerprint, run));
+  }
+  if (e->driver() != SkuAndDriver(r).second) {
+    absl::StrAppend(&c.why, c.why.empty() ? "" : "; ", "envelope from driver ",
+                    e->driver().empty() ? "-" : e->driver());
+  }
+  return c;
+}
+
+absl::Status Invalid(const std::string& path, int i, const std::string& field,
+                     const std::string& what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": probes[", i, "].", field, ": ", what));
+}
+
+absl::Status CheckEntry(const std::string& path, int i, const v1::ProbeEnvelope& e) {
+  if (e.sku().empty()) return Invalid(path, i, "sku", "must name the GPU or CPU");
+  if (e.suite() != kProbeSuite) {
+    return Invalid(path, i, "suite", absl::StrCat("must be \"", kProbeSuite, "\""));
+  }
+  const ProbeInfo* info = InfoNamed(e.probe());
+  if (info == nullptr) return Invalid(path, i, "probe", "not a probe of the suite");
+  if (e.unit() != info->unit) {
+    return Invalid(path, i, "unit", absl::StrCat("must be \"", info->unit, "\""));
+  }
+  if (e.higher_is_better() != info->higher_is_better) {
+    return Invalid(path, i, "higher_is_better", info->higher_is_better ? "must be true" : "must be false");
+  }
+  for (const auto& [name, v] : {std::pair<const char*, double>{"median", e.median()},
+                                {"spread", e.spread()}, {"bound", e.bound()}}) {
+    if (!std::isfinite(v) || v <= 0) return Invalid(path, i, name, "must be a finite number above 0");
+  }
+  if (e.higher_is_better() ? e.bound() > e.median() : e.bound() < e.median()) {
+    return Invalid(path, i, "bound",
+                   e.higher_is_better() ? "must not be above the median"
+                                        : "must not be below the median");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule& rule,
+                        const std::string& source) {
+  struct Group {
+    std::vector<double> values;
+    std::set<std::string> devices;
+    std::map<std::string, std::pair<int, v1::Fingerprint>> setups;  // serialized -> count
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
+  for (const ProbeResult& r : results) {
+    const auto [sku, driver] = SkuAndDriver(r);
+    Group& g = groups[{sku, driver, r.probe}];
+    g.devices.insert(r.host + " " + r.gpu);
+    for (const SeriesPoint& s : r.sessions) {
+      g.values.push_back(s.value);
+      const v1::Fingerprint setup = SetupOf(s.fingerprint);
+      auto& [count, fp] = g.setups[setup.SerializeAsString()];
+      ++count;
+      fp = setup;
+    }
+  }
+  v1::Envelope out;
+  for (const ProbeInfo& info : ProbeSuite()) {
+    for (const auto& [key, g] : groups) {
+      const auto& [sku, driver, probe] = key;
+      if (probe != info.name || static_cast<int>(g.values.size()) < rule.min_history) continue;
+      v1::ProbeEnvelope* e = out.add_probes();
+      e->set_sku(sku);
+      e->set_driver(driver);
+      e->set_suite(kProbeSuite);
+      e->set_probe(probe);
+      e->set_unit(info.unit);
+      e->set_higher_is_better(info.higher_is_better);
+      const double median = stats::Median(g.values);
+      std::vector<double> deviations;
+      for (double v : g.values) deviations.push_back(std::fabs(v - median));
+      const double spread = std::max(1.4826 * stats::Median(deviations), median * info.noise_cv);
+      // The new session's prediction interval from these (the nightly rule's
+      // test): a host whose sessions vary widely gets a wide envelope.
+      const double n = g.values.size();
+      const double predicted =
+          stats::TCritical95(n - 1) * stats::Stddev(g.values) * std::sqrt(1 + 1 / n);
+      const double margin = std::max({rule.threshold, rule.max_robust_z * spread / median,
+                                      predicted / median});
+      e->set_median(median);
+      e->set_spread(spread);
+      e->set_bound(info.higher_is_better ? median * std::max(0.0, 1 - margin) : median * (1 + margin));
+      e->set_sessions(g.values.size());
+      e->set_gpus(g.devices.size());
+      auto most = std::max_element(g.setups.begin(), g.setups.end(), [](const auto& a, const auto& b) {
+        return a.second.first < b.second.first;
+      });
+      if (most != g.setups.end()) *e->mutable_fingerprint() = most->second.second;
+      e->set_source(source);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Envelope> ParseEnvelope(const std::string& text, const std::string& path) {
+  if (auto s = CheckStrictJson(text, "envelope", 16); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  }
+  v1::Envelope envelope;
+  if (auto s = google::protobuf::util::JsonStringToMessage(text, &envelope); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", std::string(s.message())));
+  }
+  for (int i = 0; i < envelope.probes_size(); ++i) {
+    if (auto s = CheckEntry(path, i, envelope.probes(i)); !s.ok()) return s;
+  }
+  return envelope;
+}
+
+std::string EnvelopeJson(const v1::Envelope& envelope) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(envelope, &out, options);
+  return out;
+}
+
+const char* OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kPass:
+      return "pass";
+    case Outcome::kFail:
+      return "fail";
+    case Outcome::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
+                               const std::vector<v1::Run>& session, const v1::Envelope& envelope) {
+  std::vector<Check> checks;
+  std::set<std::pair<std::string, std::string>> judged;  // (device, probe)
+  for (const ProbeResult& r : ProbeResults(host, cpu_model, session)) {
+    judged.insert({r.gpu, r.probe});
+    checks.push_back(Judge(r, envelope, session));
+  }
+  // A probe of a device with no result: a run that failed fails it, one
+  // left out as throttled fails it, one left out otherwise (contended) is
+  // unknown.
+  std::map<std::pair<std::string, std::string>, Check> missing;
+  for (const v1::Run& run : session) {
+    const ProbeInfo* info = ProbeOf(run);
+    if (info == nullptr || judged.count({GpuOf(run), info->name})) continue;
+    Check& c = missing[{GpuOf(run), info->name}];
+    c.host = host;
+    c.device = GpuOf(run);
+    c.probe = info->name;
+    c.unit = info->unit;
+    c.run_id = run.run_id();
+    const std::string why = NotAProbeResultBecause(run);
+    if (run.state() != v1::RUN_STATE_SUCCEEDED) {
+      c.outcome = Outcome::kFail;
+      c.why = absl::StrCat("run ", run.run_id(), " did not succeed: ", run.error());
+    } else if (c.outcome != Outcome::kFail && why.find("throttled") != std::string::npos) {
+      c.outcome = Outcome::kFail;
+      c.why = why;
+    } else if (c.outcome != Outcome::kFail) {
+      c.why = absl::StrCat("no figure to judge: ", why);
+    }
+  }
+  for (auto& [key, c] : missing) checks.push_back(std::move(c));
+  return checks;
+}
+
+Outcome Overall(const std::vector<Check>& checks) {
+  if (checks.empty()) return Outcome::kUnknown;
+  Outcome out = Outcome::kPass;
+  for (const Check& c : checks) {
+    if (c.outcome == Outcome::kFail) return Outcome::kFail;
+    if (c.outcome == Outcome::kUnknown) out = Outcome::kUnknown;
+  }
+  return out;
+}
+
+std::string StatusLine(const std::vector<Check>& checks, int level) {
+  std::set<std::string> hosts, devices;
+  for (const Check& c : checks) {
+    hosts.insert(c.host);
+    devices.insert(c.host + " " + c.device);
+  }
+  const Outcome overall = Overall(checks);
+  if (overall == Outcome::kPass) {
+    return absl::StrFormat("OK: %d %s, %d %s, %d checks pass (level %d)",
+                           static_cast<int>(hosts.size()), hosts.size() == 1 ? "host" : "hosts",
+                           static_cast<int>(devices.size()),
+                           devices.size() == 1 ? "device" : "devices",
+                           static_cast<int>(checks.size()), level);
+  }
+  if (checks.empty()) return absl::StrFormat("UNKNOWN: no check ran (level %d)", level);
+  const Outcome first_of = overall;
+  int more = -1;
+  const Check* first = nullptr;
+  for (const Check& c : checks) {
+    if (c.outcome != first_of) continue;
+    ++more;
+    if (first == nullptr) first = &c;
+  }
+  return absl::StrCat(overall == Outcome::kFail ? "NOTOK: " : "UNKNOWN: ", first->host, " ",
+                      first->device, " ", first->probe, " ", first->why,
+                      more > 0 ? absl::StrCat(" (and ", more, " more ",
+                                              overall == Outcome::kFail ? "failed" : "unknown",
+                                              ")")
+                               : "");
+}
+
+namespace {
+
+std::string Label(const std::string& v) {
+  std::string out;
+  for (char ch : v) {
+    if (ch == '\\') out += "\\\\";
+    else if (ch == '"') out += "\\\"";
+    else if (ch == '\n') out += "\\n";
+    else out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string QualifyMetrics(const std::vector<Check>& checks) {
+  std::string out;
+  auto family = [&](const char* name, const char* help, auto value, bool (*has)(const Check&)) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n");
+    for (const Check& c : checks) {
+      if (!has(c)) continue;
+      absl::StrAppend(&out, name, "{host=\"", Label(c.host), "\",device=\"", Label(c.device),
+                      "\",probe=\"", Label(c.probe), "\"} ", absl::StrFormat("%.17g", value(c)),
+                      "\n");
+    }
+  };
+  family("gpubench_qualify_check", "Outcome of a gpubench qualify check: 1 pass, 0 fail, -1 unknown.",
+         [](const Check& c) {
+           return c.outcome == Outcome::kPass ? 1.0 : c.outcome == Outcome::kFail ? 0.0 : -1.0;
+         },
+         [](const Check&) { return true; });
+  family("gpubench_qualify_value", "The checked figure, in the probe's unit.",
+         [](const Check& c) { return c.value; }, [](const Check& c) { return c.value > 0; });
+  family("gpubench_qualify_bound", "The envelope's bound the figure is checked against.",
+         [](const Check& c) { return c.envelope.bound(); },
+         [](const Check& c) { return c.has_envelope; });
+  return out;
+}
+
+}  // namespace gpubench::report

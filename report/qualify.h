@@ -1,0 +1,85 @@
+// Node qualification (gpubench qualify): a decision per check, not a
+// ranking. Each GPU's figure of each probe of a fresh probe session is
+// judged against its SKU's envelope (v1::ProbeEnvelope: the median of a
+// history of sessions and the bound the fleet's straggler rule puts under
+// it), and passes, fails naming the figure, the envelope and the likely
+// cause (what its fingerprint changed from the envelope's setup: power
+// limit, clocks, PCIe width, ECC; its throttle reasons), or is unknown (no
+// envelope for the SKU and probe, a run left out as contended). Envelopes
+// come from the fleet's own probe history (EnvelopeOf, `gpubench fleet
+// --envelope`) or the project's (deploy/envelopes/). Plain data; thread-safe.
+#ifndef GPUBENCH_REPORT_QUALIFY_H_
+#define GPUBENCH_REPORT_QUALIFY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpubench/v1/result.pb.h"
+#include "report/fleet_rank.h"
+
+namespace gpubench::report {
+
+// An envelope per SKU (GPU name, or the CPU's model), driver and probe,
+// from every session of every GPU in results (at least rule.min_history
+// sessions; fewer give none for that probe). source says where from.
+v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule& rule,
+                        const std::string& source);
+
+// An envelope file's text. InvalidArgument naming the file and the field
+// ("envelope.json: probes[2].bound: must be a finite number above 0") for
+// anything but strict JSON of v1::Envelope with, in each entry, a SKU, a
+// probe of the suite, its unit and direction, and a positive median,
+// spread and bound on the right side of the median.
+absl::StatusOr<v1::Envelope> ParseEnvelope(const std::string& text, const std::string& path);
+
+// The envelope as the file's JSON (two-space indented, field names as in
+// the proto).
+std::string EnvelopeJson(const v1::Envelope& envelope);
+
+enum class Outcome { kPass, kFail, kUnknown };
+
+// "pass", "fail", "unknown".
+const char* OutcomeName(Outcome outcome);
+
+struct Check {
+  std::string host;
+  std::string device;  // "cuda:0 GPU-8c1f2a3b", "cpu"
+  std::string probe;   // "matmul_bf16"
+  std::string sku;     // "NVIDIA H100 80GB HBM3, driver 580.159.04"
+  Outcome outcome = Outcome::kUnknown;
+  double value = 0;    // its figure, in the envelope's unit; 0 without one
+  std::string unit;
+  bool has_envelope = false;
+  v1::ProbeEnvelope envelope;
+  // Fail: "415 TFLOP/s, below 655 (median 690 over 12 sessions of 2
+  // GPUs): power limit 700 W -> 420 W"; unknown: why it could not be
+  // judged; pass: "".
+  std::string why;
+  std::string run_id;
+};
+
+// The checks of one host's probe session (the runs of the jobs RunProbe
+// queued): one per device and probe. An entry of the same SKU and driver
+// is preferred; of the same SKU on another driver, used and said.
+std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
+                               const std::vector<v1::Run>& session, const v1::Envelope& envelope);
+
+// fail if any check fails, else unknown if any is unknown or there is
+// none, else pass.
+Outcome Overall(const std::vector<Check>& checks);
+
+// The one line node-problem-detector and Slurm's NHC take: "OK: 2 hosts,
+// 3 devices, 12 checks pass (level 1)", "NOTOK: HOST DEVICE PROBE WHY
+// (and 2 more failed)", "UNKNOWN: ...".
+std::string StatusLine(const std::vector<Check>& checks, int level);
+
+// Prometheus' text format for node_exporter's textfile collector: per
+// check gpubench_qualify_check (1 pass, 0 fail, -1 unknown),
+// gpubench_qualify_value and gpubench_qualify_bound (in the probe's unit),
+// labelled host, device and probe.
+std::string QualifyMetrics(const std::vector<Check>& checks);
+
+}  // namespace gpubench::report
+
+#endif  // GPUBENCH_REPORT_QUALIFY_H_

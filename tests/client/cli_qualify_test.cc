@@ -1,0 +1,143 @@
+// gpubench qualify against real daemons on loopback: a real CPU host passes
+// level 1 against the envelope fleet wrote from its own sessions; a seeded
+// H100 capped at 420 W fails, naming its power limit, in the one line
+// node-problem-detector takes and with exit 1; what has no envelope is
+// unknown (exit 2). SERIAL: the CPU's probe runs must have the host alone
+// to count (a contended run is unknown, not a pass).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "client/cli.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "report/qualify.h"
+#include "tests/client/cli_test_util.h"
+#include "tests/client/probe_runs.h"
+#include "tests/support/daemon_process.h"
+
+namespace gpubench::client {
+namespace {
+
+using testing_support::FreshDir;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(CliQualify, ACpuHostPassesLevelOneAgainstItsOwnEnvelope) {
+  const std::string dir = FreshDir("cli_qualify_cpu");
+  Daemon d(dir);
+  ASSERT_TRUE(d.serving());
+  // No envelope for this CPU in the shipped one: unknown, each session a
+  // probe session all the same.
+  for (int session = 0; session < 5; ++session) {
+    Result r = Cli({"qualify", "--host", d.address()});
+    EXPECT_EQ(r.code, 2) << r.err << r.out;
+    EXPECT_TRUE(absl::StartsWith(r.out, "UNKNOWN: ")) << r.out;
+    EXPECT_NE(r.out.find("no envelope for CPU "), std::string::npos) << r.out;
+  }
+  const std::string envelope = dir + "/envelope.json";
+  Result fleet = Cli({"fleet", "--host", d.address(), "--envelope", envelope});
+  EXPECT_NE(fleet.err.find("written to " + envelope), std::string::npos) << fleet.err;
+  auto parsed = report::ParseEnvelope(ReadFile(envelope), envelope);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_GE(parsed->probes_size(), 3) << ReadFile(envelope);
+
+  const std::string prom = dir + "/qualify.prom";
+  Result pass = Cli({"qualify", "--host", d.address(), "--envelope", envelope, "--textfile", prom,
+                     "--output", "json"});
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(pass.out, &doc).ok()) << pass.out;
+  // Every check passes, but for a probe run left out as contended: unknown,
+  // never a pass. (On this machine and the lent H200s the CPU-bound launch
+  // probe is often measured with 0.6-0.8 cores "busy elsewhere" though the
+  // host is idle: being looked into; docs/fleets.md.)
+  int passed = 0, contended = 0;
+  for (const auto& c : doc.fields().at("checks").list_value().values()) {
+    const auto& f = c.struct_value().fields();
+    if (f.at("outcome").string_value() == "pass") {
+      ++passed;
+      continue;
+    }
+    EXPECT_EQ(f.at("outcome").string_value(), "unknown") << pass.out;
+    EXPECT_NE(f.at("why").string_value().find("contended"), std::string::npos) << pass.out;
+    ++contended;
+  }
+  EXPECT_GE(passed, 3) << pass.out;  // matmul, attention, copy at least
+  EXPECT_EQ(pass.code, contended == 0 ? 0 : 2) << pass.err << pass.out;
+  const std::string line = doc.fields().at("status").string_value();
+  if (contended == 0) {
+    EXPECT_TRUE(absl::StartsWith(line, "OK: 1 host, 1 device, ")) << line;
+    EXPECT_TRUE(absl::EndsWith(line, " checks pass (level 1)")) << line;
+  }
+  const std::string gauges = ReadFile(prom);
+  EXPECT_NE(gauges.find("gpubench_qualify_check{host=\"" + d.address() +
+                        "\",device=\"cpu\",probe=\"matmul_bf16\"} 1\n"),
+            std::string::npos)
+      << gauges;
+}
+
+TEST(CliQualify, ASeededSlowGpuFailsNamingItsPowerLimit) {
+  const std::string dir = FreshDir("cli_qualify_gpu");
+  Daemon d(dir);
+  ASSERT_TRUE(d.serving());
+  // Four H100s, three daily sessions each, about 690 TFLOP/s at 700 W.
+  for (int day = 3; day >= 1; --day) {
+    for (int g = 0; g < 4; ++g) {
+      v1::Run run = H100Run("v1/matmul_bf16", "000" + std::to_string(g), 686 + g + day);
+      run.mutable_start_time()->set_seconds(run.start_time().seconds() - 86400 * day);
+      Plant(d, run);
+    }
+  }
+  const std::string envelope = dir + "/envelope.json";
+  Cli({"fleet", "--host", d.address(), "--envelope", envelope});
+  // Today's session: GPU 0001 capped at 420 W.
+  for (int g = 0; g < 4; ++g) {
+    Plant(d, H100Run("v1/matmul_bf16", "000" + std::to_string(g), g == 1 ? 415 : 690,
+                     g == 1 ? 420 : 700));
+  }
+  Result r = Cli({"qualify", "--host", d.address(), "--latest", "--envelope", envelope});
+  EXPECT_EQ(r.code, 1) << r.err << r.out;
+  EXPECT_TRUE(absl::StartsWith(r.out, "NOTOK: " + d.address() +
+                                          " cuda:0 GPU-0001 matmul_bf16 415 TFLOP/s, below "))
+      << r.out;
+  EXPECT_NE(r.out.find("power limit 700 W \u2192 420 W"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("pass"), std::string::npos) << r.err;  // the table of checks
+
+  Result json = Cli({"qualify", "--host", d.address(), "--latest", "--envelope", envelope,
+                     "--output", "json"});
+  EXPECT_EQ(json.code, 1) << json.err;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &doc).ok()) << json.out;
+  int failed = 0, passed = 0;
+  for (const auto& c : doc.fields().at("checks").list_value().values()) {
+    const auto& f = c.struct_value().fields();
+    const bool capped = f.at("device").string_value().find("GPU-0001") != std::string::npos;
+    EXPECT_EQ(f.at("outcome").string_value(), capped ? "fail" : "pass");
+    (capped ? failed : passed) += 1;
+  }
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(passed, 3);
+
+  // The shipped envelope has no H100 entry: unknown, said.
+  Result shipped = Cli({"qualify", "--host", d.address(), "--latest"});
+  EXPECT_EQ(shipped.code, 2) << shipped.err << shipped.out;
+  EXPECT_NE(shipped.out.find("no envelope for NVIDIA H100 80GB HBM3"), std::string::npos)
+      << shipped.out;
+  Result level = Cli({"qualify", "--host", d.address(), "--level", "2"});
+  EXPECT_EQ(level.code, 2);
+  EXPECT_NE(level.err.find("--level"), std::string::npos) << level.err;
+  std::ofstream(dir + "/bad.json") << "{\"probes\": [{\"probe\": \"matmul_bf16\"}]}";
+  Result bad = Cli({"qualify", "--host", d.address(), "--envelope", dir + "/bad.json"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("probes[0].sku"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace gpubench::client

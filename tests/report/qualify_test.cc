@@ -1,0 +1,216 @@
+// Node qualification over seeded probe sessions: the envelope fleet writes
+// from a history, a GPU capped at 420 W failing it with its power limit
+// named, what has no envelope or no figure, the envelope file's errors
+// naming the field, the shipped envelope, and the textfile's gauges as
+// Prometheus' promtool reads them.
+#include "report/qualify.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/spec.h"
+#include "tests/report/suite_config.h"
+
+namespace gpubench::report {
+namespace {
+
+// A bf16 matmul probe run of one H100 on `device`, in job `job`.
+v1::Run Matmul(double tflops, const std::string& uuid, const std::string& job, int second,
+               double watts = 700, const std::string& device = "cuda:0") {
+  v1::Run r;
+  r.set_run_id("r" + uuid + job);
+  r.set_job_id(job);
+  r.set_state(v1::RUN_STATE_SUCCEEDED);
+  r.set_daemon_probe(true);
+  *r.mutable_config() = SuiteConfig("matmul_bf16");
+  r.mutable_config()->set_device(device);
+  r.mutable_result()->set_resolved_device(device);
+  r.mutable_result()->set_achieved_tflops(tflops);
+  r.mutable_start_time()->set_seconds(1'700'000'000 + second);
+  v1::Fingerprint* f = r.mutable_fingerprint();
+  f->set_gpu_name("NVIDIA H100 80GB HBM3");
+  f->set_gpu_uuid("GPU-" + uuid);
+  f->set_gpu_serial("serial-" + uuid);
+  f->set_driver_version("580.159.04");
+  f->set_power_limit_w(watts);
+  f->set_pcie_width(uuid == "02" ? 4 : 16);  // idles low: not a setup difference
+  return r;
+}
+
+// Four H100s, three sessions each, about 690 TFLOP/s.
+v1::Envelope FourH100s() {
+  std::vector<v1::Run> runs;
+  for (int g = 0; g < 4; ++g) {
+    for (int s = 0; s < 3; ++s) {
+      runs.push_back(Matmul(685 + 2 * g + s, "0" + std::to_string(g),
+                            "j" + std::to_string(g) + std::to_string(s), 10 * s + g));
+    }
+  }
+  return EnvelopeOf(ProbeResults("h100-a", "", runs), FleetRule(), "seeded, 2026-11-28");
+}
+
+TEST(Qualify, TheEnvelopeIsTheMedianOfEverySessionAndTheStragglerRulesBound) {
+  const v1::Envelope e = FourH100s();
+  ASSERT_EQ(e.probes_size(), 1);
+  const v1::ProbeEnvelope& p = e.probes(0);
+  EXPECT_EQ(p.sku(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(p.driver(), "580.159.04");
+  EXPECT_EQ(p.probe(), "matmul_bf16");
+  EXPECT_EQ(p.sessions(), 12);
+  EXPECT_EQ(p.gpus(), 4);
+  EXPECT_DOUBLE_EQ(p.median(), 689);  // 685..694: the median of twelve
+  // The spread is at least the probe's noise floor; the bound is 5% or three
+  // spreads below the median, whichever is further.
+  EXPECT_GE(p.spread(), 689 * 0.0125 - 1e-9);
+  EXPECT_NEAR(p.bound(), 689 * (1 - std::max(0.05, 3 * p.spread() / 689)), 1e-9);
+  // Sessions that vary widely widen it: the new session's prediction
+  // interval, not the median's.
+  std::vector<v1::Run> noisy;
+  for (int s = 0; s < 5; ++s) noisy.push_back(Matmul(s % 2 ? 500 : 700, "01", "j" + std::to_string(s), s));
+  const v1::Envelope wide = EnvelopeOf(ProbeResults("h", "", noisy), FleetRule(), "");
+  ASSERT_EQ(wide.probes_size(), 1);
+  EXPECT_LT(wide.probes(0).bound(), 400);  // mean 620, sd 110, t(4) 2.78
+  EXPECT_EQ(p.fingerprint().power_limit_w(), 700);
+  EXPECT_FALSE(p.fingerprint().has_gpu_uuid());
+  EXPECT_FALSE(p.fingerprint().has_pcie_width());
+  EXPECT_EQ(p.source(), "seeded, 2026-11-28");
+  // Fewer than three sessions: no entry.
+  EXPECT_EQ(EnvelopeOf(ProbeResults("h", "", {Matmul(690, "09", "j", 0)}), FleetRule(), "")
+                .probes_size(),
+            0);
+}
+
+TEST(Qualify, AGpuCappedAt420WattsFailsNamingItsPowerLimit) {
+  const v1::Envelope e = FourH100s();
+  std::vector<v1::Run> session = {Matmul(415, "05", "jnew", 100, 420, "cuda:0"),
+                                  Matmul(688, "06", "jnew", 101, 700, "cuda:1")};
+  const std::vector<Check> checks = QualifyHost("h100-b", "", session, e);
+  ASSERT_EQ(checks.size(), 2u);
+  const Check& capped = checks[0].device.find("GPU-05") != std::string::npos ? checks[0] : checks[1];
+  const Check& fine = &capped == &checks[0] ? checks[1] : checks[0];
+  EXPECT_EQ(capped.outcome, Outcome::kFail);
+  EXPECT_NE(capped.why.find("415 TFLOP/s, below "), std::string::npos) << capped.why;
+  EXPECT_NE(capped.why.find("(median 689 over 12 sessions of 4 devices)"), std::string::npos)
+      << capped.why;
+  EXPECT_NE(capped.why.find("power limit 700 W \u2192 420 W"), std::string::npos) << capped.why;
+  EXPECT_EQ(capped.why.find("serial"), std::string::npos) << capped.why;
+  EXPECT_EQ(fine.outcome, Outcome::kPass) << fine.why;
+  EXPECT_EQ(Overall(checks), Outcome::kFail);
+  const std::string line = StatusLine(checks, 1);
+  EXPECT_EQ(line.rfind("NOTOK: h100-b cuda:0 GPU-05 matmul_bf16 415 TFLOP/s", 0), 0u) << line;
+  EXPECT_EQ(StatusLine({fine}, 1), "OK: 1 host, 1 device, 1 checks pass (level 1)");
+  // A slow GPU with nothing changed in its setup: the device itself.
+  const std::vector<Check> slow = QualifyHost("h", "", {Matmul(500, "07", "j", 1)}, e);
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_NE(slow[0].why.find("no setting differs from the envelope's"), std::string::npos);
+}
+
+TEST(Qualify, NoEnvelopeOrNoFigureIsUnknownAndAFailedRunFails) {
+  const v1::Envelope e = FourH100s();
+  v1::Run h200 = Matmul(690, "10", "j", 0);
+  h200.mutable_fingerprint()->set_gpu_name("NVIDIA H200");
+  std::vector<Check> checks = QualifyHost("h", "", {h200}, e);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].outcome, Outcome::kUnknown);
+  EXPECT_EQ(checks[0].why, "no envelope for NVIDIA H200, driver 580.159.04 matmul_bf16");
+  EXPECT_EQ(StatusLine(checks, 1).rfind("UNKNOWN: h cuda:0 GPU-10 matmul_bf16 no envelope", 0),
+            0u);
+
+  v1::Run contended = Matmul(690, "11", "j", 0);
+  contended.mutable_result()->mutable_contention()->set_contended(true);
+  contended.mutable_result()->mutable_contention()->set_other_cpu_cores(1.5);
+  v1::Run throttled = Matmul(600, "12", "j", 0, 700, "cuda:1");
+  throttled.mutable_result()->mutable_telemetry()->add_throttle_reasons("hw_thermal");
+  v1::Run failed = Matmul(0, "13", "j", 0, 700, "cuda:2");
+  failed.set_state(v1::RUN_STATE_FAILED);
+  failed.set_error("CUDA error: an illegal memory access");
+  checks = QualifyHost("h", "", {contended, throttled, failed}, e);
+  ASSERT_EQ(checks.size(), 3u);
+  for (const Check& c : checks) {
+    if (c.device.find("GPU-11") != std::string::npos) {
+      EXPECT_EQ(c.outcome, Outcome::kUnknown);
+      EXPECT_NE(c.why.find("contended"), std::string::npos) << c.why;
+    } else if (c.device.find("GPU-12") != std::string::npos) {
+      EXPECT_EQ(c.outcome, Outcome::kFail);
+      EXPECT_EQ(c.why, "throttled (hw_thermal)");
+    } else {
+      EXPECT_EQ(c.outcome, Outcome::kFail);
+      EXPECT_NE(c.why.find("illegal memory access"), std::string::npos) << c.why;
+    }
+  }
+  EXPECT_EQ(Overall({}), Outcome::kUnknown);
+}
+
+TEST(Qualify, AnEnvelopeFileIsCheckedNamingTheField) {
+  const std::string good = EnvelopeJson(FourH100s());
+  auto parsed = ParseEnvelope(good, "env.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->probes(0).median(), 689);
+  struct Bad {
+    std::string from, to, message;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {"\"matmul_bf16\"", "\"matmul_bf17\"", "env.json: probes[0].probe: not a probe"},
+           {"\"TFLOP/s\"", "\"GB/s\"", "env.json: probes[0].unit: must be \"TFLOP/s\""},
+           {"\"bound\": ", "\"bound\": -", "env.json: probes[0].bound: must be a finite"},
+           {"\"suite\": \"v1\"", "\"suite\": \"v0\"", "env.json: probes[0].suite"},
+           {"\"sku\": \"NVIDIA H100 80GB HBM3\"", "\"sku\": \"\"", "env.json: probes[0].sku"},
+       }) {
+    std::string text = good;
+    const size_t at = text.find(bad.from);
+    ASSERT_NE(at, std::string::npos) << bad.from;
+    text.replace(at, bad.from.size(), bad.to);
+    auto r = ParseEnvelope(text, "env.json");
+    ASSERT_FALSE(r.ok()) << bad.to;
+    EXPECT_NE(std::string(r.status().message()).find(bad.message), std::string::npos)
+        << r.status();
+  }
+  // Above the median for a throughput is no envelope; nor is a key twice.
+  std::string above = good;
+  above.replace(above.find("\"bound\": "), 9, "\"bound\": 9999");
+  EXPECT_FALSE(ParseEnvelope(above, "e").ok());
+  EXPECT_FALSE(ParseEnvelope("{\"probes\": [], \"probes\": []}", "e").ok());
+  EXPECT_FALSE(ParseEnvelope("{\"probes\": [{\"nonsense\": 1}]}", "e").ok());
+}
+
+TEST(Qualify, TheShippedEnvelopeParsesAndCoversTheH200) {
+  std::ifstream in(std::string(GPUBENCH_SOURCE_DIR) + "/deploy/envelopes/v1.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto e = ParseEnvelope(text.str(), "deploy/envelopes/v1.json");
+  ASSERT_TRUE(e.ok()) << e.status();
+  bool h200 = false;
+  for (const v1::ProbeEnvelope& p : e->probes()) {
+    EXPECT_FALSE(p.source().empty()) << p.probe();
+    EXPECT_NE(p.source().find("2026-"), std::string::npos) << p.source();
+    h200 |= p.sku() == "NVIDIA H200" && p.probe() == "matmul_bf16" && p.median() > 600;
+  }
+  EXPECT_TRUE(h200);
+}
+
+TEST(Qualify, TheTextfileGaugesPassPromtool) {
+  const v1::Envelope e = FourH100s();
+  std::vector<Check> checks =
+      QualifyHost("h100 \"b\"", "", {Matmul(415, "05", "j", 0, 420), Matmul(690, "06", "j", 1, 700, "cuda:1")}, e);
+  const std::string text = QualifyMetrics(checks);
+  EXPECT_NE(text.find("gpubench_qualify_check{host=\"h100 \\\"b\\\"\",device=\"cuda:0 GPU-05\","
+                      "probe=\"matmul_bf16\"} 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpubench_qualify_value{host=\"h100 \\\"b\\\"\",device=\"cuda:1 GPU-06\","
+                      "probe=\"matmul_bf16\"} 690\n"),
+            std::string::npos)
+      << text;
+  const std::string path = testing::TempDir() + "/qualify.prom";
+  std::ofstream(path) << text;
+  EXPECT_EQ(std::system(("promtool check metrics < " + path).c_str()), 0) << text;
+}
+
+}  // namespace
+}  // namespace gpubench::report
