@@ -380,12 +380,14 @@ int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
     const std::string source = absl::StrCat(
         "gpubench fleet --envelope --since ", a.Option("since", "30d"), ", ",
         absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone()), ", ", answered);
-    const v1::Envelope envelope = report::EnvelopeOf(results, *rule, source);
+    std::vector<std::string> left_out;
+    const v1::Envelope envelope = report::EnvelopeOf(results, *rule, source, &left_out);
     std::ofstream file(a.Option("envelope"));
     file << report::EnvelopeJson(envelope);
     if (!file) return Usage(err, "--envelope: cannot write " + a.Option("envelope"));
     err << "envelope: " << envelope.probes_size() << " SKU and probe entries (" << rule->min_history
         << " sessions or more each) written to " << a.Option("envelope") << "\n";
+    for (const std::string& why : left_out) err << "envelope: left out " << why << "\n";
   }
   if (a.Has("report")) {
     std::ofstream page(a.Option("report"));

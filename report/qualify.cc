@@ -149,7 +149,7 @@ absl::Status CheckEntry(const std::string& path, int i, const v1::ProbeEnvelope&
 }  // namespace
 
 v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule& rule,
-                        const std::string& source) {
+                        const std::string& source, std::vector<std::string>* left_out) {
   struct Group {
     std::vector<double> values;
     std::set<std::string> devices;
@@ -173,13 +173,6 @@ v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule
     for (const auto& [key, g] : groups) {
       const auto& [sku, driver, probe] = key;
       if (probe != info.name || static_cast<int>(g.values.size()) < rule.min_history) continue;
-      v1::ProbeEnvelope* e = out.add_probes();
-      e->set_sku(sku);
-      e->set_driver(driver);
-      e->set_suite(kProbeSuite);
-      e->set_probe(probe);
-      e->set_unit(info.unit);
-      e->set_higher_is_better(info.higher_is_better);
       const double median = stats::Median(g.values);
       std::vector<double> deviations;
       for (double v : g.values) deviations.push_back(std::fabs(v - median));
@@ -191,9 +184,24 @@ v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule
           stats::TCritical95(n - 1) * stats::Stddev(g.values) * std::sqrt(1 + 1 / n);
       const double margin = std::max({rule.threshold, rule.max_robust_z * spread / median,
                                       predicted / median});
+      const double bound = info.higher_is_better ? median * (1 - margin) : median * (1 + margin);
+      if (margin >= (info.higher_is_better ? 0.5 : 1.0)) {
+        left_out->push_back(absl::StrCat(probe, " on ", sku, ": its ", g.values.size(),
+                                         " sessions vary too widely to bound (a bound of ",
+                                         Figure(bound), " ", info.unit, " for a median of ",
+                                         Figure(median), ")"));
+        continue;
+      }
+      v1::ProbeEnvelope* e = out.add_probes();
+      e->set_sku(sku);
+      e->set_driver(driver);
+      e->set_suite(kProbeSuite);
+      e->set_probe(probe);
+      e->set_unit(info.unit);
+      e->set_higher_is_better(info.higher_is_better);
       e->set_median(median);
       e->set_spread(spread);
-      e->set_bound(info.higher_is_better ? median * std::max(0.0, 1 - margin) : median * (1 + margin));
+      e->set_bound(bound);
       e->set_sessions(g.values.size());
       e->set_gpus(g.devices.size());
       auto most = std::max_element(g.setups.begin(), g.setups.end(), [](const auto& a, const auto& b) {

@@ -22,9 +22,12 @@ namespace gpubench::report {
 
 // An envelope per SKU (GPU name, or the CPU's model), driver and probe,
 // from every session of every GPU in results (at least rule.min_history
-// sessions; fewer give none for that probe). source says where from.
+// sessions; fewer give none for that probe). source says where from. An
+// entry whose bound would be beyond a factor of two from its median (half
+// the median's speed, or twice its time: sessions that vary that widely
+// bound nothing) is left out and named, with why, in left_out.
 v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule& rule,
-                        const std::string& source);
+                        const std::string& source, std::vector<std::string>* left_out);
 
 // An envelope file's text. InvalidArgument naming the file and the field
 // ("envelope.json: probes[2].bound: must be a finite number above 0") for

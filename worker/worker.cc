@@ -15,6 +15,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/spec.h"
@@ -242,15 +244,27 @@ void ChooseCpuThreads(int spec_cpu_threads, const cpu_cores::UsableCpus& usable,
 // seconds and the profiled window report nothing of their own.
 constexpr int64_t kHeartbeatMs = 1000;
 
+// The most often a run reports within one phase. A window of tiny steps
+// (a launch's 2 us) ends every 20 us: each window's event, serialized here,
+// coalesced by the daemon and streamed to a watching CLI, kept a core of
+// the host busy beside the run (and the run called contended by it).
+constexpr int64_t kProgressMs = 100;
+
 // A run's progress events: each measured window's, from the run's thread,
-// and its heartbeat's, from the heartbeat's. Both write the worker's one
-// stream, so through this writer alone while the run is in progress. The
-// first write error is kept and later events dropped. Thread-safe.
+// and its heartbeat's, from the heartbeat's, at most one a kProgressMs in a
+// phase (a new phase's first always). Both write the worker's one stream,
+// so through this writer alone while the run is in progress. The first
+// write error is kept and later events dropped. Thread-safe.
 class RunProgressWriter {
  public:
   RunProgressWriter(ipc::MessageWriter* writer, int index) : index_(index), writer_(writer) {}
 
   void Write(const measure::Progress& p) ABSL_LOCKS_EXCLUDED(mu_) {
+    const absl::Time now = absl::Now();
+    absl::MutexLock lock(&mu_);
+    if (p.phase == last_phase_ && now - last_ < absl::Milliseconds(kProgressMs)) return;
+    last_phase_ = p.phase;
+    last_ = now;
     v1::WorkerEvent event;
     v1::RunProgress* rp = event.mutable_run_progress();
     rp->set_index(index_);
@@ -259,7 +273,6 @@ class RunProgressWriter {
     rp->set_throughput_samples_per_s(p.throughput_samples_per_s);
     rp->set_elapsed_ms(p.elapsed_ms);
     rp->set_eta_ms(p.eta_ms);
-    absl::MutexLock lock(&mu_);
     if (status_.ok()) status_ = writer_->Write(event);
   }
 
@@ -273,6 +286,8 @@ class RunProgressWriter {
   absl::Mutex mu_;
   ipc::MessageWriter* const writer_ ABSL_PT_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::string last_phase_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 // The runs the daemon gave this worker, one after the other, each

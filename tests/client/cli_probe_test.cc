@@ -152,12 +152,17 @@ TEST(CliDaemon, FleetNamesAChangePointInAGpusHistoryAndADeviceNotProbed) {
   EXPECT_NE(fleet.out.find("no probe in the window"), std::string::npos) << fleet.out;
   EXPECT_NE(fleet.err.find("change points: 1 in 2 series"), std::string::npos) << fleet.err;
 
-  ASSERT_EQ(Cli({"probe", "--small", "--host", d.address()}).code, kExitOk);
+  Result probe = Cli({"probe", "--small", "--host", d.address()});
+  ASSERT_EQ(probe.code, kExitOk) << probe.err << probe.out;
+  // The CPU is probed once one of its probe runs counts; a run that other
+  // work on the host contended (tests beside this one) does not.
+  const bool counted = probe.out.find(" counts\n") != std::string::npos;
   Result probed = Cli({"fleet", "--host", d.address(), "--output", "json"});
-  EXPECT_EQ(probed.code, kExitRegression) << probed.err << probed.out;
+  EXPECT_EQ(probed.code, counted ? kExitRegression : kExitMissing) << probed.err << probed.out;
   google::protobuf::Struct doc;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(probed.out, &doc).ok()) << probed.out;
-  EXPECT_EQ(doc.fields().at("missing").list_value().values_size(), 0) << probed.out;
+  EXPECT_EQ(doc.fields().at("missing").list_value().values_size(), counted ? 0 : 1)
+      << probe.out << probed.out;
   const auto& points =
       doc.fields().at("change_points").struct_value().fields().at("change_points").list_value();
   ASSERT_EQ(points.values_size(), 1) << probed.out;

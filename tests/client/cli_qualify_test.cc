@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "client/cli.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -47,39 +49,60 @@ TEST(CliQualify, ACpuHostPassesLevelOneAgainstItsOwnEnvelope) {
   EXPECT_NE(fleet.err.find("written to " + envelope), std::string::npos) << fleet.err;
   auto parsed = report::ParseEnvelope(ReadFile(envelope), envelope);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_GE(parsed->probes_size(), 3) << ReadFile(envelope);
+  // A probe whose five sessions vary too widely to bound (a sanitizer's
+  // build, a busy host) is left out, named, and unknown below; the rest
+  // are in the envelope.
+  std::set<std::string> left_out;
+  for (const absl::string_view line_view : absl::StrSplit(fleet.err, '\n')) {
+    const std::string line(line_view);
+    if (!absl::StartsWith(line, "envelope: left out ")) continue;
+    EXPECT_NE(line.find(" sessions vary too widely to bound"), std::string::npos) << line;
+    left_out.insert(line.substr(19, line.find(' ', 19) - 19));
+  }
+  EXPECT_GE(parsed->probes_size(), 1) << ReadFile(envelope) << fleet.err;
+  // The CPU's four probes (the bf16 product, attention, the copy, the
+  // launch) each counted in 3 sessions of 5 at least: on an idle host none
+  // is contended (the launch's steps of 2 us once made the daemon and this
+  // CLI a core busy beside it with their progress).
+  EXPECT_EQ(parsed->probes_size() + static_cast<int>(left_out.size()), 4)
+      << ReadFile(envelope) << fleet.err << fleet.out;
 
   const std::string prom = dir + "/qualify.prom";
   Result pass = Cli({"qualify", "--host", d.address(), "--envelope", envelope, "--textfile", prom,
                      "--output", "json"});
   google::protobuf::Struct doc;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(pass.out, &doc).ok()) << pass.out;
-  // Every check passes, but for a probe run left out as contended: unknown,
-  // never a pass. (On this machine and the lent H200s the CPU-bound launch
-  // probe is often measured with 0.6-0.8 cores "busy elsewhere" though the
-  // host is idle: being looked into; docs/fleets.md.)
-  int passed = 0, contended = 0;
+  // Every check passes, but for a probe run left out as contended (a
+  // moment's other work on the host) or left out of the envelope: unknown,
+  // never a pass.
+  int passed = 0, unknown = 0;
+  bool matmul_passed = false;
   for (const auto& c : doc.fields().at("checks").list_value().values()) {
     const auto& f = c.struct_value().fields();
     if (f.at("outcome").string_value() == "pass") {
       ++passed;
+      matmul_passed |= f.at("probe").string_value() == "matmul_bf16";
       continue;
     }
     EXPECT_EQ(f.at("outcome").string_value(), "unknown") << pass.out;
-    EXPECT_NE(f.at("why").string_value().find("contended"), std::string::npos) << pass.out;
-    ++contended;
+    const std::string why = f.at("why").string_value();
+    EXPECT_TRUE(why.find("contended") != std::string::npos ||
+                (why.find("no envelope") != std::string::npos &&
+                 left_out.count(f.at("probe").string_value()) == 1))
+        << pass.out;
+    ++unknown;
   }
-  EXPECT_GE(passed, 3) << pass.out;  // matmul, attention, copy at least
-  EXPECT_EQ(pass.code, contended == 0 ? 0 : 2) << pass.err << pass.out;
+  EXPECT_GE(passed, 1) << pass.out;
+  EXPECT_EQ(pass.code, unknown == 0 ? 0 : 2) << pass.err << pass.out;
   const std::string line = doc.fields().at("status").string_value();
-  if (contended == 0) {
+  if (unknown == 0) {
     EXPECT_TRUE(absl::StartsWith(line, "OK: 1 host, 1 device, ")) << line;
     EXPECT_TRUE(absl::EndsWith(line, " checks pass (level 1)")) << line;
   }
   const std::string gauges = ReadFile(prom);
-  EXPECT_NE(gauges.find("gpubench_qualify_check{host=\"" + d.address() +
-                        "\",device=\"cpu\",probe=\"matmul_bf16\"} 1\n"),
-            std::string::npos)
+  EXPECT_EQ(gauges.find("gpubench_qualify_check{host=\"" + d.address() +
+                        "\",device=\"cpu\",probe=\"matmul_bf16\"} 1\n") != std::string::npos,
+            matmul_passed)
       << gauges;
 }
 

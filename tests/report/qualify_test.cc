@@ -52,7 +52,11 @@ v1::Envelope FourH100s() {
                             "j" + std::to_string(g) + std::to_string(s), 10 * s + g));
     }
   }
-  return EnvelopeOf(ProbeResults("h100-a", "", runs), FleetRule(), "seeded, 2026-11-28");
+  std::vector<std::string> left_out;
+  v1::Envelope e = EnvelopeOf(ProbeResults("h100-a", "", runs), FleetRule(), "seeded, 2026-11-28",
+                              &left_out);
+  EXPECT_TRUE(left_out.empty());
+  return e;
 }
 
 TEST(Qualify, TheEnvelopeIsTheMedianOfEverySessionAndTheStragglerRulesBound) {
@@ -73,15 +77,30 @@ TEST(Qualify, TheEnvelopeIsTheMedianOfEverySessionAndTheStragglerRulesBound) {
   // interval, not the median's.
   std::vector<v1::Run> noisy;
   for (int s = 0; s < 5; ++s) noisy.push_back(Matmul(s % 2 ? 500 : 700, "01", "j" + std::to_string(s), s));
-  const v1::Envelope wide = EnvelopeOf(ProbeResults("h", "", noisy), FleetRule(), "");
+  std::vector<std::string> left_out;
+  const v1::Envelope wide = EnvelopeOf(ProbeResults("h", "", noisy), FleetRule(), "", &left_out);
   ASSERT_EQ(wide.probes_size(), 1);
   EXPECT_LT(wide.probes(0).bound(), 400);  // mean 620, sd 110, t(4) 2.78
+  // Wider still, the bound would pass a GPU at half the speed (or none at
+  // all): no entry, and the fleet is told which and why.
+  for (int s = 1; s < 5; s += 2) noisy[s] = Matmul(300, "01", "j" + std::to_string(s), s);
+  const v1::Envelope none = EnvelopeOf(ProbeResults("h", "", noisy), FleetRule(), "", &left_out);
+  EXPECT_EQ(none.probes_size(), 0);
+  ASSERT_EQ(left_out.size(), 1u);
+  EXPECT_NE(left_out[0].find("matmul_bf16 on NVIDIA H100 80GB HBM3: its 5 sessions vary too "
+                             "widely to bound (a bound of "),
+            std::string::npos)
+      << left_out[0];
+  EXPECT_NE(left_out[0].find(" TFLOP/s for a median of 700)"), std::string::npos) << left_out[0];
+  // Every envelope the fleet writes, the parser takes.
+  EXPECT_TRUE(ParseEnvelope(EnvelopeJson(wide), "wide.json").ok());
   EXPECT_EQ(p.fingerprint().power_limit_w(), 700);
   EXPECT_FALSE(p.fingerprint().has_gpu_uuid());
   EXPECT_FALSE(p.fingerprint().has_pcie_width());
   EXPECT_EQ(p.source(), "seeded, 2026-11-28");
   // Fewer than three sessions: no entry.
-  EXPECT_EQ(EnvelopeOf(ProbeResults("h", "", {Matmul(690, "09", "j", 0)}), FleetRule(), "")
+  EXPECT_EQ(EnvelopeOf(ProbeResults("h", "", {Matmul(690, "09", "j", 0)}), FleetRule(), "",
+                       &left_out)
                 .probes_size(),
             0);
 }

@@ -272,6 +272,17 @@ v1::JobSpec SlowStepSpec(int cost_us_per_sample, int batch_size, int64_t max_tim
   return spec;
 }
 
+// The job's one run (expected to succeed) and its progress events.
+v1::Run OneRun(const v1::JobSpec& spec, std::vector<v1::RunProgress>* progress) {
+  ExitInfo exit;
+  auto runs = RunJob(spec, &exit, {}, progress);
+  EXPECT_TRUE(exit.ok()) << exit.Describe() << exit.stderr_tail;
+  EXPECT_EQ(runs.size(), 1u);
+  if (runs.empty()) return {};
+  EXPECT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED) << runs[0].error();
+  return runs[0];
+}
+
 int64_t RunMs(const v1::Run& run) {
   return google::protobuf::util::TimeUtil::DurationToMilliseconds(run.end_time() -
                                                                    run.start_time());
@@ -306,12 +317,9 @@ TEST(WorkerProcess, ProfiledRunKeepsToMaxTime) {
 TEST(WorkerProcess, SlowStepsAndTheProfiledWindowReportProgress) {
   v1::JobSpec spec = SlowStepSpec(750'000, 2, 1000);
   spec.mutable_profiling()->set_iterations(5);
-  ExitInfo exit;
   std::vector<v1::RunProgress> progress;
-  auto runs = RunJob(spec, &exit, {}, &progress);
-  ASSERT_TRUE(exit.ok()) << exit.Describe() << exit.stderr_tail;
-  ASSERT_EQ(runs.size(), 1u);
-  ASSERT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED) << runs[0].error();
+  const std::vector<v1::Run> runs = {OneRun(spec, &progress)};
+  ASSERT_EQ(runs[0].state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_EQ(runs[0].result().iterations(), 1);
   EXPECT_EQ(runs[0].result().profiled_iterations(), 0);
   EXPECT_NE(runs[0].result().profile().error().find("not profiled: max_time_ms passed"),
@@ -325,6 +333,29 @@ TEST(WorkerProcess, SlowStepsAndTheProfiledWindowReportProgress) {
     EXPECT_GE(p.eta_ms(), 0);
   }
   EXPECT_GE(phases["warmup"] + phases["measure"], 2);
+}
+
+// Steps of microseconds (the fleet probe's launch: a 16³ product) end a
+// window every few tens of microseconds; their progress comes at most
+// about ten times a second all the same, not tens of thousands (which kept
+// the daemon and a watching CLI a core busy beside the run).
+TEST(WorkerProcess, TinyStepsReportProgressAFewTimesASecond) {
+  v1::JobSpec spec;
+  spec.mutable_base()->set_workload("matmul");
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_base()->set_precision(v1::PRECISION_FP32);
+  spec.mutable_sweep()->add_matmul_size(16);
+  spec.mutable_measurement()->set_warmup_iterations(3);
+  spec.mutable_measurement()->set_min_time_ms(1000);
+  spec.mutable_measurement()->set_max_time_ms(1000);
+  spec.mutable_measurement()->set_max_iterations(100'000'000);
+  std::vector<v1::RunProgress> progress;
+  const v1::Run run = OneRun(spec, &progress);
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_GT(run.result().iterations(), 10'000);  // thousands of windows
+  EXPECT_GE(progress.size(), 2u);   // its warm-up's and its measuring's
+  EXPECT_LE(progress.size(), 40u);  // 1 s measured, the profiled window, a margin
+  EXPECT_EQ(progress.back().phase(), "measure");
 }
 
 }  // namespace
