@@ -9,10 +9,26 @@
 # each qualify's line and exit code.
 # SHIP=1 then copies it to deploy/envelopes/v1.json, rebuilds the CLI and
 # runs `gpubench qualify` (a fresh session) against the envelope compiled in.
-# Usage: OUT=/tmp/qualify SESSIONS=4 [SHIP=1] bash bench/gpu_qualify.sh
+# LEVEL2=1 last runs `gpubench qualify --level 2` (the suite and the bf16
+# product held for SUSTAIN, default 60s, on each GPU) against the envelope
+# compiled in, and prints its checks and wall time. SESSIONS=0 with LEVEL2=1
+# runs level 2 alone.
+# Usage: OUT=/tmp/qualify SESSIONS=4 [SHIP=1] [LEVEL2=1] bash bench/gpu_qualify.sh
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
 start_daemon "${PORT:-50098}" || exit 1
+level2() {
+  local t0=$SECONDS
+  "$B/gpubench" qualify --level 2 --sustain "${SUSTAIN:-60s}" --textfile "$OUT/qualify2.prom" \
+    > "$OUT/qualify2.txt" 2> "$OUT/qualify2.err"
+  echo "qualify --level 2 (the envelope compiled in, a fresh session): exit $?," \
+    "$((SECONDS - t0)) s: $(cat "$OUT/qualify2.txt")"
+  cat "$OUT/qualify2.err"
+}
+if [ "${SESSIONS:-4}" = 0 ]; then
+  [ "${LEVEL2:-0}" = 1 ] && level2
+  exit 0
+fi
 for s in $(seq "${SESSIONS:-4}"); do
   "$B/gpubench" probe > "$OUT/probe$s.txt" 2> "$OUT/probe$s.err"
   echo "probe session $s: exit $?"
@@ -48,3 +64,4 @@ if [ "${SHIP:-0}" = 1 ]; then
   echo "qualify (the envelope just compiled in, a fresh session): exit $?: $(cat "$OUT/qualify-ship.txt")"
   cat "$OUT/qualify-ship.err"
 fi
+[ "${LEVEL2:-0}" = 1 ] && level2

@@ -155,9 +155,9 @@ example: gpubench fleet --since 7d --report fleet.html
 )"},
       {"qualify", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, QualifyCommand,
        R"(  qualify                pass or fail each GPU against its SKU's envelope (node health)
-                         [--level 1] [--envelope FILE] [--latest] [--textfile FILE])",
-       R"(usage: gpubench qualify [--host H]... [--level 1] [--envelope FILE] [--latest] [--max-age AGE]
-                       [--textfile FILE] [--output table|json]
+                         [--level 1|2] [--envelope FILE] [--latest] [--textfile FILE])",
+       R"(usage: gpubench qualify [--host H]... [--level 1|2] [--sustain 60s] [--envelope FILE] [--latest]
+                       [--max-age AGE] [--textfile FILE] [--output table|json]
 Runs the probe suite on every host (as probe; admin role), or with --latest judges each
 GPU's latest stored session since --max-age (8d), and checks each GPU's figure of each
 probe against its SKU's envelope (--envelope FILE from `fleet --envelope`, else the shipped
@@ -166,7 +166,10 @@ one: docs/fleets.md): pass, fail naming the figure, the envelope and the likely 
 Prints one line on stdout ("OK: ...", "NOTOK: ...", "UNKNOWN: ...") and the checks on
 stderr; exit 0 ok, 1 not ok, 2 unknown (node-problem-detector's custom plugin convention;
 a usage error or a host that did not answer is unknown). --textfile writes Prometheus
-gauges for node_exporter's textfile collector. Level 1 only so far.
+gauges for node_exporter's textfile collector. --level 2 adds, on each GPU in turn, the bf16
+product held for --sustain (60s): its figure against its envelope (matmul_bf16's where the
+envelope has none), its throughput's fall from the first quarter to the last (5% fails), and
+thermal or hardware throttling (fails, naming clocks and power).
 example: gpubench qualify --host 127.0.0.1:50051 --textfile /var/lib/node_exporter/gpubench.prom
 )"},
       {"export", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, ExportCommand,

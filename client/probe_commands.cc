@@ -471,24 +471,61 @@ Table QualifyTable(const std::vector<report::Check>& checks) {
   return t;
 }
 
-// One host's session: the suite run now (as probe), or its latest stored
-// sessions since `since` (--latest).
-absl::Status SessionOf(const Daemon& d, bool latest, const google::protobuf::Timestamp& since,
-                       std::vector<v1::Run>* runs, std::ostream& log) {
-  if (latest) return ProbeRuns(d, since, runs);
-  auto queued = d.Call(&v1::BenchService::Stub::RunProbe, v1::RunProbeRequest());
-  if (!queued.ok()) return queued.status();
-  for (const v1::Job& job : queued->jobs()) GatherJob(d, job.job_id(), runs, log);
+// One host's session: the suite of request run now (as probe), or its
+// latest stored sessions since `since` (--latest). A sustained run comes
+// with its per-iteration samples, its throughput over time.
+absl::Status SessionOf(const Daemon& d, const v1::RunProbeRequest& request, bool latest,
+                       const google::protobuf::Timestamp& since, std::vector<v1::Run>* runs,
+                       std::ostream& log) {
+  if (latest) {
+    if (auto s = ProbeRuns(d, since, runs); !s.ok()) return s;
+  } else {
+    auto queued = d.Call(&v1::BenchService::Stub::RunProbe, request);
+    if (!queued.ok()) return queued.status();
+    for (const v1::Job& job : queued->jobs()) GatherJob(d, job.job_id(), runs, log);
+  }
+  for (v1::Run& run : *runs) {
+    const report::ProbeInfo* probe = report::ProbeOf(run);
+    if (probe == nullptr || std::string(probe->name) != report::kSustainedProbe) continue;
+    v1::GetRunRequest get;
+    get.set_run_id(run.run_id());
+    get.set_include_samples(true);
+    auto got = d.Call(&v1::BenchService::Stub::GetRun, get);
+    if (!got.ok()) return got.status();
+    run = std::move(*got->mutable_run());
+  }
   return absl::OkStatus();
+}
+
+// --level and --sustain as the daemon's request; InvalidArgument naming
+// the flag.
+absl::StatusOr<v1::RunProbeRequest> LevelOf(const Args& a) {
+  v1::RunProbeRequest request;
+  const std::string level = a.Option("level", "1");
+  if (level == "3") {
+    return absl::InvalidArgumentError(
+        "--level: 1 or 2 (level 3, every GPU loaded at once for minutes, is not built yet)");
+  }
+  if (level != "1" && level != "2") return absl::InvalidArgumentError("--level: 1 or 2");
+  request.set_level(level == "2" ? 2 : 1);
+  if (a.Has("sustain")) {
+    absl::Duration held;
+    if (!absl::ParseDuration(a.Option("sustain"), &held) || held < absl::Seconds(1) ||
+        held > absl::Seconds(600) || held != absl::Trunc(held, absl::Seconds(1))) {
+      return absl::InvalidArgumentError(
+          "--sustain: whole seconds from 1s to 600s (10m), as 60s or 2m");
+    }
+    if (level != "2") return absl::InvalidArgumentError("--sustain: only with --level 2");
+    request.set_sustain_s(static_cast<int32_t>(absl::ToInt64Seconds(held)));
+  }
+  return request;
 }
 
 }  // namespace
 
 int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
-  if (a.Option("level", "1") != "1") {
-    return Usage(err, "--level: 1 (levels 2 and 3, sustained load and the pair matrix, are "
-                      "not built yet)");
-  }
+  auto request = LevelOf(a);
+  if (!request.ok()) return Usage(err, std::string(request.status().message()));
   auto envelope = EnvelopeFrom(a);
   if (!envelope.ok()) return Usage(err, std::string(envelope.status().message()));
   auto oldest = ParseWhen("--max-age", a.Option("max-age", "8d"));
@@ -501,7 +538,8 @@ int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
   const std::vector<HostRuns> hosts =
       EachHost(*daemons, [&](size_t i, const v1::HostInfo&, HostRuns* host) {
         std::ostringstream log;
-        host->status = SessionOf((*daemons)[i], a.Has("latest"), since, &host->runs, log);
+        host->status =
+            SessionOf((*daemons)[i], *request, a.Has("latest"), since, &host->runs, log);
         logs[i] = log.str();
       });
   std::vector<report::Check> checks;
@@ -521,7 +559,7 @@ int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
       checks.push_back(std::move(c));
     }
   }
-  const std::string line = report::StatusLine(checks, 1);
+  const std::string line = report::StatusLine(checks, request->level());
   if (a.format == Format::kJson) {
     QualifyJson(checks, line, out);
   } else {

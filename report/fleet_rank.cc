@@ -107,7 +107,8 @@ v1::JobSpec Copy(const std::string& probe, v1::CopyDirection direction, int64_t 
 
 }  // namespace
 
-std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small) {
+std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small,
+                                   const ProbeLevel& level) {
   const bool gpu = !host.gpus().empty() && !small;
   std::vector<std::string> devices;
   bool fp8 = gpu;
@@ -150,6 +151,16 @@ std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small) {
     pair.mutable_base()->mutable_params()->set_collective_bytes(int64_t{256} << 20);
     jobs.push_back(pair);
   }
+  if (level.level >= 2) {
+    // Held: it runs its whole time (the stability rule never stops it
+    // early), with nothing but its warm-up before.
+    v1::JobSpec held = Matmul(kSustainedProbe, v1::PRECISION_BF16, {sizes.back()}, devices, small);
+    v1::Measurement* m = held.mutable_measurement();
+    m->set_min_time_ms(level.sustain_ms);
+    m->set_max_time_ms(level.sustain_ms);
+    m->set_max_iterations(10'000'000);
+    jobs.push_back(held);
+  }
   return jobs;
 }
 
@@ -174,7 +185,7 @@ const std::map<std::string, std::set<std::string>>& SuiteConfigs() {
       g->set_compute_capability("9.0");
     }
     for (bool small : {false, true}) {  // small: the CPU's sizes on the CPU
-      for (const v1::JobSpec& spec : ProbeJobs(host, small)) {
+      for (const v1::JobSpec& spec : ProbeJobs(host, small, {.level = 2})) {
         auto configs = ExpandSweep(spec);
         if (!configs.ok()) continue;
         for (const v1::RunConfig& c : *configs) (*k)[WorkKey(c)].insert(small ? "cpu" : "cuda");
@@ -208,6 +219,9 @@ const std::vector<ProbeInfo>& ProbeSuite() {
        0.20},
       {"allreduce_pair", "GB/s", true, "NCCL all-reduce of 256 MiB on a pair of GPUs (bus)",
        0.02},
+      // Level 2 (qualify): matmul_bf16's noise floor.
+      {"sustained_bf16", "TFLOP/s", true,
+       "bf16 8192³ product held for 60 s on each GPU in turn (qualify --level 2)", 0.0125},
   };
   return *suite;
 }

@@ -24,6 +24,8 @@ namespace gpubench::report {
 
 // The suite's version: part of every probe run's RunConfig.probe.
 inline constexpr char kProbeSuite[] = "v1";
+// Level 2's probe: the bf16 product held (ProbeJobs).
+inline constexpr char kSustainedProbe[] = "sustained_bf16";
 
 struct ProbeInfo {
   const char* name;       // "matmul_bf16"
@@ -49,8 +51,15 @@ const ProbeInfo* ProbeOf(const v1::Run& run);
 // matmul, attention, copy and launch (the CPU runs no fp16 or fp8, and has
 // no pinned copies). The daemon queues them (RunProbe, for gpubench probe);
 // a run counts as a probe result only where its config is one of theirs, a
-// GPU size on a GPU or a CPU size on the CPU.
-std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small);
+// GPU size on a GPU or a CPU size on the CPU. level 2 (gpubench qualify
+// --level 2) adds sustained_bf16: the bf16 product at its largest size
+// held for sustain_ms on each device in turn, its telemetry sampled.
+struct ProbeLevel {
+  int level = 1;
+  int64_t sustain_ms = 60'000;
+};
+std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small,
+                                   const ProbeLevel& level = {});
 
 // The probe's figure of a run in the probe's unit (TFLOP/s, GB/s, or µs per
 // launch); 0 where the run has none.

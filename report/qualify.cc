@@ -46,12 +46,28 @@ std::string Figure(double v) {
   return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
 }
 
+// What the device ran at through a held run: "SM clock 1980 MHz mean (max
+// 1980), power 690 W mean; throttled: sw_power_cap", or "" without NVML.
+std::string HeldAt(const v1::Run& run) {
+  const v1::TelemetrySummary& t = run.result().telemetry();
+  if (!t.available() || t.sm_clock_mhz().mean() <= 0) return "";
+  std::string out = absl::StrFormat("SM clock %.0f MHz mean (max %.0f), power %.0f W mean, %.0f C max",
+                                    t.sm_clock_mhz().mean(), t.sm_clock_mhz().max(),
+                                    t.power_w().mean(), t.temperature_c().max());
+  if (t.throttle_reasons_size() > 0) {
+    absl::StrAppend(&out, "; throttle reasons: ", absl::StrJoin(t.throttle_reasons(), ", "));
+  }
+  return out;
+}
+
 // What the run's setup changed from the envelope's, and its throttle
 // reasons; or that nothing did.
 std::string LikelyCause(const v1::ProbeEnvelope& e, const v1::Fingerprint& f,
                         const v1::Run* run) {
   std::vector<std::string> causes = FingerprintChanges(e.fingerprint(), SetupOf(f));
-  if (run != nullptr && run->result().telemetry().throttle_reasons_size() > 0) {
+  if (run != nullptr && run->config().probe() == absl::StrCat(kProbeSuite, "/", kSustainedProbe)) {
+    if (std::string at = HeldAt(*run); !at.empty()) causes.push_back(at);
+  } else if (run != nullptr && run->result().telemetry().throttle_reasons_size() > 0) {
     causes.push_back(absl::StrCat("throttled: ",
                                   absl::StrJoin(run->result().telemetry().throttle_reasons(), ", ")));
   }
@@ -63,14 +79,19 @@ std::string LikelyCause(const v1::ProbeEnvelope& e, const v1::Fingerprint& f,
 }
 
 // The entry of the envelope for a result: its SKU, driver and probe, else
-// its SKU and probe on another driver; nullptr without either.
-const v1::ProbeEnvelope* EntryFor(const v1::Envelope& envelope, const ProbeResult& r) {
+// its SKU and probe on another driver; nullptr without either. The held
+// product without an entry of its own must hold the short one's.
+const v1::ProbeEnvelope* EntryFor(const v1::Envelope& envelope, const ProbeResult& r,
+                                  const std::string& probe) {
   const auto [sku, driver] = SkuAndDriver(r);
   const v1::ProbeEnvelope* other_driver = nullptr;
   for (const v1::ProbeEnvelope& e : envelope.probes()) {
-    if (e.sku() != sku || e.probe() != r.probe || e.suite() != kProbeSuite) continue;
+    if (e.sku() != sku || e.probe() != probe || e.suite() != kProbeSuite) continue;
     if (e.driver() == driver) return &e;
     if (other_driver == nullptr) other_driver = &e;
+  }
+  if (other_driver == nullptr && probe == kSustainedProbe) {
+    return EntryFor(envelope, r, "matmul_bf16");
   }
   return other_driver;
 }
@@ -86,7 +107,7 @@ Check Judge(const ProbeResult& r, const v1::Envelope& envelope,
   c.run_id = r.run_id;
   const ProbeInfo* info = InfoNamed(r.probe);
   c.unit = info ? info->unit : "";
-  const v1::ProbeEnvelope* e = EntryFor(envelope, r);
+  const v1::ProbeEnvelope* e = EntryFor(envelope, r, r.probe);
   if (e == nullptr) {
     c.why = absl::StrCat("no envelope for ", r.sku, " ", r.probe);
     return c;
@@ -111,6 +132,52 @@ Check Judge(const ProbeResult& r, const v1::Envelope& envelope,
   if (e->driver() != SkuAndDriver(r).second) {
     absl::StrAppend(&c.why, c.why.empty() ? "" : "; ", "envelope from driver ",
                     e->driver().empty() ? "-" : e->driver());
+  }
+  if (e->probe() != r.probe) {
+    absl::StrAppend(&c.why, c.why.empty() ? "" : "; ", "against ", e->probe(), "'s envelope");
+  }
+  return c;
+}
+
+// The held run's throughput over time: its last quarter's median step
+// against its first quarter's, in percent (100: no change). A device that
+// starts at its envelope and slows as it heats fails it.
+Check DecayCheck(const std::string& host, const v1::Run& run) {
+  Check c;
+  c.host = host;
+  c.device = GpuOf(run);
+  c.probe = absl::StrCat(kSustainedProbe, "_decay");
+  c.unit = "%";
+  c.run_id = run.run_id();
+  c.sku = run.fingerprint().gpu_name();
+  const auto& kept = run.samples();
+  const auto& steps = kept.device_ms_size() > 0 ? kept.device_ms() : kept.host_ms();
+  const int quarter = steps.size() / 4;
+  if (quarter < 4) {
+    c.why = absl::StrCat("too few steps to tell a trend (", steps.size(), ", 16 needed)");
+    return c;
+  }
+  const std::vector<double> first(steps.begin(), steps.begin() + quarter);
+  const std::vector<double> last(steps.end() - quarter, steps.end());
+  const double before = stats::Median(first), after = stats::Median(last);
+  if (!(before > 0) || !(after > 0)) {
+    c.why = "no step times";
+    return c;
+  }
+  c.value = 100 * before / after;
+  c.has_envelope = true;
+  c.envelope.set_probe(c.probe);
+  c.envelope.set_unit(c.unit);
+  c.envelope.set_higher_is_better(true);
+  c.envelope.set_median(100);
+  c.envelope.set_bound(100 * (1 - FleetRule().threshold));
+  c.envelope.set_source("the run's own first quarter");
+  c.outcome = c.value >= c.envelope.bound() ? Outcome::kPass : Outcome::kFail;
+  if (c.outcome == Outcome::kFail) {
+    c.why = absl::StrFormat("throughput fell %.1f%% from the first quarter of %.0f s to the last "
+                            "(median step %.3g -> %.3g ms)",
+                            100 - c.value, run.result().measured_ms() / 1e3, before, after);
+    if (const std::string at = HeldAt(run); !at.empty()) absl::StrAppend(&c.why, ": ", at);
   }
   return c;
 }
@@ -277,11 +344,20 @@ std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_m
     } else if (c.outcome != Outcome::kFail && why.find("throttled") != std::string::npos) {
       c.outcome = Outcome::kFail;
       c.why = why;
+      if (const std::string at = HeldAt(run); !at.empty()) absl::StrAppend(&c.why, ": ", at);
     } else if (c.outcome != Outcome::kFail) {
       c.why = absl::StrCat("no figure to judge: ", why);
     }
   }
   for (auto& [key, c] : missing) checks.push_back(std::move(c));
+  for (const v1::Run& run : session) {
+    const ProbeInfo* info = ProbeOf(run);
+    if (info == nullptr || info->name != std::string(kSustainedProbe) ||
+        run.state() != v1::RUN_STATE_SUCCEEDED) {
+      continue;
+    }
+    checks.push_back(DecayCheck(host, run));
+  }
   return checks;
 }
 

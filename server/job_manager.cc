@@ -122,11 +122,23 @@ absl::StatusOr<v1::Job> JobManager::Submit(Plan plan, const std::string& schedul
 }
 
 absl::StatusOr<std::vector<v1::Job>> JobManager::SubmitProbeSuite(
-    bool small, bool dry_run, const std::string& submitted_by) {
+    const v1::RunProbeRequest& request, const std::string& submitted_by) {
+  if (request.level() < 0 || request.level() > 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("level: 1 or 2 (0: 1), not ", request.level()));
+  }
+  if (request.sustain_s() < 0 || request.sustain_s() > 600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sustain_s: 1 to 600 seconds (0: 60), not ", request.sustain_s()));
+  }
+  report::ProbeLevel level;
+  level.level = std::max(1, request.level());
+  if (request.sustain_s() > 0) level.sustain_ms = int64_t{1000} * request.sustain_s();
+  const bool dry_run = request.dry_run();
   // Every job planned before any is queued: a suite that cannot run here
   // queues nothing.
   std::vector<Plan> plans;
-  for (const v1::JobSpec& spec : report::ProbeJobs(host_, small)) {
+  for (const v1::JobSpec& spec : report::ProbeJobs(host_, request.small(), level)) {
     auto plan = planner_.PlanSpec(spec);
     if (!plan.ok()) {
       return absl::Status(plan.status().code(),

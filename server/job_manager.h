@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "gpubench/v1/job.pb.h"
+#include "gpubench/v1/service.pb.h"
 #include "gpubench/v1/worker.pb.h"
 #include "server/daemon_options.h"
 #include "server/event_log.h"
@@ -74,13 +75,15 @@ class JobManager {
                                  const std::string& submitted_by);
 
   // The fleet probe suite (report::ProbeJobs) for this host, made by the
-  // daemon from its own host info (small: at CPU sizes on the CPU): one job
+  // daemon from its own host info (request.small: at CPU sizes on the CPU;
+  // request.level 2: with the sustained product; InvalidArgument naming
+  // level or sustain_s where out of range): one job
   // per probe, each stored with Job.daemon_probe, which every run of it
   // gets as it is stored (Run.daemon_probe); no caller's spec ever does.
   // With dry_run, the planned jobs (spec and run count, no id), none
   // queued. All or none: where one cannot be queued (Submit's errors), those
   // queued before it are cancelled and the error returned.
-  absl::StatusOr<std::vector<v1::Job>> SubmitProbeSuite(bool small, bool dry_run,
+  absl::StatusOr<std::vector<v1::Job>> SubmitProbeSuite(const v1::RunProbeRequest& request,
                                                         const std::string& submitted_by);
 
   // A queued job is cancelled at once; a running one is asked to stop (its

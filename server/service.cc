@@ -262,7 +262,7 @@ grpc::ServerUnaryReactor* BenchServiceImpl::RunProbe(grpc::CallbackServerContext
   // The daemon builds the suite from its own host info: the request says
   // only its size, so no caller's spec is ever marked a probe.
   const Caller caller = auth_->CallerOf(*context);
-  auto jobs = jobs_->SubmitProbeSuite(request->small(), request->dry_run(), caller.name);
+  auto jobs = jobs_->SubmitProbeSuite(*request, caller.name);
   if (!jobs.ok()) return Reply(context, jobs.status());
   for (v1::Job& job : *jobs) *response->add_jobs() = std::move(job);
   return Reply(context, absl::OkStatus());

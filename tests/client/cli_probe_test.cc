@@ -158,7 +158,7 @@ TEST(CliDaemon, FleetNamesAChangePointInAGpusHistoryAndADeviceNotProbed) {
   // work on the host contended (tests beside this one) does not.
   const bool counted = probe.out.find(" counts\n") != std::string::npos;
   Result probed = Cli({"fleet", "--host", d.address(), "--output", "json"});
-  EXPECT_EQ(probed.code, counted ? kExitRegression : kExitMissing) << probed.err << probed.out;
+  EXPECT_EQ(probed.code, counted ? kExitRegression : kExitMissing) << probe.out << probed.err;
   google::protobuf::Struct doc;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(probed.out, &doc).ok()) << probed.out;
   EXPECT_EQ(doc.fields().at("missing").list_value().values_size(), counted ? 0 : 1)

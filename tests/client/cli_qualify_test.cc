@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -104,6 +105,46 @@ TEST(CliQualify, ACpuHostPassesLevelOneAgainstItsOwnEnvelope) {
                         "\",device=\"cpu\",probe=\"matmul_bf16\"} 1\n") != std::string::npos,
             matmul_passed)
       << gauges;
+
+  // Level 2: the bf16 product held (3 s here, 60 s by default) is judged
+  // against matmul_bf16's envelope (the envelope has no entry of its own),
+  // and its throughput over the run against its first quarter.
+  Result held = Cli({"qualify", "--host", d.address(), "--envelope", envelope, "--level", "2",
+                     "--sustain", "3s", "--output", "json"});
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(held.out, &doc).ok()) << held.out;
+  std::map<std::string, google::protobuf::Struct> level2;
+  for (const auto& c : doc.fields().at("checks").list_value().values()) {
+    level2[c.struct_value().fields().at("probe").string_value()] = c.struct_value();
+  }
+  ASSERT_EQ(level2.count("sustained_bf16"), 1u) << held.out;
+  ASSERT_EQ(level2.count("sustained_bf16_decay"), 1u) << held.out;
+  const auto& figure = level2["sustained_bf16"].fields();
+  if (figure.at("outcome").string_value() != "unknown") {  // unknown: contended
+    EXPECT_EQ(figure.at("outcome").string_value(), "pass") << held.out;
+    EXPECT_NE(figure.at("why").string_value().find("against matmul_bf16's envelope"),
+              std::string::npos)
+        << held.out;
+  }
+  const auto& decay = level2["sustained_bf16_decay"].fields();
+  const double kept = decay.at("value").number_value();
+  EXPECT_GT(kept, 50) << held.out;  // percent of the first quarter's throughput
+  EXPECT_LT(kept, 150) << held.out;
+  EXPECT_EQ(decay.at("outcome").string_value(), kept >= 95 ? "pass" : "fail") << held.out;
+  EXPECT_TRUE(absl::EndsWith(doc.fields().at("status").string_value(), "(level 2)") ||
+              !absl::StartsWith(doc.fields().at("status").string_value(), "OK"))
+      << held.out;
+  // Levels it has not, and a held time out of range, are usage errors.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--level", "3"}, {"--level", "2", "--sustain", "0s"},
+        {"--level", "2", "--sustain", "11m"}, {"--sustain", "60s"}}) {
+    std::vector<std::string> args = {"qualify", "--host", d.address()};
+    args.insert(args.end(), bad.begin(), bad.end());
+    Result r = Cli(args);
+    EXPECT_EQ(r.code, kExitUsage) << r.err;
+    EXPECT_NE(r.err.find(bad.size() == 2 && bad[0] == "--level" ? "--level" : "--sustain"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 TEST(CliQualify, ASeededSlowGpuFailsNamingItsPowerLimit) {
@@ -153,9 +194,6 @@ TEST(CliQualify, ASeededSlowGpuFailsNamingItsPowerLimit) {
   EXPECT_EQ(shipped.code, 2) << shipped.err << shipped.out;
   EXPECT_NE(shipped.out.find("no envelope for NVIDIA H100 80GB HBM3"), std::string::npos)
       << shipped.out;
-  Result level = Cli({"qualify", "--host", d.address(), "--level", "2"});
-  EXPECT_EQ(level.code, 2);
-  EXPECT_NE(level.err.find("--level"), std::string::npos) << level.err;
   std::ofstream(dir + "/bad.json") << "{\"probes\": [{\"probe\": \"matmul_bf16\"}]}";
   Result bad = Cli({"qualify", "--host", d.address(), "--envelope", dir + "/bad.json"});
   EXPECT_EQ(bad.code, 2);

@@ -12,6 +12,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "report/fleet_rank.h"
 #include "storage/store.h"
+#include "tests/report/suite_config.h"
 #include "tests/support/daemon_process.h"
 
 namespace gpubench::client {
@@ -21,16 +22,7 @@ using testing_support::Daemon;
 // The config the suite gives a probe ("v1/launch") on a GPU (the first of
 // its sizes, on cuda:0), or with small on the CPU.
 inline v1::RunConfig SuiteConfig(const std::string& probe, bool small = false) {
-  v1::HostInfo host;
-  host.add_gpus()->set_compute_capability("9.0");
-  for (const v1::JobSpec& spec : report::ProbeJobs(host, small)) {
-    if (spec.base().probe() != probe) continue;
-    auto configs = ExpandSweep(spec);
-    EXPECT_TRUE(configs.ok()) << configs.status();
-    if (configs.ok()) return configs->at(0);
-  }
-  ADD_FAILURE() << "no probe " << probe;
-  return {};
+  return report::SuiteConfig(probe.substr(probe.find('/') + 1), small);
 }
 
 // A succeeded probe run of one H100 on cuda:0, as the daemon's own suite

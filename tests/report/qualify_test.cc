@@ -130,6 +130,80 @@ TEST(Qualify, AGpuCappedAt420WattsFailsNamingItsPowerLimit) {
   EXPECT_NE(slow[0].why.find("no setting differs from the envelope's"), std::string::npos);
 }
 
+// Level 2's held product of one H100: `tflops` over the run, its steps
+// taking `first_ms` in the first quarter and `last_ms` in the last, at the
+// given throttle reasons.
+v1::Run Held(double tflops, double first_ms, double last_ms,
+             const std::vector<std::string>& reasons = {}) {
+  v1::Run r = Matmul(tflops, "07", "jheld", 200);
+  r.set_run_id("rheld");
+  *r.mutable_config() = SuiteConfig(kSustainedProbe);
+  r.mutable_config()->set_device("cuda:0");
+  r.mutable_result()->set_measured_ms(60'000);
+  for (int i = 0; i < 400; ++i) {
+    r.mutable_samples()->add_device_ms(i < 100 ? first_ms : i >= 300 ? last_ms : first_ms);
+  }
+  v1::TelemetrySummary* t = r.mutable_result()->mutable_telemetry();
+  t->set_available(true);
+  t->mutable_sm_clock_mhz()->set_mean(reasons.empty() ? 1980 : 1455);
+  t->mutable_sm_clock_mhz()->set_max(1980);
+  t->mutable_power_w()->set_mean(reasons.empty() ? 690 : 520);
+  t->mutable_temperature_c()->set_max(reasons.empty() ? 71 : 92);
+  for (const std::string& why : reasons) t->add_throttle_reasons(why);
+  return r;
+}
+
+// Level 2: the held product is judged against its own envelope entry, or
+// the short product's; its fall over the run and thermal throttling fail,
+// naming the figure and the clocks and power it ran at.
+TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsOrThrottles) {
+  const v1::Envelope e = FourH100s();  // matmul_bf16 only
+  std::vector<Check> checks = QualifyHost("h100-c", "", {Held(688, 1.60, 1.61)}, e);
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_EQ(checks[0].probe, "sustained_bf16");
+  EXPECT_EQ(checks[0].outcome, Outcome::kPass) << checks[0].why;
+  EXPECT_EQ(checks[0].why, "against matmul_bf16's envelope");
+  EXPECT_EQ(checks[1].probe, "sustained_bf16_decay");
+  EXPECT_EQ(checks[1].outcome, Outcome::kPass) << checks[1].why;
+  EXPECT_NEAR(checks[1].value, 100 * 1.60 / 1.61, 1e-4);  // float samples
+  EXPECT_EQ(checks[1].envelope.bound(), 95);
+
+  // Starts at the envelope, slows by a sixth as it heats: the decay fails,
+  // and the throttled run fails its figure too, naming what it ran at.
+  checks = QualifyHost("h100-c", "", {Held(600, 1.60, 1.92, {"sw_thermal"})}, e);
+  ASSERT_EQ(checks.size(), 2u);
+  const Check& held = checks[0].probe == "sustained_bf16" ? checks[0] : checks[1];
+  const Check& decay = &held == &checks[0] ? checks[1] : checks[0];
+  EXPECT_EQ(held.outcome, Outcome::kFail);
+  EXPECT_NE(held.why.find("throttled (sw_thermal): SM clock 1455 MHz mean (max 1980), power 520 W "
+                          "mean, 92 C max; throttle reasons: sw_thermal"),
+            std::string::npos)
+      << held.why;
+  EXPECT_EQ(decay.outcome, Outcome::kFail);
+  EXPECT_NE(decay.why.find("throughput fell 16.7% from the first quarter of 60 s to the last "
+                           "(median step 1.6 -> 1.92 ms): SM clock 1455 MHz"),
+            std::string::npos)
+      << decay.why;
+  EXPECT_EQ(Overall(checks), Outcome::kFail);
+  EXPECT_TRUE(StatusLine(checks, 2).find("NOTOK: h100-c cuda:0 GPU-07") == 0) << StatusLine(checks, 2);
+
+  // An entry of its own wins; too few steps is unknown, never a pass.
+  v1::Envelope own = e;
+  v1::ProbeEnvelope* entry = own.add_probes();
+  *entry = e.probes(0);
+  entry->set_probe(kSustainedProbe);
+  entry->set_bound(650);
+  v1::Run short_run = Held(640, 1.6, 1.6);
+  short_run.mutable_samples()->mutable_device_ms()->Truncate(12);
+  checks = QualifyHost("h100-c", "", {short_run}, own);
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_EQ(checks[0].outcome, Outcome::kFail) << checks[0].why;
+  EXPECT_NE(checks[0].why.find("640 TFLOP/s, below 650"), std::string::npos) << checks[0].why;
+  EXPECT_EQ(checks[0].why.find("matmul_bf16's envelope"), std::string::npos) << checks[0].why;
+  EXPECT_EQ(checks[1].outcome, Outcome::kUnknown);
+  EXPECT_EQ(checks[1].why, "too few steps to tell a trend (12, 16 needed)");
+}
+
 TEST(Qualify, NoEnvelopeOrNoFigureIsUnknownAndAFailedRunFails) {
   const v1::Envelope e = FourH100s();
   v1::Run h200 = Matmul(690, "10", "j", 0);

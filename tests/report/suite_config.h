@@ -12,8 +12,9 @@
 
 namespace gpubench::report {
 
-// The config the suite gives a probe on a GPU (the first of its sizes), or
-// with small on the CPU.
+// The config the suite gives a probe ("launch", or level 2's
+// "sustained_bf16") on a GPU (the first of its sizes, on cuda:0), or with
+// small on the CPU.
 inline v1::RunConfig SuiteConfig(const std::string& probe, bool small = false) {
   v1::HostInfo host;
   for (int i = 0; i < 2; ++i) {
@@ -21,7 +22,7 @@ inline v1::RunConfig SuiteConfig(const std::string& probe, bool small = false) {
     g->set_index(i);
     g->set_compute_capability("9.0");
   }
-  for (const v1::JobSpec& spec : ProbeJobs(host, small)) {
+  for (const v1::JobSpec& spec : ProbeJobs(host, small, {.level = 2})) {
     auto configs = ExpandSweep(spec);
     EXPECT_TRUE(configs.ok()) << configs.status();
     for (const v1::RunConfig& c : *configs) {

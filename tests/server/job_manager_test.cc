@@ -5,7 +5,9 @@
 #include "server/job_manager.h"
 
 #include <functional>
+#include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "tests/server/job_manager_fixture.h"
 
@@ -325,10 +327,35 @@ TEST_F(JobManagerTest, OnlyTheDaemonsOwnProbeSuiteNamesAProbeAndItsRunsAreMarked
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
     EXPECT_NE(s.message().find("spec.base.probe"), std::string::npos) << s;
   }
-  auto planned = jobs->SubmitProbeSuite(/*small=*/true, /*dry_run=*/true, "ops");
+  v1::RunProbeRequest request;
+  request.set_small(true);
+  request.set_dry_run(true);
+  auto planned = jobs->SubmitProbeSuite(request, "ops");
   ASSERT_TRUE(planned.ok()) << planned.status();
   ASSERT_EQ(planned->size(), 4u);  // a host without GPUs: the CPU's four probes
-  auto suite = jobs->SubmitProbeSuite(/*small=*/true, /*dry_run=*/false, "ops");
+  // Level 2 adds the sustained product, held its whole time; a level or a
+  // time out of range is refused naming the field.
+  request.set_level(2);
+  request.set_sustain_s(5);
+  auto level2 = jobs->SubmitProbeSuite(request, "ops");
+  ASSERT_TRUE(level2.ok()) << level2.status();
+  ASSERT_EQ(level2->size(), 5u);
+  const v1::JobSpec& held = level2->back().spec();
+  EXPECT_EQ(held.base().probe(), "v1/sustained_bf16");
+  EXPECT_EQ(held.measurement().min_time_ms(), 5000);
+  EXPECT_EQ(held.measurement().max_time_ms(), 5000);
+  for (auto [level, sustain, field] : {std::tuple{3, 5, "level"}, std::tuple{2, 601, "sustain_s"},
+                                       std::tuple{-1, 5, "level"}}) {
+    request.set_level(level);
+    request.set_sustain_s(sustain);
+    auto refused = jobs->SubmitProbeSuite(request, "ops");
+    EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+    EXPECT_TRUE(absl::StartsWith(refused.status().message(), std::string(field) + ": "))
+        << refused.status();
+  }
+  request = v1::RunProbeRequest();
+  request.set_small(true);
+  auto suite = jobs->SubmitProbeSuite(request, "ops");
   ASSERT_TRUE(suite.ok()) << suite.status();
   ASSERT_EQ(suite->size(), 4u);
   auto plain = jobs->Submit(Sweep(1), "", "ci");
