@@ -94,6 +94,12 @@ void Library::Bind() {
   Symbol(h, "nvmlDeviceGetMaxPcieLinkWidth", &api_.pcie_max_width);
   Symbol(h, "nvmlDeviceGetNvLinkState", &api_.nvlink_state);
   Symbol(h, "nvmlDeviceGetDefaultApplicationsClock", &api_.default_applications_clock);
+  Symbol(h, "nvmlDeviceGetTotalEccErrors", &api_.total_ecc_errors);
+  Symbol(h, "nvmlDeviceGetRemappedRows", &api_.remapped_rows);
+  Symbol(h, "nvmlEventSetCreate", &api_.event_set_create);
+  Symbol(h, "nvmlDeviceRegisterEvents", &api_.register_events);
+  Symbol(h, "nvmlEventSetWait_v2", &api_.event_set_wait);
+  Symbol(h, "nvmlEventSetFree", &api_.event_set_free);
   Symbol(h, "nvmlDeviceSetPowerManagementLimit", &api_.set_power_limit);
   Symbol(h, "nvmlDeviceSetGpuLockedClocks", &api_.set_locked_clocks);
   Symbol(h, "nvmlDeviceResetGpuLockedClocks", &api_.reset_locked_clocks);

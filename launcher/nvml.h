@@ -19,6 +19,8 @@ inline constexpr Return kInsufficientSize = 7;
 
 struct DeviceStruct;
 using Device = DeviceStruct*;
+struct EventSetStruct;
+using EventSet = EventSetStruct*;
 
 struct Utilization {
   unsigned int gpu;
@@ -38,6 +40,19 @@ inline constexpr int kTemperatureGpu = 0;
 inline constexpr int kPcieTx = 0;
 inline constexpr int kPcieRx = 1;
 inline constexpr int kMaxNvLinks = 18;  // NVML_NVLINK_MAX_LINKS
+inline constexpr int kEccUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+inline constexpr int kVolatileEcc = 0;     // NVML_VOLATILE_ECC: since the driver loaded
+inline constexpr unsigned long long kEventXid = 0x8;  // nvmlEventTypeXidCriticalError
+inline constexpr Return kTimeout = 10;                // NVML_ERROR_TIMEOUT
+
+// nvmlEventData_t as nvmlEventSetWait_v2 fills it.
+struct EventData {
+  Device device;
+  unsigned long long type;
+  unsigned long long data;  // the XID, for kEventXid
+  unsigned int gpu_instance;
+  unsigned int compute_instance;
+};
 
 // NVML's functions, bound by name; null where this driver lacks one. The
 // Get calls return kSuccess or an NVML error (3: not supported).
@@ -80,6 +95,15 @@ struct Api {
   Return (*pcie_max_width)(Device, unsigned int*) = nullptr;
   Return (*nvlink_state)(Device, unsigned int, int*) = nullptr;  // link, active
   Return (*default_applications_clock)(Device, int, unsigned int*) = nullptr;  // MHz
+  // Health, read before and after a run: ECC counts (error type, counter
+  // type), remapped rows (corrected, uncorrected, pending, failed), XIDs.
+  Return (*total_ecc_errors)(Device, int, int, unsigned long long*) = nullptr;
+  Return (*remapped_rows)(Device, unsigned int*, unsigned int*, unsigned int*,
+                          unsigned int*) = nullptr;
+  Return (*event_set_create)(EventSet*) = nullptr;
+  Return (*register_events)(Device, unsigned long long, EventSet) = nullptr;
+  Return (*event_set_wait)(EventSet, EventData*, unsigned int) = nullptr;  // timeout ms
+  Return (*event_set_free)(EventSet) = nullptr;
   // Control (root, or the driver's permission), used only where the
   // operator allowed clock control.
   Return (*set_power_limit)(Device, unsigned int) = nullptr;  // mW

@@ -131,12 +131,56 @@ class NvmlSource : public Source {
     return true;
   }
 
+  Health ReadHealth() override {
+    Health h;
+    unsigned long long ecc = 0;
+    if (api_.total_ecc_errors &&
+        api_.total_ecc_errors(device_, nvml::kEccUncorrected, nvml::kVolatileEcc, &ecc) ==
+            nvml::kSuccess) {
+      h.ecc_known = true;
+      h.ecc_uncorrected = ecc;
+    }
+    unsigned int corrected = 0, uncorrected = 0, pending = 0, failed = 0;
+    if (api_.remapped_rows &&
+        api_.remapped_rows(device_, &corrected, &uncorrected, &pending, &failed) ==
+            nvml::kSuccess) {
+      h.rows_known = true;
+      h.rows_uncorrectable = uncorrected;
+      h.remap_pending = pending != 0;
+      h.remap_failed = failed != 0;
+    }
+    return h;
+  }
+
+  bool WatchesXids() const override { return events_ != nullptr; }
+
+  void TakeXids(std::vector<uint64_t>* xids) override {
+    if (events_ == nullptr) return;
+    nvml::EventData event{};
+    // At most a few hundred a reading: a storm of them is told by its count.
+    for (int i = 0; i < 256 && api_.event_set_wait(events_, &event, 0) == nvml::kSuccess; ++i) {
+      if ((event.type & nvml::kEventXid) != 0) xids->push_back(event.data);
+    }
+  }
+
+  ~NvmlSource() override {
+    if (events_ != nullptr) api_.event_set_free(events_);
+  }
+
  private:
   NvmlSource(std::shared_ptr<nvml::Library> library, nvml::Device device)
       : library_(std::move(library)),
         api_(library_->api()),
         device_(device),
-        pids_(16 * api_.process_stride, 0) {}
+        pids_(16 * api_.process_stride, 0) {
+    // XIDs of this GPU, where the driver lets this process listen.
+    if (api_.event_set_create && api_.register_events && api_.event_set_wait &&
+        api_.event_set_free && api_.event_set_create(&events_) == nvml::kSuccess &&
+        api_.register_events(device_, nvml::kEventXid, events_) != nvml::kSuccess) {
+      api_.event_set_free(events_);
+      events_ = nullptr;
+    }
+  }
 
   // Compute processes on the GPU besides the job's own (OwnProcessGroup):
   // NVML's PIDs against this process and its group. Where none of them is
@@ -182,6 +226,7 @@ class NvmlSource : public Source {
   // Room for NVML's process entries: each api_.process_stride bytes, the
   // PID first.
   std::vector<unsigned char> pids_;
+  nvml::EventSet events_ = nullptr;  // XIDs, where NVML lets us listen
 };
 
 // This process's CPU seconds (user + system) and RSS from /proc/self/stat.
@@ -377,6 +422,7 @@ bool OtherCpuLoad::Read(double* cores, double* job_cores) const {
 
 void Sampler::Start() {
   samples_.reserve(4096);
+  if (source_) health_before_ = source_->ReadHealth();
   other_load_ = std::make_unique<OtherCpuLoad>();
   thread_ = std::thread([this] { Loop(); });
 }
@@ -393,6 +439,13 @@ Series Sampler::Stop() {
   series.interval_ms = interval_ms_;
   series.samples = std::move(samples_);
   samples_.clear();
+  if (source_) {
+    source_->TakeXids(&xids_);
+    series.health_before = health_before_;
+    series.health_after = source_->ReadHealth();
+    series.xids_watched = source_->WatchesXids();
+    series.xids = std::move(xids_);
+  }
   if (other_load_ && !other_load_->Read(&series.other_cpu_cores, &series.job_cpu_cores)) {
     series.other_cpu_cores = -1;
     series.job_cpu_cores = 0;
@@ -409,6 +462,7 @@ void Sampler::Loop() {
     Sample s;
     s.offset_ms = NowMs() - start;
     if (source_ && source_->Read(&s)) samples_.push_back(s);
+    if (source_) source_->TakeXids(&xids_);
     lock.lock();
     cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stop_; });
   }

@@ -36,6 +36,16 @@ struct Sample {
   int gpu_processes = 0;  // compute processes on the GPU besides the job's own
 };
 
+// A GPU's health counters (NVML), read as a window starts and as it ends.
+struct Health {
+  bool ecc_known = false;       // NVML reported the ECC count
+  uint64_t ecc_uncorrected = 0;  // uncorrected errors since the driver loaded
+  bool rows_known = false;      // NVML reported remapped rows (sm_80+)
+  unsigned rows_uncorrectable = 0;  // rows remapped after uncorrectable errors
+  bool remap_pending = false;   // a remap waits for the GPU's reset
+  bool remap_failed = false;    // a remap failed: the GPU needs service
+};
+
 struct Series {
   std::string source;              // "nvml", "host", or "" when unavailable
   std::string unavailable_reason;  // why there is no device telemetry
@@ -48,6 +58,12 @@ struct Series {
   // CPU cores busy with the job's own processes but this one (its run's
   // other ranks, its other lanes) over the window, on average.
   double job_cpu_cores = 0;
+  // The GPU's health as the window started and ended (NVML; neither known
+  // elsewhere), and each XID the driver raised on it in between
+  // (xids_watched: NVML let the sampler listen).
+  Health health_before, health_after;
+  bool xids_watched = false;
+  std::vector<uint64_t> xids;
 };
 
 struct Field {
@@ -97,6 +113,12 @@ class Source {
   virtual std::string name() const = 0;
   // Fills what it can; false when the reading failed.
   virtual bool Read(Sample* sample) = 0;
+  // The device's health counters now; what the source does not know stays
+  // unknown.
+  virtual Health ReadHealth() { return {}; }
+  // Whether it listens for XIDs, and those raised since the last call.
+  virtual bool WatchesXids() const { return false; }
+  virtual void TakeXids(std::vector<uint64_t>* xids) { (void)xids; }
 };
 
 // NVML for the GPU with this UUID ("GPU-8c1f...") or PCI bus id
@@ -167,6 +189,8 @@ class Sampler {
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
   std::vector<Sample> samples_;  // written by the thread until Stop joins it
+  std::vector<uint64_t> xids_;   // likewise
+  Health health_before_;         // from Start
   std::unique_ptr<OtherCpuLoad> other_load_;  // from Start
 };
 

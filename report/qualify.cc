@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -213,6 +214,51 @@ absl::Status CheckEntry(const std::string& path, int i, const v1::ProbeEnvelope&
   return absl::OkStatus();
 }
 
+// The GPU's health across the held run: an uncorrected ECC error, a row
+// remap pending or failed, or an XID fails it; what NVML does not report
+// is said, and all of it unknown is unknown.
+Check HealthCheck(const std::string& host, const v1::Run& run) {
+  Check c;
+  c.host = host;
+  c.device = GpuOf(run);
+  c.probe = "gpu_health";
+  c.unit = "events";
+  c.run_id = run.run_id();
+  c.sku = run.fingerprint().gpu_name();
+  const v1::TelemetrySummary& t = run.result().telemetry();
+  const v1::GpuHealth& before = t.health_before();
+  const v1::GpuHealth& after = t.health_after();
+  const bool ecc = before.has_ecc_uncorrected() && after.has_ecc_uncorrected();
+  const bool rows = after.has_remap_pending();
+  if (!ecc && !rows && !t.xids_watched()) {
+    c.why = "NVML reported no ECC count, remapped rows or XIDs for this GPU";
+    return c;
+  }
+  std::vector<std::string> faults, unread;
+  if (ecc && after.ecc_uncorrected() > before.ecc_uncorrected()) {
+    const uint64_t n = after.ecc_uncorrected() - before.ecc_uncorrected();
+    faults.push_back(absl::StrCat(n, " uncorrected ECC error", n == 1 ? "" : "s"));
+    c.value += n;
+  }
+  if (rows && after.remap_pending()) faults.push_back("a row remap pending (reset the GPU)");
+  if (rows && after.remap_failed()) faults.push_back("a row remap failed (the GPU needs service)");
+  c.value += (rows && after.remap_pending()) + (rows && after.remap_failed());
+  if (t.xids_size() > 0) {
+    faults.push_back(absl::StrCat("XID ", absl::StrJoin(t.xids(), ", ")));
+    c.value += t.xids_size();
+  }
+  if (!ecc) unread.push_back("ECC count");
+  if (!rows) unread.push_back("remapped rows");
+  if (!t.xids_watched()) unread.push_back("XIDs");
+  c.outcome = faults.empty() ? Outcome::kPass : Outcome::kFail;
+  if (!faults.empty()) c.why = absl::StrCat(absl::StrJoin(faults, ", "), " during the held run");
+  if (!unread.empty()) {
+    absl::StrAppend(&c.why, c.why.empty() ? "" : "; ", "not reported by NVML: ",
+                    absl::StrJoin(unread, ", "));
+  }
+  return c;
+}
+
 }  // namespace
 
 v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule& rule,
@@ -357,6 +403,9 @@ std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_m
       continue;
     }
     checks.push_back(DecayCheck(host, run));
+    if (absl::StartsWith(run.result().resolved_device(), "cuda")) {
+      checks.push_back(HealthCheck(host, run));
+    }
   }
   return checks;
 }

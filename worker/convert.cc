@@ -150,6 +150,20 @@ void FillTelemetry(const telemetry::Series& series, double samples_per_s, double
   t->set_samples_per_joule(sum.samples_per_joule);
   t->set_throttled(sum.throttled);
   for (const auto& name : sum.throttle_reasons) t->add_throttle_reasons(name);
+  auto health = [](const telemetry::Health& h, v1::GpuHealth* out) {
+    if (h.ecc_known) out->set_ecc_uncorrected(h.ecc_uncorrected);
+    if (h.rows_known) {
+      out->set_remapped_rows_uncorrectable(h.rows_uncorrectable);
+      out->set_remap_pending(h.remap_pending);
+      out->set_remap_failed(h.remap_failed);
+    }
+  };
+  if (series.source == "nvml") {
+    health(series.health_before, t->mutable_health_before());
+    health(series.health_after, t->mutable_health_after());
+    t->set_xids_watched(series.xids_watched);
+    for (uint64_t xid : series.xids) t->add_xids(xid);
+  }
   // The daemon adds what it saw (jobs beside, load average) and the flag.
   v1::Contention* contention = run->mutable_result()->mutable_contention();
   contention->set_gpu_processes(sum.gpu_processes);

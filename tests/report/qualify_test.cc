@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -150,30 +151,53 @@ v1::Run Held(double tflops, double first_ms, double last_ms,
   t->mutable_power_w()->set_mean(reasons.empty() ? 690 : 520);
   t->mutable_temperature_c()->set_max(reasons.empty() ? 71 : 92);
   for (const std::string& why : reasons) t->add_throttle_reasons(why);
+  // Healthy but where throttled: then two ECC errors and XID 48 meanwhile.
+  t->mutable_health_before()->set_ecc_uncorrected(3);
+  t->mutable_health_after()->set_ecc_uncorrected(reasons.empty() ? 3 : 5);
+  t->mutable_health_after()->set_remap_pending(false);
+  t->mutable_health_after()->set_remap_failed(false);
+  t->set_xids_watched(true);
+  if (!reasons.empty()) t->add_xids(48);
   return r;
+}
+
+// The checks by probe name.
+std::map<std::string, Check> ByProbe(const std::vector<Check>& checks) {
+  std::map<std::string, Check> out;
+  for (const Check& c : checks) out[c.probe] = c;
+  EXPECT_EQ(out.size(), checks.size());
+  return out;
 }
 
 // Level 2: the held product is judged against its own envelope entry, or
 // the short product's; its fall over the run and thermal throttling fail,
-// naming the figure and the clocks and power it ran at.
-TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsOrThrottles) {
+// naming the figure and the clocks and power it ran at; an uncorrected ECC
+// error or an XID during it fails the GPU's health.
+TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   const v1::Envelope e = FourH100s();  // matmul_bf16 only
   std::vector<Check> checks = QualifyHost("h100-c", "", {Held(688, 1.60, 1.61)}, e);
-  ASSERT_EQ(checks.size(), 2u);
-  EXPECT_EQ(checks[0].probe, "sustained_bf16");
-  EXPECT_EQ(checks[0].outcome, Outcome::kPass) << checks[0].why;
-  EXPECT_EQ(checks[0].why, "against matmul_bf16's envelope");
-  EXPECT_EQ(checks[1].probe, "sustained_bf16_decay");
-  EXPECT_EQ(checks[1].outcome, Outcome::kPass) << checks[1].why;
-  EXPECT_NEAR(checks[1].value, 100 * 1.60 / 1.61, 1e-4);  // float samples
-  EXPECT_EQ(checks[1].envelope.bound(), 95);
+  std::map<std::string, Check> by = ByProbe(checks);
+  ASSERT_EQ(by.size(), 3u);
+  EXPECT_EQ(by["sustained_bf16"].outcome, Outcome::kPass) << by["sustained_bf16"].why;
+  EXPECT_EQ(by["sustained_bf16"].why, "against matmul_bf16's envelope");
+  EXPECT_EQ(by["sustained_bf16_decay"].outcome, Outcome::kPass);
+  EXPECT_NEAR(by["sustained_bf16_decay"].value, 100 * 1.60 / 1.61, 1e-4);  // float samples
+  EXPECT_EQ(by["sustained_bf16_decay"].envelope.bound(), 95);
+  EXPECT_EQ(by["gpu_health"].outcome, Outcome::kPass) << by["gpu_health"].why;
+  EXPECT_EQ(by["gpu_health"].why, "");
+  EXPECT_EQ(Overall(checks), Outcome::kPass);
 
   // Starts at the envelope, slows by a sixth as it heats: the decay fails,
-  // and the throttled run fails its figure too, naming what it ran at.
+  // and the throttled run fails its figure too, naming what it ran at; two
+  // ECC errors and an XID meanwhile fail its health.
   checks = QualifyHost("h100-c", "", {Held(600, 1.60, 1.92, {"sw_thermal"})}, e);
-  ASSERT_EQ(checks.size(), 2u);
-  const Check& held = checks[0].probe == "sustained_bf16" ? checks[0] : checks[1];
-  const Check& decay = &held == &checks[0] ? checks[1] : checks[0];
+  by = ByProbe(checks);
+  ASSERT_EQ(by.size(), 3u);
+  const Check& held = by["sustained_bf16"];
+  const Check& decay = by["sustained_bf16_decay"];
+  EXPECT_EQ(by["gpu_health"].outcome, Outcome::kFail);
+  EXPECT_EQ(by["gpu_health"].why, "2 uncorrected ECC errors, XID 48 during the held run");
+  EXPECT_EQ(by["gpu_health"].value, 3);
   EXPECT_EQ(held.outcome, Outcome::kFail);
   EXPECT_NE(held.why.find("throttled (sw_thermal): SM clock 1455 MHz mean (max 1980), power 520 W "
                           "mean, 92 C max; throttle reasons: sw_thermal"),
@@ -195,13 +219,19 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsOrThrottles) {
   entry->set_bound(650);
   v1::Run short_run = Held(640, 1.6, 1.6);
   short_run.mutable_samples()->mutable_device_ms()->Truncate(12);
-  checks = QualifyHost("h100-c", "", {short_run}, own);
-  ASSERT_EQ(checks.size(), 2u);
-  EXPECT_EQ(checks[0].outcome, Outcome::kFail) << checks[0].why;
-  EXPECT_NE(checks[0].why.find("640 TFLOP/s, below 650"), std::string::npos) << checks[0].why;
-  EXPECT_EQ(checks[0].why.find("matmul_bf16's envelope"), std::string::npos) << checks[0].why;
-  EXPECT_EQ(checks[1].outcome, Outcome::kUnknown);
-  EXPECT_EQ(checks[1].why, "too few steps to tell a trend (12, 16 needed)");
+  short_run.mutable_result()->mutable_telemetry()->clear_health_after();
+  short_run.mutable_result()->mutable_telemetry()->set_xids_watched(false);
+  by = ByProbe(QualifyHost("h100-c", "", {short_run}, own));
+  ASSERT_EQ(by.size(), 3u);
+  EXPECT_EQ(by["sustained_bf16"].outcome, Outcome::kFail);
+  EXPECT_NE(by["sustained_bf16"].why.find("640 TFLOP/s, below 650"), std::string::npos)
+      << by["sustained_bf16"].why;
+  EXPECT_EQ(by["sustained_bf16"].why.find("matmul_bf16's envelope"), std::string::npos);
+  EXPECT_EQ(by["sustained_bf16_decay"].outcome, Outcome::kUnknown);
+  EXPECT_EQ(by["sustained_bf16_decay"].why, "too few steps to tell a trend (12, 16 needed)");
+  // NVML reported nothing after: unknown, not a pass.
+  EXPECT_EQ(by["gpu_health"].outcome, Outcome::kUnknown);
+  EXPECT_EQ(by["gpu_health"].why, "NVML reported no ECC count, remapped rows or XIDs for this GPU");
 }
 
 TEST(Qualify, NoEnvelopeOrNoFigureIsUnknownAndAFailedRunFails) {

@@ -12,6 +12,10 @@
 // "lock 1410", "unlock"). $FAKE_NVML_DENY_SET makes the set calls fail as a
 // caller without root's permission does; $FAKE_NVML_NO_LOCK makes clock
 // locks fail as on a GPU that has none.
+//
+// Health: the uncorrected ECC count is 0 and rises by one a reading with
+// $FAKE_NVML_ECC_RISING; a remap is pending with $FAKE_NVML_REMAP_PENDING;
+// $FAKE_NVML_XID=N raises XID N once, to the first listener that waits.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -218,6 +222,49 @@ int nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_st*, unsigned int* v) {
 int nvmlDeviceGetNvLinkState(nvmlDevice_st*, unsigned int link, int* active) {
   if (link >= 18) return 2;  // NVML_ERROR_INVALID_ARGUMENT
   *active = link < 16 ? 1 : 0;
+  return 0;
+}
+
+// Health.
+int nvmlDeviceGetTotalEccErrors(nvmlDevice_st*, int type, int counter, unsigned long long* n) {
+  if (type != 1 || counter != 0) return 2;  // uncorrected, volatile: all gpubench asks
+  static unsigned long long readings = 0;
+  *n = std::getenv("FAKE_NVML_ECC_RISING") != nullptr ? readings++ : 0;
+  return 0;
+}
+int nvmlDeviceGetRemappedRows(nvmlDevice_st*, unsigned int* corrected, unsigned int* uncorrected,
+                              unsigned int* pending, unsigned int* failed) {
+  const bool remap = std::getenv("FAKE_NVML_REMAP_PENDING") != nullptr;
+  *corrected = 0;
+  *uncorrected = remap ? 1 : 0;
+  *pending = remap ? 1 : 0;
+  *failed = 0;
+  return 0;
+}
+struct nvmlEventSet_st {
+  bool raised = false;
+};
+struct EventData {
+  nvmlDevice_st* device;
+  unsigned long long type, data;
+  unsigned int gpu_instance, compute_instance;
+};
+int nvmlEventSetCreate(nvmlEventSet_st** set) {
+  *set = new nvmlEventSet_st;
+  return 0;
+}
+int nvmlDeviceRegisterEvents(nvmlDevice_st*, unsigned long long types, nvmlEventSet_st*) {
+  return types == 0x8 ? 0 : 3;  // XIDs only
+}
+int nvmlEventSetWait_v2(nvmlEventSet_st* set, EventData* event, unsigned int) {
+  const char* xid = std::getenv("FAKE_NVML_XID");
+  if (xid == nullptr || set->raised) return 10;  // NVML_ERROR_TIMEOUT
+  set->raised = true;
+  *event = EventData{&g_gpu, 0x8, std::strtoull(xid, nullptr, 10), 0xFFFFFFFF, 0xFFFFFFFF};
+  return 0;
+}
+int nvmlEventSetFree(nvmlEventSet_st* set) {
+  delete set;
   return 0;
 }
 
