@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -237,6 +238,9 @@ int ResultsOf(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& h
     }
     for (ProbeResult& r : report::ProbeResults(daemons[i].host.name, hosts[i].cpu_model,
                                                hosts[i].runs)) {
+      // The held product is qualify's alone: its length varies with
+      // --sustain, so its runs are no series to rank or bound.
+      if (r.probe == report::kSustainedProbe) continue;
       results->push_back(std::move(r));
     }
   }
@@ -484,9 +488,12 @@ absl::Status SessionOf(const Daemon& d, const v1::RunProbeRequest& request, bool
     if (!queued.ok()) return queued.status();
     for (const v1::Job& job : queued->jobs()) GatherJob(d, job.job_id(), runs, log);
   }
+  if (request.level() < 2) return absl::OkStatus();
+  // The newest held run of each device is the one judged: its samples only.
+  std::set<std::string> judged;
+  for (const auto& [device, held] : report::NewestHeld(*runs)) judged.insert(held->run_id());
   for (v1::Run& run : *runs) {
-    const report::ProbeInfo* probe = report::ProbeOf(run);
-    if (probe == nullptr || std::string(probe->name) != report::kSustainedProbe) continue;
+    if (judged.count(run.run_id()) == 0) continue;
     v1::GetRunRequest get;
     get.set_run_id(run.run_id());
     get.set_include_samples(true);
@@ -555,7 +562,7 @@ int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
       continue;
     }
     for (report::Check& c : report::QualifyHost((*daemons)[i].host.name, hosts[i].cpu_model,
-                                                hosts[i].runs, *envelope)) {
+                                                hosts[i].runs, *envelope, request->level())) {
       checks.push_back(std::move(c));
     }
   }

@@ -174,9 +174,13 @@ class NvmlSource : public Source {
         device_(device),
         pids_(16 * api_.process_stride, 0) {
     // XIDs of this GPU, where the driver lets this process listen.
-    if (api_.event_set_create && api_.register_events && api_.event_set_wait &&
-        api_.event_set_free && api_.event_set_create(&events_) == nvml::kSuccess &&
-        api_.register_events(device_, nvml::kEventXid, events_) != nvml::kSuccess) {
+    if (!api_.event_set_create || !api_.register_events || !api_.event_set_wait ||
+        !api_.event_set_free) {
+      return;
+    }
+    if (api_.event_set_create(&events_) != nvml::kSuccess) {
+      events_ = nullptr;
+    } else if (api_.register_events(device_, nvml::kEventXid, events_) != nvml::kSuccess) {
       api_.event_set_free(events_);
       events_ = nullptr;
     }

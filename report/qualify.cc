@@ -14,9 +14,12 @@
 #include "common/stats.h"
 #include "common/strict_json.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace gpubench::report {
 namespace {
+
+using google::protobuf::util::TimeUtil;
 
 const ProbeInfo* InfoNamed(const std::string& name) {
   for (const ProbeInfo& p : ProbeSuite()) {
@@ -140,6 +143,11 @@ Check Judge(const ProbeResult& r, const v1::Envelope& envelope,
   return c;
 }
 
+bool IsHeld(const v1::Run& run) {
+  const ProbeInfo* info = ProbeOf(run);
+  return info != nullptr && info->name == std::string(kSustainedProbe);
+}
+
 // The held run's throughput over time: its last quarter's median step
 // against its first quarter's, in percent (100: no change). A device that
 // starts at its envelope and slows as it heats fails it.
@@ -222,7 +230,7 @@ Check HealthCheck(const std::string& host, const v1::Run& run) {
   c.host = host;
   c.device = GpuOf(run);
   c.probe = "gpu_health";
-  c.unit = "events";
+  c.unit = "findings";
   c.run_id = run.run_id();
   c.sku = run.fingerprint().gpu_name();
   const v1::TelemetrySummary& t = run.result().telemetry();
@@ -234,24 +242,32 @@ Check HealthCheck(const std::string& host, const v1::Run& run) {
     c.why = "NVML reported no ECC count, remapped rows or XIDs for this GPU";
     return c;
   }
-  std::vector<std::string> faults, unread;
+  // Counts that rose during the run, and states after it (a remap pending
+  // since before the run fails too: the GPU is not fit either way).
+  std::vector<std::string> during, after_it, unread;
   if (ecc && after.ecc_uncorrected() > before.ecc_uncorrected()) {
     const uint64_t n = after.ecc_uncorrected() - before.ecc_uncorrected();
-    faults.push_back(absl::StrCat(n, " uncorrected ECC error", n == 1 ? "" : "s"));
-    c.value += n;
+    during.push_back(absl::StrCat(n, " uncorrected ECC error", n == 1 ? "" : "s"));
   }
-  if (rows && after.remap_pending()) faults.push_back("a row remap pending (reset the GPU)");
-  if (rows && after.remap_failed()) faults.push_back("a row remap failed (the GPU needs service)");
-  c.value += (rows && after.remap_pending()) + (rows && after.remap_failed());
-  if (t.xids_size() > 0) {
-    faults.push_back(absl::StrCat("XID ", absl::StrJoin(t.xids(), ", ")));
-    c.value += t.xids_size();
+  const uint32_t rows_before =
+      before.has_remapped_rows_uncorrectable() ? before.remapped_rows_uncorrectable() : 0;
+  if (rows && after.remapped_rows_uncorrectable() > rows_before) {
+    const uint32_t n = after.remapped_rows_uncorrectable() - rows_before;
+    during.push_back(absl::StrCat(n, n == 1 ? " row" : " rows", " remapped"));
   }
+  if (t.xids_size() > 0) during.push_back(absl::StrCat("XID ", absl::StrJoin(t.xids(), ", ")));
+  if (rows && after.remap_pending()) after_it.push_back("a row remap pending (reset the GPU)");
+  if (rows && after.remap_failed()) after_it.push_back("a row remap failed (service the GPU)");
+  c.value = during.size() + after_it.size();
   if (!ecc) unread.push_back("ECC count");
   if (!rows) unread.push_back("remapped rows");
   if (!t.xids_watched()) unread.push_back("XIDs");
-  c.outcome = faults.empty() ? Outcome::kPass : Outcome::kFail;
-  if (!faults.empty()) c.why = absl::StrCat(absl::StrJoin(faults, ", "), " during the held run");
+  c.outcome = c.value == 0 ? Outcome::kPass : Outcome::kFail;
+  if (!during.empty()) c.why = absl::StrCat(absl::StrJoin(during, ", "), " during the held run");
+  if (!after_it.empty()) {
+    absl::StrAppend(&c.why, c.why.empty() ? "" : "; ", absl::StrJoin(after_it, ", "),
+                    " after it");
+  }
   if (!unread.empty()) {
     absl::StrAppend(&c.why, c.why.empty() ? "" : "; ", "not reported by NVML: ",
                     absl::StrJoin(unread, ", "));
@@ -285,7 +301,11 @@ v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule
   for (const ProbeInfo& info : ProbeSuite()) {
     for (const auto& [key, g] : groups) {
       const auto& [sku, driver, probe] = key;
-      if (probe != info.name || static_cast<int>(g.values.size()) < rule.min_history) continue;
+      // No entry for the held product: its length varies with --sustain.
+      if (probe != info.name || probe == kSustainedProbe ||
+          static_cast<int>(g.values.size()) < rule.min_history) {
+        continue;
+      }
       const double median = stats::Median(g.values);
       std::vector<double> deviations;
       for (double v : g.values) deviations.push_back(std::fabs(v - median));
@@ -362,8 +382,30 @@ const char* OutcomeName(Outcome outcome) {
   return "unknown";
 }
 
+std::map<std::string, const v1::Run*> NewestHeld(const std::vector<v1::Run>& runs) {
+  std::map<std::string, const v1::Run*> held;
+  for (const v1::Run& run : runs) {
+    if (!IsHeld(run)) continue;
+    const v1::Run*& newest = held[GpuOf(run)];
+    if (newest == nullptr || TimeUtil::TimestampToNanoseconds(newest->start_time()) <
+                                 TimeUtil::TimestampToNanoseconds(run.start_time())) {
+      newest = &run;
+    }
+  }
+  return held;
+}
+
 std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
-                               const std::vector<v1::Run>& session, const v1::Envelope& envelope) {
+                               const std::vector<v1::Run>& all_runs, const v1::Envelope& envelope,
+                               int level) {
+  // Level 1 judges no held run; level 2 only each device's newest.
+  std::map<std::string, const v1::Run*> held;
+  if (level >= 2) held = NewestHeld(all_runs);
+  std::vector<v1::Run> session;
+  for (const v1::Run& run : all_runs) {
+    if (!IsHeld(run)) session.push_back(run);
+  }
+  for (const auto& [device, run] : held) session.push_back(*run);
   std::vector<Check> checks;
   std::set<std::pair<std::string, std::string>> judged;  // (device, probe)
   for (const ProbeResult& r : ProbeResults(host, cpu_model, session)) {
@@ -396,16 +438,31 @@ std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_m
     }
   }
   for (auto& [key, c] : missing) checks.push_back(std::move(c));
+  for (const auto& [device, run] : held) {
+    if (run->state() != v1::RUN_STATE_SUCCEEDED) continue;  // failed: above
+    checks.push_back(DecayCheck(host, *run));
+    if (absl::StartsWith(run->result().resolved_device(), "cuda")) {
+      checks.push_back(HealthCheck(host, *run));
+    }
+  }
+  if (level < 2) return checks;
+  // Level 2 on a device with no held run (a daemon that does not know
+  // level 2, a job that could not be followed, --latest before any level 2
+  // session): unknown, never a pass.
+  std::set<std::string> devices;
   for (const v1::Run& run : session) {
     const ProbeInfo* info = ProbeOf(run);
-    if (info == nullptr || info->name != std::string(kSustainedProbe) ||
-        run.state() != v1::RUN_STATE_SUCCEEDED) {
-      continue;
-    }
-    checks.push_back(DecayCheck(host, run));
-    if (absl::StartsWith(run.result().resolved_device(), "cuda")) {
-      checks.push_back(HealthCheck(host, run));
-    }
+    if (info != nullptr && info->name == std::string("matmul_bf16")) devices.insert(GpuOf(run));
+  }
+  for (const std::string& device : devices) {
+    if (held.count(device)) continue;
+    Check c;
+    c.host = host;
+    c.device = device;
+    c.probe = kSustainedProbe;
+    c.unit = "TFLOP/s";
+    c.why = "no held run of this device in the session: level 2 not measured";
+    checks.push_back(std::move(c));
   }
   return checks;
 }

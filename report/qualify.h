@@ -11,6 +11,7 @@
 #ifndef GPUBENCH_REPORT_QUALIFY_H_
 #define GPUBENCH_REPORT_QUALIFY_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,10 +64,19 @@ struct Check {
 };
 
 // The checks of one host's probe session (the runs of the jobs RunProbe
-// queued): one per device and probe. An entry of the same SKU and driver
-// is preferred; of the same SKU on another driver, used and said.
+// queued, or the stored ones since a time): one per device and probe, of
+// each probe's newest session. An entry of the same SKU and driver is
+// preferred; of the same SKU on another driver, used and said. level 2
+// adds each device's newest held run (sustained_bf16): its figure, decay
+// and, on a GPU, health; a device without one is unknown. Level 1 leaves
+// held runs out.
 std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
-                               const std::vector<v1::Run>& session, const v1::Envelope& envelope);
+                               const std::vector<v1::Run>& session, const v1::Envelope& envelope,
+                               int level);
+
+// Each device's newest held run (sustained_bf16) among runs, by device
+// (GpuOf); pointers into runs.
+std::map<std::string, const v1::Run*> NewestHeld(const std::vector<v1::Run>& runs);
 
 // fail if any check fails, else unknown if any is unknown or there is
 // none, else pass.

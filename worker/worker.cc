@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <cstdlib>
@@ -15,8 +16,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/spec.h"
@@ -260,9 +259,9 @@ class RunProgressWriter {
   RunProgressWriter(ipc::MessageWriter* writer, int index) : index_(index), writer_(writer) {}
 
   void Write(const measure::Progress& p) ABSL_LOCKS_EXCLUDED(mu_) {
-    const absl::Time now = absl::Now();
+    const auto now = std::chrono::steady_clock::now();
     absl::MutexLock lock(&mu_);
-    if (p.phase == last_phase_ && now - last_ < absl::Milliseconds(kProgressMs)) return;
+    if (p.phase == last_phase_ && now - last_ < std::chrono::milliseconds(kProgressMs)) return;
     last_phase_ = p.phase;
     last_ = now;
     v1::WorkerEvent event;
@@ -287,7 +286,7 @@ class RunProgressWriter {
   ipc::MessageWriter* const writer_ ABSL_PT_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::string last_phase_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::chrono::steady_clock::time_point last_ ABSL_GUARDED_BY(mu_);  // of the last event
 };
 
 // The runs the daemon gave this worker, one after the other, each

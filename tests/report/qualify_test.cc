@@ -110,7 +110,7 @@ TEST(Qualify, AGpuCappedAt420WattsFailsNamingItsPowerLimit) {
   const v1::Envelope e = FourH100s();
   std::vector<v1::Run> session = {Matmul(415, "05", "jnew", 100, 420, "cuda:0"),
                                   Matmul(688, "06", "jnew", 101, 700, "cuda:1")};
-  const std::vector<Check> checks = QualifyHost("h100-b", "", session, e);
+  const std::vector<Check> checks = QualifyHost("h100-b", "", session, e, 1);
   ASSERT_EQ(checks.size(), 2u);
   const Check& capped = checks[0].device.find("GPU-05") != std::string::npos ? checks[0] : checks[1];
   const Check& fine = &capped == &checks[0] ? checks[1] : checks[0];
@@ -126,7 +126,7 @@ TEST(Qualify, AGpuCappedAt420WattsFailsNamingItsPowerLimit) {
   EXPECT_EQ(line.rfind("NOTOK: h100-b cuda:0 GPU-05 matmul_bf16 415 TFLOP/s", 0), 0u) << line;
   EXPECT_EQ(StatusLine({fine}, 1), "OK: 1 host, 1 device, 1 checks pass (level 1)");
   // A slow GPU with nothing changed in its setup: the device itself.
-  const std::vector<Check> slow = QualifyHost("h", "", {Matmul(500, "07", "j", 1)}, e);
+  const std::vector<Check> slow = QualifyHost("h", "", {Matmul(500, "07", "j", 1)}, e, 1);
   ASSERT_EQ(slow.size(), 1u);
   EXPECT_NE(slow[0].why.find("no setting differs from the envelope's"), std::string::npos);
 }
@@ -175,7 +175,7 @@ std::map<std::string, Check> ByProbe(const std::vector<Check>& checks) {
 // error or an XID during it fails the GPU's health.
 TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   const v1::Envelope e = FourH100s();  // matmul_bf16 only
-  std::vector<Check> checks = QualifyHost("h100-c", "", {Held(688, 1.60, 1.61)}, e);
+  std::vector<Check> checks = QualifyHost("h100-c", "", {Held(688, 1.60, 1.61)}, e, 2);
   std::map<std::string, Check> by = ByProbe(checks);
   ASSERT_EQ(by.size(), 3u);
   EXPECT_EQ(by["sustained_bf16"].outcome, Outcome::kPass) << by["sustained_bf16"].why;
@@ -190,14 +190,24 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   // Starts at the envelope, slows by a sixth as it heats: the decay fails,
   // and the throttled run fails its figure too, naming what it ran at; two
   // ECC errors and an XID meanwhile fail its health.
-  checks = QualifyHost("h100-c", "", {Held(600, 1.60, 1.92, {"sw_thermal"})}, e);
+  checks = QualifyHost("h100-c", "", {Held(600, 1.60, 1.92, {"sw_thermal"})}, e, 2);
   by = ByProbe(checks);
   ASSERT_EQ(by.size(), 3u);
   const Check& held = by["sustained_bf16"];
   const Check& decay = by["sustained_bf16_decay"];
   EXPECT_EQ(by["gpu_health"].outcome, Outcome::kFail);
   EXPECT_EQ(by["gpu_health"].why, "2 uncorrected ECC errors, XID 48 during the held run");
-  EXPECT_EQ(by["gpu_health"].value, 3);
+  EXPECT_EQ(by["gpu_health"].value, 2);  // findings: the ECC errors, the XID
+  // A row remapped meanwhile, its remap waiting for a reset.
+  v1::Run remapped = Held(688, 1.60, 1.61);
+  v1::TelemetrySummary* t = remapped.mutable_result()->mutable_telemetry();
+  t->mutable_health_before()->set_remapped_rows_uncorrectable(0);
+  t->mutable_health_after()->set_remapped_rows_uncorrectable(1);
+  t->mutable_health_after()->set_remap_pending(true);
+  const std::map<std::string, Check> remap = ByProbe(QualifyHost("h100-c", "", {remapped}, e, 2));
+  EXPECT_EQ(remap.at("gpu_health").outcome, Outcome::kFail);
+  EXPECT_EQ(remap.at("gpu_health").why,
+            "1 row remapped during the held run; a row remap pending (reset the GPU) after it");
   EXPECT_EQ(held.outcome, Outcome::kFail);
   EXPECT_NE(held.why.find("throttled (sw_thermal): SM clock 1455 MHz mean (max 1980), power 520 W "
                           "mean, 92 C max; throttle reasons: sw_thermal"),
@@ -221,7 +231,7 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   short_run.mutable_samples()->mutable_device_ms()->Truncate(12);
   short_run.mutable_result()->mutable_telemetry()->clear_health_after();
   short_run.mutable_result()->mutable_telemetry()->set_xids_watched(false);
-  by = ByProbe(QualifyHost("h100-c", "", {short_run}, own));
+  by = ByProbe(QualifyHost("h100-c", "", {short_run}, own, 2));
   ASSERT_EQ(by.size(), 3u);
   EXPECT_EQ(by["sustained_bf16"].outcome, Outcome::kFail);
   EXPECT_NE(by["sustained_bf16"].why.find("640 TFLOP/s, below 650"), std::string::npos)
@@ -232,13 +242,37 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   // NVML reported nothing after: unknown, not a pass.
   EXPECT_EQ(by["gpu_health"].outcome, Outcome::kUnknown);
   EXPECT_EQ(by["gpu_health"].why, "NVML reported no ECC count, remapped rows or XIDs for this GPU");
+
+  // Stored sessions (--latest): only each device's newest held run counts,
+  // an older failing one no longer; a device with none is unknown at level
+  // 2; level 1 judges no held run.
+  v1::Run old_run = Held(600, 1.60, 1.92, {"sw_thermal"});
+  old_run.set_run_id("rold");
+  old_run.mutable_start_time()->set_seconds(1'700'000'000);
+  const std::vector<v1::Run> stored = {old_run, Held(688, 1.60, 1.61),
+                                       Matmul(689, "08", "jm", 300, 700, "cuda:1")};
+  checks = QualifyHost("h100-c", "", stored, e, 2);
+  int held_checks = 0;
+  for (const Check& c : checks) {
+    EXPECT_NE(c.run_id, "rold") << c.probe;
+    if (c.device.rfind("cuda:0", 0) == 0) ++held_checks;
+    if (c.device.rfind("cuda:1", 0) == 0 && c.probe == "sustained_bf16") {
+      EXPECT_EQ(c.outcome, Outcome::kUnknown);
+      EXPECT_EQ(c.why, "no held run of this device in the session: level 2 not measured");
+    }
+  }
+  EXPECT_EQ(held_checks, 3);
+  EXPECT_EQ(Overall(checks), Outcome::kUnknown);
+  for (const Check& c : QualifyHost("h100-c", "", stored, e, 1)) {
+    EXPECT_EQ(c.probe, "matmul_bf16");
+  }
 }
 
 TEST(Qualify, NoEnvelopeOrNoFigureIsUnknownAndAFailedRunFails) {
   const v1::Envelope e = FourH100s();
   v1::Run h200 = Matmul(690, "10", "j", 0);
   h200.mutable_fingerprint()->set_gpu_name("NVIDIA H200");
-  std::vector<Check> checks = QualifyHost("h", "", {h200}, e);
+  std::vector<Check> checks = QualifyHost("h", "", {h200}, e, 1);
   ASSERT_EQ(checks.size(), 1u);
   EXPECT_EQ(checks[0].outcome, Outcome::kUnknown);
   EXPECT_EQ(checks[0].why, "no envelope for NVIDIA H200, driver 580.159.04 matmul_bf16");
@@ -253,7 +287,7 @@ TEST(Qualify, NoEnvelopeOrNoFigureIsUnknownAndAFailedRunFails) {
   v1::Run failed = Matmul(0, "13", "j", 0, 700, "cuda:2");
   failed.set_state(v1::RUN_STATE_FAILED);
   failed.set_error("CUDA error: an illegal memory access");
-  checks = QualifyHost("h", "", {contended, throttled, failed}, e);
+  checks = QualifyHost("h", "", {contended, throttled, failed}, e, 1);
   ASSERT_EQ(checks.size(), 3u);
   for (const Check& c : checks) {
     if (c.device.find("GPU-11") != std::string::npos) {
@@ -320,7 +354,7 @@ TEST(Qualify, TheShippedEnvelopeParsesAndCoversTheH200) {
 TEST(Qualify, TheTextfileGaugesPassPromtool) {
   const v1::Envelope e = FourH100s();
   std::vector<Check> checks =
-      QualifyHost("h100 \"b\"", "", {Matmul(415, "05", "j", 0, 420), Matmul(690, "06", "j", 1, 700, "cuda:1")}, e);
+      QualifyHost("h100 \"b\"", "", {Matmul(415, "05", "j", 0, 420), Matmul(690, "06", "j", 1, 700, "cuda:1")}, e, 1);
   const std::string text = QualifyMetrics(checks);
   EXPECT_NE(text.find("gpubench_qualify_check{host=\"h100 \\\"b\\\"\",device=\"cuda:0 GPU-05\","
                       "probe=\"matmul_bf16\"} 0\n"),
