@@ -177,7 +177,9 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
                    absl::StrCat(c.workload(), " spreads over world_size GPUs: use device cuda "
                                 "(any free GPUs) or cpu, not cuda:all"));
   }
-  if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1) {
+  // A named GPU and a peer: a pair (CheckPair).
+  if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1 &&
+      !c.params().has_peer_device()) {
     return Invalid(path + ".device",
                    absl::StrCat(c.device(), " names one GPU; world_size ", c.world_size(),
                                 " takes any free GPUs: use device cuda"));
@@ -199,6 +201,41 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
                                 " (", element, "-byte elements",
                                 split ? absl::StrCat(" times world_size ", c.world_size()) : "",
                                 ")"));
+  }
+  return absl::OkStatus();
+}
+
+// What a point naming a pair of GPUs (peer_device) or a kernel copy needs.
+absl::Status CheckPair(const std::string& path, const v1::RunConfig& c) {
+  const v1::WorkloadParams& p = c.params();
+  const bool copy = IsWorkload(c.workload(), WorkloadId::kCopy);
+  const bool d2d = p.copy_direction() == v1::COPY_DIRECTION_DEVICE_TO_DEVICE;
+  if (copy && p.copy_kernel()) {
+    if (!d2d) return Invalid(path + ".params.copy_kernel", "a kernel copy is device_to_device");
+    if (p.copy_bytes() % 4 != 0) {
+      return Invalid(path + ".params.copy_bytes",
+                     absl::StrCat(p.copy_bytes(), " is not a multiple of 4 (a kernel copy moves "
+                                  "4-byte elements)"));
+    }
+  }
+  if (!p.has_peer_device()) return absl::OkStatus();
+  const bool cpu = c.device() == "cpu" || c.device() == "mps";
+  if (copy && (!d2d || cpu)) {
+    return Invalid(path + ".params.peer_device",
+                   "a copy to a peer GPU is device_to_device on a CUDA device");
+  }
+  if (IsWorkload(c.workload(), WorkloadId::kCollective)) {
+    const std::string own = absl::StartsWith(c.device(), "cuda:") ? c.device().substr(5) : "";
+    if (own.empty() || c.world_size() != 2) {
+      return Invalid(path + ".params.peer_device",
+                     absl::StrCat("names rank 1's GPU of a pair: world_size 2 on a named GPU "
+                                  "(cuda:N), not world_size ", c.world_size(), " on ",
+                                  c.device().empty() ? "auto" : c.device()));
+    }
+    if (own == absl::StrCat(p.peer_device())) {
+      return Invalid(path + ".params.peer_device",
+                     absl::StrCat("cuda:", p.peer_device(), " is rank 0's GPU already"));
+    }
   }
   return absl::OkStatus();
 }

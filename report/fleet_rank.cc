@@ -105,6 +105,45 @@ v1::JobSpec Copy(const std::string& probe, v1::CopyDirection direction, int64_t 
   return spec;
 }
 
+// The all-reduce of a pair of GPUs: any two (device cuda: level 1), or
+// device and each peer_device the caller sweeps.
+v1::JobSpec AllReducePair(const std::string& device, bool small) {
+  v1::JobSpec pair = ProbeSpec(kPairProbe, {device}, small);
+  pair.mutable_base()->set_workload("collective");
+  pair.mutable_base()->set_world_size(2);
+  pair.mutable_base()->set_precision(v1::PRECISION_FP32);
+  pair.mutable_base()->mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
+  pair.mutable_base()->mutable_params()->set_collective_bytes(int64_t{256} << 20);
+  return pair;
+}
+
+// Level 2's pair matrix on a host of several GPUs: from each GPU to every
+// other, by the copy engine and by a kernel, and an all-reduce on each
+// pair, its lower GPU rank 0.
+void AddPairMatrix(const v1::HostInfo& host, const std::vector<std::string>& devices,
+                   bool small, std::vector<v1::JobSpec>* jobs) {
+  if (small || host.gpus_size() < 2) return;
+  for (int i = 0; i < host.gpus_size(); ++i) {
+    const std::string from = devices[i];
+    for (const char* probe : {kPeerCopyProbe, kPeerKernelProbe}) {
+      v1::JobSpec copy = Copy(probe, v1::COPY_DIRECTION_DEVICE_TO_DEVICE, int64_t{1} << 30,
+                              {from}, small);
+      copy.mutable_base()->mutable_params()->set_copy_kernel(probe ==
+                                                             std::string(kPeerKernelProbe));
+      for (int j = 0; j < host.gpus_size(); ++j) {
+        if (j != i) copy.mutable_sweep()->add_peer_device(host.gpus(j).index());
+      }
+      jobs->push_back(copy);
+    }
+    if (i + 1 == host.gpus_size()) continue;
+    v1::JobSpec pair = AllReducePair(from, small);
+    for (int j = i + 1; j < host.gpus_size(); ++j) {
+      pair.mutable_sweep()->add_peer_device(host.gpus(j).index());
+    }
+    jobs->push_back(pair);
+  }
+}
+
 }  // namespace
 
 std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small,
@@ -142,15 +181,8 @@ std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small,
                         devices, small));
   }
   jobs.push_back(Matmul("launch", v1::PRECISION_FP32, {16}, devices, small));
-  if (gpu && host.gpus_size() >= 2) {
-    v1::JobSpec pair = ProbeSpec("allreduce_pair", {"cuda"}, small);
-    pair.mutable_base()->set_workload("collective");
-    pair.mutable_base()->set_world_size(2);
-    pair.mutable_base()->set_precision(v1::PRECISION_FP32);
-    pair.mutable_base()->mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
-    pair.mutable_base()->mutable_params()->set_collective_bytes(int64_t{256} << 20);
-    jobs.push_back(pair);
-  }
+  if (gpu && host.gpus_size() >= 2) jobs.push_back(AllReducePair("cuda", small));
+  if (level.level >= 2) AddPairMatrix(host, devices, small, &jobs);
   if (level.level >= 2) {
     // Held: it runs its whole time (the stability rule never stops it
     // early), with nothing but its warm-up before.
@@ -169,6 +201,8 @@ namespace {
 // The work of a config: all of it but the device it ran on.
 std::string WorkKey(v1::RunConfig c) {
   c.clear_device();
+  // A pair's peer is where it ran too: any peer, so long as it has one.
+  if (c.params().has_peer_device()) c.mutable_params()->set_peer_device(0);
   return ConfigKey(c);
 }
 
@@ -217,8 +251,13 @@ const std::vector<ProbeInfo>& ProbeSuite() {
       {"d2h_pinned", "GB/s", true, "pinned device-to-host copy of 256 MiB", 0.0034},
       {"launch", "us", false, "host time per launch of a tiny kernel (a 16³ fp32 product)",
        0.20},
-      {"allreduce_pair", "GB/s", true, "NCCL all-reduce of 256 MiB on a pair of GPUs (bus)",
-       0.02},
+      {"allreduce_pair", "GB/s", true,
+       "NCCL all-reduce of 256 MiB on a pair of GPUs (bus); level 2: on each pair", 0.02},
+      // Level 2's pair matrix: the all-reduce's floor (not measured apart).
+      {"peer_copy", "GB/s", true,
+       "qualify --level 2: copy engine's copy of 1 GiB from each GPU to each other one", 0.02},
+      {"peer_copy_kernel", "GB/s", true,
+       "qualify --level 2: a kernel's copy of 1 GiB from each GPU to each other one", 0.02},
       // Level 2 (qualify): matmul_bf16's noise floor.
       {"sustained_bf16", "TFLOP/s", true,
        "bf16 8192³ product held for qualify --level 2's --sustain (60 s) on each GPU in turn; "
@@ -275,6 +314,9 @@ std::string GpuOf(const v1::Run& r) {
   std::string gpu = DeviceOf(r);
   if (r.fingerprint().has_gpu_uuid()) {
     absl::StrAppend(&gpu, " ", r.fingerprint().gpu_uuid().substr(0, 12));
+  }
+  if (r.config().params().has_peer_device()) {
+    absl::StrAppend(&gpu, kPairTo, "cuda:", r.config().params().peer_device());
   }
   return gpu;
 }

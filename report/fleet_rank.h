@@ -26,6 +26,13 @@ namespace gpubench::report {
 inline constexpr char kProbeSuite[] = "v1";
 // Level 2's probe: the bf16 product held (ProbeJobs).
 inline constexpr char kSustainedProbe[] = "sustained_bf16";
+// The pair probes: the all-reduce of two GPUs (level 1: any two; level 2:
+// each pair), and level 2's copies from each GPU to each other one.
+inline constexpr char kPairProbe[] = "allreduce_pair";
+inline constexpr char kPeerCopyProbe[] = "peer_copy";
+inline constexpr char kPeerKernelProbe[] = "peer_copy_kernel";
+// What joins a pair's GPUs in a result's name: "cuda:0 GPU-8c1f -> cuda:1".
+inline constexpr char kPairTo[] = " -> ";
 
 struct ProbeInfo {
   const char* name;       // "matmul_bf16"
@@ -53,7 +60,9 @@ const ProbeInfo* ProbeOf(const v1::Run& run);
 // a run counts as a probe result only where its config is one of theirs, a
 // GPU size on a GPU or a CPU size on the CPU. level 2 (gpubench qualify
 // --level 2) adds sustained_bf16: the bf16 product at its largest size
-// held for sustain_ms on each device in turn, its telemetry sampled.
+// held for sustain_ms on each device in turn, its telemetry sampled; and on
+// a host of several GPUs the pair matrix: peer_copy and peer_copy_kernel
+// from each GPU to each other one, allreduce_pair on each pair.
 struct ProbeLevel {
   int level = 1;
   int64_t sustain_ms = 60'000;
@@ -81,7 +90,8 @@ struct ProbeResult {
 };
 
 // The GPU a run ran on, as results name it: "cuda:0 GPU-8c1f2a3b" (the
-// UUID's head where known), "cpu".
+// UUID's head where known), "cpu"; a pair's with its peer: "cuda:0
+// GPU-8c1f2a3b -> cuda:1".
 std::string GpuOf(const v1::Run& run);
 
 // Why a run is no probe result, in a few words ("contended (1 job beside)",

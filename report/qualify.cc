@@ -478,18 +478,23 @@ Outcome Overall(const std::vector<Check>& checks) {
 }
 
 std::string StatusLine(const std::vector<Check>& checks, int level) {
-  std::set<std::string> hosts, devices;
+  std::set<std::string> hosts, devices, pairs;
   for (const Check& c : checks) {
     hosts.insert(c.host);
-    devices.insert(c.host + " " + c.device);
+    const size_t to = c.device.find(kPairTo);
+    devices.insert(c.host + " " + c.device.substr(0, to));
+    if (to != std::string::npos) pairs.insert(c.host + " " + c.device);
   }
   const Outcome overall = Overall(checks);
   if (overall == Outcome::kPass) {
-    return absl::StrFormat("OK: %d %s, %d %s, %d checks pass (level %d)",
-                           static_cast<int>(hosts.size()), hosts.size() == 1 ? "host" : "hosts",
-                           static_cast<int>(devices.size()),
-                           devices.size() == 1 ? "device" : "devices",
-                           static_cast<int>(checks.size()), level);
+    const auto count = [](size_t n, const char* one, const char* many) {
+      return absl::StrCat(n, " ", n == 1 ? one : many);
+    };
+    return absl::StrCat("OK: ", count(hosts.size(), "host", "hosts"), ", ",
+                        count(devices.size(), "device", "devices"), ", ",
+                        pairs.empty() ? "" : count(pairs.size(), "pair, ", "pairs, "),
+                        count(checks.size(), "check passes", "checks pass"), " (level ", level,
+                        ")");
   }
   if (checks.empty()) return absl::StrFormat("UNKNOWN: no check ran (level %d)", level);
   const Outcome first_of = overall;

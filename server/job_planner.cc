@@ -56,6 +56,13 @@ absl::Status CheckOnHost(const v1::JobSpec& spec, const v1::RunConfig& c,
           " GPU(s)", host.gpus_size() == 0 ? "; use cpu" : ""));
     }
   }
+  if (c.params().has_peer_device() && c.params().peer_device() >= host.gpus_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.sweep().peer_device_size() > 0 ? "spec.sweep.peer_device"
+                                            : "spec.base.params.peer_device",
+        ": cuda:", c.params().peer_device(), " is not on this host, which has ",
+        host.gpus_size(), " GPU(s)"));
+  }
   if (device == "mps" && !host.mps_available()) {
     return absl::InvalidArgumentError(
         absl::StrCat(device_field, ": mps is not on this host (Apple Silicon only)"));
@@ -131,6 +138,7 @@ JobPlanner::Needs JobPlanner::LeasesOf(const v1::Job& job,
       continue;
     }
     leases.insert(d);
+    if (c.params().has_peer_device()) leases.insert(GpuLease(c.params().peer_device()));
     // A CPU figure measured beside a GPU job's host thread is a figure of both.
     if (d == "cpu") leases.insert(JobQueue::kWholeHost);
     // A run that reaches other devices (a peer GPU) runs alone too.
@@ -186,8 +194,10 @@ std::vector<JobPlanner::Lane> JobPlanner::LanesOf(const v1::Job& job,
       const int k = std::max(1, c.world_size());
       rank.set_world_size(k);
       for (int r = 0; r < k; ++r) {
-        if (!TakesAnyGpus(c, device)) {
-          rank.add_devices(device);  // the CPU, or world_size 1 on a named GPU
+        if (r == 1 && c.params().has_peer_device()) {
+          rank.add_devices(GpuLease(c.params().peer_device()));  // a named pair
+        } else if (!TakesAnyGpus(c, device)) {
+          rank.add_devices(device);  // the CPU, a named GPU (and its pair's peer)
         } else {
           rank.add_devices(r < static_cast<int>(gpus.size()) ? gpus[r] : GpuLease(r));
         }

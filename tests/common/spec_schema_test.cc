@@ -113,7 +113,7 @@ TEST(SpecSchema, APeerCopyTakesTheHost) {
   own.mutable_params()->clear_peer_device();
   EXPECT_FALSE(TakesHost(own));
   EXPECT_EQ(ParamsReadBy("copy"),
-            (std::vector<std::string>{"copy_bytes", "copy_direction", "peer_device"}));
+            (std::vector<std::string>{"copy_bytes", "copy_direction", "peer_device", "copy_kernel"}));
   v1::RunConfig mlp;
   mlp.set_workload("mlp");
   mlp.mutable_params()->set_peer_device(1);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/spec.h"
 #include "tests/report/suite_config.h"
 
@@ -124,7 +125,7 @@ TEST(Qualify, AGpuCappedAt420WattsFailsNamingItsPowerLimit) {
   EXPECT_EQ(Overall(checks), Outcome::kFail);
   const std::string line = StatusLine(checks, 1);
   EXPECT_EQ(line.rfind("NOTOK: h100-b cuda:0 GPU-05 matmul_bf16 415 TFLOP/s", 0), 0u) << line;
-  EXPECT_EQ(StatusLine({fine}, 1), "OK: 1 host, 1 device, 1 checks pass (level 1)");
+  EXPECT_EQ(StatusLine({fine}, 1), "OK: 1 host, 1 device, 1 check passes (level 1)");
   // A slow GPU with nothing changed in its setup: the device itself.
   const std::vector<Check> slow = QualifyHost("h", "", {Matmul(500, "07", "j", 1)}, e, 1);
   ASSERT_EQ(slow.size(), 1u);
@@ -266,6 +267,53 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   for (const Check& c : QualifyHost("h100-c", "", stored, e, 1)) {
     EXPECT_EQ(c.probe, "matmul_bf16");
   }
+}
+
+// Level 2's copy from one H100 to another by the copy engine, at gbps.
+v1::Run PeerCopy(double gbps, int from, int to, const std::string& job, int second) {
+  v1::Run r = Matmul(0, "0" + std::to_string(from), job, second, 700,
+                     "cuda:" + std::to_string(from));
+  r.set_run_id(absl::StrCat("r", from, to, job));
+  *r.mutable_config() = SuiteConfig(kPeerCopyProbe);
+  r.mutable_config()->set_device("cuda:" + std::to_string(from));
+  r.mutable_config()->mutable_params()->set_peer_device(to);
+  r.mutable_result()->set_bandwidth_gb_per_s(gbps);
+  return r;
+}
+
+// The pair matrix of a host of four: every ordered pair is a check of its
+// own, named by both GPUs, so that one slow link is named among twelve
+// (and the envelope of the pairs counts them as pairs).
+TEST(Qualify, LevelTwoNamesTheSlowPairOfTheMatrix) {
+  std::vector<v1::Run> history, session;
+  for (int s = 0; s < 3; ++s) {
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        if (i == j) continue;
+        history.push_back(PeerCopy(392 + s + 0.1 * j, i, j, absl::StrCat("h", s), 10 * s));
+        if (s == 0) session.push_back(PeerCopy(i == 2 && j == 3 ? 180 : 393, i, j, "new", 99));
+      }
+    }
+  }
+  std::vector<std::string> left_out;
+  const v1::Envelope e =
+      EnvelopeOf(ProbeResults("h100-a", "", history), FleetRule(), "seeded", &left_out);
+  ASSERT_EQ(e.probes_size(), 1);
+  EXPECT_EQ(e.probes(0).probe(), kPeerCopyProbe);
+  EXPECT_EQ(e.probes(0).gpus(), 12);  // pairs
+  const std::vector<Check> checks = QualifyHost("h100-b", "", session, e, 1);
+  ASSERT_EQ(checks.size(), 12u);
+  std::vector<std::string> failed;
+  for (const Check& c : checks) {
+    if (c.outcome == Outcome::kFail) failed.push_back(c.device);
+  }
+  EXPECT_EQ(failed, std::vector<std::string>{"cuda:2 GPU-02 -> cuda:3"});
+  const std::string line = StatusLine(checks, 2);
+  EXPECT_EQ(line.rfind("NOTOK: h100-b cuda:2 GPU-02 -> cuda:3 peer_copy 180 GB/s, below ", 0), 0u)
+      << line;
+  for (v1::Run& r : session) r.mutable_result()->set_bandwidth_gb_per_s(393);
+  EXPECT_EQ(StatusLine(QualifyHost("h100-b", "", session, e, 1), 2),
+            "OK: 1 host, 4 devices, 12 pairs, 12 checks pass (level 2)");
 }
 
 TEST(Qualify, NoEnvelopeOrNoFigureIsUnknownAndAFailedRunFails) {

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
 
+#include "absl/strings/str_join.h"
+#include "report/fleet_rank.h"
 #include "server/job_queue.h"
 #include "storage/store.h"
 
@@ -115,6 +118,93 @@ TEST_F(JobPlannerTest, ARanksLaneTakesTheLeasedGpusInOrder) {
   EXPECT_EQ(lanes[0].rank.devices(0), "cuda:1");
   EXPECT_EQ(lanes[0].rank.devices(1), "cuda:3");
   EXPECT_FALSE(lanes[0].parallel);
+}
+
+// A 2-rank collective on a named GPU with a peer_device measures that pair:
+// rank 0 on it, rank 1 on the peer, the whole host taken; what is no pair
+// of this host is refused naming the field.
+TEST_F(JobPlannerTest, ANamedPairsRanksTakeItsTwoGpus) {
+  const JobPlanner planner = Planner(4);
+  v1::JobSpec pair = Spec("collective", "cuda:1");
+  pair.mutable_base()->set_world_size(2);
+  pair.mutable_sweep()->add_peer_device(3);
+  pair.mutable_sweep()->add_peer_device(2);
+  auto plan = planner.PlanJob(pair);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  v1::Job job;
+  *job.mutable_spec() = plan->spec;
+  const JobPlanner::Needs needs = planner.LeasesOf(job, plan->runs);
+  EXPECT_EQ(needs.any_gpus, 0);
+  EXPECT_TRUE(needs.leases.count(JobQueue::kWholeHost));
+  EXPECT_TRUE(needs.leases.count("cuda:3") && needs.leases.count("cuda:2"));
+  const auto lanes = planner.LanesOf(job, plan->runs, needs.leases);
+  ASSERT_EQ(lanes.size(), 2u);
+  std::set<std::string> ranks;
+  for (const auto& lane : lanes) ranks.insert(absl::StrJoin(lane.rank.devices(), ","));
+  EXPECT_EQ(ranks, (std::set<std::string>{"cuda:1,cuda:3", "cuda:1,cuda:2"}));
+  auto error = [&](const v1::JobSpec& spec) {
+    auto p = planner.PlanJob(spec);
+    return p.ok() ? std::string("ok") : std::string(p.status().message());
+  };
+  pair.mutable_sweep()->set_peer_device(0, 4);
+  EXPECT_EQ(error(pair), "spec.sweep.peer_device: cuda:4 is not on this host, which has 4 GPU(s)");
+  pair.mutable_sweep()->set_peer_device(0, 1);
+  EXPECT_EQ(error(pair), "spec.sweep (run 0).params.peer_device: cuda:1 is rank 0's GPU already");
+  v1::JobSpec three = Spec("collective", "cuda:0");
+  three.mutable_base()->set_world_size(3);
+  three.mutable_base()->mutable_params()->set_peer_device(1);
+  EXPECT_NE(error(three).find("params.peer_device: names rank 1's GPU of a pair: world_size 2 on "
+                              "a named GPU (cuda:N), not world_size 3"),
+            std::string::npos)
+      << error(three);
+  v1::JobSpec any = Spec("collective", "cuda");
+  any.mutable_base()->set_world_size(2);
+  any.mutable_base()->mutable_params()->set_peer_device(1);
+  EXPECT_NE(error(any).find("params.peer_device: names rank 1's GPU of a pair"), std::string::npos)
+      << error(any);
+  v1::JobSpec kernel = Spec("copy", "cuda:0");
+  kernel.mutable_base()->mutable_params()->set_copy_kernel(true);
+  kernel.mutable_base()->mutable_params()->set_copy_direction(v1::COPY_DIRECTION_HOST_TO_DEVICE);
+  EXPECT_NE(error(kernel).find("params.copy_kernel: a kernel copy is device_to_device"),
+            std::string::npos)
+      << error(kernel);
+}
+
+// qualify --level 2 on four GPUs: every job of the suite plans, and the
+// pair matrix is each ordered pair by copy engine and by kernel, and an
+// all-reduce on each of the six pairs (beside level 1's on any two).
+TEST_F(JobPlannerTest, TheLevelTwoSuitePlansThePairMatrixOfFourGpus) {
+  const JobPlanner planner = Planner(4);
+  v1::HostInfo host;
+  for (int i = 0; i < 4; ++i) {
+    host.add_gpus()->set_index(i);
+    host.mutable_gpus(i)->set_compute_capability("9.0");
+  }
+  std::map<std::string, std::set<std::string>> pairs;  // probe -> "from,to"
+  for (const v1::JobSpec& spec : report::ProbeJobs(host, false, report::ProbeLevel{2})) {
+    auto plan = planner.PlanSpec(spec);  // the daemon's own suite
+    ASSERT_TRUE(plan.ok()) << spec.name() << ": " << plan.status();
+    v1::Job job;
+    *job.mutable_spec() = plan->spec;
+    const JobPlanner::Needs needs = planner.LeasesOf(job, plan->runs);
+    for (const auto& lane : planner.LanesOf(job, plan->runs, needs.leases)) {
+      for (size_t i : lane.indices) {
+        const v1::RunConfig& c = plan->runs[i];
+        if (!c.params().has_peer_device()) continue;
+        const std::string probe = c.probe().substr(c.probe().find('/') + 1);
+        const std::string to = absl::StrCat("cuda:", c.params().peer_device());
+        pairs[probe].insert(c.device() + "," + to);
+        if (lane.rank.world_size() == 2) {
+          EXPECT_EQ(absl::StrJoin(lane.rank.devices(), ","), c.device() + "," + to);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(pairs["peer_copy"].size(), 12u);
+  EXPECT_EQ(pairs["peer_copy_kernel"], pairs["peer_copy"]);
+  EXPECT_EQ(pairs["allreduce_pair"],
+            (std::set<std::string>{"cuda:0,cuda:1", "cuda:0,cuda:2", "cuda:0,cuda:3",
+                                   "cuda:1,cuda:2", "cuda:1,cuda:3", "cuda:2,cuda:3"}));
 }
 
 // What this host cannot give is refused at plan time, naming the field.

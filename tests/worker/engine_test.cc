@@ -282,6 +282,26 @@ TEST(Engine, APeerCopyOffTheGpuIsAClearError) {
       << out.error;
 }
 
+// A kernel copy is the element-wise copy of int32 into float32 (no
+// memcpy): it runs on the CPU too, moving copy_bytes an iteration, and is
+// device_to_device only.
+TEST(Engine, AKernelCopyMovesItsBytesByAnElementWiseCopy) {
+  RunConfig config = Small("copy");
+  config.copy_direction = CopyDirection::kDeviceToDevice;
+  config.copy_bytes = 4 << 20;
+  config.copy_kernel = true;
+  RunOutcome out = RunOne(config, Short(), nullptr, nullptr);
+  ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
+  EXPECT_GT(out.bandwidth_gb_per_s, 0);
+  EXPECT_NEAR(out.bandwidth_gb_per_s, (4 << 20) / (out.latency_ms.p50 * 1e-3) / 1e9, 1e-6);
+  config.copy_direction = CopyDirection::kHostToDevice;
+  out = RunOne(config, Short(), nullptr, nullptr);
+  EXPECT_EQ(out.status, RunStatus::kFailed);
+  EXPECT_NE(out.error.find("params.copy_kernel: a kernel copy is device_to_device"),
+            std::string::npos)
+      << out.error;
+}
+
 TEST(Engine, CancelStopsAtAnIterationBoundaryWithPartialFigures) {
   RunConfig config = Small("mlp");
   MeasureConfig m = Short();

@@ -155,9 +155,10 @@ struct RunConfig {
   int ffn_hidden_size = 0;  // llama: SwiGLU width
   int prompt_length = 0;    // infer: tokens prefilled
   int new_tokens = 0;       // infer: tokens generated (the first by the prefill)
-  // copy device_to_device: the GPU index written to (peer to peer); -1: the
-  // run's own device.
+  // The pair's second GPU index; -1: none. copy device_to_device: the GPU
+  // written to (peer to peer); collective: rank 1's (the planner's concern).
   int peer_device = -1;
+  bool copy_kernel = false;  // copy device_to_device: by a kernel, not a memcpy
   // A run on the CPU: LibTorch's intra-op threads and why, as the worker
   // chose them for this host (launcher/cpu_cores.h); 0 keeps LibTorch's.
   int cpu_threads = 0;
@@ -206,6 +207,7 @@ inline const std::vector<FieldMap>& FieldMaps() {
       {"params.prompt_length", &RunConfig::prompt_length},
       {"params.new_tokens", &RunConfig::new_tokens},
       {"params.peer_device", &RunConfig::peer_device},
+      {"params.copy_kernel", &RunConfig::copy_kernel},
   };
   return *maps;
 }

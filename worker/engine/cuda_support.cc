@@ -5,6 +5,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <ATen/cuda/PeerToPeerAccess.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -143,6 +144,11 @@ absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
 
 std::unique_ptr<CopyStream> NewCopyStream() {
   return std::make_unique<SideCopyStream>();
+}
+
+bool PeerAccess(int device, int peer) {
+  return at::cuda::get_p2p_access(static_cast<c10::DeviceIndex>(device),
+                                  static_cast<c10::DeviceIndex>(peer));
 }
 
 std::string PciBusId(int device) {

@@ -61,6 +61,10 @@ class CopyStream {
 };
 std::unique_ptr<CopyStream> NewCopyStream();
 
+// Whether a kernel on device can read and write peer's memory (P2P access,
+// which this enables as PyTorch's own cross-GPU copy does).
+bool PeerAccess(int device, int peer);
+
 // The device's PCI bus id ("0000:1b:00.0"), for NVML; "" if unknown.
 std::string PciBusId(int device);
 

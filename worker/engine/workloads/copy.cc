@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "worker/engine/cuda_support.h"
 #include "worker/engine/inject.h"
 #include "worker/engine/workload.h"
 
@@ -11,7 +12,9 @@ namespace gpubench::engine {
 namespace {
 
 // One copy of copy_bytes per iteration; reports GB/s. Device to device
-// with peer_device: from the run's GPU to that one, peer to peer.
+// with peer_device: from the run's GPU to that one, peer to peer; with
+// copy_kernel: by PyTorch's element-wise copy kernel (int32 into float32,
+// which no memcpy can do), not the copy engine.
 class CopyWorkload : public Workload {
  public:
   CopyWorkload(const RunConfig& c, torch::Device device, torch::Device to)
@@ -26,8 +29,13 @@ class CopyWorkload : public Workload {
         dst_ = torch::empty({bytes_}, host);
         break;
       case CopyDirection::kDeviceToDevice:
-        src_ = torch::randint(256, {bytes_}, dev);
-        dst_ = torch::empty({bytes_}, dev.device(to));
+        if (c.copy_kernel) {
+          src_ = torch::randint(1 << 20, {bytes_ / 4}, dev.dtype(torch::kInt32));
+          dst_ = torch::empty({bytes_ / 4}, dev.dtype(torch::kFloat32).device(to));
+        } else {
+          src_ = torch::randint(256, {bytes_}, dev);
+          dst_ = torch::empty({bytes_}, dev.device(to));
+        }
         break;
       default:
         src_ = torch::randint(256, {bytes_}, torch::kUInt8);
@@ -57,6 +65,11 @@ class CopyWorkload : public Workload {
 
 WorkloadOrError NewCopyWorkload(const RunConfig& c, torch::Device device,
                                  const MeasureConfig& /*m*/) {
+  if (c.copy_kernel && (c.copy_direction != CopyDirection::kDeviceToDevice ||
+                        c.copy_bytes % 4 != 0)) {
+    return absl::InvalidArgumentError(
+        "params.copy_kernel: a kernel copy is device_to_device, of a multiple of 4 bytes");
+  }
   if (c.peer_device < 0) return std::make_unique<CopyWorkload>(c, device, device);
   if (c.copy_direction != CopyDirection::kDeviceToDevice || !device.is_cuda()) {
     return absl::InvalidArgumentError(
@@ -66,6 +79,13 @@ WorkloadOrError NewCopyWorkload(const RunConfig& c, torch::Device device,
   if (c.peer_device >= gpus) {
     return absl::InvalidArgumentError(absl::StrCat("params.peer_device: cuda:", c.peer_device,
                                                    " is not a GPU of this host (", gpus, ")"));
+  }
+  // Without P2P access PyTorch would stage a kernel copy through a memcpy.
+  if (c.copy_kernel && c.peer_device != device.index() &&
+      !cuda::PeerAccess(device.index(), c.peer_device)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "params.copy_kernel: ", device.str(), " has no P2P access to cuda:", c.peer_device,
+        ", so no kernel can copy between them"));
   }
   return std::make_unique<CopyWorkload>(c, device, torch::Device(torch::kCUDA, c.peer_device));
 }
