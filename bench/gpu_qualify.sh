@@ -9,24 +9,27 @@
 # each qualify's line and exit code.
 # SHIP=1 then copies it to deploy/envelopes/v1.json, rebuilds the CLI and
 # runs `gpubench qualify` (a fresh session) against the envelope compiled in.
-# LEVEL2=1 last runs `gpubench qualify --level 2` (the suite and the bf16
-# product held for SUSTAIN, default 60s, on each GPU) against the envelope
-# compiled in, and prints its checks and wall time. SESSIONS=0 with LEVEL2=1
-# runs level 2 alone.
-# Usage: OUT=/tmp/qualify SESSIONS=4 [SHIP=1] [LEVEL2=1] bash bench/gpu_qualify.sh
+# LEVEL=2 (or LEVEL2=1) last runs `gpubench qualify --level 2` (the suite,
+# the bf16 product held for SUSTAIN, default 60s, on each GPU, and on two
+# GPUs or more the pair matrix) against the envelope compiled in, and prints
+# its checks and wall time; LEVEL=3 adds the product on every GPU at once
+# for LOAD (default 15m). SESSIONS=0 with LEVEL runs that level alone.
+# Usage: OUT=/tmp/qualify SESSIONS=4 [SHIP=1] [LEVEL=2|3] bash bench/gpu_qualify.sh
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
 start_daemon "${PORT:-50098}" || exit 1
-level2() {
-  local t0=$SECONDS
-  "$B/gpubench" qualify --level 2 --sustain "${SUSTAIN:-60s}" --textfile "$OUT/qualify2.prom" \
-    > "$OUT/qualify2.txt" 2> "$OUT/qualify2.err"
-  echo "qualify --level 2 (the envelope compiled in, a fresh session): exit $?," \
-    "$((SECONDS - t0)) s: $(cat "$OUT/qualify2.txt")"
-  cat "$OUT/qualify2.err"
+LEVEL=${LEVEL:-$([ "${LEVEL2:-0}" = 1 ] && echo 2)}
+held_level() {
+  local t0=$SECONDS extra=()
+  [ "$LEVEL" = 3 ] && extra=(--load "${LOAD:-15m}")
+  "$B/gpubench" qualify --level "$LEVEL" --sustain "${SUSTAIN:-60s}" "${extra[@]}" \
+    --textfile "$OUT/qualify$LEVEL.prom" > "$OUT/qualify$LEVEL.txt" 2> "$OUT/qualify$LEVEL.err"
+  echo "qualify --level $LEVEL (the envelope compiled in, a fresh session): exit $?," \
+    "$((SECONDS - t0)) s: $(cat "$OUT/qualify$LEVEL.txt")"
+  cat "$OUT/qualify$LEVEL.err"
 }
 if [ "${SESSIONS:-4}" = 0 ]; then
-  [ "${LEVEL2:-0}" = 1 ] && level2
+  [ -n "$LEVEL" ] && held_level
   exit 0
 fi
 for s in $(seq "${SESSIONS:-4}"); do
@@ -64,4 +67,4 @@ if [ "${SHIP:-0}" = 1 ]; then
   echo "qualify (the envelope just compiled in, a fresh session): exit $?: $(cat "$OUT/qualify-ship.txt")"
   cat "$OUT/qualify-ship.err"
 fi
-[ "${LEVEL2:-0}" = 1 ] && level2
+[ -n "$LEVEL" ] && held_level

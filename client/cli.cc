@@ -67,8 +67,11 @@ ABSL_FLAG(std::string, max_age, "",
           "fleet: a probe older than AGE is missing; qualify --latest: sessions since (default 8d)");
 ABSL_FLAG(std::string, envelope, "",
           "fleet: write the probes' envelope to FILE; qualify: judge against FILE (default: shipped)");
-ABSL_FLAG(std::string, level, "", "qualify: the level of checks (1, or 2: with the held bf16 product)");
+ABSL_FLAG(std::string, level, "",
+          "qualify: the level of checks (1; 2: the held bf16 product, the pair matrix; 3: every "
+          "GPU loaded at once)");
 ABSL_FLAG(std::string, sustain, "", "qualify --level 2: how long the bf16 product is held (60s)");
+ABSL_FLAG(std::string, load, "", "qualify --level 3: how long every GPU is loaded at once (15m)");
 ABSL_FLAG(std::string, textfile, "", "qualify: also write the checks as Prometheus gauges to FILE");
 ABSL_FLAG(bool, latest, false, "qualify: judge each GPU's latest stored probe session, run none");
 ABSL_FLAG(std::string, report, "", "fleet: also write the fleet page (HTML) to this file");

@@ -155,9 +155,10 @@ example: gpubench fleet --since 7d --report fleet.html
 )"},
       {"qualify", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, QualifyCommand,
        R"(  qualify                pass or fail each GPU against its SKU's envelope (node health)
-                         [--level 1|2] [--envelope FILE] [--latest] [--textfile FILE])",
-       R"(usage: gpubench qualify [--host H]... [--level 1|2] [--sustain 60s] [--envelope FILE] [--latest]
-                       [--max-age AGE] [--textfile FILE] [--output table|json]
+                         [--level 1|2|3] [--envelope FILE] [--latest] [--textfile FILE])",
+       R"(usage: gpubench qualify [--host H]... [--level 1|2|3] [--sustain 60s] [--load 15m]
+                       [--envelope FILE] [--latest] [--max-age AGE] [--textfile FILE]
+                       [--output table|json]
 Runs the probe suite on every host (as probe; admin role), or with --latest judges each
 GPU's latest stored session since --max-age (8d), and checks each GPU's figure of each
 probe against its SKU's envelope (--envelope FILE from `fleet --envelope`, else the shipped
@@ -167,9 +168,12 @@ Prints one line on stdout ("OK: ...", "NOTOK: ...", "UNKNOWN: ...") and the chec
 stderr; exit 0 ok, 1 not ok, 2 unknown (node-problem-detector's custom plugin convention;
 a usage error or a host that did not answer is unknown). --textfile writes Prometheus
 gauges for node_exporter's textfile collector. --level 2 adds, on each GPU in turn, the bf16
-product held for --sustain (60s): its figure against its envelope (matmul_bf16's where the
-envelope has none), its throughput's fall from the first quarter to the last (5% fails), and
-thermal or hardware throttling (fails, naming clocks and power).
+product held for --sustain (60s): its last quarter's figure against its envelope
+(matmul_bf16's where the envelope has none), its throughput's fall from the first quarter
+to the last (5% fails), thermal or hardware throttling (fails, naming clocks and power) and
+its ECC, remapped rows and XIDs; and on several GPUs the pair matrix (copies each way by
+copy engine and by kernel, an all-reduce on each pair). --level 3 adds the same product on
+every GPU at once for --load (15m): the host's power and cooling.
 example: gpubench qualify --host 127.0.0.1:50051 --textfile /var/lib/node_exporter/gpubench.prom
 )"},
       {"export", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, ExportCommand,

@@ -27,6 +27,7 @@
 #include "client/cli_internal.h"
 #include "client/json_writer.h"
 #include "client/output.h"
+#include "client/probe_hosts.h"
 #include "common/printable.h"
 #include "common/spec.h"
 #include "report/fleet_rank.h"
@@ -37,19 +38,10 @@ namespace gpubench::client {
 namespace {
 
 using report::FleetRule;
+using report::ProbeFigureText;
+using report::ProbeNamed;
 using report::ProbeResult;
 using report::Ranked;
-
-std::string Figure(double v) {
-  return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
-}
-
-const report::ProbeInfo* InfoOf(const std::string& probe) {
-  for (const report::ProbeInfo& p : report::ProbeSuite()) {
-    if (probe == p.name) return &p;
-  }
-  return nullptr;
-}
 
 // What a ranked row says beyond its figures: straggler, drift, and what
 // differs in its setup where it is flagged.
@@ -84,9 +76,9 @@ Table FleetTable(const std::vector<Ranked>& ranked) {
   t.header = {"probe", "sku", "host", "gpu", "figure", "unit", "x median", "percentile", "z",
               "drift", "flags"};
   for (const Ranked& r : ranked) {
-    const report::ProbeInfo* info = InfoOf(r.result.probe);
+    const report::ProbeInfo* info = ProbeNamed(r.result.probe);
     t.rows.push_back(
-        {r.result.probe, r.result.sku, r.result.host, r.result.gpu, Figure(r.result.value),
+        {r.result.probe, r.result.sku, r.result.host, r.result.gpu, ProbeFigureText(r.result.value),
          info ? info->unit : "", absl::StrFormat("%.3f", r.ratio),
          r.percentile ? absl::StrFormat("%.0f", *r.percentile) : "-",
          r.z ? absl::StrFormat("%+.2f", *r.z) : "-",
@@ -159,31 +151,6 @@ v1::Run Trimmed(const v1::Run& r) {
   return t;
 }
 
-// Every probe run of one host since `since`, newest first: at most 10
-// pages of 1000 a probe; a page of more than it asked for is refused.
-absl::Status ProbeRuns(const Daemon& d, const google::protobuf::Timestamp& since,
-                       std::vector<v1::Run>* runs) {
-  for (const report::ProbeInfo& p : report::ProbeSuite()) {
-    v1::QueryRunsRequest req;
-    req.add_config_equals(absl::StrCat("probe=", report::kProbeSuite, "/", p.name));
-    req.add_states(v1::RUN_STATE_SUCCEEDED);
-    *req.mutable_started_after() = since;
-    req.set_page_size(1000);
-    for (int page = 0; page < 10; ++page) {  // 10,000 runs of a probe at most
-      auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req);
-      if (!resp.ok()) return resp.status();
-      if (resp->runs_size() > req.page_size()) {
-        return absl::DataLossError(absl::StrCat("answered ", resp->runs_size(),
-                                                " runs to a page of ", req.page_size()));
-      }
-      for (const v1::Run& r : resp->runs()) runs->push_back(Trimmed(r));
-      if (resp->next_page_token().empty()) break;
-      req.set_page_token(resp->next_page_token());
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<FleetRule> RuleOf(const Args& a) {
   FleetRule rule;
   if (a.Has("threshold") && (!absl::SimpleAtod(a.Option("threshold"), &rule.threshold) ||
@@ -192,35 +159,6 @@ absl::StatusOr<FleetRule> RuleOf(const Args& a) {
     return absl::InvalidArgumentError("--threshold: must be a number in (0, 1), e.g. 0.05");
   }
   return rule;
-}
-
-// What one host gave: its CPU's model (the SKU of CPU runs), its probe
-// runs, and whether it answered.
-struct HostRuns {
-  std::string cpu_model;
-  std::vector<std::string> devices;  // "cuda:0"..., or "cpu" on a host without GPUs
-  std::vector<v1::Run> runs;
-  absl::Status status;
-};
-
-// Asks every host for its host info, then calls gather with the index of
-// each that answered; gather fills its HostRuns' runs and may set its status.
-std::vector<HostRuns> EachHost(
-    const std::vector<Daemon>& daemons,
-    const std::function<void(size_t, const v1::HostInfo&, HostRuns*)>& gather) {
-  std::vector<HostRuns> hosts(daemons.size());
-  ForEachDaemon(daemons, [&](size_t i) {
-    auto info = daemons[i].Call(&v1::BenchService::Stub::GetHostInfo, v1::GetHostInfoRequest());
-    hosts[i].status = info.status();
-    if (!info.ok()) return;
-    hosts[i].cpu_model = info->host().cpu_model();
-    for (const v1::GpuInfo& g : info->host().gpus()) {
-      hosts[i].devices.push_back(absl::StrCat("cuda:", g.index()));
-    }
-    if (hosts[i].devices.empty()) hosts[i].devices.push_back("cpu");
-    gather(i, info->host(), &hosts[i]);
-  });
-  return hosts;
 }
 
 // Every host's probe results; each host that did not answer said on err.
@@ -238,9 +176,9 @@ int ResultsOf(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& h
     }
     for (ProbeResult& r : report::ProbeResults(daemons[i].host.name, hosts[i].cpu_model,
                                                hosts[i].runs)) {
-      // The held product is qualify's alone: its length varies with
-      // --sustain, so its runs are no series to rank or bound.
-      if (r.probe == report::kSustainedProbe) continue;
+      // A held product is qualify's alone: its length varies with
+      // --sustain or --load, so its runs are no series to rank or bound.
+      if (const report::ProbeInfo* p = ProbeNamed(r.probe); p != nullptr && p->held) continue;
       results->push_back(std::move(r));
     }
   }
@@ -249,7 +187,7 @@ int ResultsOf(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& h
 
 // A GPU's probe sessions as a series for change points.
 report::Series SeriesOf(const ProbeResult& r) {
-  const report::ProbeInfo* info = InfoOf(r.probe);
+  const report::ProbeInfo* info = ProbeNamed(r.probe);
   report::Series s;
   s.host = r.host;
   s.what = absl::StrCat(r.gpu, " ", r.probe);
@@ -289,6 +227,47 @@ Table StaleProbes(const std::vector<Daemon>& daemons, const std::vector<HostRuns
 
 }  // namespace
 
+absl::Status ProbeRuns(const Daemon& d, const google::protobuf::Timestamp& since,
+                       std::vector<v1::Run>* runs) {
+  for (const report::ProbeInfo& p : report::ProbeSuite()) {
+    v1::QueryRunsRequest req;
+    req.add_config_equals(absl::StrCat("probe=", report::kProbeSuite, "/", p.name));
+    req.add_states(v1::RUN_STATE_SUCCEEDED);
+    *req.mutable_started_after() = since;
+    req.set_page_size(1000);
+    for (int page = 0; page < 10; ++page) {  // 10,000 runs of a probe at most
+      auto resp = d.Call(&v1::BenchService::Stub::QueryRuns, req);
+      if (!resp.ok()) return resp.status();
+      if (resp->runs_size() > req.page_size()) {
+        return absl::DataLossError(absl::StrCat("answered ", resp->runs_size(),
+                                                " runs to a page of ", req.page_size()));
+      }
+      for (const v1::Run& r : resp->runs()) runs->push_back(Trimmed(r));
+      if (resp->next_page_token().empty()) break;
+      req.set_page_token(resp->next_page_token());
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<HostRuns> EachHost(
+    const std::vector<Daemon>& daemons,
+    const std::function<void(size_t, const v1::HostInfo&, HostRuns*)>& gather) {
+  std::vector<HostRuns> hosts(daemons.size());
+  ForEachDaemon(daemons, [&](size_t i) {
+    auto info = daemons[i].Call(&v1::BenchService::Stub::GetHostInfo, v1::GetHostInfoRequest());
+    hosts[i].status = info.status();
+    if (!info.ok()) return;
+    hosts[i].cpu_model = info->host().cpu_model();
+    for (const v1::GpuInfo& g : info->host().gpus()) {
+      hosts[i].devices.push_back(absl::StrCat("cuda:", g.index()));
+    }
+    if (hosts[i].devices.empty()) hosts[i].devices.push_back("cpu");
+    gather(i, info->host(), &hosts[i]);
+  });
+  return hosts;
+}
+
 int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto daemons = ConnectAll(a, /*all_fleet=*/true);
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
@@ -326,9 +305,9 @@ int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
   Table t;
   t.header = {"host", "gpu", "sku", "probe", "figure", "unit", "run", "fleet"};
   for (const ProbeResult& r : results) {
-    const report::ProbeInfo* info = InfoOf(r.probe);
-    t.rows.push_back({r.host, r.gpu, r.sku, r.probe, Figure(r.value), info ? info->unit : "",
-                      r.run_id, "counts"});
+    const report::ProbeInfo* info = ProbeNamed(r.probe);
+    t.rows.push_back({r.host, r.gpu, r.sku, r.probe, ProbeFigureText(r.value),
+                      info ? info->unit : "", r.run_id, "counts"});
   }
   // A run the session made that fleet will not rank (contended, throttled)
   // is shown, and why, rather than dropped without a word.
@@ -344,7 +323,7 @@ int ProbeCommand(const Args& a, std::ostream& out, std::ostream& err) {
       t.rows.push_back({(*daemons)[i].host.name,
                         r.result().resolved_device().empty() ? r.config().device()
                                                              : r.result().resolved_device(),
-                        "", r.config().probe(), value > 0 ? Figure(value) : "-",
+                        "", r.config().probe(), value > 0 ? ProbeFigureText(value) : "-",
                         probe ? probe->unit : "", r.run_id(), "left out: " + why});
     }
   }
@@ -415,184 +394,6 @@ int FleetCommand(const Args& a, std::ostream& out, std::ostream& err) {
                                   [](const Ranked& r) { return r.straggler || r.drifted; });
   if (flagged) code = std::max(code, kExitRegression);
   return missing.rows.empty() ? code : std::max(code, kExitMissing);
-}
-
-}  // namespace gpubench::client
-
-namespace gpubench::client {
-
-extern const char kShippedEnvelope[];  // shipped_envelope.cc, from deploy/envelopes/v1.json
-
-namespace {
-
-absl::StatusOr<v1::Envelope> EnvelopeFrom(const Args& a) {
-  if (!a.Has("envelope")) return report::ParseEnvelope(kShippedEnvelope, "shipped envelope");
-  std::ifstream in(a.Option("envelope"));
-  if (!in) return absl::InvalidArgumentError("--envelope: cannot read " + a.Option("envelope"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return report::ParseEnvelope(text.str(), a.Option("envelope"));
-}
-
-void QualifyJson(const std::vector<report::Check>& checks, const std::string& line,
-                 std::ostream& out) {
-  JsonWriter json(out);
-  json.Object().Key("status").String(line).Key("outcome").String(
-      report::OutcomeName(report::Overall(checks)));
-  json.Key("checks").Array();
-  for (const report::Check& c : checks) {
-    json.Object()
-        .Key("host").String(c.host)
-        .Key("device").String(c.device)
-        .Key("probe").String(c.probe)
-        .Key("sku").String(c.sku)
-        .Key("outcome").String(report::OutcomeName(c.outcome))
-        .Key("value").Number(c.value)
-        .Key("unit").String(c.unit)
-        .Key("why").String(c.why)
-        .Key("run_id").String(c.run_id);
-    if (c.has_envelope) {
-      json.Key("envelope").Object()
-          .Key("median").Number(c.envelope.median())
-          .Key("bound").Number(c.envelope.bound())
-          .Key("sessions").Int(c.envelope.sessions())
-          .Key("source").String(c.envelope.source())
-          .End();
-    }
-    json.End();
-  }
-  json.End().End();
-}
-
-Table QualifyTable(const std::vector<report::Check>& checks) {
-  Table t;
-  t.header = {"host", "device", "probe", "check", "figure", "unit", "bound", "why"};
-  for (const report::Check& c : checks) {
-    t.rows.push_back({c.host, c.device, c.probe, report::OutcomeName(c.outcome),
-                      c.value > 0 ? Figure(c.value) : "-", c.unit,
-                      c.has_envelope ? Figure(c.envelope.bound()) : "-", Printable(c.why)});
-  }
-  return t;
-}
-
-// One host's session: the suite of request run now (as probe), or its
-// latest stored sessions since `since` (--latest). A sustained run comes
-// with its per-iteration samples, its throughput over time.
-absl::Status SessionOf(const Daemon& d, const v1::RunProbeRequest& request, bool latest,
-                       const google::protobuf::Timestamp& since, std::vector<v1::Run>* runs,
-                       std::ostream& log) {
-  if (latest) {
-    if (auto s = ProbeRuns(d, since, runs); !s.ok()) return s;
-  } else {
-    auto queued = d.Call(&v1::BenchService::Stub::RunProbe, request);
-    if (!queued.ok()) return queued.status();
-    for (const v1::Job& job : queued->jobs()) GatherJob(d, job.job_id(), runs, log);
-  }
-  if (request.level() < 2) return absl::OkStatus();
-  // The newest held run of each device is the one judged: its samples only.
-  std::set<std::string> judged;
-  for (const auto& [device, held] : report::NewestHeld(*runs)) judged.insert(held->run_id());
-  for (v1::Run& run : *runs) {
-    if (judged.count(run.run_id()) == 0) continue;
-    v1::GetRunRequest get;
-    get.set_run_id(run.run_id());
-    get.set_include_samples(true);
-    auto got = d.Call(&v1::BenchService::Stub::GetRun, get);
-    if (!got.ok()) return got.status();
-    run = std::move(*got->mutable_run());
-  }
-  return absl::OkStatus();
-}
-
-// --level and --sustain as the daemon's request; InvalidArgument naming
-// the flag.
-absl::StatusOr<v1::RunProbeRequest> LevelOf(const Args& a) {
-  v1::RunProbeRequest request;
-  const std::string level = a.Option("level", "1");
-  if (level == "3") {
-    return absl::InvalidArgumentError(
-        "--level: 1 or 2 (level 3, every GPU loaded at once for minutes, is not built yet)");
-  }
-  if (level != "1" && level != "2") return absl::InvalidArgumentError("--level: 1 or 2");
-  request.set_level(level == "2" ? 2 : 1);
-  if (a.Has("sustain")) {
-    absl::Duration held;
-    if (!absl::ParseDuration(a.Option("sustain"), &held) || held < absl::Seconds(1) ||
-        held > absl::Seconds(600) || held != absl::Trunc(held, absl::Seconds(1))) {
-      return absl::InvalidArgumentError(
-          "--sustain: whole seconds from 1s to 600s (10m), as 60s or 2m");
-    }
-    if (level != "2") return absl::InvalidArgumentError("--sustain: only with --level 2");
-    request.set_sustain_s(static_cast<int32_t>(absl::ToInt64Seconds(held)));
-  }
-  return request;
-}
-
-}  // namespace
-
-int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
-  auto request = LevelOf(a);
-  if (!request.ok()) return Usage(err, std::string(request.status().message()));
-  auto envelope = EnvelopeFrom(a);
-  if (!envelope.ok()) return Usage(err, std::string(envelope.status().message()));
-  auto oldest = ParseWhen("--max-age", a.Option("max-age", "8d"));
-  if (!oldest.ok()) return Usage(err, std::string(oldest.status().message()));
-  google::protobuf::Timestamp since;
-  since.set_seconds(absl::ToUnixSeconds(*oldest));
-  auto daemons = ConnectAll(a, /*all_fleet=*/true);
-  if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
-  std::vector<std::string> logs(daemons->size());
-  const std::vector<HostRuns> hosts =
-      EachHost(*daemons, [&](size_t i, const v1::HostInfo&, HostRuns* host) {
-        std::ostringstream log;
-        host->status =
-            SessionOf((*daemons)[i], *request, a.Has("latest"), since, &host->runs, log);
-        logs[i] = log.str();
-      });
-  std::vector<report::Check> checks;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    err << logs[i];
-    if (!hosts[i].status.ok()) {
-      report::Check c;
-      c.host = (*daemons)[i].host.name;
-      c.device = "-";
-      c.probe = "-";
-      c.why = absl::StrCat("did not answer: ", hosts[i].status.message());
-      checks.push_back(c);
-      continue;
-    }
-    for (report::Check& c : report::QualifyHost((*daemons)[i].host.name, hosts[i].cpu_model,
-                                                hosts[i].runs, *envelope, request->level())) {
-      checks.push_back(std::move(c));
-    }
-  }
-  const std::string line = report::StatusLine(checks, request->level());
-  if (a.format == Format::kJson) {
-    QualifyJson(checks, line, out);
-  } else {
-    out << Printable(line) << "\n";
-    PrintTable(QualifyTable(checks), a.format, err);
-  }
-  if (a.Has("textfile")) {
-    // Written whole, then renamed: the collector never reads half a file.
-    const std::string path = a.Option("textfile"), part = path + ".part";
-    std::ofstream file(part, std::ios::trunc);
-    file << report::QualifyMetrics(checks);
-    file.close();
-    if (!file || std::rename(part.c_str(), path.c_str()) != 0) {
-      err << "gpubench: --textfile: cannot write " << path << "\n";
-      return 2;
-    }
-  }
-  switch (report::Overall(checks)) {
-    case report::Outcome::kPass:
-      return 0;
-    case report::Outcome::kFail:
-      return 1;
-    case report::Outcome::kUnknown:
-      break;
-  }
-  return 2;
 }
 
 }  // namespace gpubench::client

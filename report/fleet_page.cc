@@ -18,13 +18,6 @@ namespace {
 constexpr char kTooNoisy[] = "#e3b15b";
 constexpr char kNoVerdict[] = "#dde3ea";
 
-const ProbeInfo* InfoOf(const std::string& probe) {
-  for (const ProbeInfo& p : ProbeSuite()) {
-    if (probe == p.name) return &p;
-  }
-  return nullptr;
-}
-
 // A bar's colour and its legend's words.
 LegendEntry Kind(const Ranked& r) {
   if (r.straggler || r.drifted) return {"straggler or drifted", kSlower, Mark::kBox};
@@ -39,7 +32,7 @@ LegendEntry Kind(const Ranked& r) {
 // order), each a bar of its figure over the median.
 std::string ProbeChart(const std::string& probe, const std::string& sku,
                        const std::vector<const Ranked*>& gpus) {
-  const ProbeInfo* info = InfoOf(probe);
+  const ProbeInfo* info = ProbeNamed(probe);
   BarChart chart;
   chart.title = absl::StrCat(probe, " (", info ? info->unit : "", ") \u00b7 ", sku, " \u00b7 ",
                              gpus.size(), gpus.size() == 1 ? " device" : " devices");
@@ -74,7 +67,7 @@ std::string FlaggedTable(const std::vector<Ranked>& ranked) {
   std::string rows;
   for (const Ranked& r : ranked) {
     if (!r.straggler && !r.drifted) continue;
-    const ProbeInfo* info = InfoOf(r.result.probe);
+    const ProbeInfo* info = ProbeNamed(r.result.probe);
     absl::StrAppend(
         &rows, "<tr><td>", EscapeHtml(r.result.probe), "</td><td>", EscapeHtml(r.result.host),
         "</td><td>", EscapeHtml(r.result.gpu), "</td><td>", FormatFigure(r.result.value), " ",

@@ -10,11 +10,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/contention.h"
 #include "common/fingerprint.h"
 #include "common/spec.h"
 #include "common/stats.h"
 #include "google/protobuf/util/time_util.h"
+#include "report/format.h"
 
 namespace gpubench::report {
 namespace {
@@ -26,12 +28,6 @@ int64_t StartNs(const v1::Run& r) {
 // Better of two figures of a probe.
 bool Better(const ProbeInfo& p, double a, double b) {
   return p.higher_is_better ? a > b : a < b;
-}
-
-// The device a run ran on: "cuda:0", "cpu".
-std::string DeviceOf(const v1::Run& r) {
-  return r.result().resolved_device().empty() ? r.config().device()
-                                              : r.result().resolved_device();
 }
 
 // A GPU's name and driver; a CPU's model. A GPU run without them (no
@@ -103,6 +99,18 @@ v1::JobSpec Copy(const std::string& probe, v1::CopyDirection direction, int64_t 
   spec.mutable_base()->mutable_params()->set_copy_bytes(bytes);
   spec.mutable_base()->mutable_pipeline()->set_pinned_memory(true);
   return spec;
+}
+
+// A held product: it runs its whole time (the stability rule never stops
+// it early), with nothing but its warm-up before.
+v1::JobSpec Held(const char* probe, int64_t size, const std::vector<std::string>& devices,
+                 int64_t ms, bool small) {
+  v1::JobSpec held = Matmul(probe, v1::PRECISION_BF16, {size}, devices, small);
+  v1::Measurement* m = held.mutable_measurement();
+  m->set_min_time_ms(ms);
+  m->set_max_time_ms(ms);
+  m->set_max_iterations(100'000'000);
+  return held;
 }
 
 // The all-reduce of a pair of GPUs: any two (device cuda: level 1), or
@@ -184,14 +192,12 @@ std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small,
   if (gpu && host.gpus_size() >= 2) jobs.push_back(AllReducePair("cuda", small));
   if (level.level >= 2) AddPairMatrix(host, devices, small, &jobs);
   if (level.level >= 2) {
-    // Held: it runs its whole time (the stability rule never stops it
-    // early), with nothing but its warm-up before.
-    v1::JobSpec held = Matmul(kSustainedProbe, v1::PRECISION_BF16, {sizes.back()}, devices, small);
-    v1::Measurement* m = held.mutable_measurement();
-    m->set_min_time_ms(level.sustain_ms);
-    m->set_max_time_ms(level.sustain_ms);
-    m->set_max_iterations(10'000'000);
-    jobs.push_back(held);
+    jobs.push_back(Held(kSustainedProbe, sizes.back(), devices, level.sustain_ms, small));
+  }
+  if (level.level >= 3) {
+    v1::JobSpec loaded = Held(kLoadedProbe, sizes.back(), devices, level.load_ms, small);
+    loaded.set_parallel_devices(gpu);  // every GPU at once, a worker each
+    jobs.push_back(loaded);
   }
   return jobs;
 }
@@ -219,7 +225,7 @@ const std::map<std::string, std::set<std::string>>& SuiteConfigs() {
       g->set_compute_capability("9.0");
     }
     for (bool small : {false, true}) {  // small: the CPU's sizes on the CPU
-      for (const v1::JobSpec& spec : ProbeJobs(host, small, ProbeLevel{2})) {
+      for (const v1::JobSpec& spec : ProbeJobs(host, small, ProbeLevel{3})) {
         auto configs = ExpandSweep(spec);
         if (!configs.ok()) continue;
         for (const v1::RunConfig& c : *configs) (*k)[WorkKey(c)].insert(small ? "cpu" : "cuda");
@@ -258,23 +264,35 @@ const std::vector<ProbeInfo>& ProbeSuite() {
        "qualify --level 2: copy engine's copy of 1 GiB from each GPU to each other one", 0.02},
       {"peer_copy_kernel", "GB/s", true,
        "qualify --level 2: a kernel's copy of 1 GiB from each GPU to each other one", 0.02},
-      // Level 2 (qualify): matmul_bf16's noise floor.
-      {"sustained_bf16", "TFLOP/s", true,
-       "bf16 8192³ product held for qualify --level 2's --sustain (60 s) on each GPU in turn; "
+      // Held (qualify): matmul_bf16's noise floor.
+      {kSustainedProbe, "TFLOP/s", true,
+       "qualify --level 2: bf16 8192³ product held for --sustain (60 s) on each GPU in turn; "
        "not ranked",
-       0.0125},
+       0.0125, /*held=*/true},
+      {kLoadedProbe, "TFLOP/s", true,
+       "qualify --level 3: bf16 8192³ product held for --load (15 min) on every GPU at once; "
+       "not ranked",
+       0.0125, /*held=*/true},
   };
   return *suite;
+}
+
+const ProbeInfo* ProbeNamed(const std::string& name) {
+  for (const ProbeInfo& p : ProbeSuite()) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
 }
 
 const ProbeInfo* ProbeOf(const v1::Run& run) {
   const std::string& probe = run.config().probe();
   const std::string prefix = absl::StrCat(kProbeSuite, "/");
   if (!absl::StartsWith(probe, prefix)) return nullptr;
-  for (const ProbeInfo& p : ProbeSuite()) {
-    if (probe.substr(prefix.size()) == p.name) return &p;
-  }
-  return nullptr;
+  return ProbeNamed(probe.substr(prefix.size()));
+}
+
+std::string ProbeFigureText(double v) {
+  return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
 }
 
 double ProbeFigure(const ProbeInfo& probe, const v1::Run& run) {
@@ -296,7 +314,7 @@ std::string NotAProbeResultBecause(const v1::Run& run) {
   const auto& configs = SuiteConfigs();
   const auto kinds = configs.find(WorkKey(run.config()));
   if (kinds == configs.end()) return "not the suite's config of the probe";
-  const std::string device = DeviceOf(run);
+  const std::string device = RunDevice(run);
   if (kinds->second.count(device.substr(0, device.find(':'))) == 0) {
     // A GPU's figure comes only from a GPU-size config on it, and back.
     const char* size = kinds->second.count("cuda") == 0  ? "a CPU-size config"
@@ -311,7 +329,7 @@ std::string NotAProbeResultBecause(const v1::Run& run) {
 }
 
 std::string GpuOf(const v1::Run& r) {
-  std::string gpu = DeviceOf(r);
+  std::string gpu = RunDevice(r);
   if (r.fingerprint().has_gpu_uuid()) {
     absl::StrAppend(&gpu, " ", r.fingerprint().gpu_uuid().substr(0, 12));
   }

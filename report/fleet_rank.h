@@ -24,8 +24,10 @@ namespace gpubench::report {
 
 // The suite's version: part of every probe run's RunConfig.probe.
 inline constexpr char kProbeSuite[] = "v1";
-// Level 2's probe: the bf16 product held (ProbeJobs).
+// The held probes (ProbeInfo.held): level 2's bf16 product held on each
+// device in turn, and level 3's on every GPU at once (ProbeJobs).
 inline constexpr char kSustainedProbe[] = "sustained_bf16";
+inline constexpr char kLoadedProbe[] = "loaded_bf16";
 // The pair probes: the all-reduce of two GPUs (level 1: any two; level 2:
 // each pair), and level 2's copies from each GPU to each other one.
 inline constexpr char kPairProbe[] = "allreduce_pair";
@@ -44,6 +46,10 @@ struct ProbeInfo {
   // sessions each: bench/results/2026-11-27-h100-fleet.txt). No flag ever
   // rests on a spread smaller than this, however alike the peers are.
   double noise_cv;
+  // Held for as long as qualify's --sustain or --load says, to see it over
+  // time: its figure is qualify's alone, neither ranked nor bounded in an
+  // envelope of its own by fleet (its length varies).
+  bool held = false;
 };
 
 // The suite's probes, in the order tables list them.
@@ -52,6 +58,13 @@ const std::vector<ProbeInfo>& ProbeSuite();
 // The probe of the suite a run measures (its RunConfig.probe is
 // "v1/NAME"), or nullptr.
 const ProbeInfo* ProbeOf(const v1::Run& run);
+
+// The suite's probe of that name ("matmul_bf16"), or nullptr.
+const ProbeInfo* ProbeNamed(const std::string& name);
+
+// A probe's figure as the tables print it: whole from 100, else three
+// significant digits ("694", "55.3", "1.62").
+std::string ProbeFigureText(double v);
 
 // The suite's jobs for a host: every probe on each of its GPUs, the host to
 // itself, or at CPU sizes on its CPU (a host without GPUs, or small): bf16
@@ -62,10 +75,12 @@ const ProbeInfo* ProbeOf(const v1::Run& run);
 // --level 2) adds sustained_bf16: the bf16 product at its largest size
 // held for sustain_ms on each device in turn, its telemetry sampled; and on
 // a host of several GPUs the pair matrix: peer_copy and peer_copy_kernel
-// from each GPU to each other one, allreduce_pair on each pair.
+// from each GPU to each other one, allreduce_pair on each pair. level 3
+// adds loaded_bf16: the same product on every device at once for load_ms.
 struct ProbeLevel {
   int level = 1;
   int64_t sustain_ms = 60'000;
+  int64_t load_ms = 900'000;
 };
 std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small,
                                    const ProbeLevel& level = {});

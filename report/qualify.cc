@@ -21,13 +21,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-const ProbeInfo* InfoNamed(const std::string& name) {
-  for (const ProbeInfo& p : ProbeSuite()) {
-    if (name == p.name) return &p;
-  }
-  return nullptr;
-}
-
 // (SKU, driver) of a result: the GPU's name and driver, or the CPU's model.
 std::pair<std::string, std::string> SkuAndDriver(const ProbeResult& r) {
   if (r.fingerprint.has_gpu_name()) {
@@ -44,10 +37,6 @@ v1::Fingerprint SetupOf(v1::Fingerprint f) {
   f.clear_pcie_generation();
   f.clear_pcie_width();
   return f;
-}
-
-std::string Figure(double v) {
-  return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
 }
 
 // What the device ran at through a held run: "SM clock 1980 MHz mean (max
@@ -69,7 +58,8 @@ std::string HeldAt(const v1::Run& run) {
 std::string LikelyCause(const v1::ProbeEnvelope& e, const v1::Fingerprint& f,
                         const v1::Run* run) {
   std::vector<std::string> causes = FingerprintChanges(e.fingerprint(), SetupOf(f));
-  if (run != nullptr && run->config().probe() == absl::StrCat(kProbeSuite, "/", kSustainedProbe)) {
+  const ProbeInfo* info = run != nullptr ? ProbeOf(*run) : nullptr;
+  if (info != nullptr && info->held) {
     if (std::string at = HeldAt(*run); !at.empty()) causes.push_back(at);
   } else if (run != nullptr && run->result().telemetry().throttle_reasons_size() > 0) {
     causes.push_back(absl::StrCat("throttled: ",
@@ -83,7 +73,7 @@ std::string LikelyCause(const v1::ProbeEnvelope& e, const v1::Fingerprint& f,
 }
 
 // The entry of the envelope for a result: its SKU, driver and probe, else
-// its SKU and probe on another driver; nullptr without either. The held
+// its SKU and probe on another driver; nullptr without either. A held
 // product without an entry of its own must hold the short one's.
 const v1::ProbeEnvelope* EntryFor(const v1::Envelope& envelope, const ProbeResult& r,
                                   const std::string& probe) {
@@ -94,7 +84,8 @@ const v1::ProbeEnvelope* EntryFor(const v1::Envelope& envelope, const ProbeResul
     if (e.driver() == driver) return &e;
     if (other_driver == nullptr) other_driver = &e;
   }
-  if (other_driver == nullptr && probe == kSustainedProbe) {
+  const ProbeInfo* info = ProbeNamed(probe);
+  if (other_driver == nullptr && info != nullptr && info->held) {
     return EntryFor(envelope, r, "matmul_bf16");
   }
   return other_driver;
@@ -109,7 +100,7 @@ Check Judge(const ProbeResult& r, const v1::Envelope& envelope,
   c.sku = r.sku;
   c.value = r.value;
   c.run_id = r.run_id;
-  const ProbeInfo* info = InfoNamed(r.probe);
+  const ProbeInfo* info = ProbeNamed(r.probe);
   c.unit = info ? info->unit : "";
   const v1::ProbeEnvelope* e = EntryFor(envelope, r, r.probe);
   if (e == nullptr) {
@@ -127,9 +118,10 @@ Check Judge(const ProbeResult& r, const v1::Envelope& envelope,
     for (const v1::Run& s : session) {
       if (s.run_id() == r.run_id) run = &s;
     }
-    c.why = absl::StrCat(Figure(r.value), " ", e->unit(), ", ",
-                         e->higher_is_better() ? "below " : "above ", Figure(e->bound()),
-                         " (median ", Figure(e->median()), " over ", e->sessions(),
+    c.why = absl::StrCat(ProbeFigureText(r.value), " ", e->unit(), ", ",
+                         e->higher_is_better() ? "below " : "above ",
+                         ProbeFigureText(e->bound()), " (median ", ProbeFigureText(e->median()),
+                         " over ", e->sessions(),
                          " sessions of ", e->gpus(), e->gpus() == 1 ? " device" : " devices",
                          "): ", LikelyCause(*e, r.fingerprint, run));
   }
@@ -145,22 +137,44 @@ Check Judge(const ProbeResult& r, const v1::Envelope& envelope,
 
 bool IsHeld(const v1::Run& run) {
   const ProbeInfo* info = ProbeOf(run);
-  return info != nullptr && info->name == std::string(kSustainedProbe);
+  return info != nullptr && info->held;
+}
+
+// A check of a run of the session on the device it ran on.
+Check CheckOf(const std::string& host, const v1::Run& run, const std::string& probe,
+              const std::string& unit) {
+  Check c;
+  c.host = host;
+  c.device = GpuOf(run);
+  c.probe = probe;
+  c.unit = unit;
+  c.run_id = run.run_id();
+  c.sku = run.fingerprint().gpu_name();
+  return c;
+}
+
+// A held run's steps (device times where it has them), in order.
+const google::protobuf::RepeatedField<float>& StepsOf(const v1::Run& run) {
+  const auto& kept = run.samples();
+  return kept.device_ms_size() > 0 ? kept.device_ms() : kept.host_ms();
+}
+
+// The held run's figure over its last quarter (its FLOPs a step over the
+// quarter's median step), or 0 with too few steps (16) to tell.
+double LastQuarterFigure(const v1::Run& run) {
+  const auto& steps = StepsOf(run);
+  const int quarter = steps.size() / 4;
+  if (quarter < 4 || run.result().flops_per_iteration() <= 0) return 0;
+  const double last = stats::Median(std::vector<double>(steps.end() - quarter, steps.end()));
+  return last > 0 ? run.result().flops_per_iteration() / (last * 1e-3) / 1e12 : 0;
 }
 
 // The held run's throughput over time: its last quarter's median step
 // against its first quarter's, in percent (100: no change). A device that
 // starts at its envelope and slows as it heats fails it.
 Check DecayCheck(const std::string& host, const v1::Run& run) {
-  Check c;
-  c.host = host;
-  c.device = GpuOf(run);
-  c.probe = absl::StrCat(kSustainedProbe, "_decay");
-  c.unit = "%";
-  c.run_id = run.run_id();
-  c.sku = run.fingerprint().gpu_name();
-  const auto& kept = run.samples();
-  const auto& steps = kept.device_ms_size() > 0 ? kept.device_ms() : kept.host_ms();
+  Check c = CheckOf(host, run, absl::StrCat(ProbeOf(run)->name, "_decay"), "%");
+  const auto& steps = StepsOf(run);
   const int quarter = steps.size() / 4;
   if (quarter < 4) {
     c.why = absl::StrCat("too few steps to tell a trend (", steps.size(), ", 16 needed)");
@@ -202,7 +216,7 @@ absl::Status CheckEntry(const std::string& path, int i, const v1::ProbeEnvelope&
   if (e.suite() != kProbeSuite) {
     return Invalid(path, i, "suite", absl::StrCat("must be \"", kProbeSuite, "\""));
   }
-  const ProbeInfo* info = InfoNamed(e.probe());
+  const ProbeInfo* info = ProbeNamed(e.probe());
   if (info == nullptr) return Invalid(path, i, "probe", "not a probe of the suite");
   if (e.unit() != info->unit) {
     return Invalid(path, i, "unit", absl::StrCat("must be \"", info->unit, "\""));
@@ -226,13 +240,8 @@ absl::Status CheckEntry(const std::string& path, int i, const v1::ProbeEnvelope&
 // remap pending or failed, or an XID fails it; what NVML does not report
 // is said, and all of it unknown is unknown.
 Check HealthCheck(const std::string& host, const v1::Run& run) {
-  Check c;
-  c.host = host;
-  c.device = GpuOf(run);
-  c.probe = "gpu_health";
-  c.unit = "findings";
-  c.run_id = run.run_id();
-  c.sku = run.fingerprint().gpu_name();
+  Check c = CheckOf(host, run, absl::StrCat(ProbeOf(run)->name, "_health"),
+                    "findings");
   const v1::TelemetrySummary& t = run.result().telemetry();
   const v1::GpuHealth& before = t.health_before();
   const v1::GpuHealth& after = t.health_after();
@@ -301,8 +310,8 @@ v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule
   for (const ProbeInfo& info : ProbeSuite()) {
     for (const auto& [key, g] : groups) {
       const auto& [sku, driver, probe] = key;
-      // No entry for the held product: its length varies with --sustain.
-      if (probe != info.name || probe == kSustainedProbe ||
+      // No entry for a held product: its length varies with --sustain.
+      if (probe != info.name || info.held ||
           static_cast<int>(g.values.size()) < rule.min_history) {
         continue;
       }
@@ -319,10 +328,10 @@ v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule
                                       predicted / median});
       const double bound = info.higher_is_better ? median * (1 - margin) : median * (1 + margin);
       if (margin >= (info.higher_is_better ? 0.5 : 1.0)) {
-        left_out->push_back(absl::StrCat(probe, " on ", sku, ": its ", g.values.size(),
-                                         " sessions vary too widely to bound (a bound of ",
-                                         Figure(bound), " ", info.unit, " for a median of ",
-                                         Figure(median), ")"));
+        left_out->push_back(absl::StrCat(
+            probe, " on ", sku, ": its ", g.values.size(),
+            " sessions vary too widely to bound (a bound of ", ProbeFigureText(bound), " ",
+            info.unit, " for a median of ", ProbeFigureText(median), ")"));
         continue;
       }
       v1::ProbeEnvelope* e = out.add_probes();
@@ -382,11 +391,12 @@ const char* OutcomeName(Outcome outcome) {
   return "unknown";
 }
 
-std::map<std::string, const v1::Run*> NewestHeld(const std::vector<v1::Run>& runs) {
-  std::map<std::string, const v1::Run*> held;
+std::map<std::pair<std::string, std::string>, const v1::Run*> NewestHeld(
+    const std::vector<v1::Run>& runs) {
+  std::map<std::pair<std::string, std::string>, const v1::Run*> held;
   for (const v1::Run& run : runs) {
     if (!IsHeld(run)) continue;
-    const v1::Run*& newest = held[GpuOf(run)];
+    const v1::Run*& newest = held[{GpuOf(run), ProbeOf(run)->name}];
     if (newest == nullptr || TimeUtil::TimestampToNanoseconds(newest->start_time()) <
                                  TimeUtil::TimestampToNanoseconds(run.start_time())) {
       newest = &run;
@@ -395,74 +405,99 @@ std::map<std::string, const v1::Run*> NewestHeld(const std::vector<v1::Run>& run
   return held;
 }
 
-std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
-                               const std::vector<v1::Run>& all_runs, const v1::Envelope& envelope,
-                               int level) {
-  // Level 1 judges no held run; level 2 only each device's newest.
-  std::map<std::string, const v1::Run*> held;
-  if (level >= 2) held = NewestHeld(all_runs);
-  std::vector<v1::Run> session;
-  for (const v1::Run& run : all_runs) {
-    if (!IsHeld(run)) session.push_back(run);
-  }
-  for (const auto& [device, run] : held) session.push_back(*run);
-  std::vector<Check> checks;
-  std::set<std::pair<std::string, std::string>> judged;  // (device, probe)
-  for (const ProbeResult& r : ProbeResults(host, cpu_model, session)) {
-    judged.insert({r.gpu, r.probe});
-    checks.push_back(Judge(r, envelope, session));
-  }
-  // A probe of a device with no result: a run that failed fails it, one
-  // left out as throttled fails it, one left out otherwise (contended) is
-  // unknown.
+namespace {
+
+// The level whose check a held probe is: 3 for the load of every GPU at
+// once, 2 for the product held on each in turn.
+int LevelOf(const ProbeInfo& held) { return held.name == std::string(kLoadedProbe) ? 3 : 2; }
+
+// A probe of a device with no result: a run that failed fails it, one
+// left out as throttled fails it, one left out otherwise (contended) is
+// unknown.
+std::vector<Check> Unjudged(const std::string& host, const std::vector<v1::Run>& session,
+                            const std::set<std::pair<std::string, std::string>>& judged) {
   std::map<std::pair<std::string, std::string>, Check> missing;
   for (const v1::Run& run : session) {
     const ProbeInfo* info = ProbeOf(run);
     if (info == nullptr || judged.count({GpuOf(run), info->name})) continue;
-    Check& c = missing[{GpuOf(run), info->name}];
-    c.host = host;
-    c.device = GpuOf(run);
-    c.probe = info->name;
-    c.unit = info->unit;
-    c.run_id = run.run_id();
+    auto [it, added] = missing.try_emplace({GpuOf(run), info->name});
+    Check& c = it->second;
+    if (added) c = CheckOf(host, run, info->name, info->unit);
     const std::string why = NotAProbeResultBecause(run);
     if (run.state() != v1::RUN_STATE_SUCCEEDED) {
       c.outcome = Outcome::kFail;
+      c.run_id = run.run_id();
       c.why = absl::StrCat("run ", run.run_id(), " did not succeed: ", run.error());
     } else if (c.outcome != Outcome::kFail && why.find("throttled") != std::string::npos) {
       c.outcome = Outcome::kFail;
+      c.run_id = run.run_id();
       c.why = why;
       if (const std::string at = HeldAt(run); !at.empty()) absl::StrAppend(&c.why, ": ", at);
     } else if (c.outcome != Outcome::kFail) {
       c.why = absl::StrCat("no figure to judge: ", why);
     }
   }
-  for (auto& [key, c] : missing) checks.push_back(std::move(c));
-  for (const auto& [device, run] : held) {
+  std::vector<Check> out;
+  for (auto& [key, c] : missing) out.push_back(std::move(c));
+  return out;
+}
+
+}  // namespace
+
+std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
+                               const std::vector<v1::Run>& all_runs, const v1::Envelope& envelope,
+                               int level) {
+  // Level 1 judges no held run; level 2 each device's newest held in turn,
+  // level 3 that and its newest loaded with every other.
+  std::map<std::pair<std::string, std::string>, const v1::Run*> held;
+  for (const auto& [key, run] : NewestHeld(all_runs)) {
+    if (LevelOf(*ProbeOf(*run)) <= level) held[key] = run;
+  }
+  std::vector<v1::Run> session;
+  for (const v1::Run& run : all_runs) {
+    if (!IsHeld(run)) session.push_back(run);
+  }
+  for (const auto& [key, run] : held) session.push_back(*run);
+  std::vector<Check> checks;
+  std::set<std::pair<std::string, std::string>> judged;  // (device, probe)
+  for (ProbeResult r : ProbeResults(host, cpu_model, session)) {
+    judged.insert({r.gpu, r.probe});
+    // A held product is judged by its last quarter: one that starts within
+    // its envelope and falls out of it fails.
+    const auto it = held.find({r.gpu, r.probe});
+    const double last = it == held.end() ? 0 : LastQuarterFigure(*it->second);
+    if (last > 0) r.value = last;
+    checks.push_back(Judge(r, envelope, session));
+    if (last > 0 && checks.back().outcome == Outcome::kFail) {
+      checks.back().why = absl::StrCat("its last quarter: ", checks.back().why);
+    }
+  }
+  for (Check& c : Unjudged(host, session, judged)) checks.push_back(std::move(c));
+  for (const auto& [key, run] : held) {
     if (run->state() != v1::RUN_STATE_SUCCEEDED) continue;  // failed: above
     checks.push_back(DecayCheck(host, *run));
     if (absl::StartsWith(run->result().resolved_device(), "cuda")) {
       checks.push_back(HealthCheck(host, *run));
     }
   }
-  if (level < 2) return checks;
-  // Level 2 on a device with no held run (a daemon that does not know
-  // level 2, a job that could not be followed, --latest before any level 2
+  // A device with no held run of its level (a daemon that does not know the
+  // level, a job that could not be followed, --latest before any such
   // session): unknown, never a pass.
-  std::set<std::string> devices;
   for (const v1::Run& run : session) {
     const ProbeInfo* info = ProbeOf(run);
-    if (info != nullptr && info->name == std::string("matmul_bf16")) devices.insert(GpuOf(run));
-  }
-  for (const std::string& device : devices) {
-    if (held.count(device)) continue;
-    Check c;
-    c.host = host;
-    c.device = device;
-    c.probe = kSustainedProbe;
-    c.unit = "TFLOP/s";
-    c.why = "no held run of this device in the session: level 2 not measured";
-    checks.push_back(std::move(c));
+    if (info == nullptr || info->name != std::string("matmul_bf16")) continue;
+    for (const ProbeInfo& p : ProbeSuite()) {
+      if (!p.held || LevelOf(p) > level || held.count({GpuOf(run), p.name})) continue;
+      Check c = CheckOf(host, run, p.name, p.unit);
+      c.run_id.clear();
+      c.why = absl::StrCat("no ", p.name, " run of this device in the session: level ",
+                           LevelOf(p), " not measured");
+      if (std::none_of(checks.begin(), checks.end(), [&](const Check& o) {
+            return o.device == c.device && o.probe == c.probe;
+          })) {
+        checks.push_back(std::move(c));
+      }
+    }
   }
   return checks;
 }

@@ -13,6 +13,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -67,16 +68,18 @@ struct Check {
 // queued, or the stored ones since a time): one per device and probe, of
 // each probe's newest session. An entry of the same SKU and driver is
 // preferred; of the same SKU on another driver, used and said. level 2
-// adds each device's newest held run (sustained_bf16): its figure, decay
-// and, on a GPU, health; a device without one is unknown. Level 1 leaves
-// held runs out.
+// adds each device's newest held run (sustained_bf16): its last quarter's
+// figure, its decay and, on a GPU, its health; level 3 the same of its
+// newest loaded_bf16 (every GPU at once). A device without one is unknown.
+// Level 1 leaves held runs out.
 std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
                                const std::vector<v1::Run>& session, const v1::Envelope& envelope,
                                int level);
 
-// Each device's newest held run (sustained_bf16) among runs, by device
-// (GpuOf); pointers into runs.
-std::map<std::string, const v1::Run*> NewestHeld(const std::vector<v1::Run>& runs);
+// Each device's newest run of each held probe (sustained_bf16,
+// loaded_bf16) among runs, by device (GpuOf) and probe; pointers into runs.
+std::map<std::pair<std::string, std::string>, const v1::Run*> NewestHeld(
+    const std::vector<v1::Run>& runs);
 
 // fail if any check fails, else unknown if any is unknown or there is
 // none, else pass.

@@ -123,17 +123,22 @@ absl::StatusOr<v1::Job> JobManager::Submit(Plan plan, const std::string& schedul
 
 absl::StatusOr<std::vector<v1::Job>> JobManager::SubmitProbeSuite(
     const v1::RunProbeRequest& request, const std::string& submitted_by) {
-  if (request.level() < 0 || request.level() > 2) {
+  if (request.level() < 0 || request.level() > 3) {
     return absl::InvalidArgumentError(
-        absl::StrCat("level: 1 or 2 (0: 1), not ", request.level()));
+        absl::StrCat("level: 1, 2 or 3 (0: 1), not ", request.level()));
   }
   if (request.sustain_s() < 0 || request.sustain_s() > 600) {
     return absl::InvalidArgumentError(
         absl::StrCat("sustain_s: 1 to 600 seconds (0: 60), not ", request.sustain_s()));
   }
+  if (request.load_s() < 0 || request.load_s() > 3600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("load_s: 1 to 3600 seconds (0: 900), not ", request.load_s()));
+  }
   report::ProbeLevel level;
   level.level = std::max(1, request.level());
   if (request.sustain_s() > 0) level.sustain_ms = int64_t{1000} * request.sustain_s();
+  if (request.load_s() > 0) level.load_ms = int64_t{1000} * request.load_s();
   const bool dry_run = request.dry_run();
   // Every job planned before any is queued: a suite that cannot run here
   // queues nothing.
@@ -364,8 +369,7 @@ void JobManager::RunJob(std::shared_ptr<Running> running) {
 }
 
 absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& job_id) {
-  if (std::optional<v1::Job> unsaved = recorder_.Unsaved(job_id)) return *std::move(unsaved);
-  return store_->jobs().Get(job_id);
+  return recorder_.GetJob(job_id);
 }
 
 void JobManager::OverlayUnsaved(std::vector<v1::Job>* jobs) { recorder_.Overlay(jobs); }

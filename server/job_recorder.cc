@@ -44,6 +44,11 @@ std::optional<v1::Job> JobRecorder::Unsaved(const std::string& job_id) {
   return std::nullopt;
 }
 
+absl::StatusOr<v1::Job> JobRecorder::GetJob(const std::string& job_id) {
+  if (std::optional<v1::Job> unsaved = Unsaved(job_id)) return *std::move(unsaved);
+  return store_->jobs().Get(job_id);
+}
+
 void JobRecorder::Overlay(std::vector<v1::Job>* jobs) {
   absl::MutexLock lock(&mu_);
   for (v1::Job& job : *jobs) {

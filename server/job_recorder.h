@@ -21,6 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "gpubench/v1/job.pb.h"
 #include "server/event_log.h"
@@ -77,6 +78,8 @@ class JobRecorder {
 
   // The job's newest state where the store could not take it.
   std::optional<v1::Job> Unsaved(const std::string& job_id);
+  // The job as this daemon sees it: that state, else the store's.
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // Replaces jobs read from the store by their newer unsaved states.
   void Overlay(std::vector<v1::Job>* jobs);
   // The unsaved jobs' states, counted.

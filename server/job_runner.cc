@@ -52,14 +52,9 @@ void JobRunner::JobEnded(const std::string& job_id) {
   beside_.erase(job_id);
 }
 
-absl::StatusOr<v1::Job> JobRunner::GetJob(const std::string& job_id) {
-  if (std::optional<v1::Job> unsaved = recorder_->Unsaved(job_id)) return *std::move(unsaved);
-  return store_->jobs().Get(job_id);
-}
-
 bool JobRunner::StartJob(RunningJob* running, JobStart* start) {
   const std::string job_id = running->job.job_id();
-  auto loaded = GetJob(job_id);
+  auto loaded = recorder_->GetJob(job_id);
   if (!loaded.ok()) {
     return false;
   }

@@ -123,8 +123,6 @@ class JobRunner {
   // (jobs beside, the load average), with the worker's own readings, and
   // the contended flag.
   void FillContention(const std::string& job_id, v1::Run* run) ABSL_LOCKS_EXCLUDED(mu_);
-  // The job as the recorder or the store has it.
-  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
 
   const DaemonOptions& options_;
   storage::Store* const store_;

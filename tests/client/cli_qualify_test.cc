@@ -106,11 +106,12 @@ TEST(CliQualify, ACpuHostPassesLevelOneAgainstItsOwnEnvelope) {
             matmul_passed)
       << gauges;
 
-  // Level 2: the bf16 product held (3 s here, 60 s by default) is judged
-  // against matmul_bf16's envelope (the envelope has no entry of its own),
-  // and its throughput over the run against its first quarter.
-  Result held = Cli({"qualify", "--host", d.address(), "--envelope", envelope, "--level", "2",
-                     "--sustain", "3s", "--output", "json"});
+  // Level 3: the bf16 product held (3 s here, 60 s by default) and loaded
+  // on every device at once (the CPU alone here; 2 s, 15 min by default)
+  // are judged against matmul_bf16's envelope (the envelope has no entry of
+  // their own), and their throughput over the run against its first quarter.
+  Result held = Cli({"qualify", "--host", d.address(), "--envelope", envelope, "--level", "3",
+                     "--sustain", "3s", "--load", "2s", "--output", "json"});
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(held.out, &doc).ok()) << held.out;
   std::map<std::string, google::protobuf::Struct> level2;
   for (const auto& c : doc.fields().at("checks").list_value().values()) {
@@ -118,6 +119,8 @@ TEST(CliQualify, ACpuHostPassesLevelOneAgainstItsOwnEnvelope) {
   }
   ASSERT_EQ(level2.count("sustained_bf16"), 1u) << held.out;
   ASSERT_EQ(level2.count("sustained_bf16_decay"), 1u) << held.out;
+  ASSERT_EQ(level2.count("loaded_bf16"), 1u) << held.out;
+  ASSERT_EQ(level2.count("loaded_bf16_decay"), 1u) << held.out;
   const auto& figure = level2["sustained_bf16"].fields();
   if (figure.at("outcome").string_value() != "unknown") {  // unknown: contended
     EXPECT_EQ(figure.at("outcome").string_value(), "pass") << held.out;
@@ -130,20 +133,20 @@ TEST(CliQualify, ACpuHostPassesLevelOneAgainstItsOwnEnvelope) {
   EXPECT_GT(kept, 50) << held.out;  // percent of the first quarter's throughput
   EXPECT_LT(kept, 150) << held.out;
   EXPECT_EQ(decay.at("outcome").string_value(), kept >= 95 ? "pass" : "fail") << held.out;
-  EXPECT_TRUE(absl::EndsWith(doc.fields().at("status").string_value(), "(level 2)") ||
+  EXPECT_TRUE(absl::EndsWith(doc.fields().at("status").string_value(), "(level 3)") ||
               !absl::StartsWith(doc.fields().at("status").string_value(), "OK"))
       << held.out;
   // Levels it has not, and a held time out of range, are usage errors.
   for (const std::vector<std::string>& bad :
-       {std::vector<std::string>{"--level", "3"}, {"--level", "2", "--sustain", "0s"},
-        {"--level", "2", "--sustain", "11m"}, {"--sustain", "60s"}}) {
+       {std::vector<std::string>{"--level", "4"}, {"--level", "2", "--sustain", "0s"},
+        {"--level", "2", "--sustain", "11m"}, {"--sustain", "60s"}, {"--level", "2", "--load", "1m"},
+        {"--level", "3", "--load", "61m"}}) {
     std::vector<std::string> args = {"qualify", "--host", d.address()};
     args.insert(args.end(), bad.begin(), bad.end());
     Result r = Cli(args);
     EXPECT_EQ(r.code, kExitUsage) << r.err;
-    EXPECT_NE(r.err.find(bad.size() == 2 && bad[0] == "--level" ? "--level" : "--sustain"),
-              std::string::npos)
-        << r.err;
+    const std::string flag = bad.size() == 2 ? bad[0] : bad[2];
+    EXPECT_NE(r.err.find(flag + ": "), std::string::npos) << r.err;
   }
 }
 

@@ -136,10 +136,11 @@ TEST(Qualify, AGpuCappedAt420WattsFailsNamingItsPowerLimit) {
 // taking `first_ms` in the first quarter and `last_ms` in the last, at the
 // given throttle reasons.
 v1::Run Held(double tflops, double first_ms, double last_ms,
-             const std::vector<std::string>& reasons = {}) {
+             const std::vector<std::string>& reasons = {},
+             const std::string& probe = kSustainedProbe) {
   v1::Run r = Matmul(tflops, "07", "jheld", 200);
   r.set_run_id("rheld");
-  *r.mutable_config() = SuiteConfig(kSustainedProbe);
+  *r.mutable_config() = SuiteConfig(probe);
   r.mutable_config()->set_device("cuda:0");
   r.mutable_result()->set_measured_ms(60'000);
   for (int i = 0; i < 400; ++i) {
@@ -184,8 +185,8 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   EXPECT_EQ(by["sustained_bf16_decay"].outcome, Outcome::kPass);
   EXPECT_NEAR(by["sustained_bf16_decay"].value, 100 * 1.60 / 1.61, 1e-4);  // float samples
   EXPECT_EQ(by["sustained_bf16_decay"].envelope.bound(), 95);
-  EXPECT_EQ(by["gpu_health"].outcome, Outcome::kPass) << by["gpu_health"].why;
-  EXPECT_EQ(by["gpu_health"].why, "");
+  EXPECT_EQ(by["sustained_bf16_health"].outcome, Outcome::kPass) << by["sustained_bf16_health"].why;
+  EXPECT_EQ(by["sustained_bf16_health"].why, "");
   EXPECT_EQ(Overall(checks), Outcome::kPass);
 
   // Starts at the envelope, slows by a sixth as it heats: the decay fails,
@@ -196,9 +197,9 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   ASSERT_EQ(by.size(), 3u);
   const Check& held = by["sustained_bf16"];
   const Check& decay = by["sustained_bf16_decay"];
-  EXPECT_EQ(by["gpu_health"].outcome, Outcome::kFail);
-  EXPECT_EQ(by["gpu_health"].why, "2 uncorrected ECC errors, XID 48 during the held run");
-  EXPECT_EQ(by["gpu_health"].value, 2);  // findings: the ECC errors, the XID
+  EXPECT_EQ(by["sustained_bf16_health"].outcome, Outcome::kFail);
+  EXPECT_EQ(by["sustained_bf16_health"].why, "2 uncorrected ECC errors, XID 48 during the held run");
+  EXPECT_EQ(by["sustained_bf16_health"].value, 2);  // findings: the ECC errors, the XID
   // A row remapped meanwhile, its remap waiting for a reset.
   v1::Run remapped = Held(688, 1.60, 1.61);
   v1::TelemetrySummary* t = remapped.mutable_result()->mutable_telemetry();
@@ -206,8 +207,8 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   t->mutable_health_after()->set_remapped_rows_uncorrectable(1);
   t->mutable_health_after()->set_remap_pending(true);
   const std::map<std::string, Check> remap = ByProbe(QualifyHost("h100-c", "", {remapped}, e, 2));
-  EXPECT_EQ(remap.at("gpu_health").outcome, Outcome::kFail);
-  EXPECT_EQ(remap.at("gpu_health").why,
+  EXPECT_EQ(remap.at("sustained_bf16_health").outcome, Outcome::kFail);
+  EXPECT_EQ(remap.at("sustained_bf16_health").why,
             "1 row remapped during the held run; a row remap pending (reset the GPU) after it");
   EXPECT_EQ(held.outcome, Outcome::kFail);
   EXPECT_NE(held.why.find("throttled (sw_thermal): SM clock 1455 MHz mean (max 1980), power 520 W "
@@ -241,8 +242,8 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
   EXPECT_EQ(by["sustained_bf16_decay"].outcome, Outcome::kUnknown);
   EXPECT_EQ(by["sustained_bf16_decay"].why, "too few steps to tell a trend (12, 16 needed)");
   // NVML reported nothing after: unknown, not a pass.
-  EXPECT_EQ(by["gpu_health"].outcome, Outcome::kUnknown);
-  EXPECT_EQ(by["gpu_health"].why, "NVML reported no ECC count, remapped rows or XIDs for this GPU");
+  EXPECT_EQ(by["sustained_bf16_health"].outcome, Outcome::kUnknown);
+  EXPECT_EQ(by["sustained_bf16_health"].why, "NVML reported no ECC count, remapped rows or XIDs for this GPU");
 
   // Stored sessions (--latest): only each device's newest held run counts,
   // an older failing one no longer; a device with none is unknown at level
@@ -259,13 +260,53 @@ TEST(Qualify, LevelTwoFailsAHeldProductThatSlowsThrottlesOrRaisesErrors) {
     if (c.device.rfind("cuda:0", 0) == 0) ++held_checks;
     if (c.device.rfind("cuda:1", 0) == 0 && c.probe == "sustained_bf16") {
       EXPECT_EQ(c.outcome, Outcome::kUnknown);
-      EXPECT_EQ(c.why, "no held run of this device in the session: level 2 not measured");
+      EXPECT_EQ(c.why, "no sustained_bf16 run of this device in the session: level 2 not measured");
     }
   }
   EXPECT_EQ(held_checks, 3);
   EXPECT_EQ(Overall(checks), Outcome::kUnknown);
   for (const Check& c : QualifyHost("h100-c", "", stored, e, 1)) {
     EXPECT_EQ(c.probe, "matmul_bf16");
+  }
+}
+
+// Level 3: every GPU loaded at once, each judged by its last quarter's
+// figure, so that one that starts within its envelope and falls out of it
+// fails even where its fall is under the decay's 5%; lower levels leave
+// the loaded runs out, and a device without one is unknown at level 3.
+TEST(Qualify, LevelThreeFailsAGpuThatFallsOutOfItsEnvelopeUnderLoad) {
+  const v1::Envelope e = FourH100s();  // matmul_bf16: median 689, bound 654.55
+  std::vector<v1::Run> session;
+  for (int g = 0; g < 2; ++g) {
+    // 2 x 8192^3 FLOPs a step: 1.60 ms is 687 TFLOP/s, 1.64 670, 1.70 647.
+    v1::Run r = Held(665, g == 0 ? 1.60 : 1.64, g == 0 ? 1.60 : 1.70, {}, kLoadedProbe);
+    r.set_run_id("rloaded" + std::to_string(g));
+    r.mutable_config()->set_device("cuda:" + std::to_string(g));
+    r.mutable_result()->set_resolved_device("cuda:" + std::to_string(g));
+    r.mutable_fingerprint()->set_gpu_uuid("GPU-2" + std::to_string(g));
+    r.mutable_result()->set_flops_per_iteration(2.0 * 8192 * 8192 * 8192);
+    session.push_back(r);
+  }
+  session.push_back(Matmul(688, "22", "jm", 300, 700, "cuda:2"));
+  const std::vector<Check> checks = QualifyHost("h100-d", "", session, e, 3);
+  std::map<std::string, Check> by;
+  for (const Check& c : checks) by[c.device.substr(0, 6) + " " + c.probe] = c;
+  EXPECT_EQ(by["cuda:0 loaded_bf16"].outcome, Outcome::kPass) << by["cuda:0 loaded_bf16"].why;
+  EXPECT_NEAR(by["cuda:0 loaded_bf16"].value, 687.2, 0.1);
+  const Check& fell = by["cuda:1 loaded_bf16"];
+  EXPECT_EQ(fell.outcome, Outcome::kFail);
+  EXPECT_EQ(fell.why.rfind("its last quarter: 647 TFLOP/s, below 655 (median 689", 0), 0u)
+      << fell.why;
+  EXPECT_EQ(by["cuda:1 loaded_bf16_decay"].outcome, Outcome::kPass);  // 96.5%: within 5%
+  EXPECT_EQ(by["cuda:1 loaded_bf16_health"].outcome, Outcome::kPass);
+  EXPECT_EQ(by["cuda:2 loaded_bf16"].outcome, Outcome::kUnknown);
+  EXPECT_EQ(by["cuda:2 loaded_bf16"].why,
+            "no loaded_bf16 run of this device in the session: level 3 not measured");
+  EXPECT_EQ(by["cuda:2 sustained_bf16"].why,
+            "no sustained_bf16 run of this device in the session: level 2 not measured");
+  EXPECT_EQ(Overall(checks), Outcome::kFail);
+  for (const Check& c : QualifyHost("h100-d", "", session, e, 2)) {
+    EXPECT_EQ(c.probe.find("loaded"), std::string::npos) << c.probe;
   }
 }
 

@@ -22,7 +22,7 @@ inline v1::RunConfig SuiteConfig(const std::string& probe, bool small = false) {
     g->set_index(i);
     g->set_compute_capability("9.0");
   }
-  for (const v1::JobSpec& spec : ProbeJobs(host, small, ProbeLevel{2})) {
+  for (const v1::JobSpec& spec : ProbeJobs(host, small, ProbeLevel{3})) {
     auto configs = ExpandSweep(spec);
     EXPECT_TRUE(configs.ok()) << configs.status();
     for (const v1::RunConfig& c : *configs) {

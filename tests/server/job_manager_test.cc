@@ -344,10 +344,20 @@ TEST_F(JobManagerTest, OnlyTheDaemonsOwnProbeSuiteNamesAProbeAndItsRunsAreMarked
   EXPECT_EQ(held.base().probe(), "v1/sustained_bf16");
   EXPECT_EQ(held.measurement().min_time_ms(), 5000);
   EXPECT_EQ(held.measurement().max_time_ms(), 5000);
-  for (auto [level, sustain, field] : {std::tuple{3, 5, "level"}, std::tuple{2, 601, "sustain_s"},
-                                       std::tuple{-1, 5, "level"}}) {
+  // Level 3 adds the product loaded on every device at once.
+  request.set_level(3);
+  request.set_load_s(7);
+  auto level3 = jobs->SubmitProbeSuite(request, "ops");
+  ASSERT_TRUE(level3.ok()) << level3.status();
+  ASSERT_EQ(level3->size(), 6u);
+  EXPECT_EQ(level3->back().spec().base().probe(), "v1/loaded_bf16");
+  EXPECT_EQ(level3->back().spec().measurement().max_time_ms(), 7000);
+  for (auto [level, sustain, load, field] :
+       {std::tuple{4, 5, 0, "level"}, std::tuple{2, 601, 0, "sustain_s"},
+        std::tuple{-1, 5, 0, "level"}, std::tuple{3, 5, 3601, "load_s"}}) {
     request.set_level(level);
     request.set_sustain_s(sustain);
+    request.set_load_s(load);
     auto refused = jobs->SubmitProbeSuite(request, "ops");
     EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
     EXPECT_TRUE(absl::StartsWith(refused.status().message(), std::string(field) + ": "))
