@@ -6,6 +6,7 @@
 # ordered pair of GPUs (needs 2 or more).
 # Usage: OUT=/tmp/i45 bash bench/gpu_schema_check.sh PART...
 #   peer  the pair matrix: copy device_to_device from each GPU to each
+#         (itself included), by the copy engine and by a kernel (--copy-kernel)
 #   eager side_by_side.sh's eager rows and the matmul and copy kernels (each
 #         run bounded at 20 s: cudnn's autotuning of a training run's first
 #         steps takes seconds, and max_time_ms bounds the warm-up too)
@@ -26,20 +27,24 @@ for part in "$@"; do
         gpus=$(nvidia-smi -L | wc -l)
         peers=$(seq -s, 0 $((gpus - 1)))
         for from in $(seq 0 $((gpus - 1))); do
-          submit_job "from$from" --workload copy --device "cuda:$from" \
-            --copy-direction device_to_device --peer-device "$peers" --copy-bytes 1073741824 \
-            --warmup 5 --min-time-ms 1000 --max-time-ms 5000 > /dev/null
-          "$B/gpubench" show "$JOB" --output json > "$OUT/from$from.json"
+          for by in engine kernel; do
+            submit_job "from$from-$by" --workload copy --device "cuda:$from" \
+              --copy-direction device_to_device --peer-device "$peers" --copy-bytes 1073741824 \
+              $([ $by = kernel ] && echo --copy-kernel) \
+              --warmup 5 --min-time-ms 1000 --max-time-ms 5000 > /dev/null
+            "$B/gpubench" show "$JOB" --output json > "$OUT/$by-from$from.json"
+          done
         done
-        python3 - "$OUT"/from*.json << 'PY'
+        for by in engine kernel; do python3 - "$by" "$OUT"/$by-from*.json << 'PY'
 import json, sys
-print("copy device_to_device, 1 GiB, GB/s (p50 step); rows from, columns to")
-for path in sys.argv[1:]:
+print(f"copy device_to_device by the {sys.argv[1]}, 1 GiB, GB/s (p50 step); rows from, columns to")
+for path in sys.argv[2:]:
     runs = json.load(open(path))["runs"]
     cells = [f'{r["result"].get("bandwidth_gb_per_s", 0):8.1f}' if r["state"] == "RUN_STATE_SUCCEEDED"
              else f'{r["state"]}: {r.get("error", "")}' for r in runs]
     print(runs[0]["config"]["device"], " ".join(cells))
 PY
+        done
       ) 2>&1 | tee "$OUT/peer.txt"
       ;;
     eager)
