@@ -40,7 +40,7 @@ struct Side {
 };
 
 // One comparison row: the repetitions of one config on each side.
-struct Row {
+struct CompareRow {
   std::string config, baseline, candidate;
   double baseline_tput = 0, candidate_tput = 0;  // medians over the runs
   Comparison c;
@@ -56,12 +56,12 @@ enum class Varies {
   kHowItRuns,  // A B named by the user: device, precision, batch... not the work
 };
 
-Table RowsTable(const std::vector<Row>& rows) {
+Table RowsTable(const std::vector<CompareRow>& rows) {
   Table t;
   t.header = {"config", "baseline", "candidate", "base samples/s", "cand samples/s",
               "runs",   "noise",    "speedup",   "95% CI",         "p",
               "verdict"};
-  for (const Row& r : rows) {
+  for (const CompareRow& r : rows) {
     const bool ok = r.c.verdict != Verdict::kNotComparable;
     const bool spread = r.c.baseline_runs > 1 && r.c.candidate_runs > 1;
     t.rows.push_back(
@@ -108,7 +108,7 @@ double MedianThroughput(const std::vector<const v1::Run*>& runs) {
 // are compared where their configs differ only in what `varies` allows;
 // otherwise their row is "not comparable", naming the difference: a verdict
 // between two different workloads means nothing.
-std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rule,
+std::vector<CompareRow> Pair(const Side& base, const Side& cand, const CompareRule& rule,
                       Varies varies) {
   using Groups = std::vector<std::pair<std::string, std::vector<const v1::Run*>>>;
   auto group = [](const Side& side) {
@@ -124,7 +124,7 @@ std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rul
   };
   const Groups base_groups = group(base), cand_groups = group(cand);
   const bool single = base_groups.size() == 1 && cand_groups.size() == 1;
-  std::vector<Row> rows;
+  std::vector<CompareRow> rows;
   for (const auto& cand_group : cand_groups) {
     const std::string& key = cand_group.first;
     const std::vector<const v1::Run*>& cand_runs = cand_group.second;
@@ -132,7 +132,7 @@ std::vector<Row> Pair(const Side& base, const Side& cand, const CompareRule& rul
                           [&](const auto& g) { return g.first == key; });
     if (b == base_groups.end() && single) b = base_groups.begin();
     if (b == base_groups.end()) continue;
-    Row row;
+    CompareRow row;
     row.config = DescribeConfig(cand_runs[0]->config());
     if (b->first != key) row.config = DescribeConfig(b->second[0]->config()) + " vs " + row.config;
     row.baseline = base.name;
@@ -187,7 +187,7 @@ absl::Status FetchSide(const Daemon& d, const std::string& id, Side* side) {
   return ListAllRuns(d, id, /*include_samples=*/false, &side->runs);
 }
 
-int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
+int PrintRows(const std::vector<CompareRow>& rows, const Args& a, std::ostream& out,
               std::ostream& err) {
   if (rows.empty()) {
     // Two sides of different work (mlp against resnet50) are not
@@ -198,7 +198,7 @@ int PrintRows(const std::vector<Row>& rows, const Args& a, std::ostream& out,
   }
   PrintTable(RowsTable(rows), a.format, out);
   bool configs_differ = false;
-  for (const Row& r : rows) {
+  for (const CompareRow& r : rows) {
     if (r.c.verdict == Verdict::kSlower) return kExitRegression;
     configs_differ |= r.configs_differ;
   }
@@ -269,7 +269,7 @@ int CompareHosts(const Args& a, const CompareRule& rule, std::ostream& out, std:
     err << "gpubench: the baseline host " << sides[0].name << " gave no results\n";
     return codes[0];
   }
-  std::vector<Row> rows;
+  std::vector<CompareRow> rows;
   for (size_t i = 1; i < sides.size(); ++i) {
     if (codes[i] != kExitOk) continue;
     auto pairs = Pair(sides[0], sides[i], rule, Varies::kNothing);

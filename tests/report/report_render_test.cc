@@ -21,6 +21,7 @@
 #include "report/roofline.h"
 #include "report/speedup.h"
 #include "tests/report/report_fixtures.h"
+#include "tests/support/read_file.h"
 
 namespace gpubench::report {
 namespace {
@@ -269,10 +270,7 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using testing_support::ReadFile;
 
 // Screenshots html (written to a file named after `name`) with headless
 // Chromium and decodes it. Fails the test, rather than skipping, without a

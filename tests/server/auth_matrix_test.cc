@@ -19,6 +19,7 @@
 #include "gpubench/v1/service.grpc.pb.h"
 #include "common/sha256.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/read_file.h"
 
 namespace gpubench {
 namespace {
@@ -189,12 +190,7 @@ std::string Run(const std::string& command) {
   return command;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_support::ReadFile;
 
 // A CA, a server certificate for 127.0.0.1 and a client certificate for
 // CN=alice, all signed by the CA; and a stranger's client certificate signed

@@ -7,16 +7,12 @@
 
 #include "launcher/clock_control.h"
 #include "tests/server/job_manager_fixture.h"
+#include "tests/support/read_file.h"
 
 namespace gpubench::server {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_support::ReadFile;
 
 class JobManagerClocksTest : public JobManagerTest {
  protected:
@@ -63,8 +59,8 @@ TEST_F(JobManagerClocksTest, EachPowerLimitRunsInItsOwnWorkerAndIsUndoneEvenAfte
   }
   EXPECT_EQ(requests_[0].runs(0).config().power_limit_w(), 500);
   // Set before each worker, put back after it: after the crash too.
-  EXPECT_EQ(Slurp(dir_ + "/gpu.log"), "power 500000\npower 700000\npower 420000\npower 700000\n");
-  EXPECT_EQ(Slurp(dir_ + "/gpu"), "700000 0\n");
+  EXPECT_EQ(ReadFile(dir_ + "/gpu.log"), "power 500000\npower 700000\npower 420000\npower 700000\n");
+  EXPECT_EQ(ReadFile(dir_ + "/gpu"), "700000 0\n");
   auto runs = store_->runs().List(job->job_id(), false);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 4u);
@@ -83,7 +79,7 @@ TEST_F(JobManagerClocksTest, EachPowerLimitRunsInItsOwnWorkerAndIsUndoneEvenAfte
   ASSERT_TRUE(lock_runs.ok());
   ASSERT_EQ(lock_runs->size(), 1u);
   EXPECT_EQ((*lock_runs)[0].fingerprint().locked_gpu_clock_mhz(), 1410);
-  EXPECT_EQ(Slurp(dir_ + "/gpu"), "700000 0\n");
+  EXPECT_EQ(ReadFile(dir_ + "/gpu"), "700000 0\n");
   // A limit the board does not take fails the job saying so, and sets nothing.
   auto job_low = jobs->Submit(PowerSweep({150}), "", "tester");
   ASSERT_TRUE(job_low.ok()) << job_low.status();
@@ -91,7 +87,7 @@ TEST_F(JobManagerClocksTest, EachPowerLimitRunsInItsOwnWorkerAndIsUndoneEvenAfte
   EXPECT_EQ(low.state(), v1::JOB_STATE_FAILED);
   EXPECT_NE(low.error().find("150 W is outside this GPU's range, 200-700 W"), std::string::npos)
       << low.error();
-  EXPECT_EQ(Slurp(dir_ + "/gpu"), "700000 0\n");
+  EXPECT_EQ(ReadFile(dir_ + "/gpu"), "700000 0\n");
 }
 
 TEST_F(JobManagerClocksTest, WithoutTheOperatorsLeaveASettingIsRefusedAtSubmit) {

@@ -25,6 +25,7 @@
 #include "tests/support/daemon_process.h"
 #include "tests/support/script_model.h"
 #include "tests/server/security_test_util.h"
+#include "tests/support/read_file.h"
 
 namespace gpubench {
 namespace {
@@ -60,10 +61,7 @@ std::string PrivateFile(const std::string& path, const std::string& text) {
   return path;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using testing_support::ReadFile;
 
 // Everything a read-role caller can see of a job: its events' texts, its
 // error, its runs' errors.
@@ -202,11 +200,11 @@ TEST(Security, HostileTorchScriptFromASubmitterCannotReadWriteOrDamageTheHost) {
     EXPECT_EQ(visible.find(kSecret), std::string::npos) << attacks[i].name << ": " << visible;
   }
   EXPECT_EQ(d.log().find(kSecret), std::string::npos);
-  EXPECT_EQ(ReadAll(target), kTarget);
-  EXPECT_EQ(ReadAll(tokens).find("XXXXXXXX"), std::string::npos);
+  EXPECT_EQ(ReadFile(target), kTarget);
+  EXPECT_EQ(ReadFile(tokens).find("XXXXXXXX"), std::string::npos);
   EXPECT_FALSE(std::ifstream(outside + "/planted.pt").good());
   EXPECT_FALSE(std::ifstream(data + "/planted.pt").good());
-  EXPECT_EQ(ReadAll(wal).find("XXXXXXXX"), std::string::npos);
+  EXPECT_EQ(ReadFile(wal).find("XXXXXXXX"), std::string::npos);
   ExpectACopyOfTheDatabaseHasEveryJob(d, data, dir + "/copy", good, ids);
 }
 

@@ -20,6 +20,7 @@
 #include "tests/support/callers.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/script_model.h"
+#include "tests/support/read_file.h"
 
 namespace gpubench {
 namespace {
@@ -41,10 +42,7 @@ std::string ReachableDir(const std::string& name) {
   return dir;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using testing_support::ReadFile;
 
 // Runs spec and returns its one run.
 v1::Run RunOne(Daemon& d, const v1::JobSpec& spec) {
@@ -109,7 +107,7 @@ TEST(WorkerUser, AWorkerUserLoadsItsModelsAndReachesNothingOfRoots) {
   EXPECT_NE(read.error().find("Permission denied"), std::string::npos) << read.error();
   // It fails, or writes a private mapping: either way the file is as it was.
   RunOne(d, ModelSpec(roots_only + "/write.pt", ""));
-  EXPECT_EQ(ReadAll(target), "the host's own bytes");
+  EXPECT_EQ(ReadFile(target), "the host's own bytes");
   EXPECT_EQ(d.log().find("TOPSECRET"), std::string::npos);
 }
 

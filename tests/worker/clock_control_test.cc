@@ -2,6 +2,7 @@
 // fake_nvml.cc), whose power limit and clock lock live in a file every
 // process sees: set, undone, refused, and undone after a daemon's crash.
 #include "launcher/clock_control.h"
+#include "tests/support/read_file.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,12 +16,7 @@ namespace {
 
 constexpr char kBus[] = "00000000:1B:00.0";
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_support::ReadFile;
 
 class ClockControlTest : public ::testing::Test {
  protected:
@@ -40,9 +36,9 @@ class ClockControlTest : public ::testing::Test {
   void TearDown() override { unsetenv("FAKE_NVML_STATE"); }
 
   // The GPU as the stand-in holds it: "POWER_MW LOCKED_MHZ".
-  std::string Gpu() const { return Slurp(dir_ + "/gpu"); }
+  std::string Gpu() const { return ReadFile(dir_ + "/gpu"); }
   // Every set call so far, a line each.
-  std::string Calls() const { return Slurp(dir_ + "/gpu.log"); }
+  std::string Calls() const { return ReadFile(dir_ + "/gpu.log"); }
   std::string StatePath() const { return dir_ + "/clock_state"; }
 
   std::string dir_;
@@ -57,7 +53,7 @@ TEST_F(ClockControlTest, ARunsSettingIsSetAndThenPutBackAsItWas) {
   EXPECT_EQ(applied->locked_mhz, 1980u);
   EXPECT_EQ(Gpu(), "420000 1980\n");
   // Recorded before it was done, for a daemon that dies now.
-  EXPECT_EQ(Slurp(StatePath()), std::string(kBus) + " 700000 1\n");
+  EXPECT_EQ(ReadFile(StatePath()), std::string(kBus) + " 700000 1\n");
   ASSERT_TRUE(clocks.Restore(kBus, 0).ok());
   EXPECT_EQ(Gpu(), "700000 0\n");
   EXPECT_EQ(access(StatePath().c_str(), F_OK), -1) << "nothing left to undo";
@@ -135,7 +131,7 @@ TEST_F(ClockControlTest, WhatACrashedDaemonLeftSetIsUndoneAtTheNextStart) {
   setenv("FAKE_NVML_DENY_SET", "1", 1);
   EXPECT_FALSE(ClockControl(nvml_, StatePath()).RecoverAtStart().ok());
   unsetenv("FAKE_NVML_DENY_SET");
-  EXPECT_EQ(Slurp(StatePath()), std::string(kBus) + " 700000 0\n");
+  EXPECT_EQ(ReadFile(StatePath()), std::string(kBus) + " 700000 0\n");
   ASSERT_TRUE(ClockControl(nvml_, StatePath()).RecoverAtStart().ok());
   EXPECT_EQ(Gpu(), "700000 0\n");
   // A state file naming a GPU NVML does not know, or a limit the board
