@@ -70,7 +70,8 @@ ABSL_FLAG(std::string, envelope, "",
 ABSL_FLAG(std::string, level, "",
           "qualify: the level of checks (1; 2: the held bf16 product, the pair matrix; 3: every "
           "GPU loaded at once)");
-ABSL_FLAG(std::string, sustain, "", "qualify --level 2: how long the bf16 product is held (60s)");
+ABSL_FLAG(std::string, sustain, "",
+          "qualify --level 2 or 3: how long the bf16 product is held on each GPU (60s)");
 ABSL_FLAG(std::string, load, "", "qualify --level 3: how long every GPU is loaded at once (15m)");
 ABSL_FLAG(std::string, textfile, "", "qualify: also write the checks as Prometheus gauges to FILE");
 ABSL_FLAG(bool, latest, false, "qualify: judge each GPU's latest stored probe session, run none");

@@ -96,7 +96,9 @@ absl::Status SessionOf(const Daemon& d, const v1::RunProbeRequest& request, bool
   if (request.level() < 2) return absl::OkStatus();
   // The newest held run of each device is the one judged: its samples only.
   std::set<std::string> judged;
-  for (const auto& [key, held] : report::NewestHeld(*runs)) judged.insert(held->run_id());
+  for (const auto& [key, held] : report::NewestHeld(*runs)) {
+    if (report::ProbeLevelOf(*held) <= request.level()) judged.insert(held->run_id());
+  }
   for (v1::Run& run : *runs) {
     if (judged.count(run.run_id()) == 0) continue;
     v1::GetRunRequest get;

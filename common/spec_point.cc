@@ -177,9 +177,9 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
                    absl::StrCat(c.workload(), " spreads over world_size GPUs: use device cuda "
                                 "(any free GPUs) or cpu, not cuda:all"));
   }
-  // A named GPU and a peer: a pair (CheckPair).
+  // A collective on a named GPU and a peer: a pair (CheckPair).
   if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1 &&
-      !c.params().has_peer_device()) {
+      !(c.params().has_peer_device() && IsWorkload(c.workload(), WorkloadId::kCollective))) {
     return Invalid(path + ".device",
                    absl::StrCat(c.device(), " names one GPU; world_size ", c.world_size(),
                                 " takes any free GPUs: use device cuda"));
@@ -219,6 +219,10 @@ absl::Status CheckPair(const std::string& path, const v1::RunConfig& c) {
     }
   }
   if (!p.has_peer_device()) return absl::OkStatus();
+  if (!copy && !IsWorkload(c.workload(), WorkloadId::kCollective)) {
+    return Invalid(path + ".params.peer_device",
+                   absl::StrCat("is for copy and collective, not ", c.workload()));
+  }
   const bool cpu = c.device() == "cpu" || c.device() == "mps";
   if (copy && (!d2d || cpu)) {
     return Invalid(path + ".params.peer_device",

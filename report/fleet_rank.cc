@@ -109,7 +109,7 @@ v1::JobSpec Held(const char* probe, int64_t size, const std::vector<std::string>
   v1::Measurement* m = held.mutable_measurement();
   m->set_min_time_ms(ms);
   m->set_max_time_ms(ms);
-  m->set_max_iterations(100'000'000);
+  m->set_max_iterations(10'000'000);
   return held;
 }
 
@@ -260,19 +260,21 @@ const std::vector<ProbeInfo>& ProbeSuite() {
       {"allreduce_pair", "GB/s", true,
        "NCCL all-reduce of 256 MiB on a pair of GPUs (bus); level 2: on each pair", 0.02},
       // Level 2's pair matrix: the all-reduce's floor (not measured apart).
-      {"peer_copy", "GB/s", true,
-       "qualify --level 2: copy engine's copy of 1 GiB from each GPU to each other one", 0.02},
-      {"peer_copy_kernel", "GB/s", true,
-       "qualify --level 2: a kernel's copy of 1 GiB from each GPU to each other one", 0.02},
+      {kPeerCopyProbe, "GB/s", true,
+       "qualify --level 2: copy engine's copy of 1 GiB from each GPU to each other one", 0.02,
+       /*held=*/false, /*level=*/2},
+      {kPeerKernelProbe, "GB/s", true,
+       "qualify --level 2: a kernel's copy of 1 GiB from each GPU to each other one", 0.02,
+       /*held=*/false, /*level=*/2},
       // Held (qualify): matmul_bf16's noise floor.
       {kSustainedProbe, "TFLOP/s", true,
        "qualify --level 2: bf16 8192³ product held for --sustain (60 s) on each GPU in turn; "
        "not ranked",
-       0.0125, /*held=*/true},
+       0.0125, /*held=*/true, /*level=*/2},
       {kLoadedProbe, "TFLOP/s", true,
        "qualify --level 3: bf16 8192³ product held for --load (15 min) on every GPU at once; "
        "not ranked",
-       0.0125, /*held=*/true},
+       0.0125, /*held=*/true, /*level=*/3},
   };
   return *suite;
 }
@@ -289,6 +291,12 @@ const ProbeInfo* ProbeOf(const v1::Run& run) {
   const std::string prefix = absl::StrCat(kProbeSuite, "/");
   if (!absl::StartsWith(probe, prefix)) return nullptr;
   return ProbeNamed(probe.substr(prefix.size()));
+}
+
+int ProbeLevelOf(const v1::Run& run) {
+  const ProbeInfo* info = ProbeOf(run);
+  if (info == nullptr) return 0;
+  return run.config().params().has_peer_device() ? std::max(info->level, 2) : info->level;
 }
 
 std::string ProbeFigureText(double v) {
@@ -410,10 +418,7 @@ std::vector<Ranked> RankFleet(const std::vector<ProbeResult>& results, const Fle
   for (size_t i = 0; i < ProbeSuite().size(); ++i) order[ProbeSuite()[i].name] = i;
   std::vector<Ranked> out;
   for (const auto& [key, members] : groups) {
-    const ProbeInfo* probe = nullptr;
-    for (const ProbeInfo& p : ProbeSuite()) {
-      if (key.second == p.name) probe = &p;
-    }
+    const ProbeInfo* probe = ProbeNamed(key.second);
     if (probe == nullptr) continue;
     std::vector<double> values;
     std::vector<const v1::Fingerprint*> fingerprints;
@@ -473,10 +478,8 @@ std::vector<Ranked> RankFleet(const std::vector<ProbeResult>& results, const Fle
   }
   std::sort(out.begin(), out.end(), [&](const Ranked& a, const Ranked& b) {
     const auto worse = [](const Ranked& r, const std::string& probe) {
-      for (const ProbeInfo& p : ProbeSuite()) {
-        if (probe == p.name) return p.higher_is_better ? r.ratio : -r.ratio;
-      }
-      return r.ratio;
+      const ProbeInfo* p = ProbeNamed(probe);
+      return p == nullptr || p->higher_is_better ? r.ratio : -r.ratio;
     };
     return std::make_tuple(order[a.result.probe], a.result.sku, worse(a, a.result.probe),
                            a.result.host, a.result.gpu) <

@@ -50,6 +50,8 @@ struct ProbeInfo {
   // time: its figure is qualify's alone, neither ranked nor bounded in an
   // envelope of its own by fleet (its length varies).
   bool held = false;
+  // The qualify level that runs it (1: the suite of gpubench probe).
+  int level = 1;
 };
 
 // The suite's probes, in the order tables list them.
@@ -61,6 +63,11 @@ const ProbeInfo* ProbeOf(const v1::Run& run);
 
 // The suite's probe of that name ("matmul_bf16"), or nullptr.
 const ProbeInfo* ProbeNamed(const std::string& name);
+
+// The qualify level whose run this is: its probe's, and 2 for an
+// all-reduce of a named pair (level 1's is on any two GPUs); 0 for a run
+// of no probe.
+int ProbeLevelOf(const v1::Run& run);
 
 // A probe's figure as the tables print it: whole from 100, else three
 // significant digits ("694", "55.3", "1.62").

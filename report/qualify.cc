@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -15,6 +16,7 @@
 #include "common/strict_json.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
+#include "report/format.h"
 
 namespace gpubench::report {
 namespace {
@@ -54,9 +56,10 @@ std::string HeldAt(const v1::Run& run) {
 }
 
 // What the run's setup changed from the envelope's, and its throttle
-// reasons; or that nothing did.
+// reasons; or that nothing did (for a pair: of its first GPU, whose
+// fingerprint the run has).
 std::string LikelyCause(const v1::ProbeEnvelope& e, const v1::Fingerprint& f,
-                        const v1::Run* run) {
+                        const v1::Run* run, bool pair) {
   std::vector<std::string> causes = FingerprintChanges(e.fingerprint(), SetupOf(f));
   const ProbeInfo* info = run != nullptr ? ProbeOf(*run) : nullptr;
   if (info != nullptr && info->held) {
@@ -64,6 +67,10 @@ std::string LikelyCause(const v1::ProbeEnvelope& e, const v1::Fingerprint& f,
   } else if (run != nullptr && run->result().telemetry().throttle_reasons_size() > 0) {
     causes.push_back(absl::StrCat("throttled: ",
                                   absl::StrJoin(run->result().telemetry().throttle_reasons(), ", ")));
+  }
+  if (causes.empty() && pair) {
+    return "no setting of the first GPU differs from the envelope's: the link between the two "
+           "(its NVLink or PCIe route, P2P access) or the second GPU";
   }
   if (causes.empty()) {
     return "no setting differs from the envelope's: the device itself (clocks under load, "
@@ -118,12 +125,14 @@ Check Judge(const ProbeResult& r, const v1::Envelope& envelope,
     for (const v1::Run& s : session) {
       if (s.run_id() == r.run_id) run = &s;
     }
+    const bool pair = r.gpu.find(kPairTo) != std::string::npos;
     c.why = absl::StrCat(ProbeFigureText(r.value), " ", e->unit(), ", ",
                          e->higher_is_better() ? "below " : "above ",
                          ProbeFigureText(e->bound()), " (median ", ProbeFigureText(e->median()),
                          " over ", e->sessions(),
-                         " sessions of ", e->gpus(), e->gpus() == 1 ? " device" : " devices",
-                         "): ", LikelyCause(*e, r.fingerprint, run));
+                         " sessions of ", e->gpus(), pair ? " pair" : " device",
+                         e->gpus() == 1 ? "" : "s", "): ",
+                         LikelyCause(*e, r.fingerprint, run, pair));
   }
   if (e->driver() != SkuAndDriver(r).second) {
     absl::StrAppend(&c.why, c.why.empty() ? "" : "; ", "envelope from driver ",
@@ -159,14 +168,16 @@ const google::protobuf::RepeatedField<float>& StepsOf(const v1::Run& run) {
   return kept.device_ms_size() > 0 ? kept.device_ms() : kept.host_ms();
 }
 
-// The held run's figure over its last quarter (its FLOPs a step over the
-// quarter's median step), or 0 with too few steps (16) to tell.
+// The held run's figure over its last quarter: its FLOPs a step times the
+// quarter's steps over their summed time (as achieved_tflops counts the
+// whole run, stalls included); 0 with too few steps (16) to tell.
 double LastQuarterFigure(const v1::Run& run) {
   const auto& steps = StepsOf(run);
   const int quarter = steps.size() / 4;
   if (quarter < 4 || run.result().flops_per_iteration() <= 0) return 0;
-  const double last = stats::Median(std::vector<double>(steps.end() - quarter, steps.end()));
-  return last > 0 ? run.result().flops_per_iteration() / (last * 1e-3) / 1e12 : 0;
+  double ms = 0;
+  for (auto it = steps.end() - quarter; it != steps.end(); ++it) ms += *it;
+  return ms > 0 ? run.result().flops_per_iteration() * quarter / (ms * 1e-3) / 1e12 : 0;
 }
 
 // The held run's throughput over time: its last quarter's median step
@@ -407,10 +418,6 @@ std::map<std::pair<std::string, std::string>, const v1::Run*> NewestHeld(
 
 namespace {
 
-// The level whose check a held probe is: 3 for the load of every GPU at
-// once, 2 for the product held on each in turn.
-int LevelOf(const ProbeInfo& held) { return held.name == std::string(kLoadedProbe) ? 3 : 2; }
-
 // A probe of a device with no result: a run that failed fails it, one
 // left out as throttled fails it, one left out otherwise (contended) is
 // unknown.
@@ -442,6 +449,60 @@ std::vector<Check> Unjudged(const std::string& host, const std::vector<v1::Run>&
   return out;
 }
 
+// What the level should have measured and the session lacks (a daemon that
+// does not know the level, a job that could not be followed, --latest
+// before any such session, a failed run --latest does not fetch): each
+// device's held products and, on several GPUs, each pair's; unknown, never
+// a pass. The devices are those with a matmul_bf16 run.
+std::vector<Check> NotMeasured(
+    const std::string& host, const std::vector<v1::Run>& session,
+    const std::map<std::pair<std::string, std::string>, const v1::Run*>& held, int level,
+    const std::vector<Check>& checks) {
+  std::set<std::pair<std::string, std::string>> have;  // (device, probe)
+  for (const Check& c : checks) have.insert({c.device, c.probe});
+  std::map<int, const v1::Run*> gpus;  // N of cuda:N -> a run on it
+  std::vector<const v1::Run*> devices;
+  for (const v1::Run& run : session) {
+    const ProbeInfo* info = ProbeOf(run);
+    if (info == nullptr || info->name != std::string("matmul_bf16")) continue;
+    devices.push_back(&run);
+    int n = 0;
+    const std::string d = RunDevice(run);
+    if (absl::StartsWith(d, "cuda:") && absl::SimpleAtoi(d.substr(5), &n)) gpus[n] = &run;
+  }
+  std::vector<Check> out;
+  // A pair's probes are level 2's, level 1's all-reduce of any two aside.
+  const auto expect = [&](const v1::Run& on, const std::string& device, const ProbeInfo& p,
+                          bool pair) {
+    const int of = pair ? std::max(p.level, 2) : p.level;
+    if (of > level || have.count({device, p.name}) || held.count({device, p.name})) return;
+    Check c = CheckOf(host, on, p.name, p.unit);
+    c.device = device;
+    c.run_id.clear();
+    c.why = absl::StrCat("no ", p.name, " run of this ", pair ? "pair" : "device",
+                         " in the session: level ", of, " not measured");
+    have.insert({device, p.name});
+    out.push_back(std::move(c));
+  };
+  for (const v1::Run* run : devices) {
+    for (const ProbeInfo& p : ProbeSuite()) {
+      if (p.held) expect(*run, GpuOf(*run), p, false);
+    }
+  }
+  for (const auto& [n, run] : gpus) {
+    if (gpus.size() < 2) break;
+    for (const auto& [peer, unused] : gpus) {
+      if (peer == n) continue;
+      const std::string pair = absl::StrCat(GpuOf(*run), kPairTo, "cuda:", peer);
+      for (const char* probe : {kPeerCopyProbe, kPeerKernelProbe}) {
+        expect(*run, pair, *ProbeNamed(probe), true);
+      }
+      if (n < peer) expect(*run, pair, *ProbeNamed(kPairProbe), true);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
@@ -451,11 +512,11 @@ std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_m
   // level 3 that and its newest loaded with every other.
   std::map<std::pair<std::string, std::string>, const v1::Run*> held;
   for (const auto& [key, run] : NewestHeld(all_runs)) {
-    if (LevelOf(*ProbeOf(*run)) <= level) held[key] = run;
+    if (ProbeLevelOf(*run) <= level) held[key] = run;
   }
-  std::vector<v1::Run> session;
+  std::vector<v1::Run> session;  // the runs of the level's probes, held ones apart
   for (const v1::Run& run : all_runs) {
-    if (!IsHeld(run)) session.push_back(run);
+    if (!IsHeld(run) && ProbeLevelOf(run) <= level) session.push_back(run);
   }
   for (const auto& [key, run] : held) session.push_back(*run);
   std::vector<Check> checks;
@@ -480,25 +541,7 @@ std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_m
       checks.push_back(HealthCheck(host, *run));
     }
   }
-  // A device with no held run of its level (a daemon that does not know the
-  // level, a job that could not be followed, --latest before any such
-  // session): unknown, never a pass.
-  for (const v1::Run& run : session) {
-    const ProbeInfo* info = ProbeOf(run);
-    if (info == nullptr || info->name != std::string("matmul_bf16")) continue;
-    for (const ProbeInfo& p : ProbeSuite()) {
-      if (!p.held || LevelOf(p) > level || held.count({GpuOf(run), p.name})) continue;
-      Check c = CheckOf(host, run, p.name, p.unit);
-      c.run_id.clear();
-      c.why = absl::StrCat("no ", p.name, " run of this device in the session: level ",
-                           LevelOf(p), " not measured");
-      if (std::none_of(checks.begin(), checks.end(), [&](const Check& o) {
-            return o.device == c.device && o.probe == c.probe;
-          })) {
-        checks.push_back(std::move(c));
-      }
-    }
-  }
+  for (Check& c : NotMeasured(host, session, held, level, checks)) checks.push_back(std::move(c));
   return checks;
 }
 

@@ -194,7 +194,8 @@ std::vector<JobPlanner::Lane> JobPlanner::LanesOf(const v1::Job& job,
       const int k = std::max(1, c.world_size());
       rank.set_world_size(k);
       for (int r = 0; r < k; ++r) {
-        if (r == 1 && c.params().has_peer_device()) {
+        if (r == 1 && c.params().has_peer_device() &&
+            IsWorkload(c.workload(), WorkloadId::kCollective)) {
           rank.add_devices(GpuLease(c.params().peer_device()));  // a named pair
         } else if (!TakesAnyGpus(c, device)) {
           rank.add_devices(device);  // the CPU, a named GPU (and its pair's peer)

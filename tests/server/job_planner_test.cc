@@ -162,6 +162,16 @@ TEST_F(JobPlannerTest, ANamedPairsRanksTakeItsTwoGpus) {
   any.mutable_base()->mutable_params()->set_peer_device(1);
   EXPECT_NE(error(any).find("params.peer_device: names rank 1's GPU of a pair"), std::string::npos)
       << error(any);
+  // Only a collective's ranks take a pair: ddp refuses a peer.
+  v1::JobSpec ddp = Spec("ddp", "cpu");
+  ddp.mutable_base()->set_world_size(2);
+  ddp.mutable_base()->mutable_params()->set_peer_device(0);
+  EXPECT_NE(error(ddp).find("params.peer_device: is for copy and collective, not ddp"),
+            std::string::npos)
+      << error(ddp);
+  ddp.mutable_base()->set_device("cuda:0");
+  ddp.mutable_base()->mutable_params()->set_peer_device(1);
+  EXPECT_NE(error(ddp).find("cuda:0 names one GPU"), std::string::npos) << error(ddp);
   v1::JobSpec kernel = Spec("copy", "cuda:0");
   kernel.mutable_base()->mutable_params()->set_copy_kernel(true);
   kernel.mutable_base()->mutable_params()->set_copy_direction(v1::COPY_DIRECTION_HOST_TO_DEVICE);

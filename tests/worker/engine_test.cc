@@ -294,12 +294,17 @@ TEST(Engine, AKernelCopyMovesItsBytesByAnElementWiseCopy) {
   ASSERT_EQ(out.status, RunStatus::kSucceeded) << out.error;
   EXPECT_GT(out.bandwidth_gb_per_s, 0);
   EXPECT_NEAR(out.bandwidth_gb_per_s, (4 << 20) / (out.latency_ms.p50 * 1e-3) / 1e9, 1e-6);
-  config.copy_direction = CopyDirection::kHostToDevice;
-  out = RunOne(config, Short(), nullptr, nullptr);
-  EXPECT_EQ(out.status, RunStatus::kFailed);
-  EXPECT_NE(out.error.find("params.copy_kernel: a kernel copy is device_to_device"),
-            std::string::npos)
-      << out.error;
+  for (auto [direction, bytes] : {std::pair{CopyDirection::kHostToDevice, int64_t{4} << 20},
+                                 std::pair{CopyDirection::kDeviceToDevice, int64_t{6}}}) {
+    config.copy_direction = direction;
+    config.copy_bytes = bytes;  // 6: no whole number of 4-byte elements
+    out = RunOne(config, Short(), nullptr, nullptr);
+    EXPECT_EQ(out.status, RunStatus::kFailed);
+    EXPECT_NE(out.error.find("params.copy_kernel: a kernel copy is device_to_device, of a "
+                             "multiple of 4 bytes"),
+              std::string::npos)
+        << out.error;
+  }
 }
 
 TEST(Engine, CancelStopsAtAnIterationBoundaryWithPartialFigures) {
