@@ -75,6 +75,9 @@ ABSL_FLAG(std::string, sustain, "",
 ABSL_FLAG(std::string, load, "", "qualify --level 3: how long every GPU is loaded at once (15m)");
 ABSL_FLAG(std::string, textfile, "", "qualify: also write the checks as Prometheus gauges to FILE");
 ABSL_FLAG(bool, latest, false, "qualify: judge each GPU's latest stored probe session, run none");
+ABSL_FLAG(bool, pairs, false,
+          "qualify: an all-reduce between every two hosts, one rank on each (gpubenchd "
+          "--pair-address); each host judged by its fastest link");
 ABSL_FLAG(std::string, report, "", "fleet: also write the fleet page (HTML) to this file");
 ABSL_FLAG(std::string, to, "",
           "export: load the runs into PostgreSQL (postgresql://USER@HOST:PORT/DB) instead of "

@@ -155,10 +155,12 @@ example: gpubench fleet --since 7d --report fleet.html
 )"},
       {"qualify", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, QualifyCommand,
        R"(  qualify                pass or fail each GPU against its SKU's envelope (node health)
-                         [--level 1|2|3] [--envelope FILE] [--latest] [--textfile FILE])",
+                         [--level 1|2|3] [--envelope FILE] [--latest] [--textfile FILE]
+                         [--pairs])",
        R"(usage: gpubench qualify [--host H]... [--level 1|2|3] [--sustain 60s] [--load 15m]
                        [--envelope FILE] [--latest] [--max-age AGE] [--textfile FILE]
                        [--output table|json]
+       gpubench qualify --pairs [--host H]... [--textfile FILE] [--output table|json]
 Runs the probe suite on every host (as probe; admin role), or with --latest judges each
 GPU's latest stored session since --max-age (8d), and checks each GPU's figure of each
 probe against its SKU's envelope (--envelope FILE from `fleet --envelope`, else the shipped
@@ -174,6 +176,10 @@ to the last (5% fails), thermal or hardware throttling (fails, naming clocks and
 its ECC, remapped rows and XIDs; and on several GPUs the pair matrix (copies each way by
 copy engine and by kernel, an all-reduce on each pair). --level 3 adds the same product on
 every GPU at once for --load (15m): the host's power and cooling.
+--pairs runs no suite: an all-reduce between every two hosts in turn, one rank on each
+daemon (each needs gpubenchd --pair-address; admin role on each), and judges each host by
+its fastest link against the hosts' median fastest link (fleet's rule; fewer than 3 hosts:
+unknown): the slow link between nodes, named.
 example: gpubench qualify --host 127.0.0.1:50051 --textfile /var/lib/node_exporter/gpubench.prom
 )"},
       {"export", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, ExportCommand,

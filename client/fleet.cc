@@ -155,12 +155,18 @@ absl::StatusOr<std::vector<HostEntry>> ResolveHosts(const std::vector<std::strin
       }
     }
     if (found) continue;
-    if (name.find(':') == std::string::npos) {
+    // NAME=ADDRESS names an address not in the fleet file.
+    const size_t eq = name.find('=');
+    const bool named = eq != std::string::npos && eq > 0 && name.find(':') > eq;
+    const std::string address = named ? name.substr(eq + 1) : name;
+    if (address.find(':') == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--host: \"", name, "\" is neither host:port nor a name in ", fleet_path));
+          "--host: \"", name, "\" is neither host:port, NAME=host:port nor a name in ",
+          fleet_path));
     }
     HostEntry& host = out.emplace_back();
-    host.name = host.address = name;
+    host.name = named ? name.substr(0, eq) : address;
+    host.address = address;
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "client/cli_internal.h"
 #include "gpubench/v1/result.pb.h"
+#include "report/qualify.h"
 
 namespace gpubench::client {
 
@@ -33,6 +34,12 @@ absl::Status ProbeRuns(const Daemon& d, const google::protobuf::Timestamp& since
 std::vector<HostRuns> EachHost(
     const std::vector<Daemon>& daemons,
     const std::function<void(size_t, const v1::HostInfo&, HostRuns*)>& gather);
+
+// qualify --pairs (qualify_pairs.cc): an all-reduce between every two
+// daemons, one rank on each, in turn; each pair's opening rank's figure or
+// why it has none.
+std::vector<report::HostPairResult> RunHostPairs(const std::vector<Daemon>& daemons,
+                                                 std::ostream& log);
 
 }  // namespace gpubench::client
 

@@ -147,9 +147,62 @@ absl::StatusOr<v1::RunProbeRequest> LevelOf(const Args& a) {
   return request;
 }
 
+// The line on stdout, the table on stderr (or the JSON), the textfile, and
+// the exit code of checks.
+int Verdict(const Args& a, const std::vector<report::Check>& checks, int level,
+            std::ostream& out, std::ostream& err) {
+  const std::string line = report::StatusLine(checks, level);
+  if (a.format == Format::kJson) {
+    QualifyJson(checks, line, out);
+  } else {
+    out << Printable(line) << "\n";
+    PrintTable(QualifyTable(checks), a.format, err);
+  }
+  if (a.Has("textfile")) {
+    // Written whole, then renamed: the collector never reads half a file.
+    const std::string path = a.Option("textfile"), part = path + ".part";
+    std::ofstream file(part, std::ios::trunc);
+    file << report::QualifyMetrics(checks);
+    file.close();
+    if (!file || std::rename(part.c_str(), path.c_str()) != 0) {
+      err << "gpubench: --textfile: cannot write " << path << "\n";
+      return 2;
+    }
+  }
+  switch (report::Overall(checks)) {
+    case report::Outcome::kPass:
+      return 0;
+    case report::Outcome::kFail:
+      return 1;
+    case report::Outcome::kUnknown:
+      break;
+  }
+  return 2;
+}
+
+// qualify --pairs: the links between the hosts, not their GPUs.
+int QualifyPairs(const Args& a, std::ostream& out, std::ostream& err) {
+  for (const char* other : {"level", "sustain", "load", "latest", "envelope"}) {
+    if (a.Has(other)) {
+      return Usage(err, absl::StrCat("--pairs judges the links between hosts against each "
+                                     "other: no --", other));
+    }
+  }
+  auto daemons = ConnectAll(a, /*all_fleet=*/true);
+  if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
+  if (daemons->size() < 2) return Usage(err, "--pairs: two hosts or more (--host, or the fleet file)");
+  std::vector<std::string> hosts;
+  for (const Daemon& d : *daemons) hosts.push_back(d.host.name);
+  std::ostringstream log;
+  const std::vector<report::HostPairResult> pairs = RunHostPairs(*daemons, log);
+  err << log.str();
+  return Verdict(a, report::QualifyHostPairs(hosts, pairs), /*level=*/0, out, err);
+}
+
 }  // namespace
 
 int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  if (a.Has("pairs")) return QualifyPairs(a, out, err);
   auto request = LevelOf(a);
   if (!request.ok()) return Usage(err, std::string(request.status().message()));
   auto envelope = EnvelopeFrom(a);
@@ -185,33 +238,7 @@ int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
       checks.push_back(std::move(c));
     }
   }
-  const std::string line = report::StatusLine(checks, request->level());
-  if (a.format == Format::kJson) {
-    QualifyJson(checks, line, out);
-  } else {
-    out << Printable(line) << "\n";
-    PrintTable(QualifyTable(checks), a.format, err);
-  }
-  if (a.Has("textfile")) {
-    // Written whole, then renamed: the collector never reads half a file.
-    const std::string path = a.Option("textfile"), part = path + ".part";
-    std::ofstream file(part, std::ios::trunc);
-    file << report::QualifyMetrics(checks);
-    file.close();
-    if (!file || std::rename(part.c_str(), path.c_str()) != 0) {
-      err << "gpubench: --textfile: cannot write " << path << "\n";
-      return 2;
-    }
-  }
-  switch (report::Overall(checks)) {
-    case report::Outcome::kPass:
-      return 0;
-    case report::Outcome::kFail:
-      return 1;
-    case report::Outcome::kUnknown:
-      break;
-  }
-  return 2;
+  return Verdict(a, checks, request->level(), out, err);
 }
 
 }  // namespace gpubench::client

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
+
 namespace gpubench {
 namespace {
 
@@ -95,6 +97,28 @@ std::string Sha256Hex(absl::string_view data) {
   Sha256 sha;
   sha.Update(data);
   return sha.HexDigest();
+}
+
+std::string HmacSha256Hex(absl::string_view key, absl::string_view data) {
+  std::string block(64, '\0');
+  if (key.size() > block.size()) {
+    const std::string digest = absl::HexStringToBytes(Sha256Hex(key));
+    std::memcpy(block.data(), digest.data(), digest.size());
+  } else {
+    std::memcpy(block.data(), key.data(), key.size());
+  }
+  std::string inner = block, outer = block;
+  for (size_t i = 0; i < block.size(); ++i) {
+    inner[i] = static_cast<char>(inner[i] ^ 0x36);
+    outer[i] = static_cast<char>(outer[i] ^ 0x5c);
+  }
+  Sha256 first;
+  first.Update(inner);
+  first.Update(data);
+  Sha256 second;
+  second.Update(outer);
+  second.Update(absl::HexStringToBytes(first.HexDigest()));
+  return second.HexDigest();
 }
 
 }  // namespace gpubench

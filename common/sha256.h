@@ -1,4 +1,5 @@
-// SHA-256 (FIPS 180-4), for model uploads and stored traces.
+// SHA-256 (FIPS 180-4), for model uploads and stored traces, and its HMAC
+// for the proof of a pair across hosts.
 #ifndef GPUBENCH_COMMON_SHA256_H_
 #define GPUBENCH_COMMON_SHA256_H_
 
@@ -27,6 +28,9 @@ class Sha256 {
 
 // The digest of data as 64 lower-case hex digits.
 std::string Sha256Hex(absl::string_view data);
+
+// HMAC-SHA256 (RFC 2104) of data with key, as 64 lower-case hex digits.
+std::string HmacSha256Hex(absl::string_view key, absl::string_view data);
 
 }  // namespace gpubench
 

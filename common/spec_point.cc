@@ -177,8 +177,11 @@ absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c) {
                    absl::StrCat(c.workload(), " spreads over world_size GPUs: use device cuda "
                                 "(any free GPUs) or cpu, not cuda:all"));
   }
-  // A collective on a named GPU and a peer: a pair (CheckPair).
-  if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1 &&
+  // A collective on a named GPU and a peer: a pair (CheckPair). A rank of
+  // a pair across hosts (the daemon's probe report::kHostPairProbe; no
+  // caller's spec names a probe) is one of the two on its named GPU.
+  const bool across_hosts = absl::EndsWith(c.probe(), "/host_pair");
+  if (absl::StartsWith(c.device(), "cuda:") && c.world_size() > 1 && !across_hosts &&
       !(c.params().has_peer_device() && IsWorkload(c.workload(), WorkloadId::kCollective))) {
     return Invalid(path + ".device",
                    absl::StrCat(c.device(), " names one GPU; world_size ", c.world_size(),

@@ -154,6 +154,25 @@ void AddPairMatrix(const v1::HostInfo& host, const std::vector<std::string>& dev
 
 }  // namespace
 
+v1::JobSpec HostPairJob(const v1::HostInfo& host, const std::string& peer) {
+  const bool gpu = !host.gpus().empty();
+  v1::JobSpec pair = ProbeSpec(kHostPairProbe, {gpu ? "cuda:0" : "cpu"}, /*small=*/false);
+  (*pair.mutable_labels())["gpubench.peer"] = peer;
+  pair.mutable_base()->set_workload("collective");
+  pair.mutable_base()->set_world_size(2);
+  pair.mutable_base()->set_precision(v1::PRECISION_FP32);
+  pair.mutable_base()->mutable_params()->set_collective_op(v1::COLLECTIVE_OP_ALL_REDUCE);
+  pair.mutable_base()->mutable_params()->set_collective_bytes(int64_t{gpu ? 256 : 16} << 20);
+  // The rank that opens waits for the other at its store; the store's own
+  // wait (5 min) ends it first.
+  pair.set_timeout_s(600);
+  return pair;
+}
+
+bool IsHostPair(const v1::RunConfig& config) {
+  return config.probe() == absl::StrCat(kProbeSuite, "/", kHostPairProbe);
+}
+
 std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small,
                                    const ProbeLevel& level) {
   const bool gpu = !host.gpus().empty() && !small;
@@ -271,6 +290,10 @@ const std::vector<ProbeInfo>& ProbeSuite() {
        "qualify --level 2: bf16 8192³ product held for --sustain (60 s) on each GPU in turn; "
        "not ranked",
        0.0125, /*held=*/true, /*level=*/2},
+      {kHostPairProbe, "GB/s", true,
+       "qualify --pairs: all-reduce (bus) between two hosts, one rank on each: NCCL's of "
+       "256 MiB on cuda:0, or Gloo's of 16 MiB on a host without GPUs",
+       0.05, /*held=*/false, /*level=*/0},
       {kLoadedProbe, "TFLOP/s", true,
        "qualify --level 3: bf16 8192³ product held for --load (15 min) on every GPU at once; "
        "not ranked",

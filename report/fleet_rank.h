@@ -35,6 +35,10 @@ inline constexpr char kPeerCopyProbe[] = "peer_copy";
 inline constexpr char kPeerKernelProbe[] = "peer_copy_kernel";
 // What joins a pair's GPUs in a result's name: "cuda:0 GPU-8c1f -> cuda:1".
 inline constexpr char kPairTo[] = " -> ";
+// A pair across hosts (gpubench qualify --pairs): a 2-rank all-reduce,
+// one rank on each of two daemons (RunHostPair). Level 0: no host's suite
+// runs it, and neither fleet nor qualify's levels judge it.
+inline constexpr char kHostPairProbe[] = "host_pair";
 
 struct ProbeInfo {
   const char* name;       // "matmul_bf16"
@@ -50,7 +54,8 @@ struct ProbeInfo {
   // time: its figure is qualify's alone, neither ranked nor bounded in an
   // envelope of its own by fleet (its length varies).
   bool held = false;
-  // The qualify level that runs it (1: the suite of gpubench probe).
+  // The qualify level that runs it (1: the suite of gpubench probe; 0:
+  // qualify --pairs alone).
   int level = 1;
 };
 
@@ -91,6 +96,14 @@ struct ProbeLevel {
 };
 std::vector<v1::JobSpec> ProbeJobs(const v1::HostInfo& host, bool small,
                                    const ProbeLevel& level = {});
+
+// The job of one rank of a pair across hosts on host, labelled with the
+// other host's name (gpubench.peer): NCCL's all-reduce of 256 MiB on cuda:0,
+// or on a host without GPUs Gloo's of 16 MiB on the CPU.
+v1::JobSpec HostPairJob(const v1::HostInfo& host, const std::string& peer);
+
+// Whether config is a rank of a pair across hosts.
+bool IsHostPair(const v1::RunConfig& config);
 
 // The probe's figure of a run in the probe's unit (TFLOP/s, GB/s, or µs per
 // launch); 0 where the run has none.

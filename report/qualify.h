@@ -81,13 +81,34 @@ std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_m
 std::map<std::pair<std::string, std::string>, const v1::Run*> NewestHeld(
     const std::vector<v1::Run>& runs);
 
+// One pair across hosts (qualify --pairs): a opened it, b joined; the
+// opening rank's figure (GB/s, bus) and run, or why there is none.
+struct HostPairResult {
+  std::string a, b;
+  std::string device;  // a's rank's ("cpu", "cuda:0")
+  double value = 0;
+  std::string run_id;
+  std::string error;  // empty when measured
+};
+
+// qualify --pairs' checks (qualify_pairs.cc): one per pair (host a, device
+// "cpu -> b"), failed where it did not run; then one per host, its fastest
+// link, judged among the hosts' fastest links by fleet's straggler rule
+// (RankFleet, the probe's noise floor): a straggler fails, naming its link
+// and "its network link (NIC, cable, switch port) or a rate limit on it";
+// fewer than rule.min_peers hosts measured is unknown; a host without a
+// measured pair fails.
+std::vector<Check> QualifyHostPairs(const std::vector<std::string>& hosts,
+                                    const std::vector<HostPairResult>& pairs,
+                                    const FleetRule& rule = {});
+
 // fail if any check fails, else unknown if any is unknown or there is
 // none, else pass.
 Outcome Overall(const std::vector<Check>& checks);
 
 // The one line node-problem-detector and Slurm's NHC take: "OK: 2 hosts,
 // 3 devices, 12 checks pass (level 1)", "NOTOK: HOST DEVICE PROBE WHY
-// (and 2 more failed)", "UNKNOWN: ...".
+// (and 2 more failed)", "UNKNOWN: ..."; level 0: "(pairs across hosts)".
 std::string StatusLine(const std::vector<Check>& checks, int level);
 
 // Prometheus' text format for node_exporter's textfile collector: per

@@ -31,6 +31,7 @@ std::string StatusLine(const std::vector<Check>& checks, int level) {
     if (to != std::string::npos) pairs.insert(c.host + " " + c.device);
   }
   const Outcome overall = Overall(checks);
+  const std::string of = level == 0 ? "pairs across hosts" : absl::StrCat("level ", level);
   if (overall == Outcome::kPass) {
     const auto count = [](size_t n, const char* one, const char* many) {
       return absl::StrCat(n, " ", n == 1 ? one : many);
@@ -38,10 +39,9 @@ std::string StatusLine(const std::vector<Check>& checks, int level) {
     return absl::StrCat("OK: ", count(hosts.size(), "host", "hosts"), ", ",
                         count(devices.size(), "device", "devices"), ", ",
                         pairs.empty() ? "" : count(pairs.size(), "pair, ", "pairs, "),
-                        count(checks.size(), "check passes", "checks pass"), " (level ", level,
-                        ")");
+                        count(checks.size(), "check passes", "checks pass"), " (", of, ")");
   }
-  if (checks.empty()) return absl::StrFormat("UNKNOWN: no check ran (level %d)", level);
+  if (checks.empty()) return absl::StrCat("UNKNOWN: no check ran (", of, ")");
   const Outcome first_of = overall;
   int more = -1;
   const Check* first = nullptr;

@@ -40,6 +40,9 @@ constexpr RpcRole kRpcRoles[] = {
     // The fleet's reference figures, and a host-wide exclusive job per
     // probe: the operator's.
     {"RunProbe", v1::ROLE_ADMIN},
+    // A rank that listens on the network between hosts, or connects to an
+    // address the caller names: the operator's too.
+    {"RunHostPair", v1::ROLE_ADMIN},
 };
 
 constexpr char kService[] = "gpubench.v1.BenchService";

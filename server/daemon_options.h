@@ -35,6 +35,9 @@ struct DaemonOptions {
   int64_t max_job_seconds = 24 * 3600;  // bounds JobSpec.timeout_s (and is its default)
   int64_t stop_grace_ms = 10000;      // SIGTERM, then SIGKILL after this
   int max_requeues = 1;               // times an interrupted job is requeued
+  // "IPv4:PORT" on the network between hosts where a pair across hosts
+  // meets (RunHostPair); empty: no such pair runs here.
+  std::string pair_address;
   storage::RetentionLimits retention;  // applied after every job ends
   // Sets and undoes the GPU power limits and clock locks runs ask for; null
   // where the operator did not allow it (such specs are refused at submit).

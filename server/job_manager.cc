@@ -178,6 +178,29 @@ absl::StatusOr<std::vector<v1::Job>> JobManager::SubmitProbeSuite(
   return jobs;
 }
 
+absl::StatusOr<v1::RunHostPairResponse> JobManager::SubmitHostPair(
+    const v1::RunHostPairRequest& request, const std::string& submitted_by) {
+  const std::string device = host_.gpus().empty() ? "cpu" : "cuda:0";
+  auto rank = PairRankOf(request, options_.pair_address, device);
+  if (!rank.ok()) return rank.status();
+  const v1::JobSpec spec = report::HostPairJob(host_, request.peer());
+  auto plan = planner_.PlanSpec(spec);
+  if (!plan.ok()) {
+    return absl::Status(plan.status().code(), absl::StrCat("probe ", report::kHostPairProbe,
+                                                           ": ", plan.status().message()));
+  }
+  plan->host_pair = *rank;
+  auto job = Queue(std::move(*plan), "", submitted_by, /*daemon_probe=*/true);
+  if (!job.ok()) return job.status();
+  v1::RunHostPairResponse response;
+  *response.mutable_job() = std::move(*job);
+  if (request.side() == v1::RunHostPairRequest::SIDE_OPEN) {
+    response.set_store_address(rank->host_pair().store_address());
+    response.set_secret(rank->host_pair().secret());
+  }
+  return response;
+}
+
 absl::StatusOr<v1::Job> JobManager::Queue(Plan plan, const std::string& schedule_id,
                                           const std::string& submitted_by, bool daemon_probe) {
   const v1::JobSpec& spec = plan.spec;
@@ -233,6 +256,8 @@ absl::StatusOr<v1::Job> JobManager::Queue(Plan plan, const std::string& schedule
   }
   if (!id.ok()) return id.status();
   job.set_job_id(*id);
+  // Known before it can be dispatched.
+  if (plan.host_pair) host_pairs_.Add(job.job_id(), *plan.host_pair);
   // The first event records the submission.
   recorder_.RecordEvent(job.job_id(), [](v1::ProgressEvent* e) {
     e->mutable_state_changed()->set_state(v1::JOB_STATE_QUEUED);
@@ -355,6 +380,7 @@ bool JobManager::DispatcherIdle() {
 void JobManager::RunJob(std::shared_ptr<Running> running) {
   runner_.Run(running);
   runner_.JobEnded(running->job.job_id());
+  host_pairs_.Remove(running->job.job_id());
   const v1::Job& job = running->job;
   absl::MutexLock lock(&mu_);
   if (job.state() == v1::JOB_STATE_QUEUED && !stopping_) {  // requeued after a shutdown

@@ -26,6 +26,7 @@
 #include "server/daemon_options.h"
 #include "server/event_log.h"
 #include "server/job_clock.h"
+#include "server/host_pairs.h"
 #include "server/job_planner.h"
 #include "server/job_recorder.h"
 #include "server/job_runner.h"
@@ -85,6 +86,13 @@ class JobManager {
   // queued before it are cancelled and the error returned.
   absl::StatusOr<std::vector<v1::Job>> SubmitProbeSuite(const v1::RunProbeRequest& request,
                                                         const std::string& submitted_by);
+
+  // One side of a pair across hosts (host_pairs.h): the job of this
+  // daemon's rank, a probe job, on cuda:0 or the CPU of a host without GPUs,
+  // its rank kept in memory until it ends; for an OPEN, where its store
+  // listens and the secret. PairRankOf's and Submit's errors.
+  absl::StatusOr<v1::RunHostPairResponse> SubmitHostPair(const v1::RunHostPairRequest& request,
+                                                         const std::string& submitted_by);
 
   // A queued job is cancelled at once; a running one is asked to stop (its
   // completed runs are kept) and ends CANCELLED. A finished job is returned
@@ -178,9 +186,11 @@ class JobManager {
   // The job's record in the store, and the events watchers see: its own
   // lock, never taken with mu_ held.
   JobRecorder recorder_{store_, &events_, host_.host_id(), options_.max_requeues};
+  HostPairs host_pairs_;  // the ranks of pairs across hosts queued here
   // Runs each dispatched job to its end. Its lock is a leaf: taken with
   // mu_ held (JobStarted at dispatch), never the other way round.
-  JobRunner runner_{options_, store_, host_, &planner_, &recorder_, launcher_.get()};
+  JobRunner runner_{options_, store_, host_, &planner_, &recorder_, launcher_.get(),
+                    &host_pairs_};
 };
 
 }  // namespace gpubench::server

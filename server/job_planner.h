@@ -6,6 +6,7 @@
 #ifndef GPUBENCH_SERVER_JOB_PLANNER_H_
 #define GPUBENCH_SERVER_JOB_PLANNER_H_
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -48,6 +49,8 @@ class JobPlanner {
     v1::JobSpec spec;
     std::vector<v1::RunConfig> runs;
     std::vector<std::string> notes;  // settings that mean nothing where they run
+    // A pair across hosts: the one rank this daemon runs (RunHostPair).
+    std::optional<v1::RankAssignment> host_pair;
   };
   absl::StatusOr<Plan> PlanJob(const v1::JobSpec& spec) const;
   // PlanJob without the probe check: the daemon's own suite's specs, and

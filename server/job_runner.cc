@@ -24,6 +24,7 @@
 #include "server/rank_group.h"
 #include "launcher/clock_control.h"
 #include "launcher/process.h"
+#include "report/fleet_rank.h"
 
 namespace gpubench::server {
 
@@ -50,6 +51,15 @@ void JobRunner::JobStarted(const std::string& job_id) {
 void JobRunner::JobEnded(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   beside_.erase(job_id);
+}
+
+absl::Status JobRunner::FindHostPair(const v1::Job& job, JobStart* start) const {
+  if (!report::IsHostPair(job.spec().base())) return absl::OkStatus();
+  start->host_pair = host_pairs_ != nullptr ? host_pairs_->Find(job.job_id()) : std::nullopt;
+  if (start->host_pair) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "a pair across hosts lives in the memory of the daemon that queued it, which has "
+      "restarted since: run gpubench qualify --pairs again");
 }
 
 bool JobRunner::StartJob(RunningJob* running, JobStart* start) {
@@ -92,6 +102,7 @@ bool JobRunner::StartJob(RunningJob* running, JobStart* start) {
                       "the job's plan cannot be read, so it did not run: ",
                       plan.status().message()));
   request.set_job_run_count(start->configs.size());
+  if (models.ok()) models = FindHostPair(job, start);
   if (!models.ok()) {
     recorder_->RecordState(&job, v1::JOB_STATE_FAILED, std::string(models.message()));
     return false;

@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -25,6 +26,7 @@
 #include "gpubench/v1/worker.pb.h"
 #include "launcher/process.h"
 #include "server/daemon_options.h"
+#include "server/host_pairs.h"
 #include "server/job_planner.h"
 #include "server/job_recorder.h"
 #include "storage/store.h"
@@ -63,11 +65,13 @@ struct RunningJob {
 // running job alone.
 class JobRunner {
  public:
-  // planner, recorder and launcher are not owned and outlive the runner.
+  // planner, recorder, launcher and host_pairs are not owned and outlive
+  // the runner; without host_pairs a pair across hosts fails at its start.
   JobRunner(const DaemonOptions& options, storage::Store* store, const v1::HostInfo& host,
-            const JobPlanner* planner, JobRecorder* recorder, worker::WorkerLauncher* launcher)
+            const JobPlanner* planner, JobRecorder* recorder, worker::WorkerLauncher* launcher,
+            const HostPairs* host_pairs = nullptr)
       : options_(options), store_(store), host_(host), planner_(planner), recorder_(recorder),
-        launcher_(launcher) {}
+        launcher_(launcher), host_pairs_(host_pairs) {}
 
   // Runs the dispatched job to its end: its RUNNING state, every lane's
   // workers under the watchdog, and its final state (QUEUED again when a
@@ -90,6 +94,8 @@ class JobRunner {
     std::vector<v1::RunConfig> configs;  // the sweep
     std::set<int> stored;                // sweep indices with a stored run
     bool any_ok = false;                 // a stored run counts as a success
+    // A pair across hosts: the one rank this daemon runs (HostPairs).
+    std::optional<v1::RankAssignment> host_pair;
   };
   // What a job's worker passes leave for its final state.
   struct Passes {
@@ -106,6 +112,10 @@ class JobRunner {
   // job ended here (cancelled meanwhile, models no longer allowed, a store
   // that cannot record it).
   bool StartJob(RunningJob* running, JobStart* start);
+  // A pair across hosts: its one rank here (HostPairs), its secret kept in
+  // memory only; FailedPrecondition once the daemon that queued it
+  // restarted. OK for any other job.
+  absl::Status FindHostPair(const v1::Job& job, JobStart* start) const;
   // Every lane of the job (parallel ones side by side), their passes merged.
   Passes RunLanes(const std::shared_ptr<RunningJob>& running, JobStart* start);
   // One worker per pass until the lane is done or the job is stopped; a
@@ -130,6 +140,7 @@ class JobRunner {
   const JobPlanner* const planner_;
   JobRecorder* const recorder_;
   worker::WorkerLauncher* const launcher_;
+  const HostPairs* const host_pairs_;
 
   absl::Mutex mu_;
   // Each running job (JobStarted) and the other jobs that ran during its

@@ -38,6 +38,7 @@ class LanePasses {
         mine_(lane.indices.begin(), lane.indices.end()),
         stored_(start.stored) {
     if (lane.rank.world_size() > 0) *request_.mutable_rank() = lane.rank;
+    if (start.host_pair) *request_.mutable_rank() = *start.host_pair;
     // The other lanes' runs count as stored: never this lane's to run.
     for (int i = 0; i < static_cast<int>(configs_.size()); ++i) {
       if (!mine_.count(i)) stored_.insert(i);
@@ -183,8 +184,10 @@ class LanePasses {
     {
       absl::MutexLock lock(&running_->group_mu);
       request_.set_process_group(running_->group_workers > 0 ? running_->process_group : 0);
-      process = lane_.rank.world_size() > 0 ? StartRankGroup(jobs_->launcher_, request_)
-                                            : jobs_->launcher_->Start(request_);
+      // A pair across hosts runs its one rank here alone.
+      process = lane_.rank.world_size() > 0 && !request_.rank().has_host_pair()
+                    ? StartRankGroup(jobs_->launcher_, request_)
+                    : jobs_->launcher_->Start(request_);
       if (process.ok() && running_->group_workers++ == 0) {
         running_->process_group = (*process)->ProcessGroup();
       }

@@ -24,6 +24,7 @@
 #include "common/version.h"
 #include "server/confinement_check.h"
 #include "server/daemon.h"
+#include "server/host_pairs.h"
 #include "server/host_probe.h"
 #include "launcher/confine.h"
 #include "launcher/process.h"
@@ -126,6 +127,10 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus metrics (/metrics) and a read-only HTML view of recent jobs (/) "
           "on this HOST:PORT (HTTPS with --tls-cert; the read role when tokens are on; "
           "default: off)");
+ABSL_FLAG(std::string, pair_address, "",
+          "IPV4:PORT on the network between hosts where this host's rank of a pair across "
+          "hosts meets the other's (gpubench qualify --pairs): its rendezvous store listens "
+          "on PORT, its all-reduce's connections on IPV4 (default: off; such pairs refused)");
 ABSL_FLAG(std::string, health_listen, "",
           "also serve gRPC's health service alone, in plaintext and without a token, on this "
           "HOST:PORT (Kubernetes' gRPC probes speak no TLS; default: off)");
@@ -253,6 +258,10 @@ absl::Status ReadPaths(DaemonConfig* c) {
   options.aot.set_cache_bytes(absl::GetFlag(FLAGS_aot_cache_bytes));
   c->metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c->health_listen = absl::GetFlag(FLAGS_health_listen);
+  options.pair_address = absl::GetFlag(FLAGS_pair_address);
+  if (auto s = gpubench::server::CheckPairAddress(options.pair_address); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--pair-address: ", s.message()));
+  }
   c->port_file = absl::GetFlag(FLAGS_port_file);
   return absl::OkStatus();
 }

@@ -268,6 +268,16 @@ grpc::ServerUnaryReactor* BenchServiceImpl::RunProbe(grpc::CallbackServerContext
   return Reply(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* BenchServiceImpl::RunHostPair(grpc::CallbackServerContext* context,
+                                                        const v1::RunHostPairRequest* request,
+                                                        v1::RunHostPairResponse* response) {
+  const Caller caller = auth_->CallerOf(*context);
+  auto pair = jobs_->SubmitHostPair(*request, caller.name);
+  if (!pair.ok()) return Reply(context, pair.status());
+  *response = std::move(*pair);
+  return Reply(context, absl::OkStatus());
+}
+
 grpc::ServerUnaryReactor* BenchServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                    const v1::GetJobRequest* request,
                                                    v1::GetJobResponse* response) {

@@ -107,6 +107,9 @@ class BenchServiceImpl final : public v1::BenchService::CallbackService {
   grpc::ServerUnaryReactor* RunProbe(grpc::CallbackServerContext* context,
                                      const v1::RunProbeRequest* request,
                                      v1::RunProbeResponse* response) override;
+  grpc::ServerUnaryReactor* RunHostPair(grpc::CallbackServerContext* context,
+                                        const v1::RunHostPairRequest* request,
+                                        v1::RunHostPairResponse* response) override;
 
  private:
   JobManager* const jobs_;

@@ -287,6 +287,23 @@ void FillFingerprint(const fingerprint::Fingerprint& f, v1::Fingerprint* p) {
 #undef GPUBENCH_FINGERPRINT_FIELD
 }
 
+// The numerics check's outcome, which the user asked for: a run whose
+// numbers fail it is no figure to trust, whatever its speed.
+void CheckNumerics(const engine::NumericsOutcome& numerics, v1::Run* run) {
+  FillNumerics(numerics, run->mutable_result()->mutable_numerics());
+  const v1::NumericsCheck& n = run->result().numerics();
+  if (run->state() != v1::RUN_STATE_SUCCEEDED || !n.checked() || n.passed()) return;
+  run->set_state(v1::RUN_STATE_FAILED);
+  run->set_error(n.non_finite()
+                     ? "check_numerics failed: inf or NaN in the output or loss"
+                     : absl::StrFormat("check_numerics failed: relative error %.3g beyond "
+                                       "the precision's tolerance %.3g",
+                                       run->config().mode() == v1::MODE_TRAIN
+                                           ? n.loss_rel_error()
+                                           : n.output_rel_error(),
+                                       n.tolerance()));
+}
+
 }  // namespace
 
 void FillRun(const engine::RunOutcome& o, v1::Run* run) {
@@ -352,23 +369,7 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   }
   if (!o.profile.top.empty()) FillProfile(o.profile, r->mutable_profile());
   if (!o.profile_error.empty()) r->mutable_profile()->set_error(o.profile_error);
-  if (o.numerics) {
-    FillNumerics(*o.numerics, r->mutable_numerics());
-    // The user asked for the check: a run whose numbers fail it is no
-    // figure to trust, whatever its speed.
-    const v1::NumericsCheck& n = r->numerics();
-    if (run->state() == v1::RUN_STATE_SUCCEEDED && n.checked() && !n.passed()) {
-      run->set_state(v1::RUN_STATE_FAILED);
-      run->set_error(n.non_finite()
-                         ? "check_numerics failed: inf or NaN in the output or loss"
-                         : absl::StrFormat("check_numerics failed: relative error %.3g beyond "
-                                           "the precision's tolerance %.3g",
-                                           run->config().mode() == v1::MODE_TRAIN
-                                               ? n.loss_rel_error()
-                                               : n.output_rel_error(),
-                                           n.tolerance()));
-    }
-  }
+  if (o.numerics) CheckNumerics(*o.numerics, run);
   if (!o.telemetry.samples.empty() || !o.telemetry.unavailable_reason.empty()) {
     FillTelemetry(o.telemetry, o.throughput_samples_per_s, o.measured_ms, run);
   }

@@ -29,6 +29,7 @@
 #include "worker/convert.h"
 #include "worker/engine/engine.h"
 #include "worker/heartbeat.h"
+#include "worker/rank.h"
 #include "launcher/ipc.h"
 #include "worker/run_as.h"
 
@@ -309,10 +310,8 @@ class JobRunner {
   }
 
   absl::Status Run() {
-    if (ranked_ && (rank_.world_size() < 1 || rank_.rank() < 0 ||
-                    rank_.rank() >= rank_.world_size() ||
-                    rank_.devices_size() != rank_.world_size())) {
-      return absl::InvalidArgumentError("rank: needs 0 <= rank < world_size, a device per rank");
+    if (ranked_) {
+      if (auto s = CheckRank(rank_); !s.ok()) return s;
     }
     // Test hook: GPUBENCH_INJECT_OOM_RANK keeps the engine's injected
     // out-of-memory (GPUBENCH_INJECT_OOM_ABOVE_BYTES) to that rank.
@@ -325,7 +324,7 @@ class JobRunner {
     // A rank of a distributed run: rank 0 opens the rendezvous store first
     // and reports its port, with which the daemon starts the other ranks.
     if (ranked_ && rank_.rank() == 0) {
-      auto port = engine::OpenRendezvous(rank_.world_size());
+      auto port = OpenStore(rank_);
       if (!port.ok()) return port.status();
       v1::WorkerEvent opened;
       opened.mutable_rendezvous()->set_store_port(*port);
@@ -409,10 +408,7 @@ class JobRunner {
     absl::Status model = LocateModel(request_, config, engine_config, &held_);
     if (!IsDistributedWorkload(config.workload())) return model;
     if (ranked_) {
-      engine_config->rank = rank_.rank();
-      engine_config->world_size = rank_.world_size();
-      engine_config->store_port = rank_.store_port();
-      engine_config->device = rank_.devices(rank_.rank());
+      SetRank(rank_, engine_config);
       for (const std::string& d : rank_.devices()) run->mutable_result()->add_rank_devices(d);
       return model;
     }

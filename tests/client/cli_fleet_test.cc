@@ -432,6 +432,10 @@ TEST(CliDaemon, HostsSideBySideReportsAnUnreachableHostAndShowsTheOthers) {
   EXPECT_NE(all.out.find("torch"), std::string::npos);
   EXPECT_NE(all.err.find("gone"), std::string::npos) << all.err;
   EXPECT_EQ(one.code, kExitOk) << one.err;
+  // NAME=ADDRESS names a host the fleet file lacks.
+  Result named = Cli({"hosts", "--host", "beta=" + d.address()});
+  EXPECT_EQ(named.code, kExitOk) << named.err;
+  EXPECT_NE(SplitLines(named.out).at(0).find("beta"), std::string::npos) << named.out;
 }
 
 // A verdict is about one piece of work done two ways: two jobs of different

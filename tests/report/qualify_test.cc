@@ -489,5 +489,61 @@ TEST(Qualify, TheTextfileGaugesPassPromtool) {
   EXPECT_EQ(std::system(("promtool check metrics < " + path).c_str()), 0) << text;
 }
 
+// qualify --pairs: three hosts, c's link rate-limited: every pair with c
+// is slow, so c's fastest link is the straggler and fails, named; a and b
+// pass on their link with each other.
+HostPairResult Link(const std::string& a, const std::string& b, double gbps) {
+  HostPairResult p;
+  p.a = a;
+  p.b = b;
+  p.device = "cpu";
+  p.value = gbps;
+  p.run_id = a + b;
+  return p;
+}
+
+TEST(QualifyHostPairsTest, TheHostBehindASlowLinkFailsNamingIt) {
+  const std::vector<Check> checks = QualifyHostPairs(
+      {"a", "b", "c"}, {Link("a", "b", 1.9), Link("a", "c", 0.024), Link("b", "c", 0.025)});
+  ASSERT_EQ(checks.size(), 6u);  // three pairs, three hosts
+  EXPECT_EQ(checks[1].device, "cpu -> c");
+  std::map<std::string, const Check*> host;
+  for (const Check& c : checks) {
+    if (c.device.find(" -> ") == std::string::npos) host[c.host] = &c;
+  }
+  EXPECT_EQ(host.at("a")->outcome, Outcome::kPass);
+  EXPECT_EQ(host.at("b")->outcome, Outcome::kPass);
+  ASSERT_EQ(host.at("c")->outcome, Outcome::kFail);
+  EXPECT_NE(host.at("c")->why.find("its fastest link (with b) 0.025 GB/s"), std::string::npos)
+      << host.at("c")->why;
+  EXPECT_NE(host.at("c")->why.find("rate limit"), std::string::npos);
+  EXPECT_EQ(Overall(checks), Outcome::kFail);
+  EXPECT_EQ(StatusLine(checks, 0).rfind("NOTOK: c cpu host_pair its fastest link", 0), 0u)
+      << StatusLine(checks, 0);
+}
+
+TEST(QualifyHostPairsTest, LinksWithinTheNoisePassAndTwoHostsAreUnknown) {
+  const std::vector<Check> three = QualifyHostPairs(
+      {"a", "b", "c"}, {Link("a", "b", 1.90), Link("a", "c", 1.85), Link("b", "c", 1.88)});
+  EXPECT_EQ(Overall(three), Outcome::kPass);
+  EXPECT_EQ(StatusLine(three, 0), "OK: 3 hosts, 3 devices, 3 pairs, 6 checks pass (pairs across hosts)");
+  const std::vector<Check> two = QualifyHostPairs({"a", "b"}, {Link("a", "b", 1.9)});
+  EXPECT_EQ(Overall(two), Outcome::kUnknown);
+  EXPECT_NE(two.back().why.find("fewer than 3 peers"), std::string::npos) << two.back().why;
+}
+
+TEST(QualifyHostPairsTest, APairThatDidNotRunFailsAndSoDoesAHostWithNone) {
+  HostPairResult broken = Link("a", "c", 0);
+  broken.error = "c: this daemon has no --pair-address";
+  const std::vector<Check> checks =
+      QualifyHostPairs({"a", "b", "c"}, {Link("a", "b", 1.9), broken});
+  EXPECT_EQ(checks[1].outcome, Outcome::kFail);
+  EXPECT_NE(checks[1].why.find("did not run: c: this daemon has no --pair-address"),
+            std::string::npos);
+  EXPECT_EQ(checks.back().host, "c");
+  EXPECT_EQ(checks.back().outcome, Outcome::kFail);
+  EXPECT_NE(checks.back().why.find("no pair with this host ran"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpubench::report

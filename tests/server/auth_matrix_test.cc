@@ -38,6 +38,7 @@ const std::map<std::string, Need>& Policy() {
       {"CreateSchedule", kAdmin},  {"ListSchedules", kRead},   {"DeleteSchedule", kAdmin},
       {"UploadModel", kSubmit},    {"GetTrace", kRead},        {"ListRegressions", kRead},
       {"DeleteModel", kAdmin},     {"RunProbe", kAdmin},       {"DeleteJob", kSubmit},
+      {"RunHostPair", kAdmin},
   };
   return *policy;
 }
@@ -170,6 +171,13 @@ std::optional<grpc::Status> CallModelOrHostRpc(Stub* stub, grpc::ClientContext* 
     req.set_dry_run(true);
     v1::RunProbeResponse resp;
     return stub->RunProbe(ctx, req, &resp);
+  }
+  if (method == "RunHostPair") {
+    v1::RunHostPairRequest req;  // this daemon has no --pair-address: nothing queued
+    req.set_side(v1::RunHostPairRequest::SIDE_OPEN);
+    req.set_peer("b");
+    v1::RunHostPairResponse resp;
+    return stub->RunHostPair(ctx, req, &resp);
   }
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gpubench/v1/service.grpc.pb.h"
 #include "tests/support/daemon_process.h"
 
@@ -292,6 +293,64 @@ TEST(Distributed, BucketsDuringBackwardTrainAsOneMessageAfterIt) {
   v1::JobSpec bad = MlpDdp();
   bad.mutable_base()->mutable_params()->set_ddp_bucket_mb(-1);
   ExpectInvalid(d, bad, "spec.base.params.ddp_bucket_mb");
+}
+
+// One side of a pair across daemons (qualify --pairs), as the CLI asks it.
+grpc::Status Pair(Daemon& d, v1::RunHostPairRequest::Side side, const std::string& peer,
+                  const v1::RunHostPairResponse* opened, v1::RunHostPairResponse* resp) {
+  v1::RunHostPairRequest req;
+  req.set_side(side);
+  req.set_peer(peer);
+  if (opened != nullptr) {
+    req.set_store_address(opened->store_address());
+    req.set_secret(opened->secret());
+  }
+  grpc::ClientContext ctx;
+  return d.stub()->RunHostPair(&ctx, req, resp);
+}
+
+// Two daemons on loopback, one rank each: with the opener's secret the
+// all-reduce runs and each daemon stores its rank's run, labelled with its
+// peer; with another secret the joining rank is refused before any tensor
+// moves and both jobs fail saying why; a daemon without --pair-address
+// refuses, naming the flag.
+TEST(Distributed, APairAcrossDaemonsRunsOnlyWithTheOpenersSecret) {
+  const std::string at_a = absl::StrCat("127.0.0.1:", testing_support::FreePort());
+  const std::string at_b = absl::StrCat("127.0.0.1:", testing_support::FreePort());
+  Daemon a(FreshDir("dist_pair_a"), {"--pair-address", at_a});
+  Daemon b(FreshDir("dist_pair_b"), {"--pair-address", at_b});
+  Daemon off(FreshDir("dist_pair_off"));
+  ASSERT_TRUE(a.serving() && b.serving() && off.serving()) << a.log() << b.log();
+  v1::RunHostPairResponse opened, joined, refused;
+  ASSERT_TRUE(Pair(a, v1::RunHostPairRequest::SIDE_OPEN, "b", nullptr, &opened).ok());
+  EXPECT_EQ(opened.store_address(), at_a);
+  ASSERT_EQ(opened.secret().size(), 32u);
+  ASSERT_TRUE(Pair(b, v1::RunHostPairRequest::SIDE_JOIN, "a", &opened, &joined).ok());
+  for (auto [d, id] : {std::pair{&a, opened.job().job_id()}, {&b, joined.job().job_id()}}) {
+    const v1::Job job = WaitForJobEnd(*d, id);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d->log();
+    EXPECT_TRUE(job.daemon_probe());
+    const std::vector<v1::Run> runs = JobRuns(*d, id);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_GT(runs[0].result().bus_bandwidth_gb_per_s(), 0) << runs[0].error();
+  }
+  EXPECT_EQ(WaitForJobEnd(a, opened.job().job_id()).spec().labels().at("gpubench.peer"), "b");
+
+  ASSERT_TRUE(Pair(a, v1::RunHostPairRequest::SIDE_OPEN, "b", nullptr, &opened).ok());
+  opened.mutable_secret()->at(0) ^= 1;
+  ASSERT_TRUE(Pair(b, v1::RunHostPairRequest::SIDE_JOIN, "a", &opened, &joined).ok());
+  const v1::Job stranger = WaitForJobEnd(a, opened.job().job_id());
+  EXPECT_EQ(stranger.state(), v1::JOB_STATE_FAILED);
+  const std::vector<v1::Run> runs = JobRuns(a, opened.job().job_id());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_NE(runs[0].error().find("did not prove the pair's secret"), std::string::npos)
+      << runs[0].error();
+  EXPECT_EQ(WaitForJobEnd(b, joined.job().job_id()).state(), v1::JOB_STATE_FAILED);
+
+  const grpc::Status no_address =
+      Pair(off, v1::RunHostPairRequest::SIDE_OPEN, "b", nullptr, &refused);
+  EXPECT_EQ(no_address.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(no_address.error_message().find("--pair-address"), std::string::npos);
 }
 #endif  // GPUBENCH_TEST_GLOO
 

@@ -217,6 +217,25 @@ TEST_F(JobPlannerTest, TheLevelTwoSuitePlansThePairMatrixOfFourGpus) {
                                    "cuda:1,cuda:2", "cuda:1,cuda:3", "cuda:2,cuda:3"}));
 }
 
+// A pair across hosts plans on cuda:0 of a host with GPUs (one GPU is
+// enough: the other rank is another host's) and on the CPU of one without,
+// taking the host, as every probe does.
+TEST_F(JobPlannerTest, APairAcrossHostsPlansOnItsFirstGpuOrItsCpu) {
+  for (int gpus : {0, 1}) {
+    const JobPlanner planner = Planner(gpus);
+    v1::HostInfo host;
+    for (int i = 0; i < gpus; ++i) host.add_gpus()->set_index(i);
+    auto plan = planner.PlanSpec(report::HostPairJob(host, "peer"));
+    ASSERT_TRUE(plan.ok()) << gpus << " GPUs: " << plan.status();
+    ASSERT_EQ(plan->runs.size(), 1u);
+    EXPECT_EQ(plan->runs[0].device(), gpus > 0 ? "cuda:0" : "cpu");
+    EXPECT_TRUE(report::IsHostPair(plan->runs[0]));
+    v1::Job job;
+    *job.mutable_spec() = plan->spec;
+    EXPECT_EQ(planner.LeasesOf(job, plan->runs).leases.count("host"), 1u);
+  }
+}
+
 // What this host cannot give is refused at plan time, naming the field.
 TEST_F(JobPlannerTest, WhatTheHostCannotGiveIsRefusedByField) {
   const JobPlanner planner = Planner(2);

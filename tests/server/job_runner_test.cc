@@ -18,6 +18,7 @@
 #include "server/job_clock.h"
 #include "server/job_planner.h"
 #include "server/job_recorder.h"
+#include "report/fleet_rank.h"
 #include "tests/server/job_manager_fixture.h"
 
 namespace gpubench::server {
@@ -44,13 +45,14 @@ class JobRunnerTest : public ::testing::Test {
   std::unique_ptr<JobRunner> Runner(const Script& script) {
     launcher_ = std::make_unique<FakeLauncher>(script, &started_, &requests_, &requests_mu_);
     return std::make_unique<JobRunner>(options_, store_.get(), host_, planner_.get(),
-                                       recorder_.get(), launcher_.get());
+                                       recorder_.get(), launcher_.get(), &host_pairs_);
   }
 
   // spec planned and stored as a queued job, as a submit leaves it, and
-  // handed to the runner as the dispatcher does.
-  std::shared_ptr<RunningJob> Queued(const v1::JobSpec& spec) {
-    auto plan = planner_->PlanJob(spec);
+  // handed to the runner as the dispatcher does (the daemon's own probe
+  // specs planned without the probe check).
+  std::shared_ptr<RunningJob> Queued(const v1::JobSpec& spec, bool daemon_probe = false) {
+    auto plan = daemon_probe ? planner_->PlanSpec(spec) : planner_->PlanJob(spec);
     EXPECT_TRUE(plan.ok()) << plan.status();
     v1::Job job;
     *job.mutable_spec() = plan->spec;
@@ -84,7 +86,39 @@ class JobRunnerTest : public ::testing::Test {
   std::atomic<int> started_{0};
   std::mutex requests_mu_;
   std::vector<v1::WorkerRequest> requests_;
+  HostPairs host_pairs_;
 };
+
+// A pair across hosts runs its one rank here, alone (no rank group), with
+// the rank RunHostPair kept for it; once its daemon restarted (the rank is
+// gone with its memory) it fails at its start, saying so, and no worker
+// starts.
+TEST_F(JobRunnerTest, APairAcrossHostsRunsItsOneRankOrFailsAfterARestart) {
+  auto runner = Runner(Script());
+  const v1::JobSpec spec = report::HostPairJob(host_, "peer-host");
+  auto joined = Queued(spec, /*daemon_probe=*/true);
+  v1::RunHostPairRequest join;
+  join.set_side(v1::RunHostPairRequest::SIDE_JOIN);
+  join.set_peer("peer-host");
+  join.set_store_address("10.0.0.1:29500");
+  join.set_secret(std::string(32, 's'));
+  auto rank = PairRankOf(join, "10.0.0.2:29500", "cpu");
+  ASSERT_TRUE(rank.ok()) << rank.status();
+  host_pairs_.Add(joined->job.job_id(), *rank);
+  runner->Run(joined);
+  EXPECT_EQ(joined->job.state(), v1::JOB_STATE_SUCCEEDED) << joined->job.error();
+  EXPECT_EQ(started_.load(), 1);
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(requests_[0].rank().rank(), 1);
+  EXPECT_EQ(requests_[0].rank().host_pair().store_address(), "10.0.0.1:29500");
+
+  auto forgotten = Queued(spec, /*daemon_probe=*/true);
+  runner->Run(forgotten);
+  EXPECT_EQ(forgotten->job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(forgotten->job.error().find("restarted since"), std::string::npos)
+      << forgotten->job.error();
+  EXPECT_EQ(started_.load(), 1);
+}
 
 // Every planned run is measured and stored in one worker, which gets the
 // plan's runs and settings; the job succeeds, and its runs record the job

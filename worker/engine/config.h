@@ -7,6 +7,7 @@
 #define GPUBENCH_WORKER_ENGINE_CONFIG_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -137,6 +138,14 @@ struct RunConfig {
   int world_size = 1;
   int rank = 0;
   int store_port = 0;
+  // A pair across hosts (one rank on each): the store's host for rank 1,
+  // this host's address for the collective's own connections (Gloo's
+  // device), both 127.0.0.1 when empty; and sign(text), an HMAC of text
+  // with the pair's secret, by which each rank proves itself to the other
+  // before the collective (none when empty).
+  std::string store_host;
+  std::string local_address;
+  std::function<std::string(const std::string&)> sign;
 
   Mode mode = Mode::kTrain;
   std::string device = "auto";  // auto, cpu, cuda, cuda:N, mps

@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <random>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -38,23 +41,77 @@ Group& ProcessGroup() {
 }
 
 #if GPUBENCH_TORCH_AT_LEAST(2, 4)
-// A socket listening on 127.0.0.1 at a port the system picks, for the store
-// to take over: c10d's own listener would take every interface.
-absl::StatusOr<int> LoopbackListener() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
+// A socket listening on address:port (0: one the system picks), for the
+// store to take over: c10d's own listener would take every interface.
+absl::StatusOr<int> Listener(const std::string& address, int port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("not an IPv4 address: ", address));
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
+  const int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 128) != 0) {
     const std::string why = std::strerror(errno);
     close(fd);
-    return absl::UnavailableError(absl::StrCat("listening on 127.0.0.1: ", why));
+    return absl::UnavailableError(absl::StrCat("listening on ", address, ":", port, ": ", why));
   }
   return fd;
 }
 #endif
+
+std::string Nonce() {
+  std::random_device random;
+  std::string hex;
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&hex, absl::Hex(random(), absl::kZeroPad8));
+  return hex;
+}
+
+bool SameText(const std::string& a, const std::string& b) {
+  unsigned char differ = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) differ |= a[i] ^ b[i];
+  return differ == 0;
+}
+
+// A pair across hosts: before the collective, each rank answers the other's
+// nonce with sign() of both, so that a stranger who reached the store (or a
+// store that is not the other daemon's) is refused before any tensor moves.
+absl::Status ProvePair(c10d::Store& store, int rank,
+                       const std::function<std::string(const std::string&)>& sign) {
+  auto get = [&store](const std::string& key) {
+    const std::vector<uint8_t> value = store.get(key);
+    return std::string(value.begin(), value.end());
+  };
+  auto set = [&store](const std::string& key, const std::string& value) {
+    store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
+  };
+  std::string nonce0 = rank == 0 ? Nonce() : "", nonce1 = rank == 1 ? Nonce() : "";
+  if (rank == 0) set("gpubench/pair/nonce0", nonce0);
+  if (rank == 1) {
+    nonce0 = get("gpubench/pair/nonce0");
+    set("gpubench/pair/nonce1", nonce1);
+    set("gpubench/pair/proof1", sign(absl::StrCat("join ", nonce0, " ", nonce1)));
+    if (!SameText(get("gpubench/pair/proof0"), sign(absl::StrCat("open ", nonce0, " ", nonce1)))) {
+      return absl::PermissionDeniedError(
+          "the pair's store did not prove the pair's secret: not the opening daemon's rank");
+    }
+    return absl::OkStatus();
+  }
+  nonce1 = get("gpubench/pair/nonce1");
+  if (!SameText(get("gpubench/pair/proof1"), sign(absl::StrCat("join ", nonce0, " ", nonce1)))) {
+    return absl::PermissionDeniedError(
+        "the rank that joined the pair's store did not prove the pair's secret");
+  }
+  set("gpubench/pair/proof0", sign(absl::StrCat("open ", nonce0, " ", nonce1)));
+  return absl::OkStatus();
+}
+
+std::string OrLoopback(const std::string& address) {
+  return address.empty() ? "127.0.0.1" : address;
+}
 
 }  // namespace
 
@@ -77,12 +134,15 @@ absl::StatusOr<Communicator*> GroupFor(const RunConfig& c, const torch::Device& 
     options.port = static_cast<uint16_t>(c.store_port);
     options.isServer = false;
     options.timeout = kStoreTimeout;
-    g.store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
+    g.store = c10::make_intrusive<c10d::TCPStore>(OrLoopback(c.store_host), options);
+  }
+  if (c.sign) {
+    if (auto s = ProvePair(*g.store, c.rank, c.sign); !s.ok()) return s;
   }
   absl::StatusOr<std::unique_ptr<Communicator>> comm =
       device.is_cuda() ? NewNcclGroup(g.store, c.rank, c.world_size)
       : device.is_cpu()
-          ? NewGlooGroup(g.store, c.rank, c.world_size)
+          ? NewGlooGroup(g.store, c.rank, c.world_size, OrLoopback(c.local_address))
           : absl::InvalidArgumentError(absl::StrCat(c.workload, " runs on cuda or cpu, not ",
                                                     device.str()));
   if (!comm.ok()) return comm.status();
@@ -109,7 +169,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> NewNcclGroup(const c10::intrusive_
 #endif
 #ifndef GPUBENCH_GLOO
 absl::StatusOr<std::unique_ptr<Communicator>> NewGlooGroup(const c10::intrusive_ptr<c10d::Store>&,
-                                                           int, int) {
+                                                           int, int, const std::string&) {
   return absl::UnimplementedError(
       "this worker was built without Gloo, so ddp and collective run on cuda only "
       "(Gloo comes with Debian's LibTorch and libgloo-dev)");
@@ -139,15 +199,15 @@ void CloseGroup() {
   g.store.reset();
 }
 
-absl::StatusOr<int> OpenRendezvous(int world_size) {
+absl::StatusOr<int> OpenRendezvous(int world_size, const std::string& address, int port) {
   dist::Group& g = dist::ProcessGroup();
   if (g.store) return static_cast<int>(g.store->getPort());
   try {
     c10d::TCPStoreOptions options;
-    options.port = 0;  // the system picks a free one
+    options.port = static_cast<uint16_t>(port);  // 0: the system picks a free one
     options.isServer = true;
 #if GPUBENCH_TORCH_AT_LEAST(2, 4)
-    auto fd = dist::LoopbackListener();
+    auto fd = dist::Listener(address, port);
     if (!fd.ok()) return fd.status();
     sockaddr_in bound{};
     socklen_t size = sizeof(bound);
@@ -160,11 +220,11 @@ absl::StatusOr<int> OpenRendezvous(int world_size) {
     options.numWorkers = world_size;
     options.waitWorkers = false;
     options.timeout = dist::kStoreTimeout;
-    g.store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
+    g.store = c10::make_intrusive<c10d::TCPStore>(address, options);
     return static_cast<int>(g.store->getPort());
   } catch (const std::exception& e) {
     return absl::UnavailableError(
-        absl::StrCat("cannot open the rendezvous store on 127.0.0.1: ", e.what()));
+        absl::StrCat("cannot open the rendezvous store on ", address, ": ", e.what()));
   }
 }
 

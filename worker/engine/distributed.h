@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "worker/engine/config.h"
@@ -60,8 +61,10 @@ bool AnyRank(Communicator* comm, bool value, const torch::Device& device);
 // return Unimplemented.
 absl::StatusOr<std::unique_ptr<Communicator>> NewNcclGroup(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size);
+// Gloo's connections bind address (127.0.0.1 but for a pair across hosts).
 absl::StatusOr<std::unique_ptr<Communicator>> NewGlooGroup(
-    const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size);
+    const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
+    const std::string& address);
 
 }  // namespace gpubench::engine::dist
 

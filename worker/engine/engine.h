@@ -32,11 +32,12 @@ RunOutcome RunOne(const RunConfig& config, const MeasureConfig& measure,
                   const std::atomic<bool>* cancel, measure::RunState* state = nullptr);
 
 // Rank 0 of a distributed run (ddp, collective), before its first such run:
-// opens the rendezvous store (c10d's TCPStore) on 127.0.0.1 at a port the
-// system picks, for world_size ranks, and returns the port, which the other
-// ranks' RunConfig::store_port names. The store lives as long as the process.
-// Unavailable where it cannot listen.
-absl::StatusOr<int> OpenRendezvous(int world_size);
+// opens the rendezvous store (c10d's TCPStore) on address (an IPv4 address)
+// at port (0: one the system picks), for world_size ranks, and returns the
+// port, which the other ranks' RunConfig::store_port names. The store lives
+// as long as the process. Unavailable where it cannot listen.
+absl::StatusOr<int> OpenRendezvous(int world_size, const std::string& address = "127.0.0.1",
+                                   int port = 0);
 
 // Ends this process's distributed group (its communicators, their threads,
 // the store) once its runs are done; nothing without one. Never throws.

@@ -9,10 +9,11 @@ namespace {
 
 class GlooGroup : public Communicator {
  public:
-  GlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size)
+  GlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
+            const std::string& address)
       : world_size_(world_size) {
     auto options = c10d::ProcessGroupGloo::Options::create();
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(address));
     pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
   }
 
@@ -44,8 +45,9 @@ class GlooGroup : public Communicator {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Communicator>> NewGlooGroup(
-    const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size) {
-  return std::make_unique<GlooGroup>(store, rank, world_size);
+    const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
+    const std::string& address) {
+  return std::make_unique<GlooGroup>(store, rank, world_size, address);
 }
 
 }  // namespace gpubench::engine::dist
