@@ -153,6 +153,9 @@ int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, std::vector<v1::Run>* 
 int GatherJob(const Daemon& d, const std::string& job_id, std::vector<v1::Run>* runs,
               std::ostream& log);
 
+// Calls call(i) for i from 0 to n - 1, kMaxHostsAtOnce at a time (each on
+// a thread of a pool), and returns when all are done.
+void ForEachIndex(size_t n, const std::function<void(size_t)>& call);
 // Calls call(i) for every daemon, kMaxHostsAtOnce at a time (each on a
 // thread of a pool), and returns when all are done.
 void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call);

@@ -176,10 +176,10 @@ to the last (5% fails), thermal or hardware throttling (fails, naming clocks and
 its ECC, remapped rows and XIDs; and on several GPUs the pair matrix (copies each way by
 copy engine and by kernel, an all-reduce on each pair). --level 3 adds the same product on
 every GPU at once for --load (15m): the host's power and cooling.
---pairs runs no suite: an all-reduce between every two hosts in turn, one rank on each
-daemon (each needs gpubenchd --pair-address; admin role on each), and judges each host by
-its fastest link against the hosts' median fastest link (fleet's rule; fewer than 3 hosts:
-unknown): the slow link between nodes, named.
+--pairs runs no suite: an all-reduce between every two hosts (rounds of disjoint pairs at
+once), one rank on each daemon (each needs gpubenchd --pair-address; admin role on each),
+and judges each host by its fastest link against the hosts' median fastest link (fleet's
+rule; fewer than 3 hosts: unknown): the slow link between nodes, named.
 example: gpubench qualify --host 127.0.0.1:50051 --textfile /var/lib/node_exporter/gpubench.prom
 )"},
       {"export", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/false, ExportCommand,

@@ -106,16 +106,20 @@ int CallFailed(const HostEntry& host, const absl::Status& s, std::ostream& err) 
   return absl::IsInvalidArgument(s) ? kExitUsage : kExitJobFailed;
 }
 
-void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call) {
+void ForEachIndex(size_t n, const std::function<void(size_t)>& call) {
   std::atomic<size_t> next{0};
   std::vector<std::thread> threads;
-  const size_t workers = std::min<size_t>(daemons.size(), kMaxHostsAtOnce);
+  const size_t workers = std::min<size_t>(n, kMaxHostsAtOnce);
   for (size_t w = 0; w < workers; ++w) {
     threads.emplace_back([&] {
-      for (size_t i = next++; i < daemons.size(); i = next++) call(i);
+      for (size_t i = next++; i < n; i = next++) call(i);
     });
   }
   for (auto& t : threads) t.join();
+}
+
+void ForEachDaemon(const std::vector<Daemon>& daemons, const std::function<void(size_t)>& call) {
+  ForEachIndex(daemons.size(), call);
 }
 
 std::string HostsAnswered(const std::vector<Daemon>& daemons,

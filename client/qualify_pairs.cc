@@ -1,10 +1,15 @@
 // qualify --pairs: an all-reduce between every two hosts, one rank on each
-// daemon (RunHostPair), the pairs in turn, since a daemon runs one pair at
-// a time on its --pair-address.
+// daemon (RunHostPair), in rounds of disjoint pairs (a daemon runs one pair
+// at a time on its --pair-address).
+#include <algorithm>
+#include <map>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "client/cli_internal.h"
 #include "client/probe_hosts.h"
 #include "common/printable.h"
@@ -64,16 +69,42 @@ report::HostPairResult RunPair(const Daemon& a, const Daemon& b, std::ostream& l
   return pair;
 }
 
+// A round-robin of n hosts (the circle method): n - 1 rounds (n rounded up
+// to even, the extra one a bye), each host in at most one pair a round,
+// every two hosts paired once; the lower index of a pair opens it.
+std::vector<std::vector<std::pair<size_t, size_t>>> Rounds(size_t n) {
+  const size_t m = n + n % 2;
+  std::vector<std::vector<std::pair<size_t, size_t>>> rounds;
+  for (size_t r = 0; r + 1 < m; ++r) {
+    auto& round = rounds.emplace_back();
+    for (size_t k = 0; k < m / 2; ++k) {
+      // Position 0 stays; the others turn one place a round.
+      const size_t a = k == 0 ? 0 : 1 + (r + k - 1) % (m - 1);
+      const size_t b = 1 + (r + m - 2 - k) % (m - 1);
+      if (a < n && b < n) round.emplace_back(std::min(a, b), std::max(a, b));
+    }
+  }
+  return rounds;
+}
+
 }  // namespace
 
 std::vector<report::HostPairResult> RunHostPairs(const std::vector<Daemon>& daemons,
                                                  std::ostream& log) {
-  std::vector<report::HostPairResult> pairs;
-  for (size_t i = 0; i < daemons.size(); ++i) {
-    for (size_t j = i + 1; j < daemons.size(); ++j) {
-      pairs.push_back(RunPair(daemons[i], daemons[j], log));
-    }
+  std::map<std::pair<size_t, size_t>, report::HostPairResult> done;
+  absl::Mutex mu;
+  for (const auto& round : Rounds(daemons.size())) {
+    ForEachIndex(round.size(), [&](size_t k) {
+      const auto [i, j] = round[k];
+      std::ostringstream said;
+      report::HostPairResult pair = RunPair(daemons[i], daemons[j], said);
+      absl::MutexLock lock(&mu);
+      log << said.str();
+      done[{i, j}] = std::move(pair);
+    });
   }
+  std::vector<report::HostPairResult> pairs;
+  for (auto& [key, pair] : done) pairs.push_back(std::move(pair));
   return pairs;
 }
 

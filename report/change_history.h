@@ -26,6 +26,9 @@ struct SeriesPoint {
   std::string run_id;  // the run it came from (a night's first)
   int64_t start_ns = 0;
   v1::Fingerprint fingerprint;
+  // Its probe session (the job): every device and pair of a host's session
+  // share one.
+  std::string session;
 };
 
 struct Series {

@@ -403,8 +403,8 @@ std::vector<ProbeResult> ProbeResults(const std::string& host, const std::string
     result.sku = SkuOf(*latest.best, cpu_model);
     for (size_t i = 0; i + 1 < ordered.size(); ++i) result.history.push_back(ordered[i].value);
     for (const Session& s : ordered) {
-      result.sessions.push_back(
-          {s.value, s.best->run_id(), StartNs(*s.best), s.best->fingerprint()});
+      result.sessions.push_back({s.value, s.best->run_id(), StartNs(*s.best),
+                                 s.best->fingerprint(), s.best->job_id()});
     }
     out.push_back(std::move(result));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -302,6 +303,9 @@ v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule
   struct Group {
     std::vector<double> values;
     std::set<std::string> devices;
+    // Distinct sessions (a host's probe job): one session of a host of 12
+    // pairs is 12 figures, not 12 sessions.
+    std::set<std::string> sessions;
     std::map<std::string, std::pair<int, v1::Fingerprint>> setups;  // serialized -> count
   };
   std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
@@ -311,6 +315,7 @@ v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule
     g.devices.insert(r.host + " " + r.gpu);
     for (const SeriesPoint& s : r.sessions) {
       g.values.push_back(s.value);
+      g.sessions.insert(absl::StrCat(r.host, " ", s.session.empty() ? s.run_id : s.session));
       const v1::Fingerprint setup = SetupOf(s.fingerprint);
       auto& [count, fp] = g.setups[setup.SerializeAsString()];
       ++count;
@@ -323,7 +328,7 @@ v1::Envelope EnvelopeOf(const std::vector<ProbeResult>& results, const FleetRule
       const auto& [sku, driver, probe] = key;
       // No entry for a held product: its length varies with --sustain.
       if (probe != info.name || info.held ||
-          static_cast<int>(g.values.size()) < rule.min_history) {
+          static_cast<int>(g.sessions.size()) < rule.min_history) {
         continue;
       }
       const double median = stats::Median(g.values);
@@ -505,6 +510,51 @@ std::vector<Check> NotMeasured(
 
 }  // namespace
 
+// Level 3 on several GPUs: their loaded runs' measured windows (each
+// run's end less its measured time) must overlap for 90% of the shortest,
+// or the host's power and cooling were never loaded at once: unknown,
+// saying so. Nothing on one device.
+std::optional<Check> LoadedTogether(
+    const std::string& host,
+    const std::map<std::pair<std::string, std::string>, const v1::Run*>& held) {
+  std::vector<const v1::Run*> loaded;
+  for (const auto& [key, run] : held) {
+    if (key.second == kLoadedProbe && run->state() == v1::RUN_STATE_SUCCEEDED) {
+      loaded.push_back(run);
+    }
+  }
+  if (loaded.size() < 2) return std::nullopt;
+  Check c = CheckOf(host, *loaded[0], absl::StrCat(kLoadedProbe, "_together"), "%");
+  c.device = absl::StrCat(loaded.size(), " devices");
+  c.run_id.clear();
+  double start = -1e300, end = 1e300, shortest = 1e300;
+  for (const v1::Run* run : loaded) {
+    const double to = TimeUtil::TimestampToNanoseconds(run->end_time()) / 1e9;
+    const double held_s = run->result().measured_ms() / 1e3;
+    start = std::max(start, to - held_s);
+    end = std::min(end, to);
+    shortest = std::min(shortest, held_s);
+  }
+  const double together = std::max(0.0, end - start);
+  c.value = shortest > 0 ? 100 * together / shortest : 0;
+  c.has_envelope = true;
+  c.envelope.set_probe(c.probe);
+  c.envelope.set_unit(c.unit);
+  c.envelope.set_higher_is_better(true);
+  c.envelope.set_median(100);
+  c.envelope.set_bound(90);
+  c.envelope.set_source("the loaded runs' own measured windows");
+  if (c.value >= c.envelope.bound()) {
+    c.outcome = Outcome::kPass;
+  } else {
+    c.why = absl::StrFormat(
+        "the devices were loaded together for %.0f s of the shortest load's %.0f s: the "
+        "host's power and cooling were not tested at once; run level 3 again",
+        together, shortest);
+  }
+  return c;
+}
+
 std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_model,
                                const std::vector<v1::Run>& all_runs, const v1::Envelope& envelope,
                                int level) {
@@ -541,6 +591,7 @@ std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_m
       checks.push_back(HealthCheck(host, *run));
     }
   }
+  if (auto together = LoadedTogether(host, held)) checks.push_back(std::move(*together));
   for (Check& c : NotMeasured(host, session, held, level, checks)) checks.push_back(std::move(c));
   return checks;
 }

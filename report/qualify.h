@@ -24,7 +24,9 @@ namespace gpubench::report {
 
 // An envelope per SKU (GPU name, or the CPU's model), driver and probe,
 // from every session of every GPU in results (at least rule.min_history
-// sessions; fewer give none for that probe). source says where from. An
+// distinct sessions, probe jobs of the fleet's hosts, however many figures
+// one session of a host of many GPUs or pairs gives; fewer give none for
+// that probe; ProbeEnvelope.sessions counts the figures). source says where from. An
 // entry whose bound would be beyond a factor of two from its median (half
 // the median's speed, or twice its time: sessions that vary that widely
 // bound nothing) is left out and named, with why, in left_out.

@@ -100,9 +100,18 @@ TEST(Qualify, TheEnvelopeIsTheMedianOfEverySessionAndTheStragglerRulesBound) {
   EXPECT_FALSE(p.fingerprint().has_gpu_uuid());
   EXPECT_FALSE(p.fingerprint().has_pcie_width());
   EXPECT_EQ(p.source(), "seeded, 2026-11-28");
-  // Fewer than three sessions: no entry.
+  // Fewer than three sessions: no entry, however many GPUs one session
+  // measured.
   EXPECT_EQ(EnvelopeOf(ProbeResults("h", "", {Matmul(690, "09", "j", 0)}), FleetRule(), "",
                        &left_out)
+                .probes_size(),
+            0);
+  std::vector<v1::Run> one_session;
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    one_session.push_back(Matmul(690 + gpu, absl::StrCat("1", gpu), "j8", gpu, 700,
+                                 absl::StrCat("cuda:", gpu)));
+  }
+  EXPECT_EQ(EnvelopeOf(ProbeResults("h", "", one_session), FleetRule(), "", &left_out)
                 .probes_size(),
             0);
 }
@@ -304,9 +313,22 @@ TEST(Qualify, LevelThreeFailsAGpuThatFallsOutOfItsEnvelopeUnderLoad) {
             "no loaded_bf16 run of this device in the session: level 3 not measured");
   EXPECT_EQ(by["cuda:2 sustained_bf16"].why,
             "no sustained_bf16 run of this device in the session: level 2 not measured");
+  EXPECT_EQ(by["2 devi loaded_bf16_together"].outcome, Outcome::kPass);
+  EXPECT_EQ(by["2 devi loaded_bf16_together"].value, 100);
   EXPECT_EQ(Overall(checks), Outcome::kFail);
   for (const Check& c : QualifyHost("h100-d", "", session, e, 2)) {
     EXPECT_EQ(c.probe.find("loaded"), std::string::npos) << c.probe;
+  }
+  // Loaded one after the other for half their time: the host was never
+  // loaded at once, which is unknown, not a pass.
+  session[1].mutable_end_time()->set_seconds(session[0].end_time().seconds() + 30);
+  for (const Check& c : QualifyHost("h100-d", "", session, e, 3)) {
+    if (c.probe != "loaded_bf16_together") continue;
+    EXPECT_EQ(c.outcome, Outcome::kUnknown);
+    EXPECT_EQ(c.value, 50);
+    EXPECT_NE(c.why.find("loaded together for 30 s of the shortest load's 60 s"),
+              std::string::npos)
+        << c.why;
   }
 }
 
