@@ -36,6 +36,13 @@ void OpenersFigure(const std::vector<v1::Run>& runs, report::HostPairResult* pai
   if (pair->error.empty()) pair->error = absl::StrCat(pair->a, "'s rank stored no run");
 }
 
+// A side whose other side will not come: its rank would wait at the store.
+void CancelSide(const Daemon& d, const std::string& job_id) {
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job_id);
+  (void)d.Call(&Stub::CancelJob, cancel);
+}
+
 report::HostPairResult RunPair(const Daemon& a, const Daemon& b, std::ostream& log) {
   report::HostPairResult pair;
   pair.a = a.host.name;
@@ -48,6 +55,8 @@ report::HostPairResult RunPair(const Daemon& a, const Daemon& b, std::ostream& l
     pair.error = absl::StrCat(a.host.name, ": ", opened.status().message());
     return pair;
   }
+  const v1::JobSpec& spec = opened->job().spec();
+  pair.device = spec.sweep().device_size() > 0 ? spec.sweep().device(0) : spec.base().device();
   v1::RunHostPairRequest join;
   join.set_side(v1::RunHostPairRequest::SIDE_JOIN);
   join.set_store_address(opened->store_address());
@@ -56,16 +65,18 @@ report::HostPairResult RunPair(const Daemon& a, const Daemon& b, std::ostream& l
   auto joined = b.Call(&Stub::RunHostPair, join);
   if (!joined.ok()) {
     // The opening rank would wait for it at its store.
-    v1::CancelJobRequest cancel;
-    cancel.set_job_id(opened->job().job_id());
-    (void)a.Call(&Stub::CancelJob, cancel);
+    CancelSide(a, opened->job().job_id());
     pair.error = absl::StrCat(b.host.name, ": ", joined.status().message());
     return pair;
   }
   std::vector<v1::Run> runs, unused;
   GatherJob(a, opened->job().job_id(), &runs, log);
-  GatherJob(b, joined->job().job_id(), &unused, log);
   OpenersFigure(runs, &pair);
+  if (!pair.error.empty()) {
+    // Its rank would wait for the opener's store (5 min) before failing.
+    CancelSide(b, joined->job().job_id());
+  }
+  GatherJob(b, joined->job().job_id(), &unused, log);
   return pair;
 }
 

@@ -93,9 +93,9 @@ struct HostPairResult {
   std::string error;  // empty when measured
 };
 
-// qualify --pairs' checks (qualify_pairs.cc): one per pair (host a, device
-// "cpu -> b"), failed where it did not run; then one per host, its fastest
-// link, judged among the hosts' fastest links by fleet's straggler rule
+// qualify --pairs' checks (qualify_pairs.cc): one per host, its fastest
+// link, then one per pair (host a, device "cpu -> b"), failed where it did
+// not run. A host is judged among the hosts' fastest links by fleet's straggler rule
 // (RankFleet, the probe's noise floor): a straggler fails, naming its link
 // and "its network link (NIC, cable, switch port) or a rate limit on it";
 // fewer than rule.min_peers hosts measured is unknown; a host without a

@@ -18,7 +18,7 @@ constexpr char kLinks[] = "links between hosts";
 Check PairCheck(const HostPairResult& p) {
   Check c;
   c.host = p.a;
-  c.device = absl::StrCat(p.device, kPairTo, p.b);
+  c.device = absl::StrCat(p.device.empty() ? "-" : p.device, kPairTo, p.b);
   c.probe = kHostPairProbe;
   c.sku = kLinks;
   c.unit = kUnit;
@@ -38,7 +38,6 @@ std::vector<Check> QualifyHostPairs(const std::vector<std::string>& hosts,
   // Each host's fastest measured link, and the host at its other end.
   std::map<std::string, const HostPairResult*> best;
   for (const HostPairResult& p : pairs) {
-    out.push_back(PairCheck(p));
     if (!p.error.empty()) continue;
     for (const std::string& h : {p.a, p.b}) {
       if (best[h] == nullptr || p.value > best[h]->value) best[h] = &p;
@@ -94,6 +93,8 @@ std::vector<Check> QualifyHostPairs(const std::vector<std::string>& hosts,
     }
     out.push_back(std::move(c));
   }
+  // The hosts first: the line names a host that fails before a pair.
+  for (const HostPairResult& p : pairs) out.push_back(PairCheck(p));
   return out;
 }
 

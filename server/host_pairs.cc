@@ -13,9 +13,11 @@ namespace {
 constexpr size_t kSecretBytes = 32;
 constexpr size_t kMaxPeerName = 128;
 
+// An IPv4 address another host can reach: not 0.0.0.0, which the other
+// daemon's rank would take for its own host.
 bool IsIpv4(const std::string& host) {
-  in_addr unused{};
-  return inet_pton(AF_INET, host.c_str(), &unused) == 1;
+  in_addr addr{};
+  return inet_pton(AF_INET, host.c_str(), &addr) == 1 && addr.s_addr != htonl(INADDR_ANY);
 }
 
 absl::StatusOr<std::string> Secret() {
@@ -34,7 +36,9 @@ absl::Status CheckPairAddress(const std::string& address) {
   int port = 0;
   if (!SplitHostPort(address, &host, &port).ok() || !IsIpv4(host) || port < 1 || port > 65535) {
     return absl::InvalidArgumentError(
-        absl::StrCat("IPV4:PORT with a port from 1 to 65535, not ", Printable(address)));
+        absl::StrCat("IPV4:PORT, the address other hosts reach this one at (not 0.0.0.0), with a "
+                     "port from 1 to 65535, not ",
+                     Printable(address)));
   }
   return absl::OkStatus();
 }

@@ -1,14 +1,16 @@
 #!/bin/bash
-# qualify --pairs across three real daemons, each in a network namespace of
+# qualify --pairs across four real daemons, each in a network namespace of
 # its own on one bridge, host c's link held to 200 Mbit/s both ways by tc's
-# tbf: the CLI exits 1, failing c by its fastest link, while a, b and the
-# a-b link pass. The bridge and the CLI live in a fourth namespace (the hub),
+# tbf, host d without --pair-address: the CLI exits 1, failing c by its
+# fastest link and d for having no pair that ran (its pairs refused naming
+# the flag), while a, b and the a-b link pass. Four hosts run in three
+# rounds of two pairs at once. The bridge and the CLI live in a fourth namespace (the hub),
 # so nothing touches the host's network. Needs root and `ip netns`: exit 77
 # (a skip) without them.
 #   pairs_netns_test.sh BIN_DIR SCRATCH_DIR   (BIN_DIR: gpubenchd, gpubench, gpubench-worker)
 set -euo pipefail
 bin=$1 scratch=$2
-hosts=(a b c)
+hosts=(a b c d)
 declare -A ns pid
 for h in "${hosts[@]}" hub; do ns[$h]=gpubench-pairs-$$-$h; done
 
@@ -63,7 +65,7 @@ net ip -n "${ns[hub]}" link set lo up
 net ip -n "${ns[hub]}" link add br0 type bridge
 net ip -n "${ns[hub]}" addr add 10.77.0.254/24 dev br0
 net ip -n "${ns[hub]}" link set br0 up
-for i in 0 1 2; do
+for i in 0 1 2 3; do
   h=${hosts[$i]}
   net ip netns add "${ns[$h]}"
   # Made in the hub with its peer put straight into the host's namespace:
@@ -82,7 +84,7 @@ net ip netns exec "${ns[hub]}" tc qdisc add dev to-c "${tbf[@]}"
 
 # The CLI names hosts through a fleet file (--host takes a name or HOST:PORT).
 fleet=()
-for i in 0 1 2; do
+for i in 0 1 2 3; do
   fleet+=("{\"name\": \"${hosts[$i]}\", \"address\": \"10.77.0.$((i + 1)):50051\"}")
 done
 (IFS=,; echo "{\"hosts\": [${fleet[*]}]}") > "$scratch/fleet.json"
@@ -93,11 +95,13 @@ unset GPUBENCH_HOST http_proxy https_proxy grpc_proxy HTTP_PROXY HTTPS_PROXY
 # --insecure: a non-loopback --listen needs TLS and a token file, or this
 # (and the CLI sends no token in plaintext); the bridge is the test's own.
 # Without a token file every caller is admin, which RunHostPair needs.
-# --stop-grace-ms: a quick cleanup.
-for i in 0 1 2; do
+# --stop-grace-ms: a quick cleanup. d runs no pair (no --pair-address).
+for i in 0 1 2 3; do
   h=${hosts[$i]} addr=10.77.0.$((i + 1))
+  pair=(--pair-address "$addr:29500")
+  [ "$h" = d ] && pair=()
   ip netns exec "${ns[$h]}" "$bin/gpubenchd" --listen "$addr:50051" --insecure \
-    --data-dir "$scratch/$h" --worker "$bin/gpubench-worker" --pair-address "$addr:29500" \
+    --data-dir "$scratch/$h" --worker "$bin/gpubench-worker" "${pair[@]}" \
     --stop-grace-ms 1000 --verbose > "$scratch/$h.log" 2>&1 &
   pid[$h]=$!
 done
@@ -105,19 +109,19 @@ hub() { ip netns exec "${ns[hub]}" "$@"; }
 
 # Each daemon answers across the bridge, from where the CLI will run.
 deadline=$((SECONDS + 60))
-until hub "$bin/gpubench" hosts --host a --host b --host c --host-timeout 2 \
+until hub "$bin/gpubench" hosts --host a --host b --host c --host d --host-timeout 2 \
       > "$scratch/hosts.txt" 2>&1; do
   for h in "${hosts[@]}"; do kill -0 "${pid[$h]}" 2> /dev/null || fail "gpubenchd $h exited"; done
   [ "$SECONDS" -lt "$deadline" ] ||
     fail "the daemons did not all answer from the hub within 60 s: $(cat "$scratch/hosts.txt")"
   sleep 0.5
 done
-echo "3 daemons answer: a 10.77.0.1, b 10.77.0.2, c 10.77.0.3 (200 Mbit/s)"
+echo "4 daemons answer: a 10.77.0.1, b 10.77.0.2, c 10.77.0.3 (200 Mbit/s), d 10.77.0.4 (no pairs)"
 
 # Bounded here: ctest's TIMEOUT kills without this script's cleanup.
 code=0
 start=$SECONDS
-hub timeout 150 "$bin/gpubench" qualify --pairs --host a --host b --host c --output json \
+hub timeout 150 "$bin/gpubench" qualify --pairs --host a --host b --host c --host d --output json \
   > "$scratch/qualify.json" 2> "$scratch/qualify.err" || code=$?
 echo "qualify --pairs: exit $code in $((SECONDS - start)) s"
 
@@ -141,19 +145,16 @@ for c in checks:
 
 
 def link(c):
-    # A pair's check names both hosts: "a <-> b" as its host, or host a
-    # with device "cpu -> b". A host's check names one.
-    if " <-> " in c["host"]:
-        return frozenset(c["host"].split(" <-> "))
+    # A pair's check is its opener's, device "cpu -> b"; a host's has no arrow.
     if " -> " in c["device"]:
         return frozenset((c["host"], c["device"].rsplit(" -> ", 1)[1]))
     return None
 
 
 pairs = {link(c): c for c in checks if c["probe"] == "host_pair" and link(c)}
-best = {c["host"]: c for c in checks
-        if c["probe"] in ("host_pair", "host_pair_best") and not link(c)}
+best = {c["host"]: c for c in checks if c["probe"] == "host_pair" and not link(c)}
 ab, ac, bc = frozenset({"a", "b"}), frozenset({"a", "c"}), frozenset({"b", "c"})
+with_d = [frozenset({h, "d"}) for h in "abc"]
 problems = []
 
 
@@ -164,10 +165,16 @@ def want(ok, what):
 
 want(code == 1, f"exit {code}, not 1 (a host fails)")
 want(doc.get("outcome") == "fail", f"outcome {doc.get('outcome')!r}, not 'fail'")
-want(set(pairs) == {ab, ac, bc},
-     f"pair checks {sorted(sorted(p) for p in pairs)}, not a-b, a-c and b-c")
-want(set(best) == {"a", "b", "c"}, f"host checks {sorted(best)}, not a, b and c")
-if set(pairs) == {ab, ac, bc} and set(best) == {"a", "b", "c"}:
+want(set(pairs) == {ab, ac, bc, *with_d},
+     f"pair checks {sorted(sorted(p) for p in pairs)}, not the six of a, b, c and d")
+want(set(best) == {"a", "b", "c", "d"}, f"host checks {sorted(best)}, not a, b, c and d")
+if set(pairs) == {ab, ac, bc, *with_d} and set(best) == {"a", "b", "c", "d"}:
+    # d's pairs were refused, naming the flag, and d fails for it.
+    for p in with_d:
+        want(pairs[p]["outcome"] == "fail" and "--pair-address" in pairs[p]["why"],
+             f"{'-'.join(sorted(p))}: {pairs[p]['outcome']} ({pairs[p]['why']})")
+    want(best["d"]["outcome"] == "fail" and "no pair with this host ran" in best["d"]["why"],
+         f"host d: {best['d']['outcome']} ({best['d']['why']})")
     # Every pair ran: c must fail by its figures, not for a pair missing.
     for p in (ab, ac, bc):
         want(pairs[p]["outcome"] == "pass",
@@ -195,4 +202,4 @@ EOF
   tail -n 30 "$scratch/qualify.err" >&2
   fail "qualify --pairs did not find c's rate-limited link (above)"
 fi
-echo "ok: c's 200 Mbit/s link failed it; a, b and a-b passed"
+echo "ok: c's 200 Mbit/s link failed it, d's missing --pair-address failed it; a, b and a-b passed"

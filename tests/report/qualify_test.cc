@@ -527,8 +527,8 @@ HostPairResult Link(const std::string& a, const std::string& b, double gbps) {
 TEST(QualifyHostPairsTest, TheHostBehindASlowLinkFailsNamingIt) {
   const std::vector<Check> checks = QualifyHostPairs(
       {"a", "b", "c"}, {Link("a", "b", 1.9), Link("a", "c", 0.024), Link("b", "c", 0.025)});
-  ASSERT_EQ(checks.size(), 6u);  // three pairs, three hosts
-  EXPECT_EQ(checks[1].device, "cpu -> c");
+  ASSERT_EQ(checks.size(), 6u);  // three hosts, then three pairs
+  EXPECT_EQ(checks[4].device, "cpu -> c");
   std::map<std::string, const Check*> host;
   for (const Check& c : checks) {
     if (c.device.find(" -> ") == std::string::npos) host[c.host] = &c;
@@ -542,6 +542,7 @@ TEST(QualifyHostPairsTest, TheHostBehindASlowLinkFailsNamingIt) {
   EXPECT_EQ(Overall(checks), Outcome::kFail);
   EXPECT_EQ(StatusLine(checks, 0).rfind("NOTOK: c cpu host_pair its fastest link", 0), 0u)
       << StatusLine(checks, 0);
+  EXPECT_EQ(StatusLine(checks, 0).find("more failed"), std::string::npos);
 }
 
 TEST(QualifyHostPairsTest, LinksWithinTheNoisePassAndTwoHostsAreUnknown) {
@@ -551,20 +552,26 @@ TEST(QualifyHostPairsTest, LinksWithinTheNoisePassAndTwoHostsAreUnknown) {
   EXPECT_EQ(StatusLine(three, 0), "OK: 3 hosts, 3 devices, 3 pairs, 6 checks pass (pairs across hosts)");
   const std::vector<Check> two = QualifyHostPairs({"a", "b"}, {Link("a", "b", 1.9)});
   EXPECT_EQ(Overall(two), Outcome::kUnknown);
-  EXPECT_NE(two.back().why.find("fewer than 3 peers"), std::string::npos) << two.back().why;
+  EXPECT_NE(two[1].why.find("fewer than 3 peers"), std::string::npos) << two[1].why;
 }
 
 TEST(QualifyHostPairsTest, APairThatDidNotRunFailsAndSoDoesAHostWithNone) {
   HostPairResult broken = Link("a", "c", 0);
   broken.error = "c: this daemon has no --pair-address";
+  broken.device.clear();  // the opener never said
   const std::vector<Check> checks =
       QualifyHostPairs({"a", "b", "c"}, {Link("a", "b", 1.9), broken});
-  EXPECT_EQ(checks[1].outcome, Outcome::kFail);
-  EXPECT_NE(checks[1].why.find("did not run: c: this daemon has no --pair-address"),
+  ASSERT_EQ(checks.size(), 5u);  // three hosts, then two pairs
+  EXPECT_EQ(checks[4].device, "- -> c");
+  EXPECT_EQ(checks[4].outcome, Outcome::kFail);
+  EXPECT_NE(checks[4].why.find("did not run: c: this daemon has no --pair-address"),
             std::string::npos);
-  EXPECT_EQ(checks.back().host, "c");
-  EXPECT_EQ(checks.back().outcome, Outcome::kFail);
-  EXPECT_NE(checks.back().why.find("no pair with this host ran"), std::string::npos);
+  EXPECT_EQ(checks[2].host, "c");
+  EXPECT_EQ(checks[2].outcome, Outcome::kFail);
+  EXPECT_NE(checks[2].why.find("no pair with this host ran"), std::string::npos);
+  EXPECT_EQ(StatusLine(checks, 0).rfind("NOTOK: c - host_pair no pair with this host ran", 0),
+            0u)
+      << StatusLine(checks, 0);
 }
 
 }  // namespace

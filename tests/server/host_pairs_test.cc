@@ -78,7 +78,8 @@ TEST(HostPairsTest, WhatARequestMayNotMakeTheDaemonDoIsRefusedNamingTheField) {
 TEST(HostPairsTest, ThePairAddressFlagIsAnIpv4AddressAndPort) {
   EXPECT_TRUE(CheckPairAddress("").ok());
   EXPECT_TRUE(CheckPairAddress("192.168.1.7:29500").ok());
-  for (const char* bad : {"host:29500", "[::1]:29500", "10.0.0.1", "10.0.0.1:0", "10.0.0.1:x"}) {
+  for (const char* bad : {"host:29500", "[::1]:29500", "10.0.0.1", "10.0.0.1:0", "10.0.0.1:x",
+                          "0.0.0.0:29500"}) {
     EXPECT_FALSE(CheckPairAddress(bad).ok()) << bad;
   }
 }
