@@ -180,15 +180,14 @@ absl::StatusOr<std::vector<v1::Job>> JobManager::SubmitProbeSuite(
 
 absl::StatusOr<v1::RunHostPairResponse> JobManager::SubmitHostPair(
     const v1::RunHostPairRequest& request, const std::string& submitted_by) {
-  const std::string device = host_.gpus().empty() ? "cpu" : "cuda:0";
-  auto rank = PairRankOf(request, options_.pair_address, device);
-  if (!rank.ok()) return rank.status();
-  const v1::JobSpec spec = report::HostPairJob(host_, request.peer());
-  auto plan = planner_.PlanSpec(spec);
+  auto plan = planner_.PlanSpec(report::HostPairJob(host_, request.peer()));
   if (!plan.ok()) {
     return absl::Status(plan.status().code(), absl::StrCat("probe ", report::kHostPairProbe,
                                                            ": ", plan.status().message()));
   }
+  // The rank runs on the device HostPairJob chose (the plan's one run).
+  auto rank = PairRankOf(request, options_.pair_address, plan->runs.at(0).device());
+  if (!rank.ok()) return rank.status();
   plan->host_pair = *rank;
   auto job = Queue(std::move(*plan), "", submitted_by, /*daemon_probe=*/true);
   if (!job.ok()) return job.status();
