@@ -192,7 +192,14 @@ int QualifyPairs(const Args& a, std::ostream& out, std::ostream& err) {
   if (!daemons.ok()) return Usage(err, std::string(daemons.status().message()));
   if (daemons->size() < 2) return Usage(err, "--pairs: two hosts or more (--host, or the fleet file)");
   std::vector<std::string> hosts;
-  for (const Daemon& d : *daemons) hosts.push_back(d.host.name);
+  std::set<std::string> addresses;
+  for (const Daemon& d : *daemons) {
+    // One daemon under two names would pair with itself, and wait.
+    if (!addresses.insert(d.host.address).second) {
+      return Usage(err, absl::StrCat("--pairs: ", d.host.address, " is named twice"));
+    }
+    hosts.push_back(d.host.name);
+  }
   std::ostringstream log;
   const std::vector<report::HostPairResult> pairs = RunHostPairs(*daemons, log);
   err << log.str();

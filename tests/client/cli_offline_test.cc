@@ -80,6 +80,16 @@ TEST(Cli, BadFlagIsAUsageErrorNamingIt) {
   EXPECT_NE(err2.str().find("--batch"), std::string::npos) << err2.str();
 }
 
+// qualify --pairs: a daemon named twice would pair with itself.
+TEST(Cli, QualifyPairsRefusesOneDaemonNamedTwice) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"qualify", "--pairs", "--host", "127.0.0.1:1", "--host", "x=127.0.0.1:1"},
+                   out, err),
+            kExitUsage);
+  EXPECT_NE(err.str().find("--pairs: 127.0.0.1:1 is named twice"), std::string::npos)
+      << err.str();
+}
+
 TEST(Cli, EveryCommandHasHelpWithItsUsage) {
   std::ostringstream top, top_err;
   ASSERT_EQ(RunCli({"--help"}, top, top_err), kExitOk);
