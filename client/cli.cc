@@ -40,7 +40,7 @@ ABSL_FLAG(std::vector<std::string>, config, {}, "runs: FIELD=VALUE of the run co
 ABSL_FLAG(std::string, job, "", "runs: the runs of this job");
 ABSL_FLAG(std::string, schedule, "", "jobs, runs: of this schedule");
 ABSL_FLAG(std::string, host_id, "", "runs: measured on this host id");
-ABSL_FLAG(std::string, limit, "", "jobs, runs: at most N rows");
+ABSL_FLAG(std::string, limit, "", "jobs, runs: at most N rows; submit --find: at most N runs");
 ABSL_FLAG(std::string, cron, "", "schedule add: \"MIN HOUR DOM MON DOW\"");
 ABSL_FLAG(std::string, tz, "",
           "schedule add: the cron's time zone (default: the daemon's local zone)");
@@ -56,6 +56,8 @@ ABSL_FLAG(bool, wait, false, "submit: follow the job until it ends");
 ABSL_FLAG(bool, dry_run, false,
           "spec: the daemon's plan of the job (--host, else the default), queueing nothing");
 ABSL_FLAG(bool, watch, false, "submit: follow the job with its progress");
+ABSL_FLAG(std::string, find, "",
+          "submit --mode serve: max-rate, the largest request rate meeting the --slo targets");
 ABSL_FLAG(bool, include_improvements, false, "regressions: improvements too");
 ABSL_FLAG(std::string, host_timeout, "",
           "each call's deadline in seconds (default 10 for hosts, regressions, probe and "

@@ -172,6 +172,9 @@ int SubmitAndShow(const Daemon& d, const v1::JobSpec& spec, const Args& a, std::
 
 // Commands, each returning the exit code.
 int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err);
+// submit --find max-rate: spec's one serving point at rate after rate on
+// one daemon, the largest meeting its SLOs at p99 (find_rate.cc).
+int FindMaxRate(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::ostream& err);
 int RunCommand(const Args& a, std::ostream& out, std::ostream& err);   // spec_commands.cc
 int SpecCommand(const Args& a, std::ostream& out, std::ostream& err);  // spec_commands.cc
 // `spec --dry-run`: the daemon's plan of spec (what SubmitJob would queue

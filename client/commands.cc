@@ -17,12 +17,18 @@ const std::vector<Command>& Commands() {
                          queue a job; --wait prints its results when done,
                          --watch also shows live progress)",
        R"(usage: gpubench submit [SPEC.json] [spec flags] [--wait | --watch] [--host H]
+       gpubench submit [spec flags of one serving run] --find max-rate [--limit N]
 Queues a job on a daemon and prints its id. --wait waits and prints the results
 table (exit 1 if the job or a run failed); --watch also shows live progress.
 With neither a spec file nor spec flags, submits the default mlp sweep.
+--find max-rate runs one serving point (--mode serve with --slo) at rates
+from --request-rate (default 1) up, doubling, then halving the bracket, each
+rate a job (at most --limit, default 12), and prints the largest whose p99s
+met every target (exit 1 where none did); see docs/serving.md.
 examples:
   gpubench submit --workload resnet50 --mode train --batch 32,64,128 --precision fp32,bf16 --wait
   gpubench submit nightly.json --host h100-a --watch
+  gpubench submit --workload llama --mode serve --slo ttft_ms=200,tpot_ms=20 --find max-rate
 )"},
       {"watch", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, JobCommand,
        R"(  watch JOB              follow a job until it ends (progress bar on a terminal))",

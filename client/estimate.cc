@@ -18,7 +18,7 @@ int64_t BytesPerParameter(const v1::RunConfig& c) {
   const bool compiled_half =
       (c.execution() == v1::EXECUTION_AOT || c.execution() == v1::EXECUTION_AOT_CUDA_GRAPH) &&
       (c.precision() == v1::PRECISION_FP16 || c.precision() == v1::PRECISION_BF16);
-  if (c.mode() == v1::MODE_INFER) return compiled_half ? 2 : 4;
+  if (c.mode() != v1::MODE_TRAIN) return compiled_half ? 2 : 4;
   return c.optimizer() == v1::OPTIMIZER_ADAMW ? 16 : 12;  // weight, gradient, state
 }
 
@@ -56,7 +56,7 @@ Table EstimateTable(const std::vector<v1::RunConfig>& runs) {
     std::vector<std::string> row = {absl::StrCat(i), report::DescribeConfig(c)};
     if (cost.parameters > 0) {
       const double forward = cost.forward_flops_per_sample;
-      const double step = c.batch_size() * (c.mode() == v1::MODE_INFER
+      const double step = c.batch_size() * (c.mode() != v1::MODE_TRAIN
                                                 ? forward
                                                 : cost.train_flops_per_sample);
       row.insert(row.end(),

@@ -257,6 +257,7 @@ int DryRun(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::ostre
 int SubmitCommand(const Args& a, std::ostream& out, std::ostream& err) {
   auto spec = BuildSpec(a, a.positional.empty() ? "" : a.positional[0]);
   if (!spec.ok()) return Usage(err, std::string(spec.status().message()));
+  if (a.Has("find")) return FindMaxRate(a, *spec, out, err);
   auto d = ConnectOne(a);
   if (!d.ok()) return Usage(err, std::string(d.status().message()));
   return SubmitAndShow(*d, *spec, a, out, err);

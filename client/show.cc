@@ -17,6 +17,7 @@
 #include "common/spec.h"
 #include "common/spec_schema.h"
 #include "report/language_model_table.h"
+#include "report/serve_table.h"
 
 namespace gpubench::client {
 namespace {
@@ -265,6 +266,11 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
         !lm.rows.empty()) {
       out << "\nlanguage models (" << report::kLanguageModelLegend << ")\n";
       PrintTable(Table{lm.header, lm.rows}, format, out);
+    }
+    if (const report::LanguageModelTable serving = report::ServingFigures(report::RunPointers(runs));
+        !serving.rows.empty()) {
+      out << "\nserving (" << report::kServingLegend << ")\n";
+      PrintTable(Table{serving.header, serving.rows}, format, out);
     }
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);

@@ -33,6 +33,8 @@ inline constexpr int kMaxInputRank = 8;              // dims of one input
 inline constexpr int64_t kMaxInputElements = int64_t{1} << 31;  // one input, batch included
 inline constexpr int64_t kMaxBatchPixels = int64_t{1} << 31;    // batch × image_size²
 inline constexpr int64_t kMaxBatchTokens = int64_t{1} << 26;    // batch × sequence_length
+inline constexpr int kMaxTraceRequests = 20000;  // a serving trace's requests (stored with each run)
+inline constexpr int kMaxTraceTokens = 1048576;   // a trace request's prompt or output
 inline constexpr int kMaxJsonDepth = 32;             // nesting of a spec's JSON
 
 // True for exactly 64 lower-case hex digits: a sha256 as the API spells it.

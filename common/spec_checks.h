@@ -26,11 +26,13 @@ absl::Status CheckStringsOf(const std::string& path, const google::protobuf::Mes
 // name in messages ("spec.sweep (run 3)"): the input's size against its
 // bounds and the model's floor; whether its mode, execution, input and
 // device apply to the workload; what a point of several ranks needs; what
-// a pair of GPUs (peer_device) and a kernel copy need.
+// a pair of GPUs (peer_device) and a kernel copy need; what a serving run
+// needs, and that no other run sets its load.
 absl::Status CheckSize(const std::string& path, const v1::RunConfig& c);
 absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c);
 absl::Status CheckDistributed(const std::string& path, const v1::RunConfig& c);
 absl::Status CheckPair(const std::string& path, const v1::RunConfig& c);
+absl::Status CheckServe(const std::string& path, const v1::RunConfig& c);
 
 // The checks of the n-th point of spec's sweep, base and axes combined,
 // which fill in its defaults on the way (spec_validate.cc).

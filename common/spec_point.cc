@@ -1,6 +1,9 @@
 // The checks of one planned point, base and axes combined and its defaults
 // filled in: what relates two fields, and what the registry says applies
 // to its workload.
+#include <algorithm>
+#include <cmath>
+#include <utility>
 #include <set>
 #include <string>
 #include <vector>
@@ -112,7 +115,7 @@ absl::Status CheckApplies(const std::string& path, const v1::RunConfig& c) {
                                       "and run it as torchscript"
                                     : ""));
   }
-  if (compiled && c.mode() != v1::MODE_INFER) {
+  if (compiled && c.mode() == v1::MODE_TRAIN) {
     return Invalid(path + ".execution",
                    "aot compiles inference only (AOTInductor); use mode infer, or "
                    "execution eager or cuda_graph to train");
@@ -243,6 +246,102 @@ absl::Status CheckPair(const std::string& path, const v1::RunConfig& c) {
       return Invalid(path + ".params.peer_device",
                      absl::StrCat("cuda:", p.peer_device(), " is rank 0's GPU already"));
     }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// A serving trace: its size, each request's arrival (in order) and lengths,
+// and the warm-up and measured requests within it. at: "... .serve".
+absl::Status CheckTrace(const std::string& at, const v1::ServeLoad& s) {
+  if (s.trace_size() == 0) return absl::OkStatus();
+  if (s.trace_size() > kMaxTraceRequests) {
+    return Invalid(at + ".trace", absl::StrCat(s.trace_size(), " requests; at most ",
+                                               kMaxTraceRequests));
+  }
+  if (s.request_rate() != 0) {
+    return Invalid(at + ".request_rate", "a trace sets the arrivals: leave the rate out");
+  }
+  double last = 0;
+  for (int i = 0; i < s.trace_size(); ++i) {
+    const v1::TraceRequest& t = s.trace(i);
+    const std::string item = absl::StrCat(at, ".trace[", i, "]");
+    if (!std::isfinite(t.arrival_ms()) || t.arrival_ms() < last) {
+      return Invalid(item + ".arrival_ms",
+                     absl::StrCat(t.arrival_ms(), " is not a time at or after the one before, ",
+                                  last));
+    }
+    last = t.arrival_ms();
+    for (const auto& [name, n] : {std::pair{".input_tokens", t.input_tokens()},
+                                  std::pair{".output_tokens", t.output_tokens()}}) {
+      if (n < 1 || n > kMaxTraceTokens) {
+        return Invalid(item + name,
+                       absl::StrCat("must be in [1, ", kMaxTraceTokens, "], got ", n));
+      }
+    }
+  }
+  if (int64_t{s.warmup_requests()} + s.num_requests() > s.trace_size()) {
+    return Invalid(at + ".num_requests",
+                   absl::StrCat("warmup_requests ", s.warmup_requests(), " + num_requests ",
+                                s.num_requests(), " pass the trace's ", s.trace_size(),
+                                " requests"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckServe(const std::string& path, const v1::RunConfig& c) {
+  const std::string at = path + ".serve";
+  if (c.mode() != v1::MODE_SERVE) {
+    if (c.has_serve()) {
+      return Invalid(at, "is the load of a serving run: set mode serve, or leave it out");
+    }
+    return absl::OkStatus();
+  }
+  const WorkloadInfo& w = *FindWorkload(c.workload());
+  if (!w.language_model) {
+    const std::string models =
+        WorkloadNames([](const WorkloadInfo& i) { return i.language_model; });
+    return Invalid(path + ".mode",
+                   absl::StrCat("serve is for the language models (", models, "), not ", w.name));
+  }
+  if (c.execution() != v1::EXECUTION_EAGER && c.execution() != v1::EXECUTION_CUDA_GRAPH) {
+    return Invalid(path + ".execution", "serve runs eager or under cuda_graph (aot: not yet)");
+  }
+  const v1::ServeLoad& s = c.serve();
+  if (auto status = CheckTrace(at, s); !status.ok()) return status;
+  if (s.input_len_max() != 0 && s.input_len_max() < s.input_len()) {
+    return Invalid(at + ".input_len_max", absl::StrCat(s.input_len_max(), " is below input_len ",
+                                                       s.input_len()));
+  }
+  if (s.output_len_max() != 0 && s.output_len_max() < s.output_len()) {
+    return Invalid(at + ".output_len_max", absl::StrCat(s.output_len_max(),
+                                                        " is below output_len ", s.output_len()));
+  }
+  // A slot of the cache holds the longest prompt and its tokens; gpt's
+  // learnt positions end at its context, sequence_length.
+  int64_t input = std::max(s.input_len(), s.input_len_max());
+  int64_t output = std::max(s.output_len(), s.output_len_max());
+  if (s.trace_size() > 0) {
+    input = output = 1;
+    for (const v1::TraceRequest& t : s.trace()) {
+      input = std::max<int64_t>(input, t.input_tokens());
+      output = std::max<int64_t>(output, t.output_tokens());
+    }
+  }
+  const int64_t tokens = c.params().sequence_length();
+  if (IsWorkload(c.workload(), WorkloadId::kGpt) && input + output > tokens) {
+    return Invalid(at + ".output_len",
+                   absl::StrCat("the longest prompt ", input, " + the longest output ", output,
+                                " passes gpt's context, sequence_length ", tokens));
+  }
+  if (c.batch_size() * (input + output) > kMaxBatchTokens) {
+    return Invalid(path + ".batch_size",
+                   absl::StrCat("batch_size ", c.batch_size(), " slots × (input + output) ",
+                                input + output, " = ", c.batch_size() * (input + output),
+                                " cached tokens; at most ", kMaxBatchTokens));
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/spec.h"
 #include "common/spec_checks.h"
+#include "google/protobuf/util/json_util.h"
 #include "google/protobuf/text_format.h"
 
 namespace gpubench {
@@ -200,6 +201,8 @@ void SetSiblings(const SchemaField& f, Message* m) {
 std::string BoundText(const FieldDescriptor* f, double v) {
   if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE ||
       f->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
+    // A whole number as one ("1000000", not StrCat's "1e+06").
+    if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrCat(static_cast<int64_t>(v));
     return absl::StrCat(v);
   }
   return absl::StrCat(static_cast<int64_t>(v));
@@ -305,6 +308,23 @@ std::vector<std::string> ParamsReadBy(std::string_view workload) {
   return out;
 }
 
+namespace {
+
+// Adds json, one element of the repeated message field (a trace's request),
+// to target; nothing where it does not parse.
+absl::Status AddJsonElement(const std::string& json, Message* target,
+                            const FieldDescriptor* field) {
+  const Reflection* r = target->GetReflection();
+  Message* element = r->AddMessage(target, field);
+  if (auto s = google::protobuf::util::JsonStringToMessage(json, element); !s.ok()) {
+    r->RemoveLast(target, field);
+    return absl::InvalidArgumentError(std::string(s.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status SetFromText(const SchemaField& f, std::string_view text, bool to_sweep,
                          v1::JobSpec* spec) {
   const FieldDescriptor* field = f.field();
@@ -341,8 +361,9 @@ absl::Status SetFromText(const SchemaField& f, std::string_view text, bool to_sw
         return absl::InvalidArgumentError(absl::StrCat("not a number: \"", value, "\""));
       }
       if (f.bounded() && !(d >= f.schema->min() && d <= f.schema->max())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "must be in [", f.schema->min(), ", ", f.schema->max(), "], got ", d));
+        return absl::InvalidArgumentError(absl::StrCat("must be in [", BoundText(field, f.schema->min()),
+                                                       ", ", BoundText(field, f.schema->max()),
+                                                       "], got ", d));
       }
       if (field->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
         to_sweep ? r->AddFloat(target, into, d) : r->SetFloat(target, into, d);
@@ -351,6 +372,11 @@ absl::Status SetFromText(const SchemaField& f, std::string_view text, bool to_sw
       }
       break;
     }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      if (!field->is_repeated() || to_sweep) {
+        return absl::InvalidArgumentError("takes a file of JSON Lines");
+      }
+      return AddJsonElement(value, target, into);
     default: {
       int64_t n;
       if (!absl::SimpleAtoi(value, &n)) {
@@ -401,6 +427,12 @@ void FillParamDefaults(std::string_view workload, v1::WorkloadParams* p) {
     for (const std::string& w : f.schema->workloads()) {
       if (w == workload) FillDefault(f, p);
     }
+  }
+}
+
+void FillDefaultsOf(Message* m) {
+  for (const SchemaField& f : SpecSchema()) {
+    if (f.field()->containing_type() == m->GetDescriptor()) FillDefault(f, m);
   }
 }
 

@@ -70,6 +70,10 @@ std::vector<std::string> ParamsReadBy(std::string_view workload);
 // for every workload (the schema's default_number).
 void FillParamDefaults(std::string_view workload, v1::WorkloadParams* p);
 
+// Fills the default_number of every field of m (a message of the spec's
+// schema, e.g. a RunConfig's ServeLoad) that reads 0.
+void FillDefaultsOf(google::protobuf::Message* m);
+
 // Whether a run of config reaches beyond its own device: it sets a field
 // whose schema says takes_host, so its job takes the whole host.
 bool TakesHost(const v1::RunConfig& config);

@@ -333,7 +333,7 @@ absl::Status ValidatePoint(const v1::JobSpec& spec, int n, v1::RunConfig* config
   const std::string path = absl::StrCat("spec.sweep (run ", n, ")");
   if (auto s = ValidateRunConfig(path, *config, /*workload_swept=*/false); !s.ok()) return s;
   FillConfigDefaults(config);
-  for (auto check : {CheckSize, CheckApplies, CheckDistributed, CheckPair}) {
+  for (auto check : {CheckSize, CheckApplies, CheckDistributed, CheckPair, CheckServe}) {
     if (auto s = check(path, *config); !s.ok()) return s;
   }
   // A kernel's run says it has no model to check; ranks cannot be checked.

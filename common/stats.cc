@@ -19,6 +19,27 @@ double QuantileSorted(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
 }
 
+Interval QuantileInterval95(const std::vector<double>& sorted, double q) {
+  const int n = static_cast<int>(sorted.size());
+  if (n == 0 || q <= 0 || q >= 1) return {};
+  // The binomial's cumulative distribution, term by term in logs.
+  std::vector<double> cdf(n + 1);
+  double sum = 0;
+  for (int k = 0; k <= n; ++k) {
+    sum += std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) +
+                    k * std::log(q) + (n - k) * std::log1p(-q));
+    cdf[k] = sum;
+  }
+  // l: the largest with P(B <= l - 1) <= 2.5%; u: the smallest with
+  // P(B >= u) <= 2.5% (1-based ranks).
+  int l = 0;
+  while (l < n && cdf[l] <= 0.025) ++l;
+  int u = n + 1;
+  while (u - 2 >= 0 && 1 - cdf[u - 2] <= 0.025) --u;
+  if (l < 1 || u > n) return {};
+  return {sorted[l - 1], sorted[u - 1]};
+}
+
 double Mean(const std::vector<double>& values) {
   if (values.empty()) return 0;
   return std::accumulate(values.begin(), values.end(), 0.0) / values.size();

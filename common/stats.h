@@ -49,6 +49,13 @@ struct Interval {
 };
 Interval MeanConfidence95(const std::vector<double>& values);
 
+// A distribution-free 95% interval of the q-quantile (q in (0, 1)) of
+// sorted values: the order statistics [x(l), x(u)] whose binomial
+// coverage P(l <= B < u), B ~ Binomial(n, q), is at least 95%, with at
+// most 2.5% on each side. Both bounds 0 where n is too small for such a
+// pair to exist (the p99 needs 368 values, the p90 36, the median 6).
+Interval QuantileInterval95(const std::vector<double>& sorted, double q);
+
 // The median of values (not necessarily sorted); 0 when empty.
 double Median(std::vector<double> values);
 

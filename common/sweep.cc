@@ -1,5 +1,6 @@
 #include "common/spec.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,31 @@ int CountSweepPoints(const v1::Sweep& w) {
   }
   return static_cast<int>(product);
 }
+
+namespace {
+
+// A serving run's load: lengths from the workload's prompt and new tokens,
+// a closed loop's clients as many as the cache's slots, a warm-up that
+// fills them; a trace's every request measured.
+void FillServeDefaults(const WorkloadDefaults& d, v1::RunConfig* c) {
+  v1::ServeLoad* s = c->mutable_serve();
+  const int trace = s->trace_size();
+  if (trace > 0 && !s->has_warmup_requests()) s->set_warmup_requests(0);
+  if (trace > 0 && s->num_requests() == 0) {
+    s->set_num_requests(std::max(1, trace - s->warmup_requests()));
+  }
+  FillDefaultsOf(s);
+  if (s->input_len() == 0) s->set_input_len(d.prompt_length);
+  if (s->output_len() == 0) s->set_output_len(d.new_tokens);
+  if (s->request_rate() == 0 && trace == 0 && s->concurrency() == 0) {
+    s->set_concurrency(c->batch_size());
+  }
+  if (!s->has_warmup_requests()) {
+    s->set_warmup_requests(s->request_rate() == 0 ? s->concurrency() : c->batch_size());
+  }
+}
+
+}  // namespace
 
 void FillConfigDefaults(v1::RunConfig* c) {
   v1::WorkloadParams* p = c->mutable_params();
@@ -93,6 +119,7 @@ void FillConfigDefaults(v1::RunConfig* c) {
   }
   // A parameter with one default for every workload that reads it.
   FillParamDefaults(model, p);
+  if (c->mode() == v1::MODE_SERVE) FillServeDefaults(d, c);
 }
 
 absl::StatusOr<std::vector<v1::RunConfig>> ExpandSweep(

@@ -39,13 +39,25 @@ std::string GpuSetupWords(const v1::RunConfig& c, const char* separator) {
   return absl::StrJoin(words, separator);
 }
 
+// The mode in a word; a serving run's with its load: "serve 4 req/s",
+// "serve c16" (a closed loop's clients), "serve trace of 500".
+std::string ModeWords(const v1::RunConfig& c) {
+  const std::string mode = Short(v1::Mode_descriptor(), c.mode());
+  if (c.mode() != v1::MODE_SERVE) return mode;
+  const v1::ServeLoad& s = c.serve();
+  if (s.trace_size() > 0) return absl::StrCat(mode, " trace of ", s.trace_size());
+  if (s.request_rate() <= 0) return absl::StrCat(mode, " c", s.concurrency());
+  return absl::StrCat(mode, " ", absl::StrFormat("%g", s.request_rate()), " req/s",
+                      s.concurrency() > 0 ? absl::StrCat(" c", s.concurrency()) : "");
+}
+
 }  // namespace
 
 bool HostInput(const v1::RunConfig& c) {
   return c.input_source() == v1::INPUT_SOURCE_HOST;
 }
 
-bool Trains(const v1::RunConfig& c) { return c.mode() != v1::MODE_INFER; }
+bool Trains(const v1::RunConfig& c) { return c.mode() == v1::MODE_TRAIN; }
 
 const std::array<Facet, kFacetCount>& Facets() {
   using C = v1::RunConfig;
@@ -100,13 +112,8 @@ const std::array<Facet, kFacetCount>& Facets() {
          return std::string();
        }},
       {"mode", "", "",
-       [](const C& c, const R&) {
-         return Short(v1::Mode_descriptor(), c.mode());
-       },
-       [](const C& c) {
-         return RunsModel(c) ? Short(v1::Mode_descriptor(), c.mode())
-                             : std::string();
-       }},
+       [](const C& c, const R&) { return ModeWords(c); },
+       [](const C& c) { return RunsModel(c) ? ModeWords(c) : std::string(); }},
       {"device", "", "",
        [](const C& c, const R& r) {
          // The resolved device, so "auto" runs group by where they ran.

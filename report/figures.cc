@@ -27,7 +27,7 @@ bool Basis(const v1::Run& r) {
   return HasFigures(r) && !R(r).interval_basis().empty();
 }
 bool Loss(const v1::Run& r) {
-  return HasFigures(r) && r.config().mode() != v1::MODE_INFER &&
+  return HasFigures(r) && r.config().mode() == v1::MODE_TRAIN &&
          R(r).first_loss() != 0;
 }
 bool Gpu(const v1::Run& r) { return GpuTelemetry(R(r)); }
@@ -40,6 +40,16 @@ constexpr char kEveryRun[] = "every run with figures";
 constexpr char kLanguageModels[] = "gpt and llama";
 constexpr char kDecoding[] = "gpt and llama inference (decoding)";
 constexpr char kTelemetry[] = "GPU runs with NVML's telemetry";
+constexpr char kServing[] = "gpt and llama serving (mode serve)";
+
+bool Serves(const v1::Run& r) { return HasFigures(r) && R(r).has_serve(); }
+// A serving latency's percentile, where its figures have one.
+using Latency = const v1::ServeLatency& (v1::ServeResult::*)() const;
+using Percentile = double (v1::ServeLatency::*)() const;
+Value ServeMs(const v1::Run& r, Latency latency, Percentile percentile) {
+  const v1::ServeLatency& l = (R(r).serve().*latency)();
+  return If(Serves(r) && l.count() > 0, (l.*percentile)());
+}
 
 std::vector<Figure> MakeFigures() {
   using T = FigureType;
@@ -214,6 +224,70 @@ std::vector<Figure> MakeFigures() {
                  const double v = R(r).decode_bandwidth_gb_per_s();
                  return If(v > 0, v);
                }});
+  // Serving: each latency's median and p99 over the measured requests.
+  f.push_back({"serve_ttft_p50_ms", "TTFT p50 ms", "ms", T::kNumber, B::kLower, kServing,
+               "median time to first token from each request's arrival (the wait included)",
+               [](const v1::Run& r) {
+                 return ServeMs(r, &v1::ServeResult::ttft, &v1::ServeLatency::p50_ms);
+               },
+               nullptr, 1, 2, "gpubench_last_serve_ttft_p50_seconds", 1e-3});
+  f.push_back({"serve_ttft_p99_ms", "TTFT p99 ms", "ms", T::kNumber, B::kLower, kServing,
+               "99th percentile of the time to first token",
+               [](const v1::Run& r) {
+                 return ServeMs(r, &v1::ServeResult::ttft, &v1::ServeLatency::p99_ms);
+               },
+               nullptr, 1, 2, "gpubench_last_serve_ttft_p99_seconds", 1e-3});
+  f.push_back({"serve_tpot_p50_ms", "TPOT p50 ms", "ms", T::kNumber, B::kLower, kServing,
+               "median time per output token: (e2e - ttft) / (output tokens - 1) a request",
+               [](const v1::Run& r) {
+                 return ServeMs(r, &v1::ServeResult::tpot, &v1::ServeLatency::p50_ms);
+               },
+               nullptr, 1, 3});
+  f.push_back({"serve_tpot_p99_ms", "TPOT p99 ms", "ms", T::kNumber, B::kLower, kServing,
+               "99th percentile of the time per output token",
+               [](const v1::Run& r) {
+                 return ServeMs(r, &v1::ServeResult::tpot, &v1::ServeLatency::p99_ms);
+               },
+               nullptr, 1, 3, "gpubench_last_serve_tpot_p99_seconds", 1e-3});
+  f.push_back({"serve_itl_p99_ms", "ITL p99 ms", "ms", T::kNumber, B::kLower, kServing,
+               "99th percentile of the gaps between a request's tokens, over every token",
+               [](const v1::Run& r) {
+                 return ServeMs(r, &v1::ServeResult::itl, &v1::ServeLatency::p99_ms);
+               },
+               nullptr, 1, 3});
+  f.push_back({"serve_e2e_p99_ms", "E2E p99 ms", "ms", T::kNumber, B::kLower, kServing,
+               "99th percentile of the time from a request's arrival to its last token",
+               [](const v1::Run& r) {
+                 return ServeMs(r, &v1::ServeResult::e2e, &v1::ServeLatency::p99_ms);
+               },
+               nullptr, 1, 1});
+  f.push_back({"request_rate_achieved", "req/s sent", "requests/s", T::kNumber, B::kNeither,
+               kServing, "the measured requests' arrival rate (asked: the config's request_rate)",
+               [](const v1::Run& r) {
+                 return If(Serves(r) && R(r).serve().request_rate().achieved() > 0,
+                           R(r).serve().request_rate().achieved());
+               },
+               nullptr, 1, 2});
+  f.push_back({"request_throughput", "req/s done", "requests/s", T::kNumber, B::kHigher,
+               kServing, "requests finished a second over the measured window",
+               [](const v1::Run& r) { return If(Serves(r), R(r).serve().request_throughput()); },
+               nullptr, 1, 2, "gpubench_last_serve_requests_per_second"});
+  f.push_back({"tokens_per_s_per_user", "tok/s/user", "tokens/s", T::kNumber, B::kHigher,
+               kServing, "what one request sees: 1000 / its TPOT in ms, the median request's",
+               [](const v1::Run& r) {
+                 return If(Serves(r) && R(r).serve().output_tokens_per_s_per_user() > 0,
+                           R(r).serve().output_tokens_per_s_per_user());
+               }});
+  f.push_back({"goodput", "goodput", "requests/s", T::kNumber, B::kHigher,
+               "serving runs given an SLO",
+               "measured requests meeting every SLO, a second over the measured window",
+               [](const v1::Run& r) {
+                 const v1::ServeLoad& load = r.config().serve();
+                 const bool slo =
+                     load.slo_ttft_ms() > 0 || load.slo_tpot_ms() > 0 || load.slo_e2e_ms() > 0;
+                 return If(Serves(r) && slo, R(r).serve().goodput());
+               },
+               nullptr, 1, 2, "gpubench_last_serve_goodput_requests_per_second"});
   f.push_back({"attention", "attention", "", T::kText, B::kNeither,
                "runs with attention", "the SDPA kernel that ran", nullptr,
                [](const v1::Run& r) { return R(r).attention_backend(); }});

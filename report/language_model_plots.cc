@@ -155,18 +155,7 @@ std::string FiguresTable(const JobView& view) {
   const LanguageModelTable lm =
       LanguageModelFigures(view.runs, PeaksOf(view.runs, view.src->peak_runs));
   if (lm.rows.empty()) return "";
-  std::string html = absl::StrCat("<table class=\"runs\"><caption>Language models (",
-                                  EscapeHtml(kLanguageModelLegend), ")</caption><tr>");
-  for (const std::string& h : lm.header) absl::StrAppend(&html, "<th>", EscapeHtml(h), "</th>");
-  absl::StrAppend(&html, "</tr>");
-  for (const auto& row : lm.rows) {
-    absl::StrAppend(&html, "<tr>");
-    for (const std::string& cell : row) {
-      absl::StrAppend(&html, "<td class=\"num\">", EscapeHtml(cell), "</td>");
-    }
-    absl::StrAppend(&html, "</tr>");
-  }
-  return html + "</table>\n";
+  return TableHtml(absl::StrCat("Language models (", kLanguageModelLegend, ")"), lm);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "report/chart.h"
 #include "report/figures.h"
 #include "report/format.h"
 
@@ -16,6 +17,21 @@ const char kLanguageModelLegend[] =
     "over this host's best matmul at the precision; TTFT: prefill and first token; ITL: each "
     "next token; of copy peak: weights and cache read over this host's best device copy "
     "traffic";
+
+std::string TableHtml(const std::string& caption, const LanguageModelTable& table) {
+  std::string html =
+      absl::StrCat("<table class=\"runs\"><caption>", EscapeHtml(caption), "</caption><tr>");
+  for (const std::string& h : table.header) absl::StrAppend(&html, "<th>", EscapeHtml(h), "</th>");
+  absl::StrAppend(&html, "</tr>");
+  for (const auto& row : table.rows) {
+    absl::StrAppend(&html, "<tr>");
+    for (const std::string& cell : row) {
+      absl::StrAppend(&html, "<td class=\"num\">", EscapeHtml(cell), "</td>");
+    }
+    absl::StrAppend(&html, "</tr>");
+  }
+  return html + "</table>\n";
+}
 
 LanguageModelTable LanguageModelFigures(const std::vector<const v1::Run*>& runs,
                                         const std::map<std::string, DevicePeaks>& peaks) {
@@ -35,7 +51,8 @@ LanguageModelTable LanguageModelFigures(const std::vector<const v1::Run*>& runs,
   for (const v1::Run* run : runs) {
     const v1::Run& r = *run;
     const v1::RunResult& res = r.result();
-    if (!Measured(r) || !tokens.number(r)) continue;
+    // A serving run's figures are the serving table's (serve_table.h).
+    if (!Measured(r) || !tokens.number(r) || res.has_serve()) continue;
     const bool decoding = res.has_inter_token_latency();
     // The host's own peaks (its best matmul at the precision, its best
     // device copy's traffic), where it measured them.

@@ -22,6 +22,10 @@ struct LanguageModelTable {
 // What the columns mean, in a sentence under the table.
 extern const char kLanguageModelLegend[];
 
+// The table as the HTML report shows it: a <table> with its caption
+// (escaped here), numbers right-aligned.
+std::string TableHtml(const std::string& caption, const LanguageModelTable& table);
+
 // One row per measured run with tokens/s, in order; no rows where there is
 // none. peaks: the host's own (PeaksOf).
 LanguageModelTable LanguageModelFigures(const std::vector<const v1::Run*>& runs,

@@ -18,6 +18,7 @@
 #include "report/figures.h"
 #include "report/format.h"
 #include "report/language_model_plots.h"
+#include "report/serve_table.h"
 #include "report/roofline.h"
 #include "report/speedup.h"
 
@@ -523,7 +524,7 @@ std::string JobPlots(const JobView& view) {
                                      kThroughput | kDataWait};
   return SweepPlots(view, kBatchAxis) + SweepPlots(view, kModelAxis) +
          SweepPlots(view, kLoaderAxis) + DeviceSpeedupPlot(view) + OptimisedPlot(view) +
-         LanguageModelPlots(view) + OperatorPlots(view) + RooflinePlot(view) +
+         LanguageModelPlots(view) + ServingPlots(view) + OperatorPlots(view) + RooflinePlot(view) +
          DistributedPlots(view);
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/stats.h"
 #include "common/workload_registry.h"
 
 namespace gpubench::worker {
@@ -103,6 +104,9 @@ engine::RunConfig ToEngineConfig(const v1::RunConfig& v) {
   c.pipeline.non_blocking = v.pipeline().non_blocking() || v.pipeline().pinned_memory();
   c.optimizer = static_cast<engine::Optimizer>(v.optimizer());
   c.attention = static_cast<engine::Attention>(v.attention());
+  for (const v1::TraceRequest& t : v.serve().trace()) {
+    c.trace.push_back({t.arrival_ms(), t.input_tokens(), t.output_tokens()});
+  }
   return c;
 }
 
@@ -304,6 +308,56 @@ void CheckNumerics(const engine::NumericsOutcome& numerics, v1::Run* run) {
                                        n.tolerance()));
 }
 
+// A serving latency: its percentiles, each with its order-statistic
+// interval (none where the samples are too few).
+void FillServeLatency(std::vector<double> ms, v1::ServeLatency* out) {
+  if (ms.empty()) return;
+  std::sort(ms.begin(), ms.end());
+  out->set_count(static_cast<int32_t>(ms.size()));
+  out->set_mean_ms(stats::Mean(ms));
+  out->set_max_ms(ms.back());
+  using Setter = void (v1::ServeLatency::*)(double);
+  const struct {
+    double q;
+    Setter value, low, high;
+  } kPercentiles[] = {
+      {0.5, &v1::ServeLatency::set_p50_ms, &v1::ServeLatency::set_p50_low_ms,
+       &v1::ServeLatency::set_p50_high_ms},
+      {0.9, &v1::ServeLatency::set_p90_ms, &v1::ServeLatency::set_p90_low_ms,
+       &v1::ServeLatency::set_p90_high_ms},
+      {0.99, &v1::ServeLatency::set_p99_ms, &v1::ServeLatency::set_p99_low_ms,
+       &v1::ServeLatency::set_p99_high_ms},
+  };
+  for (const auto& p : kPercentiles) {
+    (out->*p.value)(stats::QuantileSorted(ms, p.q));
+    const stats::Interval ci = stats::QuantileInterval95(ms, p.q);
+    (out->*p.low)(ci.low);
+    (out->*p.high)(ci.high);
+  }
+}
+
+void FillServe(const serve::Outcome& o, v1::ServeResult* s) {
+  FillServeLatency(o.ttft_ms, s->mutable_ttft());
+  FillServeLatency(o.tpot_ms, s->mutable_tpot());
+  FillServeLatency(o.itl_ms, s->mutable_itl());
+  FillServeLatency(o.e2e_ms, s->mutable_e2e());
+  s->mutable_request_rate()->set_asked(o.asked_rate);
+  s->mutable_request_rate()->set_achieved(o.achieved_rate);
+  s->set_requests(o.requests);
+  s->set_requests_asked(o.requests_asked);
+  s->set_warmup_requests(o.warmup_requests);
+  s->set_window_ms(o.window_ms);
+  s->set_request_throughput(o.request_throughput);
+  s->set_output_tokens_per_s(o.output_tokens_per_s);
+  s->set_total_tokens_per_s(o.total_tokens_per_s);
+  s->set_output_tokens_per_s_per_user(o.output_tokens_per_s_per_user);
+  s->set_requests_meeting_slo(o.requests_meeting_slo);
+  s->set_goodput(o.goodput);
+  s->set_mean_in_flight(o.mean_in_flight);
+  s->set_littles_law_in_flight(o.littles_law_in_flight);
+  s->set_mean_batch(o.mean_batch);
+}
+
 }  // namespace
 
 void FillRun(const engine::RunOutcome& o, v1::Run* run) {
@@ -346,6 +400,7 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   if (o.inter_token_latency_ms.count > 0) {
     FillLatency(o.inter_token_latency_ms, r->mutable_inter_token_latency());
   }
+  if (o.serve.requests_asked > 0) FillServe(o.serve, r->mutable_serve());
   r->set_decode_bandwidth_gb_per_s(o.decode_bandwidth_gb_per_s);
   r->set_attention_backend(o.attention_backend);
   r->set_memory_bytes_per_iteration(o.memory_bytes_per_iteration);

@@ -16,8 +16,10 @@ import sys
 RULES = [
     ("worker/engine/", ["worker/engine/", "common/stats.h", "common/workload_registry.h",
                         "common/model_cost.h", "common/gpu_peaks.h", "launcher/telemetry.h",
-                        "launcher/fingerprint.h", "worker/measure.h", "worker/profile_table.h"]),
+                        "launcher/fingerprint.h", "worker/measure.h", "worker/profile_table.h",
+                        "worker/serve.h"]),
     ("worker/measure.", ["worker/measure.h", "common/stats.h"]),
+    ("worker/serve.", ["worker/serve.h", "common/stats.h"]),
     ("worker/heartbeat.", ["worker/heartbeat.h", "worker/measure.h"]),
     ("worker/profile_table.", ["worker/profile_table.h"]),
     ("worker/", ["worker/", "launcher/", "common/", "gpubench/"]),

@@ -88,6 +88,9 @@ std::string Dump(const engine::RunConfig& c) {
     absl::StrAppend(&out, absl::StrJoin(t.shape, "x"), ":", static_cast<int>(t.dtype), ":",
                     t.low, ":", t.high, ";");
   }
+  for (const engine::RunConfig::TraceRequest& t : c.trace) {
+    absl::StrAppend(&out, t.arrival_ms, "@", t.input_tokens, "+", t.output_tokens, ";");
+  }
   return absl::StrCat(
       out, "|", static_cast<int>(c.copy_direction), "|", static_cast<int>(c.collective_op), "|",
       c.ddp_bucket_mb, "|", c.world_size, "|", static_cast<int>(c.mode), "|",
@@ -112,8 +115,11 @@ TEST(ToEngineConfig, EverySchemaFieldOfARunMaps) {
     v1::JobSpec spec;
     const google::protobuf::FieldDescriptor* field = f.field();
     std::string text = "3";
-    if (field->is_repeated()) {
+    if (field->is_repeated() && f.path == "base.params.inputs") {
       spec.mutable_base()->mutable_params()->add_inputs()->add_shape(2);
+    } else if (field->is_repeated()) {
+      text = R"({"arrival_ms": 3, "input_tokens": 3, "output_tokens": 3})";
+      ASSERT_TRUE(SetFromText(f, text, /*to_sweep=*/false, &spec).ok()) << f.path;
     } else {
       if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_BOOL) text = "on";
       if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING) text = "x";

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/support/planned_config.h"
 #include "worker/engine/config.h"
@@ -88,6 +90,56 @@ TEST(LanguageModel, TheCacheCarriesTheSequence) {
   other[0][0] = (other[0][0].item<int64_t>() + 1) % 100;
   model->Prefill(other);
   EXPECT_GT((model->Decode(next, 6) - after).abs().max().item<double>(), 1e-4);
+}
+
+// Serving batches requests as they come: in a cache of 4 slots, 10
+// requests of different lengths from 3 clients start and end at different
+// steps, each row at its own position. Every request's tokens must be
+// those of the same prompt decoded alone (continuous batching must not
+// change results), and the figures count every measured request.
+TEST(LanguageModel, ServedRequestsGetTheTokensOfASoloDecode) {
+  for (const char* workload : {"gpt", "llama"}) {
+    torch::manual_seed(5);
+    std::shared_ptr<LanguageModel> model = Tiny(workload);
+    ASSERT_NE(model, nullptr) << workload;
+    RunConfig c = testing_support::Planned(workload);
+    c.batch_size = 4;
+    serve::Load load;
+    load.concurrency = 3;
+    load.slots = c.batch_size;
+    load.num_requests = 10;
+    load.input_len = c.input_len = 2;
+    load.input_len_max = c.input_len_max = 7;
+    load.output_len = c.output_len = 1;
+    load.output_len_max = c.output_len_max = 8;
+    load.seed = 11;
+    std::map<int64_t, std::vector<int64_t>> served;
+    std::unique_ptr<serve::Model> server =
+        NewServeModel(c, torch::Device(torch::kCPU), model, load.seed, &served);
+    auto out = serve::Serve(load, server.get(), serve::SteadyTimeline(), nullptr);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->requests, 10) << workload;
+    EXPECT_GT(out->mean_batch, 1.5) << workload << ": the requests were not batched";
+
+    torch::NoGradGuard no_grad;
+    serve::Requests requests(load);
+    for (int i = 0; i < 10; ++i) {
+      const serve::Request r = requests.Next();
+      const std::vector<int64_t> prompt = PromptOf(r, model->vocab_size(), load.seed);
+      model->AllocateCache(1, 15, torch::kFloat32);
+      std::vector<int64_t> alone;
+      torch::Tensor token =
+          model->Prefill(torch::tensor(prompt, torch::kLong).view({1, -1})).argmax(-1, true);
+      alone.push_back(token.item<int64_t>());
+      for (int position = r.input_tokens; static_cast<int>(alone.size()) < r.output_tokens;
+           ++position) {
+        token = model->Decode(token, position).argmax(-1, true);
+        alone.push_back(token.item<int64_t>());
+      }
+      EXPECT_EQ(served[r.id], alone) << workload << " request " << r.id << " of "
+                                     << r.input_tokens << " + " << r.output_tokens << " tokens";
+    }
+  }
 }
 
 }  // namespace

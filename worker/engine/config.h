@@ -14,7 +14,7 @@
 
 namespace gpubench::engine {
 
-enum class Mode { kUnspecified = 0, kTrain = 1, kInfer = 2 };
+enum class Mode { kUnspecified = 0, kTrain = 1, kInfer = 2, kServe = 3 };
 enum class Precision {
   kUnspecified = 0,
   kFp32 = 1,
@@ -168,6 +168,26 @@ struct RunConfig {
   // written to (peer to peer); collective: rank 1's (the planner's concern).
   int peer_device = -1;
   bool copy_kernel = false;  // copy device_to_device: by a kernel, not a memcpy
+  // kServe: the load (gpubench.v1.ServeLoad, every field filled by the
+  // plan): the arrival rate (0: a closed loop of concurrency), the gamma
+  // shape of the gaps, the most requests in flight (0: no limit), the
+  // requests warmed up and measured, the lengths (a max of 0 or below its
+  // min: fixed) and the SLOs (0: none).
+  double request_rate = 0;
+  double burstiness = 1;
+  int concurrency = 0;
+  int num_requests = 0;
+  int warmup_requests = 0;
+  int input_len = 0, input_len_max = 0;
+  int output_len = 0, output_len_max = 0;
+  double slo_ttft_ms = 0, slo_tpot_ms = 0, slo_e2e_ms = 0;
+  // A trace replayed instead (gpubench.v1.TraceRequest, in order).
+  struct TraceRequest {
+    double arrival_ms = 0;
+    int input_tokens = 0;
+    int output_tokens = 0;
+  };
+  std::vector<TraceRequest> trace;
   // A run on the CPU: LibTorch's intra-op threads and why, as the worker
   // chose them for this host (launcher/cpu_cores.h); 0 keeps LibTorch's.
   int cpu_threads = 0;
@@ -217,6 +237,18 @@ inline const std::vector<FieldMap>& FieldMaps() {
       {"params.new_tokens", &RunConfig::new_tokens},
       {"params.peer_device", &RunConfig::peer_device},
       {"params.copy_kernel", &RunConfig::copy_kernel},
+      {"serve.request_rate", &RunConfig::request_rate},
+      {"serve.burstiness", &RunConfig::burstiness},
+      {"serve.concurrency", &RunConfig::concurrency},
+      {"serve.num_requests", &RunConfig::num_requests},
+      {"serve.warmup_requests", &RunConfig::warmup_requests},
+      {"serve.input_len", &RunConfig::input_len},
+      {"serve.input_len_max", &RunConfig::input_len_max},
+      {"serve.output_len", &RunConfig::output_len},
+      {"serve.output_len_max", &RunConfig::output_len_max},
+      {"serve.slo_ttft_ms", &RunConfig::slo_ttft_ms},
+      {"serve.slo_tpot_ms", &RunConfig::slo_tpot_ms},
+      {"serve.slo_e2e_ms", &RunConfig::slo_e2e_ms},
   };
   return *maps;
 }

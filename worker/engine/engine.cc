@@ -98,14 +98,21 @@ void ConfigureBackends(const RunConfig& c) {
 
 // The math the run's precision runs in on device, in words.
 std::string MathMode(const RunConfig& c, const torch::Device& device) {
-  const bool training = c.mode != Mode::kInfer;
+  const bool training = c.mode == Mode::kTrain;
+  // A language model's inference and serving cast the weights, as a
+  // server holds them (workloads/decode.cc, serve.cc): no autocast.
+  const WorkloadInfo* info = FindWorkload(c.workload);
+  const bool cast = !training && info != nullptr && info->language_model;
   switch (c.precision) {
     case Precision::kFp16:
       return IsCompiled(c.execution) ? "fp16 weights and activations (compiled)"
+             : cast                  ? "fp16 weights and activations (cast, no autocast)"
              : training              ? "fp16 autocast, dynamic loss scaling"
                                      : "fp16 autocast";
     case Precision::kBf16:
-      return IsCompiled(c.execution) ? "bf16 weights and activations (compiled)" : "bf16 autocast";
+      return IsCompiled(c.execution) ? "bf16 weights and activations (compiled)"
+             : cast                  ? "bf16 weights and activations (cast, no autocast)"
+                                     : "bf16 autocast";
     case Precision::kFp8:
       return "fp8 e4m3 operands, per-tensor scales, bf16 result (_scaled_mm)";
     default:
@@ -166,7 +173,9 @@ std::string RangeLabel(const RunConfig& c) {
   static const char* const kExecution[] = {"", "", "cuda_graph", "aot", "aot_cuda_graph"};
   std::string label = absl::StrCat("gpubench ", c.workload);
   if (c.mode != Mode::kUnspecified) {
-    absl::StrAppend(&label, c.mode == Mode::kTrain ? " train" : " infer");
+    absl::StrAppend(&label, c.mode == Mode::kTrain   ? " train"
+                            : c.mode == Mode::kServe ? " serve"
+                                                     : " infer");
   }
   absl::StrAppend(&label, " b", c.batch_size);
   if (c.precision != Precision::kUnspecified) {
@@ -262,12 +271,14 @@ absl::Status CheckRunnable(const RunConfig& c, const torch::Device& device) {
   return absl::OkStatus();
 }
 
-// Telemetry covers the measured windows only: the sampler starts after
-// warm-up (when the workload begins measuring) and its owner stops it.
-void SampleWhileMeasuring(Workload* workload, int device_index, const MeasureConfig& m,
-                          RunOutcome* out, std::unique_ptr<telemetry::Sampler>* sampler) {
-  if (!m.telemetry) return;
-  workload->on_measure_begin = [device_index, interval = m.telemetry_interval_ms, out, sampler] {
+// Telemetry covers the measured windows only: the sampler starts as
+// measuring begins (the function returned, called then) and its owner
+// stops it (StopSampling).
+std::function<void()> SampleWhileMeasuring(int device_index, const MeasureConfig& m,
+                                           RunOutcome* out,
+                                           std::unique_ptr<telemetry::Sampler>* sampler) {
+  if (!m.telemetry) return {};
+  return [device_index, interval = m.telemetry_interval_ms, out, sampler] {
     std::unique_ptr<telemetry::Source> source =
         device_index >= 0 ? telemetry::OpenNvml(cuda::PciBusId(device_index), device_index,
                                                 &out->telemetry.unavailable_reason)
@@ -276,6 +287,14 @@ void SampleWhileMeasuring(Workload* workload, int device_index, const MeasureCon
     *sampler = std::make_unique<telemetry::Sampler>(std::move(source), interval);
     (*sampler)->Start();
   };
+}
+
+// The sampler's series into out, keeping why a source was unavailable.
+void StopSampling(std::unique_ptr<telemetry::Sampler>* sampler, RunOutcome* out) {
+  if (!*sampler) return;
+  const std::string reason = out->telemetry.unavailable_reason;
+  out->telemetry = (*sampler)->Stop();
+  out->telemetry.unavailable_reason = reason;
 }
 
 // The profiled window after the measured ones, and the roofline's figures.
@@ -318,7 +337,7 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
     w->JoinGroup(*comm, cancel);
   }
   std::unique_ptr<telemetry::Sampler> sampler;
-  SampleWhileMeasuring(w, device_index, m, out, &sampler);
+  w->on_measure_begin = SampleWhileMeasuring(device_index, m, out, &sampler);
   auto measured = measure::Measure(m, w->samples_per_iteration(), measure::SteadyClock(), w,
                                    progress, distributed ? nullptr : cancel, state);
   if (device.is_cpu()) {
@@ -331,11 +350,7 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
     // (model, optimizer state, the last step's tensors) stands for it.
     compat::MpsMemory(&out->peak_device_allocated_bytes, &out->peak_device_reserved_bytes);
   }
-  if (sampler) {
-    const std::string reason = out->telemetry.unavailable_reason;
-    out->telemetry = sampler->Stop();
-    out->telemetry.unavailable_reason = reason;
-  }
+  StopSampling(&sampler, out);
   if (!measured.ok()) {
     out->error = std::string(measured.status().message());
     return;
@@ -370,6 +385,43 @@ void RunOnDevice(const RunConfig& c, const torch::Device& device, const MeasureC
     phase(measure::RunState::Phase::kNumerics);
     out->numerics = CheckNumerics(c, device);
   }
+}
+
+// A serving run: the scheduler runs it whole (workloads/serve.cc), its
+// requests standing for a run's samples and its window for the measured
+// time.
+void ServeRun(const RunConfig& c, const torch::Device& device, const MeasureConfig& m,
+              const std::atomic<bool>* cancel, measure::RunState* state, RunOutcome* out) {
+  auto phase = [state](measure::RunState::Phase p) {
+    if (state != nullptr) state->SetPhase(p, measure::SteadyClock()->NowNs());
+  };
+  if (state != nullptr) {
+    state->Begin(measure::SteadyClock()->NowNs() + m.max_time_ms * 1000000);
+  }
+  phase(measure::RunState::Phase::kWarmup);
+  std::unique_ptr<telemetry::Sampler> sampler;
+  const std::function<void()> sample =
+      SampleWhileMeasuring(device.is_cuda() ? device.index() : -1, m, out, &sampler);
+  const absl::Status served = ServeOnDevice(c, device, m, cancel, [&] {
+    phase(measure::RunState::Phase::kMeasure);
+    if (sample) sample();
+  }, out);
+  StopSampling(&sampler, out);
+  if (device.is_cpu()) out->peak_device_allocated_bytes = cpu_memory::PeakBytes();
+  if (!served.ok()) {
+    out->error = std::string(served.message());
+    return;
+  }
+  const serve::Outcome& o = out->serve;
+  out->iterations = o.requests;
+  out->measured_ms = o.window_ms;
+  out->throughput_samples_per_s = o.request_throughput;
+  out->tokens_per_s = o.output_tokens_per_s;
+  out->stopped_at_max_time = o.stopped_at_max_time;
+  // No window rule: a serving run is whole when every measured request
+  // finished.
+  out->stable = o.requests == o.requests_asked;
+  out->status = o.cancelled ? RunStatus::kCancelled : RunStatus::kSucceeded;
 }
 
 }  // namespace
@@ -408,7 +460,11 @@ RunOutcome RunOne(const RunConfig& c, const MeasureConfig& measure_config,
     ResetPeakRss();
     cpu_memory::Install();
     cpu_memory::ResetPeak();
-    RunOnDevice(c, *device, measure_config, progress, cancel, state, &out);
+    if (c.mode == Mode::kServe) {
+      ServeRun(c, *device, measure_config, cancel, state, &out);
+    } else {
+      RunOnDevice(c, *device, measure_config, progress, cancel, state, &out);
+    }
   } catch (const std::exception& e) {
     // c10::Error derives from std::exception.
     const std::string what = MessageOf(e);

@@ -8,14 +8,17 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
 #include "worker/engine/config.h"
 #include "worker/engine/types.h"
 #include "worker/engine/models.h"
+#include "worker/serve.h"
 
 namespace gpubench::engine {
 
@@ -41,6 +44,19 @@ class LanguageModel : public BenchModel {
   // so one CUDA graph replays every step.
   virtual torch::Tensor DecodeStatic(const torch::Tensor& token, const torch::Tensor& position) = 0;
 
+  // Serving (workloads/serve.cc), where each row of the cache is a slot
+  // that holds one request. Prompts [k, P] of as many requests, at
+  // positions 0..P-1, each one's keys and values written to its row of the
+  // cache (slots [k], int64 on the device) only; the last position's
+  // logits [k, vocab].
+  virtual torch::Tensor PrefillSlots(const torch::Tensor& prompts, const torch::Tensor& slots);
+  // One token a row [n, 1] for the cache's rows 0..n-1, each at its own
+  // position (positions [n], int64 on the device): its keys and values
+  // written there, attending over its own row's positions up to it, of the
+  // first span (above every row's position). The logits [n, vocab].
+  virtual torch::Tensor DecodeRows(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                   int64_t span);
+
   // The attention kernel of the last forward of each kind that ran
   // ("flash", "math"...): training or prefill over a whole sequence, and
   // one-token decoding; "" before one ran.
@@ -59,6 +75,20 @@ class LanguageModel : public BenchModel {
 // its prefill and decode step, the twin answering for the counts.
 absl::StatusOr<std::shared_ptr<LanguageModel>> LoadCompiledLanguageModel(
     std::shared_ptr<LanguageModel> twin, const RunConfig& c, const torch::Device& device);
+
+// A language model as the serving scheduler (worker/serve.h) drives it
+// (workloads/serve.cc): eager, in the run's precision, its cache of
+// c.batch_size slots for the longest request the load sends. A request's
+// prompt is PromptOf's with seed. Each step waits for its tokens on the
+// host. Where tokens is set, each request's tokens are appended to it
+// under its id.
+std::unique_ptr<serve::Model> NewServeModel(
+    const RunConfig& c, torch::Device device, std::shared_ptr<LanguageModel> model, uint64_t seed,
+    std::map<int64_t, std::vector<int64_t>>* tokens = nullptr);
+
+// The prompt of request: its input_tokens token ids below vocab, drawn
+// from (seed, its id) alone.
+std::vector<int64_t> PromptOf(const serve::Request& request, int64_t vocab, uint64_t seed);
 
 // The figures held against the GPU's datasheet (mfu.cc): on CUDA, any run
 // with an achieved FLOP rate gets its GPU's dense datasheet peak for the

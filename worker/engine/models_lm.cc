@@ -39,14 +39,19 @@ struct Shape {
 };
 
 // How a pass attends: a whole sequence on itself (training, or a prefill
-// that also fills the cache), or one new token against the cache.
-enum class Pass { kSequence, kPrefill, kDecode, kStatic };
+// that also fills the cache), or one new token against the cache (each
+// row at its own position: kRows).
+enum class Pass { kSequence, kPrefill, kDecode, kStatic, kRows };
 
 // Where a pass's tokens sit.
 struct Where {
   int64_t start = 0;   // kSequence, kPrefill: 0; kDecode: the position
-  torch::Tensor index;  // kStatic: [1] int64 on the device
-  torch::Tensor mask;   // kStatic: [1, 1, 1, capacity], 0 up to index, -inf after
+  torch::Tensor slots;  // kPrefill: the rows of the cache it writes, [B] (none: all)
+  int64_t span = 0;    // kRows: the cache's positions attended
+  torch::Tensor index;  // kStatic: [1] int64 on the device; kRows: [n], a row each
+  // kStatic: [1, 1, 1, capacity], 0 up to index, -inf after; kRows: [n, 1,
+  // 1, span], each row's own.
+  torch::Tensor mask;
   torch::Tensor cos, sin;  // llama: [T, head_dim], the activations' dtype
 };
 
@@ -137,8 +142,13 @@ class Block : public torch::nn::Module {
         causal = true;
         break;
       case Pass::kPrefill:
-        cache->k.narrow(2, 0, t).copy_(k);
-        cache->v.narrow(2, 0, t).copy_(v);
+        if (at.slots.defined()) {
+          cache->k.narrow(2, 0, t).index_copy_(0, at.slots, k);
+          cache->v.narrow(2, 0, t).index_copy_(0, at.slots, v);
+        } else {
+          cache->k.narrow(2, 0, t).copy_(k);
+          cache->v.narrow(2, 0, t).copy_(v);
+        }
         causal = true;
         break;
       case Pass::kDecode:
@@ -154,6 +164,18 @@ class Block : public torch::nn::Module {
         values = cache->v;
         mask = at.mask;
         break;
+      case Pass::kRows: {
+        // Row r's key and value at its own position: index [n, kv_heads,
+        // 1, head_dim], each row's position throughout.
+        const torch::Tensor where = at.index.view({b, 1, 1, 1}).expand({b, s_.kv_heads, 1, hd});
+        const torch::Tensor rows_k = cache->k.narrow(0, 0, b), rows_v = cache->v.narrow(0, 0, b);
+        rows_k.scatter_(2, where, k);
+        rows_v.scatter_(2, where, v);
+        keys = rows_k.narrow(2, 0, at.span);
+        values = rows_v.narrow(2, 0, at.span);
+        mask = at.mask;
+        break;
+      }
     }
     keys = Repeat(keys);
     values = Repeat(values);
@@ -263,6 +285,26 @@ class Decoder : public LanguageModel {
     return Run(token, Pass::kStatic, at, &decode_kernel);
   }
 
+  torch::Tensor PrefillSlots(const torch::Tensor& prompts, const torch::Tensor& slots) override {
+    Where at;
+    at.slots = slots;
+    return Run(prompts, Pass::kPrefill, at, &sequence_kernel);
+  }
+
+  torch::Tensor DecodeRows(const torch::Tensor& tokens, const torch::Tensor& positions,
+                           int64_t span) override {
+    const int64_t n = tokens.size(0);
+    Where at;
+    at.index = positions;
+    at.span = span;
+    at.mask = torch::where(torch::arange(span, positions.options()).view({1, span}) <=
+                               positions.view({n, 1}),
+                           0.0, -std::numeric_limits<double>::infinity())
+                  .to(caches_.at(0).k.scalar_type())
+                  .view({n, 1, 1, span});
+    return Run(tokens, Pass::kRows, at, &decode_kernel);
+  }
+
   int64_t DecodeWeightBytes() const override {
     int64_t bytes = 0;
     for (const torch::Tensor& p : parameters()) bytes += p.numel() * p.element_size();
@@ -300,11 +342,19 @@ class Decoder : public LanguageModel {
   torch::Tensor Run(const torch::Tensor& tokens, Pass pass, Where at, std::string* kernel) {
     const int64_t t = tokens.size(1);
     const bool gpt = s_.style == Style::kGpt;
-    const bool one_token = pass == Pass::kDecode || pass == Pass::kStatic;
+    const bool one_token = pass == Pass::kDecode || pass == Pass::kStatic || pass == Pass::kRows;
     torch::Tensor x = embed_(tokens);
+    // Each row's own position (kRows) as [n, 1, ...]: gpt's [n, 1, width]
+    // beside x [n, 1, width], llama's [n, 1, 1, head_dim] beside q [n,
+    // heads, 1, head_dim].
     if (gpt) {
-      x = x + (pass == Pass::kStatic ? positions_->weight.index_select(0, at.index)
-                                     : positions_->weight.narrow(0, at.start, t));
+      x = x + (pass == Pass::kRows     ? positions_->weight.index_select(0, at.index).unsqueeze(1)
+               : pass == Pass::kStatic ? positions_->weight.index_select(0, at.index)
+                                       : positions_->weight.narrow(0, at.start, t));
+    } else if (pass == Pass::kRows) {
+      const int64_t n = tokens.size(0);
+      at.cos = cos_.index_select(0, at.index).view({n, 1, 1, -1});
+      at.sin = sin_.index_select(0, at.index).view({n, 1, 1, -1});
     } else {
       at.cos = pass == Pass::kStatic ? cos_.index_select(0, at.index) : cos_.narrow(0, at.start, t);
       at.sin = pass == Pass::kStatic ? sin_.index_select(0, at.index) : sin_.narrow(0, at.start, t);
@@ -341,10 +391,17 @@ Shape ShapeOf(const RunConfig& c, Style style) {
   s.vocab = c.vocab_size;
   s.sequence = c.sequence_length;
   // gpt's learnt positions end at its context (the spec holds prompt and
-  // new tokens within it); llama's rotary table covers either use.
+  // new tokens, and a served request, within it); llama's rotary table
+  // covers every use.
+  int64_t served = int64_t{std::max(c.input_len, c.input_len_max)} +
+                   std::max(c.output_len, c.output_len_max);
+  for (const RunConfig::TraceRequest& t : c.trace) {
+    served = std::max<int64_t>(served, int64_t{t.input_tokens} + t.output_tokens);
+  }
   s.positions = style == Style::kGpt
                     ? c.sequence_length
-                    : std::max<int64_t>(c.sequence_length, int64_t{c.prompt_length} + c.new_tokens);
+                    : std::max({int64_t{c.sequence_length},
+                                int64_t{c.prompt_length} + c.new_tokens, served});
   s.attention = c.attention;
   return s;
 }
@@ -366,6 +423,16 @@ ModelOrError NewDecoder(const RunConfig& c, Style style) {
 }
 
 }  // namespace
+
+// A language model that cannot serve (a compiled package) says so.
+torch::Tensor LanguageModel::PrefillSlots(const torch::Tensor& /*prompts*/,
+                                          const torch::Tensor& /*slots*/) {
+  throw std::runtime_error("this language model cannot serve: mode serve runs eager");
+}
+torch::Tensor LanguageModel::DecodeRows(const torch::Tensor& /*tokens*/,
+                                        const torch::Tensor& /*positions*/, int64_t /*span*/) {
+  throw std::runtime_error("this language model cannot serve: mode serve runs eager");
+}
 
 ModelOrError NewGpt(const RunConfig& c) { return NewDecoder(c, Style::kGpt); }
 ModelOrError NewLlama(const RunConfig& c) { return NewDecoder(c, Style::kLlama); }

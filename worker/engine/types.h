@@ -16,6 +16,7 @@
 #include "worker/engine/config.h"
 #include "worker/measure.h"
 #include "worker/profile_table.h"
+#include "worker/serve.h"
 
 namespace gpubench::engine {
 
@@ -121,6 +122,9 @@ struct RunOutcome {
 
   // Telemetry over the measured window (empty when disabled).
   telemetry::Series telemetry;
+
+  // Mode serve: what the scheduler measured.
+  serve::Outcome serve;
 
   // MeasureConfig::check_numerics: set after a successful run.
   std::optional<NumericsOutcome> numerics;

@@ -179,6 +179,14 @@ WorkloadOrError NewEmptyWorkload(const RunConfig& c, torch::Device device,
 // (workloads/decode.cc).
 WorkloadOrError NewDecodeWorkload(const RunConfig& c, torch::Device device,
                                   const MeasureConfig& m);
+// A language model serving requests that arrive over time (mode serve;
+// workloads/serve.cc): not a stepped workload, the scheduler of
+// worker/serve.h runs it whole. Fills out->serve, the parameter count and
+// the attention kernel; on_measure_begin is called as measuring begins.
+// Errors: the model's, or the scheduler's. Throws what LibTorch throws.
+absl::Status ServeOnDevice(const RunConfig& c, torch::Device device, const MeasureConfig& m,
+                           const std::atomic<bool>* cancel,
+                           const std::function<void()>& on_measure_begin, RunOutcome* out);
 // A user's model: TorchScript, or an AOTInductor package.
 WorkloadOrError NewTorchScriptWorkload(const RunConfig& c, torch::Device device,
                                        const MeasureConfig& m);

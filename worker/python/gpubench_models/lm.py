@@ -5,8 +5,10 @@ their shapes and initialisation.
 
 Every attention keeps a static KV cache. mode full (no cache, causal),
 prefill (causal, writes the cache at 0..T-1), eager (T = 1 at the host
-position p, attends over the cache up to it) or static (T = 1 at the device
-position pos [1]: index_copy_, the whole cache under a mask). The cache is the
+position p, attends over the cache up to it), static (T = 1 at the device
+position pos [1]: index_copy_, the whole cache under a mask) or rows (serving:
+T = 1 for the cache's rows 0..n-1, each at its own position pos [n, 1],
+attending over its own row's positions up to it of the first p). The cache is the
 module's buffers (setup_cache), or, where forward gets caches, the tensors
 given: a list of (k, v) per layer, each [B, KVH, S, hd], written in place.
 """
@@ -80,6 +82,15 @@ class CachedAttention(nn.Module):
             k, v = k_cache[:, :, :p + 1], v_cache[:, :, :p + 1]
             return F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep),
                                                   is_causal=False)
+        if mode == "rows":
+            n, span = q.shape[0], p
+            where = pos.view(n, 1, 1, 1).expand(n, k.shape[1], 1, k.shape[3])
+            k_cache[:n].scatter_(2, where, k)
+            v_cache[:n].scatter_(2, where, v)
+            mask = (torch.arange(span, device=q.device).view(1, span) <= pos.view(n, 1))
+            return F.scaled_dot_product_attention(
+                q, repeat_kv(k_cache[:n, :, :span], rep), repeat_kv(v_cache[:n, :, :span], rep),
+                attn_mask=mask.view(n, 1, 1, span))
         if mode == "static":
             k_cache.index_copy_(2, pos, k)
             v_cache.index_copy_(2, pos, v)
@@ -249,6 +260,8 @@ class Llama(nn.Module):
         if pos is None:
             pos = torch.arange(t, device=idx.device)
         cos, sin = self.rope_cos[pos], self.rope_sin[pos]
+        if mode == "rows":  # pos [n, 1]: each row's tables beside q [n, heads, 1, hd]
+            cos, sin = cos[:, None], sin[:, None]
         x = self.tok_embeddings(idx)
         for i, block in enumerate(self.layers):
             x = block(x, cos, sin, mode, pos, p, None if caches is None else caches[i])

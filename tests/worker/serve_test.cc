@@ -1,0 +1,342 @@
+#include "worker/serve.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/stats.h"
+#include "tests/support/command.h"
+
+namespace gpubench::serve {
+namespace {
+
+class FakeTimeline : public Timeline {
+ public:
+  int64_t NowNs() override { return now_ns; }
+  void SleepUntilNs(int64_t ns) override { now_ns = std::max(now_ns, ns); }
+  int64_t now_ns = 1'000'000'000;
+};
+
+constexpr int64_t kMs = 1'000'000;
+
+// A model whose steps take fixed times on the fake clock: a prefill
+// prefill_ns, a decode step decode_ns plus per_request_ns for each request
+// in it. It checks what a server must hold: a prefill into a free slot,
+// each decode's slots distinct, occupied, and each at the position after
+// its last.
+class FakeModel : public Model {
+ public:
+  explicit FakeModel(FakeTimeline* clock, int slots) : clock_(clock), position_(slots, -1) {}
+  // The step's prompts one after another: their costs add up.
+  absl::Status Prefill(const std::vector<Admission>& admitted) override {
+    int64_t cost = 0;
+    for (const auto& [slot, r] : admitted) {
+      EXPECT_EQ(position_.at(slot), -1) << "slot " << slot << " is taken";
+      position_[slot] = r.input_tokens;
+      output_[slot] = r.output_tokens;
+      generated_[slot] = 1;
+      prefilled.push_back(r);
+      cost += prefill_ns(r);
+      if (r.output_tokens == 1) position_[slot] = -1;
+    }
+    clock_->now_ns += cost;
+    return absl::OkStatus();
+  }
+  absl::Status Decode(const std::vector<Step>& steps) override {
+    std::set<int> seen;
+    for (const Step& s : steps) {
+      EXPECT_TRUE(seen.insert(s.slot).second) << "slot " << s.slot << " twice";
+      EXPECT_EQ(s.position, position_.at(s.slot)) << "slot " << s.slot;
+      ++position_[s.slot];
+      if (++generated_[s.slot] == output_[s.slot]) position_[s.slot] = -1;
+    }
+    largest_batch = std::max(largest_batch, static_cast<int>(steps.size()));
+    clock_->now_ns += decode_ns + per_request_ns * static_cast<int64_t>(steps.size());
+    return absl::OkStatus();
+  }
+  std::function<int64_t(const Request&)> prefill_ns = [](const Request&) { return 10 * kMs; };
+  int64_t decode_ns = 5 * kMs;
+  int64_t per_request_ns = 0;
+  std::vector<Request> prefilled;
+  int largest_batch = 0;
+
+ private:
+  FakeTimeline* clock_;
+  std::vector<int> position_;
+  std::map<int, int> output_, generated_;
+};
+
+Load ClosedLoop(int concurrency, int slots) {
+  Load load;
+  load.concurrency = concurrency;
+  load.slots = slots;
+  load.warmup_requests = concurrency;
+  load.num_requests = 40;
+  load.input_len = 16;
+  load.output_len = 5;
+  return load;
+}
+
+// One request at a time: each figure is what its definition makes of the
+// model's step times.
+TEST(ServeTest, OneClientSeesThePrefillAsTtftAndADecodeStepAsEachTokensGap) {
+  FakeTimeline clock;
+  FakeModel model(&clock, 1);
+  auto out = Serve(ClosedLoop(1, 1), &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->requests, 40);
+  ASSERT_EQ(out->ttft_ms.size(), 40u);
+  for (double ttft : out->ttft_ms) EXPECT_DOUBLE_EQ(ttft, 10);
+  for (double e2e : out->e2e_ms) EXPECT_DOUBLE_EQ(e2e, 10 + 4 * 5);
+  for (double tpot : out->tpot_ms) EXPECT_DOUBLE_EQ(tpot, 5);
+  ASSERT_EQ(out->itl_ms.size(), 40u * 4);
+  for (double itl : out->itl_ms) EXPECT_DOUBLE_EQ(itl, 5);
+  EXPECT_DOUBLE_EQ(out->output_tokens_per_s_per_user, 200);
+  // 5 tokens every 30 ms, one request at a time.
+  EXPECT_NEAR(out->output_tokens_per_s, 5 / 0.030, 1);
+  EXPECT_NEAR(out->request_throughput, 1 / 0.030, 0.1);
+  EXPECT_DOUBLE_EQ(out->mean_batch, 1);
+  EXPECT_FALSE(out->stopped_at_max_time);
+}
+
+// A closed loop keeps its clients' requests in flight and no more: every
+// decode step holds all of them once the cache has room.
+TEST(ServeTest, AClosedLoopKeepsConcurrencyRequestsInFlight) {
+  FakeTimeline clock;
+  FakeModel model(&clock, 8);
+  auto out = Serve(ClosedLoop(4, 8), &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(model.largest_batch, 4);
+  EXPECT_DOUBLE_EQ(out->mean_batch, 4);
+  EXPECT_NEAR(out->mean_in_flight, 4, 0.2);
+  EXPECT_DOUBLE_EQ(out->asked_rate, 0);
+}
+
+// More clients than slots: the cache's slots bound each decode step, and
+// the requests waiting for one count the wait in their time to first
+// token.
+TEST(ServeTest, RequestsOverTheSlotsWaitAndTheWaitCountsInTtft) {
+  FakeTimeline clock;
+  FakeModel model(&clock, 2);
+  auto out = Serve(ClosedLoop(6, 2), &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(model.largest_batch, 2);
+  EXPECT_GT(stats::Median(out->ttft_ms), 10 + 5);
+}
+
+// The first warmup_requests requests are slow here: none of their times
+// may reach the figures.
+TEST(ServeTest, WarmUpRequestsAreNotInTheFigures) {
+  FakeTimeline clock;
+  FakeModel model(&clock, 4);
+  model.prefill_ns = [](const Request& r) { return r.id < 4 ? 1000 * kMs : 10 * kMs; };
+  Load load = ClosedLoop(4, 4);
+  int measure_began_at = -1;
+  auto out = Serve(load, &model, &clock, nullptr,
+                   [&] { measure_began_at = static_cast<int>(model.prefilled.size()); });
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->requests, load.num_requests);
+  EXPECT_EQ(out->warmup_requests, 4);
+  EXPECT_EQ(out->ttft_ms.size(), static_cast<size_t>(load.num_requests));
+  EXPECT_LT(*std::max_element(out->e2e_ms.begin(), out->e2e_ms.end()), 1000);
+  EXPECT_GE(measure_began_at, 4);
+}
+
+Load OpenLoop(double rate, int requests) {
+  Load load;
+  load.request_rate = rate;
+  load.slots = 16;
+  load.warmup_requests = 16;
+  load.num_requests = requests;
+  load.input_len = 32;
+  load.input_len_max = 64;
+  load.output_len = 8;
+  load.output_len_max = 24;
+  load.seed = 7;
+  return load;
+}
+
+// The Poisson process sends the rate asked, and Little's law holds: the
+// mean in flight equals the rate times the mean time in the system (the
+// scheduler's times are what they claim).
+TEST(ServeTest, AnOpenLoopSendsTheRateAskedAndLittlesLawHolds) {
+  FakeTimeline clock;
+  FakeModel model(&clock, 16);
+  model.prefill_ns = [](const Request& r) { return int64_t{r.input_tokens} * 100'000; };
+  model.per_request_ns = 200'000;
+  auto out = Serve(OpenLoop(40, 5000), &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NEAR(out->achieved_rate / 40, 1, 0.05);
+  EXPECT_GT(out->mean_in_flight, 2);
+  EXPECT_NEAR(out->mean_in_flight / out->littles_law_in_flight, 1, 0.05);
+  EXPECT_NEAR(out->request_throughput / 40, 1, 0.05);
+}
+
+// Gaps of a gamma process: mean 1 / rate whatever the shape, and a
+// coefficient of variation of 1 / sqrt(burstiness); the lengths are
+// uniform in their ranges; the same seed sends the same requests.
+TEST(ServeTest, RequestsFollowTheirDistributionsAndTheSeed) {
+  for (double burstiness : {0.5, 1.0, 4.0}) {
+    Load load = OpenLoop(10, 1);
+    load.burstiness = burstiness;
+    Requests a(load), b(load);
+    std::vector<double> gaps_s;
+    int64_t last = 0;
+    std::set<int> inputs;
+    for (int i = 0; i < 20000; ++i) {
+      const Request r = a.Next(), s = b.Next();
+      ASSERT_EQ(r.arrival_ns, s.arrival_ns);
+      ASSERT_EQ(r.input_tokens, s.input_tokens);
+      ASSERT_EQ(r.output_tokens, s.output_tokens);
+      ASSERT_GE(r.input_tokens, 32);
+      ASSERT_LE(r.input_tokens, 64);
+      ASSERT_GE(r.output_tokens, 8);
+      ASSERT_LE(r.output_tokens, 24);
+      inputs.insert(r.input_tokens);
+      if (i > 0) gaps_s.push_back((r.arrival_ns - last) / 1e9);
+      last = r.arrival_ns;
+    }
+    EXPECT_EQ(inputs.size(), 33u);
+    EXPECT_NEAR(stats::Mean(gaps_s), 0.1, 0.1 * 0.04) << burstiness;
+    EXPECT_NEAR(stats::CoefficientOfVariation(gaps_s), 1 / std::sqrt(burstiness),
+                0.05 / std::sqrt(burstiness))
+        << burstiness;
+  }
+  Load other = OpenLoop(10, 1);
+  other.seed = 8;
+  Requests a(OpenLoop(10, 1)), c(other);
+  a.Next();
+  c.Next();
+  EXPECT_NE(a.Next().arrival_ns, c.Next().arrival_ns);
+}
+
+// A load the model cannot serve in time stops at the bound, says so, and
+// keeps the requests that did finish.
+TEST(ServeTest, TheTimeBoundStopsARunAndSaysSo) {
+  FakeTimeline clock;
+  FakeModel model(&clock, 4);
+  Load load = ClosedLoop(4, 4);
+  load.num_requests = 1000;
+  load.max_time_ns = 2000 * kMs;
+  auto out = Serve(load, &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->stopped_at_max_time);
+  EXPECT_GT(out->requests, 0);
+  EXPECT_LT(out->requests, 1000);
+  load.max_time_ns = 20 * kMs;  // not even the warm-up
+  FakeModel fresh(&clock, 4);
+  out = Serve(load, &fresh, &clock, nullptr);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A trace replays as written: each request arrives at its time with its
+// lengths, in order, and none after the last.
+TEST(ServeTest, ATraceReplaysItsRequestsAtTheirTimes) {
+  FakeTimeline clock;
+  const int64_t start = clock.now_ns;
+  FakeModel model(&clock, 2);
+  std::vector<int64_t> prefilled_at;
+  model.prefill_ns = [&](const Request&) {
+    prefilled_at.push_back(clock.now_ns - start);
+    return 10 * kMs;
+  };
+  Load load;
+  load.slots = 2;
+  load.num_requests = 4;
+  load.trace = {{0, 0, 5, 3}, {0, 40 * kMs, 7, 2}, {0, 41 * kMs, 9, 1}, {0, 500 * kMs, 4, 4}};
+  auto out = Serve(load, &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(model.prefilled.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(model.prefilled[i].id, static_cast<int64_t>(i));
+    EXPECT_EQ(model.prefilled[i].input_tokens, load.trace[i].input_tokens);
+    EXPECT_EQ(model.prefilled[i].output_tokens, load.trace[i].output_tokens);
+    EXPECT_GE(prefilled_at[i], load.trace[i].arrival_ns);
+  }
+  // The last arrives when nothing else is in flight: served at its time
+  // (the fake prefill reads the clock before its step's cost is added).
+  EXPECT_EQ(prefilled_at[3], 500 * kMs);
+  EXPECT_EQ(out->requests, 4);
+  EXPECT_DOUBLE_EQ(out->ttft_ms[3], 10);
+  EXPECT_DOUBLE_EQ(out->e2e_ms[3], 10 + 3 * 5);
+}
+
+// Goodput counts the measured requests within every bound given.
+TEST(ServeTest, GoodputCountsTheRequestsMeetingEverySlo) {
+  FakeTimeline clock;
+  FakeModel model(&clock, 1);
+  model.prefill_ns = [](const Request& r) { return r.id % 2 == 0 ? 10 * kMs : 50 * kMs; };
+  Load load = ClosedLoop(1, 1);
+  load.slo_ttft_ms = 20;
+  load.slo_tpot_ms = 5;
+  auto out = Serve(load, &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->requests_meeting_slo, 20);
+  EXPECT_NEAR(out->goodput, 20 / (out->window_ms / 1e3), 1e-9);
+  load.slo_tpot_ms = 4.9;  // no request decodes that fast
+  out = Serve(load, &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->requests_meeting_slo, 0);
+}
+
+// The Python twin (bench/reference/serve.py, for the side by side) sends
+// the same requests as the scheduler: its own SplitMix64 and lengths.
+TEST(ServeTest, ThePythonTwinSendsTheSameRequests) {
+  Load load = OpenLoop(7, 1);
+  load.seed = 3;
+  load.input_len = 2;
+  load.input_len_max = 90;
+  load.output_len = 1;
+  load.output_len_max = 40;
+  const testing_support::CommandResult twin = testing_support::RunCommand(
+      absl::StrCat("python3 ", GPUBENCH_SOURCE_DIR, "/bench/reference/serve.py --requests 200 ",
+                   "--seed 3 --rate 7 --input-len 2 --input-len-max 90 --output-len 1 ",
+                   "--output-len-max 40"));
+  ASSERT_EQ(twin.exit_code, 0) << twin.output;
+  Requests ours(load);
+  int lines = 0;
+  for (absl::string_view line : absl::StrSplit(twin.output, '\n', absl::SkipEmpty())) {
+    const Request r = ours.Next();
+    // Arrivals to the nanosecond: both sum the same doubles.
+    EXPECT_EQ(line, absl::StrCat("{\"id\": ", r.id, ", \"arrival_ns\": ", r.arrival_ns,
+                                 ", \"input_tokens\": ", r.input_tokens,
+                                 ", \"output_tokens\": ", r.output_tokens, "}"));
+    ++lines;
+  }
+  EXPECT_EQ(lines, 200);
+}
+
+// A serving latency's percentile intervals are the order statistics whose
+// binomial coverage is 95% (the ranks scipy.stats.binom gives), and none
+// where the samples cannot bound the percentile.
+TEST(ServeTest, PercentileIntervalsAreTheBinomialOrderStatistics) {
+  auto ranks = [](int n) {
+    std::vector<double> v(n);
+    for (int i = 0; i < n; ++i) v[i] = i + 1;
+    return v;
+  };
+  const stats::Interval median = stats::QuantileInterval95(ranks(100), 0.5);
+  EXPECT_EQ(median.low, 40);
+  EXPECT_EQ(median.high, 61);
+  const stats::Interval p90 = stats::QuantileInterval95(ranks(1000), 0.9);
+  EXPECT_EQ(p90.low, 881);
+  EXPECT_EQ(p90.high, 919);
+  const stats::Interval p99 = stats::QuantileInterval95(ranks(1000), 0.99);
+  EXPECT_EQ(p99.low, 983);
+  EXPECT_EQ(p99.high, 997);
+  for (const auto& [q, fewest] : {std::pair{0.5, 6}, {0.9, 36}, {0.99, 368}}) {
+    EXPECT_EQ(stats::QuantileInterval95(ranks(fewest - 1), q).high, 0) << q;
+    EXPECT_GT(stats::QuantileInterval95(ranks(fewest), q).high, 0) << q;
+  }
+}
+
+}  // namespace
+}  // namespace gpubench::serve

@@ -1,0 +1,241 @@
+// A language model serving requests that arrive over time (mode serve):
+// the scheduler of worker/serve.h drives the model's two serving steps, a
+// step's prompts' prefill into their slots of the KV cache and one decode
+// step over the slots in use, each request at its own position. Eager, or
+// each decode step a replayed CUDA graph of its bucket of rows; weights in
+// the run's precision as decode.cc holds them; each step waits for its
+// tokens on the host, as a server streaming them does.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "worker/engine/language_model.h"
+#include "worker/engine/workload.h"
+#include "worker/serve.h"
+
+namespace gpubench::engine {
+namespace {
+
+torch::ScalarType WeightTypeOf(Precision p) {
+  switch (p) {
+    case Precision::kFp16: return torch::kFloat16;
+    case Precision::kBf16: return torch::kBFloat16;
+    default: return torch::kFloat32;
+  }
+}
+
+// The request's longest length each way (a max of 0 or below its min:
+// fixed).
+int64_t Longest(int len, int len_max) { return std::max(len, len_max); }
+
+// The longest prompt and output the load sends: a trace's, or the drawn
+// lengths' bounds.
+std::pair<int64_t, int64_t> LongestRequest(const RunConfig& c) {
+  if (c.trace.empty()) {
+    return {Longest(c.input_len, c.input_len_max), Longest(c.output_len, c.output_len_max)};
+  }
+  int64_t input = 1, output = 1;
+  for (const RunConfig::TraceRequest& t : c.trace) {
+    input = std::max<int64_t>(input, t.input_tokens);
+    output = std::max<int64_t>(output, t.output_tokens);
+  }
+  return {input, output};
+}
+
+class ServeModel : public serve::Model {
+ public:
+  ServeModel(const RunConfig& c, torch::Device device, std::shared_ptr<LanguageModel> model,
+             uint64_t seed, std::map<int64_t, std::vector<int64_t>>* tokens)
+      : device_(device), model_(std::move(model)), seed_(seed), tokens_(tokens) {
+    const torch::ScalarType dtype = WeightTypeOf(c.precision);
+    model_->to(device_, dtype);
+    model_->eval();
+    const auto [input, output] = LongestRequest(c);
+    model_->AllocateCache(c.batch_size, input + output, dtype);
+    const auto ids = torch::TensorOptions().dtype(torch::kInt64).device(device_);
+    last_ = torch::zeros({c.batch_size, 1}, ids);
+    positions_ = torch::zeros({c.batch_size}, ids);
+    request_of_.assign(c.batch_size, -1);
+    capacity_ = input + output;
+    if (UsesCudaGraph(c.execution)) CaptureBuckets(c.batch_size);
+  }
+
+  // The step's prompts of one length in one batch, a batch a length.
+  absl::Status Prefill(const std::vector<Admission>& admitted) override {
+    torch::NoGradGuard no_grad;
+    std::map<int, std::vector<const Admission*>> by_length;
+    for (const Admission& a : admitted) by_length[a.request.input_tokens].push_back(&a);
+    for (const auto& [length, group] : by_length) {
+      std::vector<int64_t> ids, slots;
+      std::vector<int> rows;
+      for (const Admission* a : group) {
+        const std::vector<int64_t> prompt = PromptOf(a->request, model_->vocab_size(), seed_);
+        ids.insert(ids.end(), prompt.begin(), prompt.end());
+        slots.push_back(a->slot);
+        rows.push_back(a->slot);
+        request_of_[a->slot] = a->request.id;
+      }
+      const int64_t k = static_cast<int64_t>(group.size());
+      const torch::Tensor prompts = torch::tensor(ids, torch::kInt64).view({k, length}).to(device_);
+      const torch::Tensor at = torch::tensor(slots, torch::kInt64).to(device_);
+      const torch::Tensor tokens = model_->PrefillSlots(prompts, at).argmax(-1, /*keepdim=*/true);
+      last_.index_copy_(0, at, tokens);
+      Deliver(tokens, rows, /*by_slot=*/false);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Decode(const std::vector<Step>& steps) override {
+    torch::NoGradGuard no_grad;
+    // Rows 0..n-1, n past the highest slot in use; a free row among them
+    // decodes at position 0 and is ignored (its slot's next prefill
+    // rewrites it).
+    int n = 0, span = 0;
+    for (const Step& s : steps) {
+      n = std::max(n, s.slot + 1);
+      span = std::max(span, s.position + 1);
+    }
+    // Under graphs, the smallest bucket of rows that holds them, over the
+    // whole cache.
+    auto bucket = graphs_.lower_bound(n);
+    if (bucket != graphs_.end()) n = bucket->first;
+    std::vector<int64_t> positions(n, 0);
+    std::vector<int> slots;
+    for (const Step& s : steps) {
+      positions[s.slot] = s.position;
+      slots.push_back(s.slot);
+    }
+    positions_.narrow(0, 0, n).copy_(torch::tensor(positions, torch::kInt64));
+    if (bucket != graphs_.end()) {
+      bucket->second->Replay();
+    } else {
+      last_.narrow(0, 0, n).copy_(
+          model_->DecodeRows(last_.narrow(0, 0, n), positions_.narrow(0, 0, n), span)
+              .argmax(-1, /*keepdim=*/true));
+    }
+    Deliver(last_.narrow(0, 0, n), slots, /*by_slot=*/true);
+    return absl::OkStatus();
+  }
+
+ private:
+  // The step's tokens on the host; kept per request where asked. Row i of
+  // tokens is slot slots[i]'s, or (by_slot) slot i's.
+  void Deliver(const torch::Tensor& tokens, const std::vector<int>& slots, bool by_slot) {
+    const torch::Tensor host = tokens.to(torch::kCPU);
+    if (tokens_ == nullptr) return;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const int64_t row = by_slot ? slots[i] : static_cast<int64_t>(i);
+      (*tokens_)[request_of_[slots[i]]].push_back(host[row][0].item<int64_t>());
+    }
+  }
+
+  // execution cuda_graph: one decode step captured for each bucket of rows
+  // (1, 2, 4... and the slots), over the whole cache under each row's mask:
+  // the bucket's rows and positions_ are its static inputs, last_ its
+  // output.
+  void CaptureBuckets(int slots) {
+    std::vector<int> sizes;
+    for (int b = 1; b < slots; b *= 2) sizes.push_back(b);
+    sizes.push_back(slots);
+    for (int b : sizes) {
+      auto graph = cuda::CaptureGraph([this, b] {
+        torch::NoGradGuard no_grad;
+        last_.narrow(0, 0, b).copy_(
+            model_->DecodeRows(last_.narrow(0, 0, b), positions_.narrow(0, 0, b), capacity_)
+                .argmax(-1, /*keepdim=*/true));
+      });
+      if (!graph.ok()) throw std::runtime_error(std::string(graph.status().message()));
+      graphs_[b] = std::move(*graph);
+    }
+  }
+
+  const torch::Device device_;
+  std::shared_ptr<LanguageModel> model_;
+  const uint64_t seed_;
+  std::map<int64_t, std::vector<int64_t>>* tokens_;
+  torch::Tensor last_;              // each slot's last token [slots, 1]
+  torch::Tensor positions_;         // each row's position in the step [slots]
+  int64_t capacity_ = 0;            // the cache's positions
+  std::map<int, std::unique_ptr<cuda::Graph>> graphs_;  // by rows; cuda_graph only
+  std::vector<int64_t> request_of_;  // each slot's request id
+};
+
+}  // namespace
+
+std::vector<int64_t> PromptOf(const serve::Request& request, int64_t vocab, uint64_t seed) {
+  std::vector<int64_t> ids(request.input_tokens);
+  uint64_t state = seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(request.id + 1));
+  for (int64_t& id : ids) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    id = static_cast<int64_t>((z ^ (z >> 31)) % static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+std::unique_ptr<serve::Model> NewServeModel(const RunConfig& c, torch::Device device,
+                                            std::shared_ptr<LanguageModel> model, uint64_t seed,
+                                            std::map<int64_t, std::vector<int64_t>>* tokens) {
+  return std::make_unique<ServeModel>(c, device, std::move(model), seed, tokens);
+}
+
+namespace {
+
+serve::Load ServeLoadOf(const RunConfig& c, const MeasureConfig& m) {
+  serve::Load load;
+  load.request_rate = c.request_rate;
+  load.burstiness = c.burstiness;
+  load.concurrency = c.concurrency;
+  load.slots = c.batch_size;
+  load.warmup_requests = c.warmup_requests;
+  load.num_requests = c.num_requests;
+  load.input_len = c.input_len;
+  load.input_len_max = c.input_len_max;
+  load.output_len = c.output_len;
+  load.output_len_max = c.output_len_max;
+  load.seed = m.seed;
+  load.slo_ttft_ms = c.slo_ttft_ms;
+  load.slo_tpot_ms = c.slo_tpot_ms;
+  load.slo_e2e_ms = c.slo_e2e_ms;
+  load.max_time_ns = m.max_time_ms * 1000000;
+  for (const RunConfig::TraceRequest& t : c.trace) {
+    serve::Request r;
+    r.arrival_ns = static_cast<int64_t>(t.arrival_ms * 1e6);
+    r.input_tokens = t.input_tokens;
+    r.output_tokens = t.output_tokens;
+    load.trace.push_back(r);
+  }
+  return load;
+}
+
+}  // namespace
+
+absl::Status ServeOnDevice(const RunConfig& c, torch::Device device, const MeasureConfig& m,
+                           const std::atomic<bool>* cancel,
+                           const std::function<void()>& on_measure_begin, RunOutcome* out) {
+  auto created = CreateModel(c);
+  if (!created.ok()) return created.status();
+  auto model = std::dynamic_pointer_cast<LanguageModel>(*created);
+  if (model == nullptr) return absl::InvalidArgumentError(c.workload + " is not a language model");
+  out->parameter_count = model->ParameterCount();
+  std::unique_ptr<serve::Model> served = NewServeModel(c, device, model, m.seed);
+  auto outcome = serve::Serve(ServeLoadOf(c, m), served.get(), serve::SteadyTimeline(), cancel,
+                              on_measure_begin);
+  if (!outcome.ok()) return outcome.status();
+  out->serve = std::move(*outcome);
+  const std::string& prefill = model->sequence_kernel;
+  const std::string& decode = model->decode_kernel;
+  out->attention_backend =
+      prefill == decode || decode.empty() ? prefill : "prefill " + prefill + ", decode " + decode;
+  return absl::OkStatus();
+}
+
+}  // namespace gpubench::engine

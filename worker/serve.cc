@@ -1,0 +1,396 @@
+#include "worker/serve.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/stats.h"
+
+namespace gpubench::serve {
+namespace {
+
+// SplitMix64 (Steele, Lea and Flood): one generator a request, seeded by
+// (seed, id), so a request's draws do not depend on how many came before.
+class Generator {
+ public:
+  Generator(uint64_t seed, int64_t id) : state_(seed) {
+    state_ = Next() ^ static_cast<uint64_t>(id);
+    Next();
+  }
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in (0, 1): never 0, so that its logarithm is finite.
+  double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }
+  // Standard normal (Box-Muller).
+  double Normal() {
+    const double r = std::sqrt(-2 * std::log(Uniform()));
+    return r * std::cos(2 * M_PI * Uniform());
+  }
+  // Gamma of shape k and scale 1 (Marsaglia and Tsang; below 1 through
+  // shape k + 1 times U^(1/k)).
+  double Gamma(double k) {
+    if (k < 1) return Gamma(k + 1) * std::pow(Uniform(), 1 / k);
+    const double d = k - 1.0 / 3, c = 1 / std::sqrt(9 * d);
+    while (true) {
+      const double x = Normal(), v = std::pow(1 + c * x, 3);
+      if (v <= 0) continue;
+      const double u = Uniform();
+      if (std::log(u) < 0.5 * x * x + d * (1 - v + std::log(v))) return d * v;
+    }
+  }
+  // Uniform in [lo, hi]; lo where hi is not above it.
+  int Between(int lo, int hi) {
+    if (hi <= lo) return lo;
+    return lo + static_cast<int>(Uniform() * (static_cast<double>(hi) - lo + 1));
+  }
+
+ private:
+  uint64_t state_;
+};
+
+double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// One request as the run follows it.
+struct Flight {
+  Request request;
+  int64_t arrival_ns = 0;  // absolute
+  int64_t first_ns = 0, last_ns = 0, done_ns = -1;
+  int generated = 0;
+  bool measured = false;
+};
+
+// The run's state and its steps; Serve drives it.
+class Scheduler {
+ public:
+  Scheduler(const Load& load, Model* model, Timeline* clock,
+            const std::function<void()>& on_measure_begin)
+      : load_(load), model_(model), clock_(clock), on_measure_begin_(on_measure_begin),
+        requests_(load), slot_of_(std::max(1, load.slots), -1) {}
+
+  absl::StatusOr<Outcome> Run(const std::atomic<bool>* cancel);
+
+ private:
+  bool open() const { return load_.request_rate > 0 || !load_.trace.empty(); }
+  bool Measured(int64_t id) const {
+    return id >= load_.warmup_requests && id < load_.warmup_requests + load_.num_requests;
+  }
+  int InFlight() const { return sent_ - finished_; }
+  void Arrive(Request r, int64_t arrival_ns);
+  void Send(int index);
+  void Finish(int index, int64_t now);
+  absl::Status Admit();
+  absl::Status DecodeStep();
+  Outcome Figures(int64_t end_ns) const;
+
+  const Load load_;
+  Model* const model_;
+  Timeline* const clock_;
+  const std::function<void()> on_measure_begin_;
+  Requests requests_;
+  int64_t start_ns_ = 0;
+  std::vector<Flight> flights_;
+  std::deque<int> held_;     // open loop: arrived over the concurrency limit
+  std::deque<int> waiting_;  // sent, waiting for a slot
+  std::vector<int> slot_of_;  // each slot's flight, -1 when free
+  int sent_ = 0, finished_ = 0, measured_done_ = 0;
+  // (time, tokens) of each step, (time, prompt tokens) of each prefill,
+  // (time, requests decoded) of each decode step.
+  std::vector<std::pair<int64_t, int>> tokens_, prompts_, batches_;
+  std::vector<double> itl_ms_;  // gaps between two tokens of a measured request
+};
+
+void Scheduler::Arrive(Request r, int64_t arrival_ns) {
+  Flight f;
+  f.request = r;
+  f.arrival_ns = arrival_ns;
+  f.measured = Measured(r.id);
+  flights_.push_back(f);
+  const int index = static_cast<int>(flights_.size()) - 1;
+  if (load_.concurrency > 0 && InFlight() >= load_.concurrency) {
+    held_.push_back(index);
+  } else {
+    Send(index);
+  }
+}
+
+void Scheduler::Send(int index) {
+  if (flights_[index].request.id == load_.warmup_requests && on_measure_begin_) {
+    on_measure_begin_();
+  }
+  ++sent_;
+  waiting_.push_back(index);
+}
+
+void Scheduler::Finish(int index, int64_t now) {
+  Flight& f = flights_[index];
+  f.done_ns = now;
+  ++finished_;
+  if (f.measured) ++measured_done_;
+  // The load goes on until every measured request has finished.
+  if (measured_done_ == load_.num_requests) return;
+  if (!open()) {
+    Request next = requests_.Next();
+    next.arrival_ns = now - start_ns_;
+    Arrive(next, now);
+  } else if (!held_.empty() && (load_.concurrency == 0 || InFlight() < load_.concurrency)) {
+    Send(held_.front());
+    held_.pop_front();
+  }
+}
+
+absl::Status Scheduler::Admit() {
+  std::vector<Model::Admission> admitted;
+  std::vector<int> indexes;
+  for (size_t slot = 0; slot < slot_of_.size() && !waiting_.empty(); ++slot) {
+    if (slot_of_[slot] >= 0) continue;
+    indexes.push_back(waiting_.front());
+    waiting_.pop_front();
+    admitted.push_back({static_cast<int>(slot), flights_[indexes.back()].request});
+    slot_of_[slot] = indexes.back();
+  }
+  if (admitted.empty()) return absl::OkStatus();
+  if (auto s = model_->Prefill(admitted); !s.ok()) return s;
+  const int64_t now = clock_->NowNs();
+  tokens_.emplace_back(now, static_cast<int>(admitted.size()));
+  for (size_t k = 0; k < admitted.size(); ++k) {
+    Flight& f = flights_[indexes[k]];
+    f.first_ns = f.last_ns = now;
+    f.generated = 1;
+    prompts_.emplace_back(now, f.request.input_tokens);
+    if (f.generated == f.request.output_tokens) {
+      slot_of_[admitted[k].slot] = -1;
+      Finish(indexes[k], now);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::DecodeStep() {
+  std::vector<Model::Step> steps;
+  for (size_t slot = 0; slot < slot_of_.size(); ++slot) {
+    if (slot_of_[slot] < 0) continue;
+    const Flight& f = flights_[slot_of_[slot]];
+    steps.push_back({static_cast<int>(slot), f.request.input_tokens + f.generated - 1});
+  }
+  if (steps.empty()) return absl::OkStatus();
+  if (auto s = model_->Decode(steps); !s.ok()) return s;
+  const int64_t now = clock_->NowNs();
+  const int n = static_cast<int>(steps.size());
+  tokens_.emplace_back(now, n);
+  batches_.emplace_back(now, n);
+  for (const Model::Step& step : steps) {
+    const int index = slot_of_[step.slot];
+    Flight& f = flights_[index];
+    if (f.measured) itl_ms_.push_back(Ms(now - f.last_ns));
+    f.last_ns = now;
+    if (++f.generated == f.request.output_tokens) {
+      slot_of_[step.slot] = -1;
+      Finish(index, now);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Outcome> Scheduler::Run(const std::atomic<bool>* cancel) {
+  start_ns_ = clock_->NowNs();
+  const int64_t deadline = load_.max_time_ns > 0 ? start_ns_ + load_.max_time_ns : INT64_MAX;
+  // An open loop draws each arrival ahead; a closed loop's clients send
+  // their first requests at once, each next one as its last ends.
+  Request next;
+  if (open()) {
+    next = requests_.Next();
+  } else {
+    for (int i = 0; i < load_.concurrency; ++i) Arrive(requests_.Next(), start_ns_);
+  }
+  bool stopped = false, cancelled = false;
+  while (measured_done_ < load_.num_requests) {
+    if (cancel != nullptr && cancel->load()) {
+      cancelled = true;
+      break;
+    }
+    int64_t now = clock_->NowNs();
+    if (now >= deadline) {
+      stopped = true;
+      break;
+    }
+    while (open() && start_ns_ + next.arrival_ns <= now) {
+      Arrive(next, start_ns_ + next.arrival_ns);
+      next = requests_.Next();
+    }
+    if (auto s = Admit(); !s.ok()) return s;
+    const size_t steps_before = batches_.size();
+    if (auto s = DecodeStep(); !s.ok()) return s;
+    if (batches_.size() > steps_before || !waiting_.empty()) continue;
+    // Nothing in a slot, nothing waiting: the next arrival, where a trace
+    // has one left.
+    if (!open() || next.arrival_ns >= kNever) break;
+    clock_->SleepUntilNs(std::min(start_ns_ + next.arrival_ns, deadline));
+  }
+  Outcome out = Figures(clock_->NowNs());
+  out.stopped_at_max_time = stopped;
+  out.cancelled = cancelled;
+  if (out.requests == 0 && !cancelled) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no measured request finished within max_time_ms ", load_.max_time_ns / 1000000,
+        " (", sent_, " sent, ", finished_, " finished); raise --max-time-ms or lower the load"));
+  }
+  return out;
+}
+
+// Sums the counts of events whose time lies in (from, to]: what happened
+// at the window's start (a closed loop's last warm-up token, as its next
+// request is sent) belongs before it.
+int64_t CountIn(const std::vector<std::pair<int64_t, int>>& events, int64_t from, int64_t to) {
+  int64_t n = 0;
+  for (const auto& [t, count] : events) {
+    if (t > from && t <= to) n += count;
+  }
+  return n;
+}
+
+Outcome Scheduler::Figures(int64_t end_ns) const {
+  Outcome out;
+  out.requests_asked = load_.num_requests;
+  out.warmup_requests = load_.warmup_requests;
+  out.asked_rate = load_.request_rate;
+  out.itl_ms = itl_ms_;
+  // The measured requests' arrivals, and the window: from the first one's
+  // arrival to the last one's end (the run's end where one did not end).
+  int64_t first_arrival = INT64_MAX, last_arrival = 0, window_end = 0;
+  int measured_arrived = 0;
+  double e2e_sum_ms = 0;
+  for (const Flight& f : flights_) {
+    if (!f.measured) continue;
+    ++measured_arrived;
+    first_arrival = std::min(first_arrival, f.arrival_ns);
+    last_arrival = std::max(last_arrival, f.arrival_ns);
+    window_end = std::max(window_end, f.done_ns >= 0 ? f.done_ns : end_ns);
+    if (f.done_ns < 0) continue;
+    ++out.requests;
+    const double ttft = Ms(f.first_ns - f.arrival_ns), e2e = Ms(f.done_ns - f.arrival_ns);
+    out.ttft_ms.push_back(ttft);
+    out.e2e_ms.push_back(e2e);
+    e2e_sum_ms += e2e;
+    double tpot = 0;
+    if (f.request.output_tokens > 1) {
+      tpot = (e2e - ttft) / (f.request.output_tokens - 1);
+      out.tpot_ms.push_back(tpot);
+    }
+    const bool slo = load_.slo_ttft_ms > 0 || load_.slo_tpot_ms > 0 || load_.slo_e2e_ms > 0;
+    if (slo && (load_.slo_ttft_ms == 0 || ttft <= load_.slo_ttft_ms) &&
+        (load_.slo_tpot_ms == 0 || tpot <= load_.slo_tpot_ms) &&
+        (load_.slo_e2e_ms == 0 || e2e <= load_.slo_e2e_ms)) {
+      ++out.requests_meeting_slo;
+    }
+  }
+  if (measured_arrived == 0 || window_end <= first_arrival) return out;
+  out.window_ms = Ms(window_end - first_arrival);
+  const double window_s = out.window_ms / 1e3;
+  int finished_in_window = 0;
+  for (const Flight& f : flights_) {
+    finished_in_window += f.done_ns > first_arrival && f.done_ns <= window_end;
+  }
+  out.request_throughput = finished_in_window / window_s;
+  const int64_t generated = CountIn(tokens_, first_arrival, window_end);
+  out.output_tokens_per_s = static_cast<double>(generated) / window_s;
+  out.total_tokens_per_s =
+      static_cast<double>(generated + CountIn(prompts_, first_arrival, window_end)) / window_s;
+  out.goodput = out.requests_meeting_slo / window_s;
+  const int64_t steps = CountIn(batches_, first_arrival, window_end);
+  int decode_steps = 0;
+  for (const auto& [t, n] : batches_) decode_steps += t > first_arrival && t <= window_end;
+  if (decode_steps > 0) out.mean_batch = static_cast<double>(steps) / decode_steps;
+  if (!out.tpot_ms.empty()) {
+    out.output_tokens_per_s_per_user = 1000 / stats::Median(out.tpot_ms);
+  }
+  out.prefills = static_cast<int64_t>(prompts_.size());
+  out.decode_steps = static_cast<int64_t>(batches_.size());
+  // Little's law over the span of the measured arrivals: every request's
+  // time in the system within it, over its length, against the rate times
+  // the measured requests' mean time in the system.
+  if (measured_arrived > 1 && last_arrival > first_arrival && out.requests > 0) {
+    // The rate over [first, last): the arrivals at the span's end begin
+    // the next gap (a closed loop's clients send in waves, a wave at once).
+    const double span_ns = static_cast<double>(last_arrival - first_arrival);
+    int before_last = 0;
+    for (const Flight& f : flights_) before_last += f.measured && f.arrival_ns < last_arrival;
+    out.achieved_rate = before_last / (span_ns / 1e9);
+    double inside_ns = 0;
+    for (const Flight& f : flights_) {
+      const int64_t from = std::max(f.arrival_ns, first_arrival);
+      const int64_t to = std::min(f.done_ns >= 0 ? f.done_ns : end_ns, last_arrival);
+      if (to > from) inside_ns += static_cast<double>(to - from);
+    }
+    out.mean_in_flight = inside_ns / span_ns;
+    out.littles_law_in_flight = out.achieved_rate * (e2e_sum_ms / out.requests) / 1e3;
+  }
+  return out;
+}
+
+}  // namespace
+
+Request Requests::Next() {
+  if (!load_.trace.empty()) {
+    if (next_id_ >= static_cast<int64_t>(load_.trace.size())) {
+      Request none;
+      none.id = next_id_;
+      none.arrival_ns = kNever;
+      return none;
+    }
+    Request r = load_.trace[next_id_];
+    r.id = next_id_++;
+    return r;
+  }
+  Generator g(load_.seed, next_id_);
+  Request r;
+  r.id = next_id_++;
+  if (r.id > 0 && load_.request_rate > 0) {
+    const double k = load_.burstiness > 0 ? load_.burstiness : 1;
+    const double gap = k == 1 ? -std::log(g.Uniform()) : g.Gamma(k) / k;
+    arrival_s_ += gap / load_.request_rate;
+  }
+  r.arrival_ns = static_cast<int64_t>(std::llround(arrival_s_ * 1e9));
+  r.input_tokens = g.Between(load_.input_len, load_.input_len_max);
+  r.output_tokens = g.Between(load_.output_len, load_.output_len_max);
+  return r;
+}
+
+Timeline* SteadyTimeline() {
+  class Steady : public Timeline {
+   public:
+    int64_t NowNs() override {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    }
+    void SleepUntilNs(int64_t ns) override {
+      const int64_t wait = ns - NowNs();
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    }
+  };
+  static Steady* steady = new Steady;
+  return steady;
+}
+
+absl::StatusOr<Outcome> Serve(const Load& load, Model* model, Timeline* clock,
+                              const std::atomic<bool>* cancel,
+                              const std::function<void()>& on_measure_begin) {
+  if (load.request_rate <= 0 && load.trace.empty() && load.concurrency < 1) {
+    return absl::InvalidArgumentError("a closed loop needs concurrency of at least 1");
+  }
+  if (load.num_requests < 1 || load.slots < 1) {
+    return absl::InvalidArgumentError("num_requests and slots must be at least 1");
+  }
+  Scheduler scheduler(load, model, clock, on_measure_begin);
+  return scheduler.Run(cancel);
+}
+
+}  // namespace gpubench::serve
