@@ -66,7 +66,10 @@ int FindMaxRate(const Args& a, const v1::JobSpec& spec, std::ostream& out, std::
     std::vector<v1::Run> runs;
     std::ostringstream log;
     const int code = MeasureOnce(*d, point, &runs, log);
-    if (runs.empty() || (code != kExitOk && runs[0].state() != v1::RUN_STATE_SUCCEEDED)) {
+    // A run that failed at a rate fails the targets there (an overloaded
+    // server finishes no measured request in time); one that failed at the
+    // first rate, or reached no run, says the spec or the host is wrong.
+    if (runs.empty() || (search.points() == 0 && runs[0].state() != v1::RUN_STATE_SUCCEEDED)) {
       err << log.str() << "gpubench: --find max-rate: the run at " << *rate
           << " requests/s was not measured; the search stops\n";
       return code == kExitOk ? kExitJobFailed : code;

@@ -35,6 +35,8 @@ inline constexpr int64_t kMaxBatchPixels = int64_t{1} << 31;    // batch × imag
 inline constexpr int64_t kMaxBatchTokens = int64_t{1} << 26;    // batch × sequence_length
 inline constexpr int kMaxTraceRequests = 20000;  // a serving trace's requests (stored with each run)
 inline constexpr int kMaxTraceTokens = 1048576;   // a trace request's prompt or output
+inline constexpr double kMaxTraceArrivalMs = 86400000;  // a trace's last arrival: a day
+inline constexpr double kMinRequestRate = 0.001;        // requests/s of an open loop
 inline constexpr int kMaxJsonDepth = 32;             // nesting of a spec's JSON
 
 // True for exactly 64 lower-case hex digits: a sha256 as the API spells it.

@@ -267,10 +267,13 @@ absl::Status CheckTrace(const std::string& at, const v1::ServeLoad& s) {
   for (int i = 0; i < s.trace_size(); ++i) {
     const v1::TraceRequest& t = s.trace(i);
     const std::string item = absl::StrCat(at, ".trace[", i, "]");
-    if (!std::isfinite(t.arrival_ms()) || t.arrival_ms() < last) {
+    if (!std::isfinite(t.arrival_ms()) || t.arrival_ms() < last ||
+        t.arrival_ms() > kMaxTraceArrivalMs) {
       return Invalid(item + ".arrival_ms",
                      absl::StrCat(t.arrival_ms(), " is not a time at or after the one before, ",
-                                  last));
+                                  last, ", and within a day of the start (",
+                                  static_cast<int64_t>(kMaxTraceArrivalMs),
+                                  " ms)"));
     }
     last = t.arrival_ms();
     for (const auto& [name, n] : {std::pair{".input_tokens", t.input_tokens()},
@@ -312,6 +315,13 @@ absl::Status CheckServe(const std::string& path, const v1::RunConfig& c) {
   }
   const v1::ServeLoad& s = c.serve();
   if (auto status = CheckTrace(at, s); !status.ok()) return status;
+  // A rate so low that its gaps pass int64 nanoseconds means a closed loop
+  // or a mistake.
+  if (s.request_rate() > 0 && s.request_rate() < kMinRequestRate) {
+    return Invalid(at + ".request_rate",
+                   absl::StrCat(s.request_rate(), " is below ", kMinRequestRate,
+                                " requests/s; 0 is a closed loop"));
+  }
   if (s.input_len_max() != 0 && s.input_len_max() < s.input_len()) {
     return Invalid(at + ".input_len_max", absl::StrCat(s.input_len_max(), " is below input_len ",
                                                        s.input_len()));
@@ -336,6 +346,13 @@ absl::Status CheckServe(const std::string& path, const v1::RunConfig& c) {
     return Invalid(at + ".output_len",
                    absl::StrCat("the longest prompt ", input, " + the longest output ", output,
                                 " passes gpt's context, sequence_length ", tokens));
+  }
+  // Every measured token's gap is kept (ITL).
+  if (int64_t{s.num_requests()} * output > kMaxBatchTokens) {
+    return Invalid(at + ".num_requests",
+                   absl::StrCat(s.num_requests(), " requests × the longest output ", output, " = ",
+                                int64_t{s.num_requests()} * output, " measured tokens; at most ",
+                                kMaxBatchTokens));
   }
   if (c.batch_size() * (input + output) > kMaxBatchTokens) {
     return Invalid(path + ".batch_size",

@@ -9,6 +9,11 @@
 #include "absl/strings/str_join.h"
 
 namespace gpubench::report {
+namespace {
+
+constexpr double kMaxRate = 1000000;  // ServeLoad.request_rate's bound
+
+}  // namespace
 
 bool MeetsSlos(const v1::Run& run, std::string* why) {
   if (run.state() != v1::RUN_STATE_SUCCEEDED || !run.result().has_serve()) {
@@ -45,7 +50,10 @@ RateSearch::RateSearch(double start, double tolerance, int max_points, double mi
 std::optional<double> RateSearch::Next() const {
   if (points_ >= max_points_) return std::nullopt;
   if (points_ == 0) return start_;
-  if (failed_above_ == 0) return best_ * 2;  // every rate so far met them
+  if (failed_above_ == 0) {
+    // Every rate so far met them: double, up to the schema's bound.
+    return best_ >= kMaxRate ? std::nullopt : std::optional<double>(std::min(best_ * 2, kMaxRate));
+  }
   if (best_ == 0) {
     // Every rate so far failed: halve, down to the floor.
     const double lower = failed_above_ / 2;

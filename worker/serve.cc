@@ -89,6 +89,8 @@ class Scheduler {
   absl::Status Admit();
   absl::Status DecodeStep();
   Outcome Figures(int64_t end_ns) const;
+  void LittlesLaw(int64_t first_arrival, int64_t last_arrival, int64_t end_ns,
+                  Outcome* out) const;
 
   const Load load_;
   Model* const model_;
@@ -108,6 +110,14 @@ class Scheduler {
 };
 
 void Scheduler::Arrive(Request r, int64_t arrival_ns) {
+  // Once every measured request has arrived, a later one that would wait
+  // behind a full cache's worth adds no load before the run ends (the
+  // queue is first in, first out, and never runs dry): it is not kept, so
+  // an overloaded open loop does not grow without bound.
+  if (r.id >= load_.warmup_requests + load_.num_requests &&
+      waiting_.size() + held_.size() >= slot_of_.size()) {
+    return;
+  }
   Flight f;
   f.request = r;
   f.arrival_ns = arrival_ns;
@@ -232,7 +242,9 @@ absl::StatusOr<Outcome> Scheduler::Run(const std::atomic<bool>* cancel) {
     // Nothing in a slot, nothing waiting: the next arrival, where a trace
     // has one left.
     if (!open() || next.arrival_ns >= kNever) break;
-    clock_->SleepUntilNs(std::min(start_ns_ + next.arrival_ns, deadline));
+    // In slices, so that a cancel is read meanwhile.
+    constexpr int64_t kSliceNs = 100000000;
+    clock_->SleepUntilNs(std::min({start_ns_ + next.arrival_ns, deadline, now + kSliceNs}));
   }
   Outcome out = Figures(clock_->NowNs());
   out.stopped_at_max_time = stopped;
@@ -256,6 +268,37 @@ int64_t CountIn(const std::vector<std::pair<int64_t, int>>& events, int64_t from
   return n;
 }
 
+// Little's law over the span of the measured arrivals (out->requests > 0
+// only): every request's time in the system within it, over its length,
+// against the rate times the same requests' mean time in the system.
+void Scheduler::LittlesLaw(int64_t first_arrival, int64_t last_arrival, int64_t end_ns,
+                           Outcome* out) const {
+  int measured_arrived = 0;
+  for (const Flight& f : flights_) measured_arrived += f.measured;
+  if (measured_arrived > 1 && last_arrival > first_arrival && out->requests > 0) {
+    // The rate over [first, last): the arrivals at the span's end begin
+    // the next gap (a closed loop's clients send in waves, a wave at once).
+    const double span_ns = static_cast<double>(last_arrival - first_arrival);
+    int before_last = 0;
+    for (const Flight& f : flights_) before_last += f.measured && f.arrival_ns < last_arrival;
+    out->achieved_rate = before_last / (span_ns / 1e9);
+    // Time in the system, mean over the same requests the rate counts.
+    double inside_ns = 0, e2e_ns = 0;
+    int counted = 0;
+    for (const Flight& f : flights_) {
+      const int64_t end = f.done_ns >= 0 ? f.done_ns : end_ns;
+      const int64_t from = std::max(f.arrival_ns, first_arrival), to = std::min(end, last_arrival);
+      if (to > from) inside_ns += static_cast<double>(to - from);
+      if (f.measured && f.arrival_ns < last_arrival) {
+        e2e_ns += static_cast<double>(end - f.arrival_ns);
+        ++counted;
+      }
+    }
+    out->mean_in_flight = inside_ns / span_ns;
+    if (counted > 0) out->littles_law_in_flight = out->achieved_rate * e2e_ns / counted / 1e9;
+  }
+}
+
 Outcome Scheduler::Figures(int64_t end_ns) const {
   Outcome out;
   out.requests_asked = load_.num_requests;
@@ -266,7 +309,6 @@ Outcome Scheduler::Figures(int64_t end_ns) const {
   // arrival to the last one's end (the run's end where one did not end).
   int64_t first_arrival = INT64_MAX, last_arrival = 0, window_end = 0;
   int measured_arrived = 0;
-  double e2e_sum_ms = 0;
   for (const Flight& f : flights_) {
     if (!f.measured) continue;
     ++measured_arrived;
@@ -278,7 +320,6 @@ Outcome Scheduler::Figures(int64_t end_ns) const {
     const double ttft = Ms(f.first_ns - f.arrival_ns), e2e = Ms(f.done_ns - f.arrival_ns);
     out.ttft_ms.push_back(ttft);
     out.e2e_ms.push_back(e2e);
-    e2e_sum_ms += e2e;
     double tpot = 0;
     if (f.request.output_tokens > 1) {
       tpot = (e2e - ttft) / (f.request.output_tokens - 1);
@@ -313,25 +354,7 @@ Outcome Scheduler::Figures(int64_t end_ns) const {
   }
   out.prefills = static_cast<int64_t>(prompts_.size());
   out.decode_steps = static_cast<int64_t>(batches_.size());
-  // Little's law over the span of the measured arrivals: every request's
-  // time in the system within it, over its length, against the rate times
-  // the measured requests' mean time in the system.
-  if (measured_arrived > 1 && last_arrival > first_arrival && out.requests > 0) {
-    // The rate over [first, last): the arrivals at the span's end begin
-    // the next gap (a closed loop's clients send in waves, a wave at once).
-    const double span_ns = static_cast<double>(last_arrival - first_arrival);
-    int before_last = 0;
-    for (const Flight& f : flights_) before_last += f.measured && f.arrival_ns < last_arrival;
-    out.achieved_rate = before_last / (span_ns / 1e9);
-    double inside_ns = 0;
-    for (const Flight& f : flights_) {
-      const int64_t from = std::max(f.arrival_ns, first_arrival);
-      const int64_t to = std::min(f.done_ns >= 0 ? f.done_ns : end_ns, last_arrival);
-      if (to > from) inside_ns += static_cast<double>(to - from);
-    }
-    out.mean_in_flight = inside_ns / span_ns;
-    out.littles_law_in_flight = out.achieved_rate * (e2e_sum_ms / out.requests) / 1e3;
-  }
+  LittlesLaw(first_arrival, last_arrival, end_ns, &out);
   return out;
 }
 
@@ -357,7 +380,10 @@ Request Requests::Next() {
     const double gap = k == 1 ? -std::log(g.Uniform()) : g.Gamma(k) / k;
     arrival_s_ += gap / load_.request_rate;
   }
-  r.arrival_ns = static_cast<int64_t>(std::llround(arrival_s_ * 1e9));
+  // An arrival past what int64 nanoseconds hold never comes.
+  r.arrival_ns = arrival_s_ * 1e9 >= static_cast<double>(kNever)
+                     ? kNever
+                     : static_cast<int64_t>(std::llround(arrival_s_ * 1e9));
   r.input_tokens = g.Between(load_.input_len, load_.input_len_max);
   r.output_tokens = g.Between(load_.output_len, load_.output_len_max);
   return r;

@@ -50,6 +50,12 @@ TEST(Cli, ServeFlagsSetRangesAndSlosAndRefuseWhatCannotBeServed) {
        ".serve.input_len_max: 32 is below input_len 64"},
       {{"--workload", "gpt", "--mode", "infer", "--request-rate", "4"},
        ".serve: is the load of a serving run"},
+      {{"--workload", "gpt", "--mode", "serve", "--request-rate", "1e-11"},
+       ".serve.request_rate: 1e-11 is below 0.001 requests/s; 0 is a closed loop"},
+      {{"--workload", "llama", "--mode", "serve", "--num-requests", "1000000", "--output-len",
+        "200", "--input-len", "8"},
+       ".serve.num_requests: 1000000 requests × the longest output 200 = 200000000 measured "
+       "tokens; at most 67108864"},
       {{"--workload", "llama", "--mode", "serve", "--execution", "aot"},
        ".execution: serve runs eager or under cuda_graph (aot: not yet)"},
   };
@@ -87,6 +93,9 @@ TEST(Cli, ATraceFileReplaysIntoTheSpecAndABadLineIsNamed) {
       {R"({"arrival_ms": -1, "input_tokens": 12, "output_tokens": 3})",
        ".serve.trace[1].arrival_ms: -1 is not a time at or after the one before, 1"},
       {R"({"arrival_ms": 3, "tokens": 12})", "line 2: "},
+      {R"({"arrival_ms": 1e13, "input_tokens": 12, "output_tokens": 3})",
+       ".serve.trace[1].arrival_ms: 1e+13 is not a time at or after the one before, 1, and "
+       "within a day of the start (86400000 ms)"},
   };
   for (const auto& [line, why] : refused) {
     std::ofstream(path) << R"({"arrival_ms": 1, "input_tokens": 2, "output_tokens": 2})" << "\n"

@@ -45,6 +45,15 @@ TEST(RateSearch, HalvesFromARateThatFailsAndGivesUpAtTheFloor) {
   EXPECT_LT(tried.back(), 0.2);
 }
 
+// A server that meets every rate is doubled up to the schema's bound on
+// the rate, 10^6 requests a second, and no further.
+TEST(RateSearch, DoublingStopsAtTheRatesBound) {
+  RateSearch search(300000, 0.1, 50);
+  const std::vector<double> tried = Search(300000, 1e9, &search);
+  EXPECT_EQ(tried, (std::vector<double>{300000, 600000, 1000000}));
+  EXPECT_EQ(search.best(), 1000000);
+}
+
 // A rate that met the targets above one that failed does not move the
 // answer past the failure (noise, or a load that is not monotone).
 TEST(RateSearch, AMeetAboveAFailureDoesNotPassIt) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -120,6 +121,20 @@ TEST(ServeTest, AClosedLoopKeepsConcurrencyRequestsInFlight) {
   EXPECT_DOUBLE_EQ(out->asked_rate, 0);
 }
 
+// Clients that send in waves (equal lengths: all end at one step) still
+// satisfy Little's law: the rate counts the arrivals before the last wave,
+// and the time in the system is of the same requests.
+TEST(ServeTest, LittlesLawHoldsForAClosedLoopsWaves) {
+  FakeTimeline clock;
+  FakeModel model(&clock, 4);
+  Load load = ClosedLoop(4, 4);
+  load.num_requests = 8;  // two waves
+  auto out = Serve(load, &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NEAR(out->mean_in_flight, 4, 1e-9);
+  EXPECT_NEAR(out->littles_law_in_flight, 4, 1e-9);
+}
+
 // More clients than slots: the cache's slots bound each decode step, and
 // the requests waiting for one count the wait in their time to first
 // token.
@@ -216,6 +231,33 @@ TEST(ServeTest, RequestsFollowTheirDistributionsAndTheSeed) {
   a.Next();
   c.Next();
   EXPECT_NE(a.Next().arrival_ns, c.Next().arrival_ns);
+}
+
+// A run asleep until its next arrival reads a cancel meanwhile: a
+// request every 1000 s does not hold a cancelled run for 1000 s.
+TEST(ServeTest, ACancelIsReadWhileWaitingForTheNextArrival) {
+  std::atomic<bool> cancel{false};
+  class CancellingTimeline : public FakeTimeline {
+   public:
+    explicit CancellingTimeline(std::atomic<bool>* cancel) : cancel_(cancel) {}
+    void SleepUntilNs(int64_t ns) override {
+      FakeTimeline::SleepUntilNs(ns);
+      if (++sleeps == 3) cancel_->store(true);
+    }
+    int sleeps = 0;
+
+   private:
+    std::atomic<bool>* cancel_;
+  } clock(&cancel);
+  const int64_t start = clock.now_ns;
+  FakeModel model(&clock, 1);
+  Load load = OpenLoop(0.001, 3);
+  load.warmup_requests = 0;
+  auto out = Serve(load, &model, &clock, &cancel);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->cancelled);
+  EXPECT_EQ(clock.sleeps, 3);
+  EXPECT_LT(clock.now_ns - start, 1000 * kMs);
 }
 
 // A load the model cannot serve in time stops at the bound, says so, and
