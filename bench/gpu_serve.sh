@@ -10,12 +10,21 @@
 #    serving's figure also pays every request's prefill), and against the
 #    Python twin (bench/reference/serve.py) on the same requests: output
 #    tokens/s and p99 TPOT.
+#    The "with prefill" ratio is against the static batch's whole
+#    generation: C x OSL tokens over its prefill (TTFT) and OSL - 1 decode
+#    steps, the work a continuously batched closed loop of equal requests
+#    also does.
 # 2. PARETO="gpt:1.3b llama:1b" (default; empty skips): each model's closed
-#    loop at each C of $PARETO_CS, output tokens/s against tokens/s per user.
+#    loop at each C of $PARETO_CS under $PARETO_EXEC (default cuda_graph),
+#    output tokens/s against tokens/s per user, and joules per output token.
+# 3. FIND="llama:1b" (default; empty skips): --find max-rate for the largest
+#    Poisson rate whose TTFT p99 <= $SLO_TTFT ms (200) and TPOT p99 <=
+#    $SLO_TPOT ms (20), a cache of $FIND_BATCH slots (64), $FIND_REQS
+#    measured requests (400: enough for the p99's interval) a rate.
 # Each run's requests: $REQS_PER_C x C measured (at least $MIN_REQS), the
 # warm-up C. Prints a row as each finishes ($OUT/table.txt); every job's
 # table is in $OUT. STATIC_MS bounds each static decode run (default 15000).
-# Usage: OUT=/tmp/serve [CS="1 16 64"] [PARETO=...] bash bench/gpu_serve.sh
+# Usage: OUT=/tmp/serve [CS="1 16 64"] [PARETO=...] [FIND=...] bash bench/gpu_serve.sh
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon, submit_job
 start_daemon "${PORT:-50097}" || exit 1
@@ -46,6 +55,7 @@ for c in ${CS:-1 16 64}; do
       --execution "$exec" --prompt-len "$ISL" --new-tokens "$OSL" --warmup 2 \
       --min-iterations 5 "${common[@]}" --max-time-ms "${STATIC_MS:-15000}" > /dev/null
     static=$(figure "$JOB" tokens_per_s)
+    static_ttft=$(figure "$JOB" time_to_first_token.mean_ms)
     submit_job "serve-c$c-$exec" --workload gpt --model-size "$SIZE" --mode serve --batch "$c" \
       --execution "$exec" --input-len "$ISL" --output-len "$OSL" \
       --num-requests "$(requests "$c")" "${common[@]}" > /dev/null
@@ -54,15 +64,20 @@ for c in ${CS:-1 16 64}; do
     ttft=$(figure "$JOB" serve.ttft.p50_ms)
     tpot99=$(figure "$JOB" serve.tpot.p99_ms)
     little=$(figure "$JOB" serve.mean_in_flight)/$(figure "$JOB" serve.littles_law_in_flight)
-    row "$(python3 - "$static" "$serve" "$tpot" "$tpot99" "$ttft" "$little" "$OUT/twin-c$c.json" << PY
+    row "$(python3 - "$static" "$serve" "$tpot" "$tpot99" "$ttft" "$little" "$OUT/twin-c$c.json" \
+        "$static_ttft" << PY
 import json, sys
 static, serve, tpot, tpot99, ttft = map(float, sys.argv[1:6])
+static_ttft = float(sys.argv[8])
+# The static batch's whole generation: its prefill, then OSL - 1 steps.
+generate = $c * $OSL / (static_ttft / 1e3 + ($OSL - 1) * $c / static) if static else 0
 try:
     twin = json.load(open(sys.argv[7]))
 except ValueError:
     twin = {}
 py, py99 = twin.get("output_tokens_per_s", 0), twin.get("tpot_p99_ms", 0)
-print(f"gpt $SIZE c$c $exec  static {static:8.1f}  serve {serve:8.1f} ({serve / static if static else 0:5.3f}x)"
+print(f"gpt $SIZE c$c $exec  static {static:8.1f}  serve {serve:8.1f} ({serve / static if static else 0:5.3f}x;"
+      f" with prefill {generate:8.1f}, {serve / generate if generate else 0:5.3f}x)"
       f"  python eager {py:8.1f} ({serve / py if py else 0:5.3f}x)  tpot p50 {tpot:6.3f} p99 {tpot99:6.3f}"
       f" (python {py99:6.3f}) ms  ttft p50 {ttft:7.2f} ms  in flight/little {sys.argv[6]}")
 PY
@@ -73,10 +88,22 @@ for model in ${PARETO-gpt:1.3b llama:1b}; do
   for c in ${PARETO_CS:-1 8 32 128}; do
     submit_job "pareto-${model/:/-}-c$c" --workload "${model%%:*}" --model-size "${model##*:}" \
       --mode serve --batch "$c" --input-len "$ISL" --output-len "$OSL" \
+      --execution "${PARETO_EXEC:-cuda_graph}" \
       --num-requests "$(requests "$c")" "${common[@]}" > /dev/null
-    row "$(printf '%-10s c%-4s output tok/s %9.1f  tok/s/user %7.1f  ttft p50 %8.2f ms' \
+    row "$(printf '%-10s c%-4s output tok/s %9.1f  tok/s/user %7.1f  ttft p50 %8.2f ms  J/out tok %.4f' \
       "$model" "$c" "$(figure "$JOB" serve.output_tokens_per_s)" \
-      "$(figure "$JOB" serve.output_tokens_per_s_per_user)" "$(figure "$JOB" serve.ttft.p50_ms)")"
+      "$(figure "$JOB" serve.output_tokens_per_s_per_user)" "$(figure "$JOB" serve.ttft.p50_ms)" \
+      "$(figure "$JOB" serve.joules_per_output_token)")"
   done
+done
+for model in ${FIND-llama:1b}; do
+  "$B/gpubench" submit --workload "${model%%:*}" --model-size "${model##*:}" --mode serve \
+    --batch "${FIND_BATCH:-64}" --execution "${PARETO_EXEC:-cuda_graph}" --input-len "$ISL" \
+    --output-len "$OSL" --num-requests "${FIND_REQS:-400}" --request-rate "${FIND_FROM:-8}" \
+    --slo "ttft_ms=${SLO_TTFT:-200},tpot_ms=${SLO_TPOT:-20}" --find max-rate \
+    --limit "${FIND_LIMIT:-8}" "${common[@]}" > "$OUT/find-${model/:/-}.txt" \
+    2> "$OUT/find-${model/:/-}.progress"
+  grep "rate .*requests/s:" "$OUT/find-${model/:/-}.progress" | tee -a "$OUT/table.txt"
+  row "$model $(tail -1 "$OUT/find-${model/:/-}.txt")"
 done
 exit "$FAILED"

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -220,6 +223,48 @@ void PrintEnvironment(const std::vector<v1::Run>& runs, std::ostream& out) {
   }
 }
 
+// The language models' tables, each under its legend where it has rows:
+// fixed-batch figures, serving, serving's time slices.
+void PrintLanguageModelTables(const std::vector<const v1::Run*>& runs,
+                              const std::map<std::string, report::DevicePeaks>& peaks,
+                              Format format, std::ostream& out) {
+  const std::pair<report::LanguageModelTable, std::string> tables[] = {
+      {report::LanguageModelFigures(runs, peaks),
+       absl::StrCat("language models (", report::kLanguageModelLegend, ")")},
+      {report::ServingFigures(runs), absl::StrCat("serving (", report::kServingLegend, ")")},
+      {report::ServingSlices(runs),
+       absl::StrCat("serving over time (", report::kSlicesLegend, ")")},
+  };
+  for (const auto& [table, title] : tables) {
+    if (table.rows.empty()) continue;
+    out << "\n" << title << "\n";
+    PrintTable(Table{table.header, table.rows}, format, out);
+  }
+}
+
+// Each profiled run's top operators and its time by category.
+void PrintProfiles(const std::vector<v1::Run>& runs, std::ostream& out) {
+  for (const v1::Run& r : runs) {
+    const v1::ProfileSummary& p = r.result().profile();
+    if (p.top_operators().empty()) continue;
+    out << "\nrun " << r.index() << " profile (" << (p.device_times() ? "device" : "CPU")
+        << " self time; trace: gpubench trace " << r.run_id() << " -o trace.json)\n";
+    Table ops;
+    ops.header = {"operator", "calls", "self ms", "share", "category"};
+    for (const auto& op : p.top_operators()) {
+      ops.rows.push_back({ShortOperatorName(op.name()), absl::StrCat(op.count()),
+                          absl::StrFormat("%.3f", op.self_time_us() / 1e3),
+                          absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
+    }
+    PrintTable(ops, Format::kTable, out);
+    std::vector<std::string> parts;
+    for (const auto& c : p.categories()) {
+      parts.push_back(absl::StrFormat("%s %.1f%%", c.category(), 100 * c.share()));
+    }
+    out << "by category: " << absl::StrJoin(parts, ", ") << "\n";
+  }
+}
+
 void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format format,
               std::ostream& out, const std::vector<v1::Run>& peak_runs) {
   if (format == Format::kGbench) {
@@ -261,44 +306,14 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     PrintAboveTheRoof(runs, peaks, out);
     PrintMathModes(runs, out);
     PrintCpuThreads(runs, out);
-    if (const report::LanguageModelTable lm =
-            report::LanguageModelFigures(report::RunPointers(runs), peaks);
-        !lm.rows.empty()) {
-      out << "\nlanguage models (" << report::kLanguageModelLegend << ")\n";
-      PrintTable(Table{lm.header, lm.rows}, format, out);
-    }
-    if (const report::LanguageModelTable serving = report::ServingFigures(report::RunPointers(runs));
-        !serving.rows.empty()) {
-      out << "\nserving (" << report::kServingLegend << ")\n";
-      PrintTable(Table{serving.header, serving.rows}, format, out);
-    }
+    PrintLanguageModelTables(pointers, peaks, format, out);
     PrintDeviceSpeedups(speedups, format, out);
     PrintRoofline(roofline, format, out);
     PrintDistributed(runs, format, out);
     PrintEnergy(energy, format, out);
     PrintEnvironment(runs, out);
   }
-  if (format == Format::kTable) {
-    for (const v1::Run& r : runs) {
-      const v1::ProfileSummary& p = r.result().profile();
-      if (p.top_operators().empty()) continue;
-      out << "\nrun " << r.index() << " profile (" << (p.device_times() ? "device" : "CPU")
-          << " self time; trace: gpubench trace " << r.run_id() << " -o trace.json)\n";
-      Table ops;
-      ops.header = {"operator", "calls", "self ms", "share", "category"};
-      for (const auto& op : p.top_operators()) {
-        ops.rows.push_back({ShortOperatorName(op.name()), absl::StrCat(op.count()),
-                            absl::StrFormat("%.3f", op.self_time_us() / 1e3),
-                            absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
-      }
-      PrintTable(ops, format, out);
-      std::vector<std::string> parts;
-      for (const auto& c : p.categories()) {
-        parts.push_back(absl::StrFormat("%s %.1f%%", c.category(), 100 * c.share()));
-      }
-      out << "by category: " << absl::StrJoin(parts, ", ") << "\n";
-    }
-  }
+  if (format == Format::kTable) PrintProfiles(runs, out);
   const std::set<std::string> oom = report::OutOfMemoryConfigs(report::RunPointers(runs));
   if (format == Format::kTable) {
     for (const auto& [key, batch] : job.max_batch_size_fits()) {

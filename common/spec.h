@@ -37,6 +37,7 @@ inline constexpr int kMaxTraceRequests = 20000;  // a serving trace's requests (
 inline constexpr int kMaxTraceTokens = 1048576;   // a trace request's prompt or output
 inline constexpr double kMaxTraceArrivalMs = 86400000;  // a trace's last arrival: a day
 inline constexpr double kMinRequestRate = 0.001;        // requests/s of an open loop
+inline constexpr int kMaxServeSlices = 1000;  // a serving run's time slices (ServeLoad.slice_ms)
 inline constexpr int kMaxJsonDepth = 32;             // nesting of a spec's JSON
 
 // True for exactly 64 lower-case hex digits: a sha256 as the API spells it.

@@ -336,6 +336,20 @@ absl::Status ValidatePoint(const v1::JobSpec& spec, int n, v1::RunConfig* config
   for (auto check : {CheckSize, CheckApplies, CheckDistributed, CheckPair, CheckServe}) {
     if (auto s = check(path, *config); !s.ok()) return s;
   }
+  // The run's bound holds at most kMaxServeSlices slices.
+  const double slice_ms = config->serve().slice_ms();
+  if (slice_ms > 0) {
+    v1::JobSpec filled;
+    *filled.mutable_measurement() = spec.measurement();
+    FillSpecDefaults(&filled);
+    const int64_t max_time_ms = filled.measurement().max_time_ms();
+    if (slice_ms * kMaxServeSlices < static_cast<double>(max_time_ms)) {
+      return Invalid(path + ".serve.slice_ms",
+                     absl::StrCat(slice_ms, " ms cuts max_time_ms ", max_time_ms, " into more than ",
+                                  kMaxServeSlices, " slices; at least ",
+                                  static_cast<double>(max_time_ms) / kMaxServeSlices));
+    }
+  }
   // A kernel's run says it has no model to check; ranks cannot be checked.
   if (spec.check_numerics() && IsDistributedWorkload(config->workload())) {
     return Invalid("spec.check_numerics",

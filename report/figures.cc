@@ -278,6 +278,14 @@ std::vector<Figure> MakeFigures() {
                  return If(Serves(r) && R(r).serve().output_tokens_per_s_per_user() > 0,
                            R(r).serve().output_tokens_per_s_per_user());
                }});
+  f.push_back({"serve_joules_per_output_token", "J/out tok", "J/token", T::kNumber, B::kLower,
+               "serving runs with board power (NVML)",
+               "the measured window's board energy over the output tokens made in it",
+               [](const v1::Run& r) {
+                 return If(Serves(r) && R(r).serve().joules_per_output_token() > 0,
+                           R(r).serve().joules_per_output_token());
+               },
+               nullptr, 1, 4, "gpubench_last_serve_joules_per_output_token"});
   f.push_back({"goodput", "goodput", "requests/s", T::kNumber, B::kHigher,
                "serving runs given an SLO",
                "measured requests meeting every SLO, a second over the measured window",

@@ -20,13 +20,13 @@ const char kLanguageModelLegend[] =
 
 std::string TableHtml(const std::string& caption, const LanguageModelTable& table) {
   std::string html =
-      absl::StrCat("<table class=\"runs\"><caption>", EscapeHtml(caption), "</caption><tr>");
-  for (const std::string& h : table.header) absl::StrAppend(&html, "<th>", EscapeHtml(h), "</th>");
+      absl::StrCat("<table class=\"runs\"><caption>", internal::EscapeHtml(caption), "</caption><tr>");
+  for (const std::string& h : table.header) absl::StrAppend(&html, "<th>", internal::EscapeHtml(h), "</th>");
   absl::StrAppend(&html, "</tr>");
   for (const auto& row : table.rows) {
     absl::StrAppend(&html, "<tr>");
     for (const std::string& cell : row) {
-      absl::StrAppend(&html, "<td class=\"num\">", EscapeHtml(cell), "</td>");
+      absl::StrAppend(&html, "<td class=\"num\">", internal::EscapeHtml(cell), "</td>");
     }
     absl::StrAppend(&html, "</tr>");
   }

@@ -30,14 +30,19 @@ const char kServingLegend[] =
     "each gap between tokens; E2E: arrival to the last token; [low, high]: the percentile's 95% "
     "interval where the requests bound it; req/s asked, sent (the measured arrivals) and done "
     "(finished in the window); in flight: the mean against Little's law (sent x mean E2E); "
-    "docs/serving.md defines each";
+    "J/out tok: the window's board energy over its output tokens; docs/serving.md defines each";
+
+const char kSlicesLegend[] =
+    "each run's measured window in --slice-ms slices: tokens made in the slice a second, "
+    "requests finished in it, the median TTFT of requests whose first token came in it, the "
+    "median gap between tokens ending in it";
 
 LanguageModelTable ServingFigures(const std::vector<const v1::Run*>& runs) {
   LanguageModelTable t;
   t.header = {"#",          "requests",   "req/s asked", "sent",        "done",
               "output tok/s", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms",
               "TPOT p99 ms", "ITL p99 ms", "E2E p99 ms",  "goodput",     "in flight",
-              "batch"};
+              "batch",       "J/out tok"};
   for (const v1::Run* run : runs) {
     const v1::Run& r = *run;
     if (!Measured(r) || !r.result().has_serve()) continue;
@@ -63,7 +68,25 @@ LanguageModelTable ServingFigures(const std::vector<const v1::Run*>& runs) {
          s.littles_law_in_flight() > 0
              ? absl::StrCat(Number(s.mean_in_flight()), " / ", Number(s.littles_law_in_flight()))
              : "-",
-         absl::StrCat(Number(s.mean_batch()), " of ", r.config().batch_size())});
+         absl::StrCat(Number(s.mean_batch()), " of ", r.config().batch_size()),
+         s.joules_per_output_token() > 0 ? Number(s.joules_per_output_token()) : "-"});
+  }
+  return t;
+}
+
+LanguageModelTable ServingSlices(const std::vector<const v1::Run*>& runs) {
+  LanguageModelTable t;
+  t.header = {"#", "from ms", "to ms", "output tok/s", "done", "TTFT p50 ms", "ITL p50 ms",
+              "batch"};
+  for (const v1::Run* run : runs) {
+    if (!Measured(*run) || !run->result().has_serve()) continue;
+    for (const v1::ServeSlice& x : run->result().serve().slices()) {
+      auto or_dash = [](double v) { return v > 0 ? Number(v) : std::string("-"); };
+      t.rows.push_back({absl::StrCat(run->index()), Number(x.start_ms()), Number(x.end_ms()),
+                        Number(x.output_tokens_per_s()), absl::StrCat(x.requests_finished()),
+                        or_dash(x.ttft_p50_ms()), or_dash(x.itl_p50_ms()),
+                        or_dash(x.mean_batch())});
+    }
   }
   return t;
 }

@@ -17,11 +17,16 @@ namespace gpubench::report {
 
 // What the columns mean, in a sentence under the table.
 extern const char kServingLegend[];
+extern const char kSlicesLegend[];
 
 // One row per measured serving run, in order; no rows where there is none.
 // A percentile's 95% interval follows it in brackets where the requests
 // bound it (docs/serving.md).
 LanguageModelTable ServingFigures(const std::vector<const v1::Run*>& runs);
+
+// A row per time slice of each measured serving run that has them
+// (ServeLoad.slice_ms), in order: drift over the window.
+LanguageModelTable ServingSlices(const std::vector<const v1::Run*>& runs);
 
 namespace internal {
 

@@ -356,6 +356,27 @@ void FillServe(const serve::Outcome& o, v1::ServeResult* s) {
   s->set_mean_in_flight(o.mean_in_flight);
   s->set_littles_law_in_flight(o.littles_law_in_flight);
   s->set_mean_batch(o.mean_batch);
+  for (const serve::Slice& x : o.slices) {
+    v1::ServeSlice* slice = s->add_slices();
+    slice->set_start_ms(x.start_ms);
+    slice->set_end_ms(x.end_ms);
+    slice->set_output_tokens(static_cast<int32_t>(x.output_tokens));
+    slice->set_output_tokens_per_s(x.output_tokens_per_s);
+    slice->set_requests_finished(x.requests_finished);
+    slice->set_ttft_p50_ms(x.ttft_p50_ms);
+    slice->set_itl_p50_ms(x.itl_p50_ms);
+    slice->set_mean_batch(x.mean_batch);
+  }
+}
+
+// Joules a token: the window's energy (telemetry over the window only)
+// over the tokens made in it, output and output plus prompts.
+void FillServeEnergy(double energy_j, const serve::Outcome& o, v1::ServeResult* s) {
+  const double window_s = o.window_ms / 1e3;
+  const double output = o.output_tokens_per_s * window_s, total = o.total_tokens_per_s * window_s;
+  if (energy_j <= 0 || output <= 0) return;
+  s->set_joules_per_output_token(energy_j / output);
+  s->set_joules_per_token(energy_j / total);
 }
 
 }  // namespace
@@ -428,6 +449,7 @@ void FillRun(const engine::RunOutcome& o, v1::Run* run) {
   if (!o.telemetry.samples.empty() || !o.telemetry.unavailable_reason.empty()) {
     FillTelemetry(o.telemetry, o.throughput_samples_per_s, o.measured_ms, run);
   }
+  if (r->has_serve()) FillServeEnergy(r->telemetry().energy_j(), o.serve, r->mutable_serve());
   FillSamples(o, run->mutable_samples());
   FillFingerprint(o.fingerprint, run->mutable_fingerprint());
 }

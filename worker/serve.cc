@@ -91,6 +91,7 @@ class Scheduler {
   Outcome Figures(int64_t end_ns) const;
   void LittlesLaw(int64_t first_arrival, int64_t last_arrival, int64_t end_ns,
                   Outcome* out) const;
+  void Slices(int64_t from, int64_t to, Outcome* out) const;
 
   const Load load_;
   Model* const model_;
@@ -106,7 +107,8 @@ class Scheduler {
   // (time, tokens) of each step, (time, prompt tokens) of each prefill,
   // (time, requests decoded) of each decode step.
   std::vector<std::pair<int64_t, int>> tokens_, prompts_, batches_;
-  std::vector<double> itl_ms_;  // gaps between two tokens of a measured request
+  // (time, ms) of each gap between two tokens of a measured request.
+  std::vector<std::pair<int64_t, double>> gaps_;
 };
 
 void Scheduler::Arrive(Request r, int64_t arrival_ns) {
@@ -199,7 +201,7 @@ absl::Status Scheduler::DecodeStep() {
   for (const Model::Step& step : steps) {
     const int index = slot_of_[step.slot];
     Flight& f = flights_[index];
-    if (f.measured) itl_ms_.push_back(Ms(now - f.last_ns));
+    if (f.measured) gaps_.emplace_back(now, Ms(now - f.last_ns));
     f.last_ns = now;
     if (++f.generated == f.request.output_tokens) {
       slot_of_[step.slot] = -1;
@@ -304,7 +306,7 @@ Outcome Scheduler::Figures(int64_t end_ns) const {
   out.requests_asked = load_.num_requests;
   out.warmup_requests = load_.warmup_requests;
   out.asked_rate = load_.request_rate;
-  out.itl_ms = itl_ms_;
+  for (const auto& [t, ms] : gaps_) out.itl_ms.push_back(ms);
   // The measured requests' arrivals, and the window: from the first one's
   // arrival to the last one's end (the run's end where one did not end).
   int64_t first_arrival = INT64_MAX, last_arrival = 0, window_end = 0;
@@ -355,7 +357,53 @@ Outcome Scheduler::Figures(int64_t end_ns) const {
   out.prefills = static_cast<int64_t>(prompts_.size());
   out.decode_steps = static_cast<int64_t>(batches_.size());
   LittlesLaw(first_arrival, last_arrival, end_ns, &out);
+  Slices(first_arrival, window_end, &out);
   return out;
+}
+
+// The window (from, to] in slices of load_.slice_ms, the last one ending
+// with it (and holding the rest past load_.max_slices); each event goes to
+// the slice its time falls in, as CountIn counts them.
+void Scheduler::Slices(int64_t from, int64_t to, Outcome* out) const {
+  if (load_.slice_ms <= 0) return;
+  const int64_t width = std::max<int64_t>(1, std::llround(load_.slice_ms * 1e6));
+  const int64_t count = std::min<int64_t>((to - from + width - 1) / width,
+                                            std::max(1, load_.max_slices));
+  out->slices.resize(count);
+  auto slice_of = [&](int64_t t) -> Slice* {
+    if (t <= from || t > to) return nullptr;
+    return &out->slices[std::min((t - from - 1) / width, count - 1)];
+  };
+  std::vector<std::vector<double>> ttft(count), itl(count);
+  std::vector<int> decode_steps(count, 0);
+  for (const auto& [t, n] : tokens_) {
+    if (Slice* s = slice_of(t)) s->output_tokens += n;
+  }
+  for (const auto& [t, n] : batches_) {
+    if (Slice* s = slice_of(t)) {
+      s->mean_batch += n;
+      ++decode_steps[s - out->slices.data()];
+    }
+  }
+  for (const Flight& f : flights_) {
+    if (Slice* s = slice_of(f.done_ns)) ++s->requests_finished;
+    if (Slice* s = f.measured && f.generated > 0 ? slice_of(f.first_ns) : nullptr) {
+      ttft[s - out->slices.data()].push_back(Ms(f.first_ns - f.arrival_ns));
+    }
+  }
+  for (const auto& [t, ms] : gaps_) {
+    if (Slice* s = slice_of(t)) itl[s - out->slices.data()].push_back(ms);
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    Slice& s = out->slices[i];
+    const int64_t a = from + i * width, b = i == count - 1 ? to : a + width;
+    s.start_ms = Ms(a - from);
+    s.end_ms = Ms(b - from);
+    s.output_tokens_per_s = static_cast<double>(s.output_tokens) / (Ms(b - a) / 1e3);
+    if (decode_steps[i] > 0) s.mean_batch /= decode_steps[i];
+    if (!ttft[i].empty()) s.ttft_p50_ms = stats::Median(ttft[i]);
+    if (!itl[i].empty()) s.itl_p50_ms = stats::Median(itl[i]);
+  }
 }
 
 }  // namespace

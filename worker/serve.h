@@ -41,6 +41,10 @@ struct Load {
   uint64_t seed = 0;
   double slo_ttft_ms = 0, slo_tpot_ms = 0, slo_e2e_ms = 0;  // 0: no bound
   int64_t max_time_ns = 0;  // bounds the run; 0: none
+  double slice_ms = 0;      // the window's time slices; 0: none
+  // The most slices kept, the last holding the rest: the worker's own
+  // bound (a spec's is kMaxServeSlices in the run's max_time_ms).
+  int max_slices = 1000;
   // Requests to replay instead of drawing them (their ids and arrivals
   // given, an open loop); none after the last.
   std::vector<Request> trace;
@@ -96,6 +100,16 @@ class Timeline {
 };
 Timeline* SteadyTimeline();
 
+// One time slice of the measured window (gpubench.v1.ServeSlice).
+struct Slice {
+  double start_ms = 0, end_ms = 0;  // from the window's start
+  int64_t output_tokens = 0;
+  double output_tokens_per_s = 0;
+  int requests_finished = 0;
+  double ttft_p50_ms = 0, itl_p50_ms = 0;  // 0: none in the slice
+  double mean_batch = 0;
+};
+
 // What a run measured (gpubench.v1.ServeResult says what each figure is).
 struct Outcome {
   // Per measured request (tpot: those of two or more tokens), and per gap
@@ -114,6 +128,7 @@ struct Outcome {
   double mean_in_flight = 0, littles_law_in_flight = 0;
   double mean_batch = 0;
   int64_t prefills = 0, decode_steps = 0;  // over the whole run
+  std::vector<Slice> slices;  // Load.slice_ms's, in order; at most max_slices
   bool stopped_at_max_time = false;
   bool cancelled = false;
 };

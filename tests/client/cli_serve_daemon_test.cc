@@ -2,6 +2,7 @@
 // gpt on the CPU; `show` and --find max-rate read what it stored.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ TEST(CliDaemon, AServingRunShowsItsFiguresAndTheRateSearchFindsItsLargestRate) {
       "--mode", "serve", "--batch", "4", "--device", "cpu", "--input-len", "4:12",
       "--output-len", "6", "--max-time-ms", "30000"};
   std::vector<std::string> serve = {"submit", "--num-requests", "24", "--request-rate", "200",
-                                    "--slo", "ttft_ms=60000", "--wait"};
+                                    "--slo", "ttft_ms=60000", "--slice-ms", "40", "--wait"};
   serve.insert(serve.end(), tiny.begin(), tiny.end());
   Result done = Cli(serve);
   ASSERT_EQ(done.code, kExitOk) << done.err << done.out;
@@ -62,6 +63,20 @@ TEST(CliDaemon, AServingRunShowsItsFiguresAndTheRateSearchFindsItsLargestRate) {
   EXPECT_EQ(serve_result.at("request_rate").struct_value().fields().at("asked").number_value(),
             200);
   EXPECT_EQ(serve_result.at("requests_meeting_slo").number_value(), 24);
+  // The window in 40 ms slices: their tokens are the window's, and the
+  // table shows them; no board power on a CPU, so no joules a token.
+  const auto& slices = serve_result.at("slices").list_value().values();
+  const double window_ms = serve_result.at("window_ms").number_value();
+  ASSERT_EQ(slices.size(), static_cast<int>(std::ceil(window_ms / 40))) << json.out;
+  double tokens = 0;
+  for (const auto& slice : slices) {
+    const auto& fields = slice.struct_value().fields();  // a 0 is left out
+    tokens += fields.count("output_tokens") ? fields.at("output_tokens").number_value() : 0;
+  }
+  EXPECT_NEAR(tokens, serve_result.at("output_tokens_per_s").number_value() * window_ms / 1e3,
+              1e-6);
+  EXPECT_EQ(serve_result.count("joules_per_output_token"), 0u) << json.out;
+  EXPECT_NE(done.out.find("\nserving over time ("), std::string::npos) << done.out;
 
   std::vector<std::string> find = {"submit", "--num-requests", "8", "--request-rate", "50",
                                    "--slo", "e2e_ms=60000", "--find", "max-rate", "--limit", "3"};

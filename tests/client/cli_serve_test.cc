@@ -56,6 +56,8 @@ TEST(Cli, ServeFlagsSetRangesAndSlosAndRefuseWhatCannotBeServed) {
         "200", "--input-len", "8"},
        ".serve.num_requests: 1000000 requests × the longest output 200 = 200000000 measured "
        "tokens; at most 67108864"},
+      {{"--workload", "gpt", "--mode", "serve", "--slice-ms", "1"},
+       ".serve.slice_ms: 1 ms cuts max_time_ms 30000 into more than 1000 slices; at least 30"},
       {{"--workload", "llama", "--mode", "serve", "--execution", "aot"},
        ".execution: serve runs eager or under cuda_graph (aot: not yet)"},
   };

@@ -20,7 +20,7 @@ TEST(Figures, NamesAndGaugesAreUniqueAndWellFormed) {
   const std::regex gauge("gpubench_last_[a-z0-9_]+");
   const std::set<std::string> units = {
       "",      "samples/s", "tokens/s", "ms",        "bytes",
-      "share", "%",         "W",        "samples/J", "GB/s", "requests/s"};
+      "share", "%",         "W",        "samples/J", "GB/s", "requests/s", "J/token"};
   for (const Figure& f : Figures()) {
     EXPECT_TRUE(names.insert(f.name).second) << f.name;
     EXPECT_TRUE(std::regex_match(f.name, column)) << f.name;

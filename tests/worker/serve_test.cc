@@ -165,6 +165,61 @@ TEST(ServeTest, WarmUpRequestsAreNotInTheFigures) {
   EXPECT_GE(measure_began_at, 4);
 }
 
+// A model that slows to half speed after its 100th decode step: the
+// time slices show when, their tokens add up to the window's, and the
+// last slice ends with the window; past max_slices the last holds the
+// rest.
+TEST(ServeTest, TimeSlicesShowASlowdownAndAddUpToTheWindow) {
+  FakeTimeline clock;
+  FakeModel fast(&clock, 1);
+  class Slowing : public Model {
+   public:
+    explicit Slowing(FakeModel* m) : m_(m) {}
+    absl::Status Prefill(const std::vector<Admission>& a) override { return m_->Prefill(a); }
+    absl::Status Decode(const std::vector<Step>& steps) override {
+      if (++steps_ > 100) m_->decode_ns = 10 * kMs;
+      return m_->Decode(steps);
+    }
+
+   private:
+    FakeModel* m_;
+    int steps_ = 0;
+  } model(&fast);
+  Load load = ClosedLoop(1, 1);
+  load.slice_ms = 100;
+  auto out = Serve(load, &model, &clock, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // 40 requests after one of warm-up: 24 of 30 ms, then 16 of 50 ms.
+  ASSERT_EQ(out->slices.size(), static_cast<size_t>(std::ceil(out->window_ms / 100)));
+  int64_t tokens = 0;
+  int finished = 0;
+  for (const Slice& s : out->slices) {
+    tokens += s.output_tokens;
+    finished += s.requests_finished;
+  }
+  EXPECT_NEAR(static_cast<double>(tokens), out->output_tokens_per_s * out->window_ms / 1e3, 1e-6);
+  EXPECT_EQ(finished, 40);
+  EXPECT_DOUBLE_EQ(out->slices.front().end_ms, 100);
+  EXPECT_DOUBLE_EQ(out->slices.back().end_ms, out->window_ms);
+  // 5 tokens in 30 ms before, in 50 ms after; each gap 5 ms, then 10.
+  EXPECT_NEAR(out->slices.front().output_tokens_per_s, 5 / 0.030, 12);
+  EXPECT_NEAR(out->slices.back().output_tokens_per_s, 5 / 0.050, 12);
+  EXPECT_DOUBLE_EQ(out->slices.front().itl_p50_ms, 5);
+  EXPECT_DOUBLE_EQ(out->slices.back().itl_p50_ms, 10);
+  EXPECT_DOUBLE_EQ(out->slices.front().ttft_p50_ms, 10);
+  EXPECT_DOUBLE_EQ(out->slices.front().mean_batch, 1);
+
+  FakeTimeline clock2;
+  FakeModel capped(&clock2, 1);
+  load.slice_ms = 1;
+  load.max_slices = 3;
+  out = Serve(load, &capped, &clock2, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->slices.size(), 3u);
+  EXPECT_DOUBLE_EQ(out->slices[1].end_ms, 2);
+  EXPECT_DOUBLE_EQ(out->slices[2].end_ms, out->window_ms);
+}
+
 Load OpenLoop(double rate, int requests) {
   Load load;
   load.request_rate = rate;

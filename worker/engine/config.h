@@ -181,6 +181,7 @@ struct RunConfig {
   int input_len = 0, input_len_max = 0;
   int output_len = 0, output_len_max = 0;
   double slo_ttft_ms = 0, slo_tpot_ms = 0, slo_e2e_ms = 0;
+  double slice_ms = 0;  // the window's time slices (0: none)
   // A trace replayed instead (gpubench.v1.TraceRequest, in order).
   struct TraceRequest {
     double arrival_ms = 0;
@@ -249,6 +250,7 @@ inline const std::vector<FieldMap>& FieldMaps() {
       {"serve.slo_ttft_ms", &RunConfig::slo_ttft_ms},
       {"serve.slo_tpot_ms", &RunConfig::slo_tpot_ms},
       {"serve.slo_e2e_ms", &RunConfig::slo_e2e_ms},
+      {"serve.slice_ms", &RunConfig::slice_ms},
   };
   return *maps;
 }

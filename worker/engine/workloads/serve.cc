@@ -73,21 +73,23 @@ class ServeModel : public serve::Model {
     std::map<int, std::vector<const Admission*>> by_length;
     for (const Admission& a : admitted) by_length[a.request.input_tokens].push_back(&a);
     for (const auto& [length, group] : by_length) {
-      std::vector<int64_t> ids, slots;
-      std::vector<int> rows;
+      std::vector<int64_t> ids;
+      std::vector<int> slots;
       for (const Admission* a : group) {
         const std::vector<int64_t> prompt = PromptOf(a->request, model_->vocab_size(), seed_);
         ids.insert(ids.end(), prompt.begin(), prompt.end());
         slots.push_back(a->slot);
-        rows.push_back(a->slot);
         request_of_[a->slot] = a->request.id;
       }
       const int64_t k = static_cast<int64_t>(group.size());
       const torch::Tensor prompts = torch::tensor(ids, torch::kInt64).view({k, length}).to(device_);
-      const torch::Tensor at = torch::tensor(slots, torch::kInt64).to(device_);
+      const torch::Tensor at =
+          torch::tensor(std::vector<int64_t>(slots.begin(), slots.end()), torch::kInt64)
+              .to(device_);
       const torch::Tensor tokens = model_->PrefillSlots(prompts, at).argmax(-1, /*keepdim=*/true);
       last_.index_copy_(0, at, tokens);
-      Deliver(tokens, rows, /*by_slot=*/false);
+      positions_.index_fill_(0, at, length);
+      Deliver(tokens, slots, /*by_slot=*/false);
     }
     return absl::OkStatus();
   }
@@ -95,8 +97,8 @@ class ServeModel : public serve::Model {
   absl::Status Decode(const std::vector<Step>& steps) override {
     torch::NoGradGuard no_grad;
     // Rows 0..n-1, n past the highest slot in use; a free row among them
-    // decodes at position 0 and is ignored (its slot's next prefill
-    // rewrites it).
+    // decodes at the position it holds and is ignored (its slot's next
+    // prefill rewrites it, and a row attends to no position past its own).
     int n = 0, span = 0;
     for (const Step& s : steps) {
       n = std::max(n, s.slot + 1);
@@ -106,25 +108,29 @@ class ServeModel : public serve::Model {
     // whole cache.
     auto bucket = graphs_.lower_bound(n);
     if (bucket != graphs_.end()) n = bucket->first;
-    std::vector<int64_t> positions(n, 0);
     std::vector<int> slots;
-    for (const Step& s : steps) {
-      positions[s.slot] = s.position;
-      slots.push_back(s.slot);
-    }
-    positions_.narrow(0, 0, n).copy_(torch::tensor(positions, torch::kInt64));
+    for (const Step& s : steps) slots.push_back(s.slot);
     if (bucket != graphs_.end()) {
       bucket->second->Replay();
     } else {
-      last_.narrow(0, 0, n).copy_(
-          model_->DecodeRows(last_.narrow(0, 0, n), positions_.narrow(0, 0, n), span)
-              .argmax(-1, /*keepdim=*/true));
+      StepRows(n, span);
     }
     Deliver(last_.narrow(0, 0, n), slots, /*by_slot=*/true);
     return absl::OkStatus();
   }
 
  private:
+  // One decode step of rows 0..n-1 over the cache's first span positions,
+  // each row then a position on (a free row's held inside the cache): the
+  // next step's positions are on the device before the host asks, and a
+  // step copies nothing in.
+  void StepRows(int n, int64_t span) {
+    const torch::Tensor positions = positions_.narrow(0, 0, n);
+    last_.narrow(0, 0, n).copy_(
+        model_->DecodeRows(last_.narrow(0, 0, n), positions, span).argmax(-1, /*keepdim=*/true));
+    positions.add_(1).clamp_max_(capacity_ - 1);
+  }
+
   // The step's tokens on the host; kept per request where asked. Row i of
   // tokens is slot slots[i]'s, or (by_slot) slot i's.
   void Deliver(const torch::Tensor& tokens, const std::vector<int>& slots, bool by_slot) {
@@ -138,8 +144,8 @@ class ServeModel : public serve::Model {
 
   // execution cuda_graph: one decode step captured for each bucket of rows
   // (1, 2, 4... and the slots), over the whole cache under each row's mask:
-  // the bucket's rows and positions_ are its static inputs, last_ its
-  // output.
+  // the bucket's rows of last_ and positions_ are its state, read and
+  // advanced in place.
   void CaptureBuckets(int slots) {
     std::vector<int> sizes;
     for (int b = 1; b < slots; b *= 2) sizes.push_back(b);
@@ -147,9 +153,7 @@ class ServeModel : public serve::Model {
     for (int b : sizes) {
       auto graph = cuda::CaptureGraph([this, b] {
         torch::NoGradGuard no_grad;
-        last_.narrow(0, 0, b).copy_(
-            model_->DecodeRows(last_.narrow(0, 0, b), positions_.narrow(0, 0, b), capacity_)
-                .argmax(-1, /*keepdim=*/true));
+        StepRows(b, capacity_);
       });
       if (!graph.ok()) throw std::runtime_error(std::string(graph.status().message()));
       graphs_[b] = std::move(*graph);
@@ -161,7 +165,7 @@ class ServeModel : public serve::Model {
   const uint64_t seed_;
   std::map<int64_t, std::vector<int64_t>>* tokens_;
   torch::Tensor last_;              // each slot's last token [slots, 1]
-  torch::Tensor positions_;         // each row's position in the step [slots]
+  torch::Tensor positions_;         // each row's position in its next step [slots]
   int64_t capacity_ = 0;            // the cache's positions
   std::map<int, std::unique_ptr<cuda::Graph>> graphs_;  // by rows; cuda_graph only
   std::vector<int64_t> request_of_;  // each slot's request id
@@ -205,6 +209,7 @@ serve::Load ServeLoadOf(const RunConfig& c, const MeasureConfig& m) {
   load.slo_ttft_ms = c.slo_ttft_ms;
   load.slo_tpot_ms = c.slo_tpot_ms;
   load.slo_e2e_ms = c.slo_e2e_ms;
+  load.slice_ms = c.slice_ms;
   load.max_time_ns = m.max_time_ms * 1000000;
   for (const RunConfig::TraceRequest& t : c.trace) {
     serve::Request r;
