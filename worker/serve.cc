@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "common/stats.h"
 
@@ -63,7 +64,8 @@ struct Flight {
   Request request;
   int64_t arrival_ns = 0;  // absolute
   int64_t first_ns = 0, last_ns = 0, done_ns = -1;
-  int generated = 0;
+  int launched = 0;   // tokens launched: the prefill's and each step's
+  int generated = 0;  // those on the host
   bool measured = false;
 };
 
@@ -87,7 +89,9 @@ class Scheduler {
   void Send(int index);
   void Finish(int index, int64_t now);
   absl::Status Admit();
-  absl::Status DecodeStep();
+  absl::StatusOr<bool> DecodeStep();
+  absl::Status Observe();
+  absl::Status Drain();
   Outcome Figures(int64_t end_ns) const;
   void LittlesLaw(int64_t first_arrival, int64_t last_arrival, int64_t end_ns,
                   Outcome* out) const;
@@ -103,6 +107,7 @@ class Scheduler {
   std::deque<int> held_;     // open loop: arrived over the concurrency limit
   std::deque<int> waiting_;  // sent, waiting for a slot
   std::vector<int> slot_of_;  // each slot's flight, -1 when free
+  std::deque<std::vector<Model::Step>> launched_;  // steps not yet waited for, oldest first
   int sent_ = 0, finished_ = 0, measured_done_ = 0;
   // (time, tokens) of each step, (time, prompt tokens) of each prefill,
   // (time, requests decoded) of each decode step.
@@ -159,6 +164,10 @@ void Scheduler::Finish(int index, int64_t now) {
 }
 
 absl::Status Scheduler::Admit() {
+  if (waiting_.empty() || absl::c_find(slot_of_, -1) == slot_of_.end()) return absl::OkStatus();
+  // A prefill's tokens come after every step launched before it: those
+  // steps' tokens first, each at its own time (and the slots they free).
+  if (auto s = Drain(); !s.ok()) return s;
   std::vector<Model::Admission> admitted;
   std::vector<int> indexes;
   for (size_t slot = 0; slot < slot_of_.size() && !waiting_.empty(); ++slot) {
@@ -175,7 +184,7 @@ absl::Status Scheduler::Admit() {
   for (size_t k = 0; k < admitted.size(); ++k) {
     Flight& f = flights_[indexes[k]];
     f.first_ns = f.last_ns = now;
-    f.generated = 1;
+    f.launched = f.generated = 1;
     prompts_.emplace_back(now, f.request.input_tokens);
     if (f.generated == f.request.output_tokens) {
       slot_of_[admitted[k].slot] = -1;
@@ -185,16 +194,39 @@ absl::Status Scheduler::Admit() {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::DecodeStep() {
+// Launches a step for every request in a slot with tokens left to launch,
+// then waits for the steps past those the model runs ahead; whether it
+// launched or took any.
+absl::StatusOr<bool> Scheduler::DecodeStep() {
   std::vector<Model::Step> steps;
   for (size_t slot = 0; slot < slot_of_.size(); ++slot) {
     if (slot_of_[slot] < 0) continue;
-    const Flight& f = flights_[slot_of_[slot]];
-    steps.push_back({static_cast<int>(slot), f.request.input_tokens + f.generated - 1});
+    Flight& f = flights_[slot_of_[slot]];
+    if (f.launched == f.request.output_tokens) continue;
+    steps.push_back({static_cast<int>(slot), f.request.input_tokens + f.launched - 1});
+    ++f.launched;
   }
-  if (steps.empty()) return absl::OkStatus();
-  if (auto s = model_->Decode(steps); !s.ok()) return s;
+  const bool launch = !steps.empty();
+  if (launch) {
+    if (auto s = model_->Launch(steps); !s.ok()) return s;
+    launched_.push_back(std::move(steps));
+  }
+  // Nothing to launch: the steps in flight hold every token left.
+  const size_t ahead = launch ? static_cast<size_t>(std::max(0, model_->StepsAhead())) : 0;
+  const bool took = launched_.size() > ahead;
+  while (launched_.size() > ahead) {
+    if (auto s = Observe(); !s.ok()) return s;
+  }
+  return launch || took;
+}
+
+// Waits for the oldest step in flight and takes its tokens, at the time
+// they are on the host.
+absl::Status Scheduler::Observe() {
+  if (auto s = model_->Wait(); !s.ok()) return s;
   const int64_t now = clock_->NowNs();
+  const std::vector<Model::Step> steps = std::move(launched_.front());
+  launched_.pop_front();
   const int n = static_cast<int>(steps.size());
   tokens_.emplace_back(now, n);
   batches_.emplace_back(now, n);
@@ -207,6 +239,13 @@ absl::Status Scheduler::DecodeStep() {
       slot_of_[step.slot] = -1;
       Finish(index, now);
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Drain() {
+  while (!launched_.empty()) {
+    if (auto s = Observe(); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -238,9 +277,9 @@ absl::StatusOr<Outcome> Scheduler::Run(const std::atomic<bool>* cancel) {
       next = requests_.Next();
     }
     if (auto s = Admit(); !s.ok()) return s;
-    const size_t steps_before = batches_.size();
-    if (auto s = DecodeStep(); !s.ok()) return s;
-    if (batches_.size() > steps_before || !waiting_.empty()) continue;
+    auto progressed = DecodeStep();
+    if (!progressed.ok()) return progressed.status();
+    if (*progressed || !waiting_.empty()) continue;
     // Nothing in a slot, nothing waiting: the next arrival, where a trace
     // has one left.
     if (!open() || next.arrival_ns >= kNever) break;
@@ -248,7 +287,18 @@ absl::StatusOr<Outcome> Scheduler::Run(const std::atomic<bool>* cancel) {
     constexpr int64_t kSliceNs = 100000000;
     clock_->SleepUntilNs(std::min({start_ns_ + next.arrival_ns, deadline, now + kSliceNs}));
   }
-  Outcome out = Figures(clock_->NowNs());
+  // The steps still in flight end before the figures are taken: after the
+  // last measured request, their tokens are past the window; after a stop
+  // or a cancel, they came past the run's end and are not counted.
+  const int64_t end_ns = clock_->NowNs();
+  if (stopped || cancelled) {
+    for (; !launched_.empty(); launched_.pop_front()) {
+      if (auto s = model_->Wait(); !s.ok()) return s;
+    }
+  } else if (auto s = Drain(); !s.ok()) {
+    return s;
+  }
+  Outcome out = Figures(end_ns);
   out.stopped_at_max_time = stopped;
   out.cancelled = cancelled;
   if (out.requests == 0 && !cancelled) {

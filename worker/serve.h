@@ -69,8 +69,12 @@ class Requests {
   double arrival_s_ = 0;
 };
 
-// The model as the scheduler drives it. Each call returns once its tokens
-// are on the host (a server streams each token as it is made).
+// The model as the scheduler drives it. A prefill returns once its tokens
+// are on the host (a server streams each token as it is made); a decode
+// step is launched, then waited for, and StepsAhead() steps may be
+// launched before the oldest is waited for, so that a device that runs
+// asynchronously has its next step queued while the host takes the
+// last one's tokens.
 class Model {
  public:
   virtual ~Model() = default;
@@ -83,12 +87,19 @@ class Model {
   };
   virtual absl::Status Prefill(const std::vector<Admission>& admitted) = 0;
   // One token for each slot given, fed its last token at position (the
-  // prompt's length plus the tokens it generated, less one).
+  // prompt's length plus the tokens launched for it, less one).
   struct Step {
     int slot = 0;
     int position = 0;
   };
-  virtual absl::Status Decode(const std::vector<Step>& steps) = 0;
+  // Queues a step; returns at once where the device runs asynchronously.
+  virtual absl::Status Launch(const std::vector<Step>& steps) = 0;
+  // Returns once the oldest step launched and not waited for has its
+  // tokens on the host.
+  virtual absl::Status Wait() = 0;
+  // How many steps may be in flight past the one waited for (0: each step
+  // is waited for as soon as it is launched).
+  virtual int StepsAhead() const { return 0; }
 };
 
 // Time as the scheduler reads it: a fake one in tests.

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/planned_config.h"
@@ -18,7 +19,7 @@ namespace {
 
 // A model of each style small enough for the CPU: 2 layers, width 64,
 // 4 heads (llama: 2 key/value heads), a vocabulary of 100, context 16.
-std::shared_ptr<LanguageModel> Tiny(const std::string& workload) {
+RunConfig TinyConfig(const std::string& workload) {
   RunConfig c = testing_support::Planned(workload);
   c.num_layers = 2;
   c.hidden_size = 64;
@@ -28,7 +29,11 @@ std::shared_ptr<LanguageModel> Tiny(const std::string& workload) {
   c.vocab_size = 100;
   c.sequence_length = 16;
   c.device = "cpu";
-  auto model = CreateModel(c);
+  return c;
+}
+
+std::shared_ptr<LanguageModel> Tiny(const std::string& workload) {
+  auto model = CreateModel(TinyConfig(workload));
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? std::dynamic_pointer_cast<LanguageModel>(*model) : nullptr;
 }
@@ -98,7 +103,9 @@ TEST(LanguageModel, TheCacheCarriesTheSequence) {
 // those of the same prompt decoded alone (continuous batching must not
 // change results), and the figures count every measured request.
 TEST(LanguageModel, ServedRequestsGetTheTokensOfASoloDecode) {
-  for (const char* workload : {"gpt", "llama"}) {
+  // A step launched ahead of the one waited for or not (as on a GPU).
+  const std::pair<int, const char*> cases[] = {{0, "gpt"}, {0, "llama"}, {1, "gpt"}, {1, "llama"}};
+  for (const auto& [ahead, workload] : cases) {
     torch::manual_seed(5);
     std::shared_ptr<LanguageModel> model = Tiny(workload);
     ASSERT_NE(model, nullptr) << workload;
@@ -115,7 +122,7 @@ TEST(LanguageModel, ServedRequestsGetTheTokensOfASoloDecode) {
     load.seed = 11;
     std::map<int64_t, std::vector<int64_t>> served;
     std::unique_ptr<serve::Model> server =
-        NewServeModel(c, torch::Device(torch::kCPU), model, load.seed, &served);
+        NewServeModel(c, torch::Device(torch::kCPU), model, load.seed, &served, ahead);
     auto out = serve::Serve(load, server.get(), serve::SteadyTimeline(), nullptr);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(out->requests, 10) << workload;
@@ -136,10 +143,37 @@ TEST(LanguageModel, ServedRequestsGetTheTokensOfASoloDecode) {
         token = model->Decode(token, position).argmax(-1, true);
         alone.push_back(token.item<int64_t>());
       }
-      EXPECT_EQ(served[r.id], alone) << workload << " request " << r.id << " of "
+      EXPECT_EQ(served[r.id], alone) << workload << " a step ahead " << ahead << ", request "
+                                     << r.id << " of "
                                      << r.input_tokens << " + " << r.output_tokens << " tokens";
     }
   }
+}
+
+// A trace whose longest prompt and longest output are two requests: a
+// slot holds both (the cache's positions run to their sum), and the free
+// row beside the long output, decoding on past its own request's end,
+// stays inside llama's rotary table.
+TEST(LanguageModel, ATraceOfALongPromptAndALongOutputServes) {
+  RunConfig c = TinyConfig("llama");
+  c.prompt_length = 4;
+  c.new_tokens = 4;
+  c.batch_size = 2;
+  c.trace = {{0, 12, 1}, {0, 1, 12}};
+  auto created = CreateModel(c);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto model = std::dynamic_pointer_cast<LanguageModel>(*created);
+  ASSERT_NE(model, nullptr);
+  serve::Load load;
+  load.slots = c.batch_size;
+  load.num_requests = 2;
+  for (const RunConfig::TraceRequest& t : c.trace) {
+    load.trace.push_back({0, 0, t.input_tokens, t.output_tokens});
+  }
+  std::unique_ptr<serve::Model> server = NewServeModel(c, torch::Device(torch::kCPU), model, 3);
+  auto out = serve::Serve(load, server.get(), serve::SteadyTimeline(), nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->requests, 2);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
       "CUDA graphs need a LibTorch built with CUDA");
 }
 std::unique_ptr<CopyStream> NewCopyStream() { return nullptr; }
+std::unique_ptr<HostReads> NewHostReads() { return nullptr; }
 bool PeerAccess(int, int) { return false; }
 std::string PciBusId(int) { return ""; }
 void Versions(std::string*, std::string*) {}

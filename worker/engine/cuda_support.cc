@@ -11,6 +11,11 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+
+#include <deque>
+#include <utility>
+#include <vector>
+
 #if __has_include(<nvtx3/nvToolsExt.h>)
 #include <nvtx3/nvToolsExt.h>  // header-only: loads the tool's library when one is attached
 #define GPUBENCH_NVTX 1
@@ -145,6 +150,45 @@ absl::StatusOr<std::unique_ptr<Graph>> CaptureGraph(
 std::unique_ptr<CopyStream> NewCopyStream() {
   return std::make_unique<SideCopyStream>();
 }
+
+namespace {
+
+class PinnedHostReads : public HostReads {
+ public:
+  void Start(const torch::Tensor& device) override {
+    Read read;
+    // Pinned blocks come from LibTorch's caching host allocator, which
+    // keeps one until the copy into it is done; the events are reused.
+    read.host =
+        torch::empty(device.sizes(), device.options().device(torch::kCPU).pinned_memory(true));
+    read.host.copy_(device, /*non_blocking=*/true);
+    if (!spare_.empty()) {
+      read.done = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    read.done.record(c10::cuda::getCurrentCUDAStream(device.device().index()));
+    reads_.push_back(std::move(read));
+  }
+  torch::Tensor Wait() override {
+    Read read = std::move(reads_.front());
+    reads_.pop_front();
+    read.done.synchronize();
+    spare_.push_back(std::move(read.done));
+    return read.host;
+  }
+
+ private:
+  struct Read {
+    torch::Tensor host;
+    at::cuda::CUDAEvent done;
+  };
+  std::deque<Read> reads_;
+  std::vector<at::cuda::CUDAEvent> spare_;
+};
+
+}  // namespace
+
+std::unique_ptr<HostReads> NewHostReads() { return std::make_unique<PinnedHostReads>(); }
 
 bool PeerAccess(int device, int peer) {
   return at::cuda::get_p2p_access(static_cast<c10::DeviceIndex>(device),

@@ -61,6 +61,18 @@ class CopyStream {
 };
 std::unique_ptr<CopyStream> NewCopyStream();
 
+// Reads device tensors to the host without stalling the current stream:
+// Start queues a copy into pinned memory and records an event after it;
+// Wait blocks until the oldest started copy is done and returns it. In
+// the order started.
+class HostReads {
+ public:
+  virtual ~HostReads() = default;
+  virtual void Start(const torch::Tensor& device) = 0;
+  virtual torch::Tensor Wait() = 0;
+};
+std::unique_ptr<HostReads> NewHostReads();
+
 // Whether a kernel on device can read and write peer's memory (P2P access,
 // which this enables as PyTorch's own cross-GPU copy does).
 bool PeerAccess(int device, int peer);

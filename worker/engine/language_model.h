@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -79,12 +80,18 @@ absl::StatusOr<std::shared_ptr<LanguageModel>> LoadCompiledLanguageModel(
 // A language model as the serving scheduler (worker/serve.h) drives it
 // (workloads/serve.cc): eager, in the run's precision, its cache of
 // c.batch_size slots for the longest request the load sends. A request's
-// prompt is PromptOf's with seed. Each step waits for its tokens on the
-// host. Where tokens is set, each request's tokens are appended to it
-// under its id.
+// prompt is PromptOf's with seed. steps_ahead decode steps run ahead of
+// the one whose tokens the host waits for (-1: 1 on a GPU, 0 on the CPU).
+// Where tokens is set, each request's tokens are appended to it under its
+// id.
 std::unique_ptr<serve::Model> NewServeModel(
     const RunConfig& c, torch::Device device, std::shared_ptr<LanguageModel> model, uint64_t seed,
-    std::map<int64_t, std::vector<int64_t>>* tokens = nullptr);
+    std::map<int64_t, std::vector<int64_t>>* tokens = nullptr, int steps_ahead = -1);
+
+// The longest prompt and the longest output a serving load sends (a
+// trace's, or its drawn lengths' bounds): a slot of the cache holds both,
+// and its positions run to their sum less one.
+std::pair<int64_t, int64_t> LongestServed(const RunConfig& c);
 
 // The prompt of request: its input_tokens token ids below vocab, drawn
 // from (seed, its id) alone.

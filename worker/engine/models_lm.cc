@@ -393,11 +393,8 @@ Shape ShapeOf(const RunConfig& c, Style style) {
   // gpt's learnt positions end at its context (the spec holds prompt and
   // new tokens, and a served request, within it); llama's rotary table
   // covers every use.
-  int64_t served = int64_t{std::max(c.input_len, c.input_len_max)} +
-                   std::max(c.output_len, c.output_len_max);
-  for (const RunConfig::TraceRequest& t : c.trace) {
-    served = std::max<int64_t>(served, int64_t{t.input_tokens} + t.output_tokens);
-  }
+  const auto [longest_input, longest_output] = LongestServed(c);
+  const int64_t served = longest_input + longest_output;
   s.positions = style == Style::kGpt
                     ? c.sequence_length
                     : std::max({int64_t{c.sequence_length},

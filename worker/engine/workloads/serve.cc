@@ -3,11 +3,13 @@
 // step's prompts' prefill into their slots of the KV cache and one decode
 // step over the slots in use, each request at its own position. Eager, or
 // each decode step a replayed CUDA graph of its bucket of rows; weights in
-// the run's precision as decode.cc holds them; each step waits for its
-// tokens on the host, as a server streaming them does.
+// the run's precision as decode.cc holds them. A step's tokens are read to
+// the host, as a server streaming them does; on a GPU the next step is
+// queued before the host waits for them.
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -31,33 +33,17 @@ torch::ScalarType WeightTypeOf(Precision p) {
   }
 }
 
-// The request's longest length each way (a max of 0 or below its min:
-// fixed).
-int64_t Longest(int len, int len_max) { return std::max(len, len_max); }
-
-// The longest prompt and output the load sends: a trace's, or the drawn
-// lengths' bounds.
-std::pair<int64_t, int64_t> LongestRequest(const RunConfig& c) {
-  if (c.trace.empty()) {
-    return {Longest(c.input_len, c.input_len_max), Longest(c.output_len, c.output_len_max)};
-  }
-  int64_t input = 1, output = 1;
-  for (const RunConfig::TraceRequest& t : c.trace) {
-    input = std::max<int64_t>(input, t.input_tokens);
-    output = std::max<int64_t>(output, t.output_tokens);
-  }
-  return {input, output};
-}
-
 class ServeModel : public serve::Model {
  public:
   ServeModel(const RunConfig& c, torch::Device device, std::shared_ptr<LanguageModel> model,
-             uint64_t seed, std::map<int64_t, std::vector<int64_t>>* tokens)
-      : device_(device), model_(std::move(model)), seed_(seed), tokens_(tokens) {
+             uint64_t seed, int steps_ahead, std::map<int64_t, std::vector<int64_t>>* tokens)
+      : device_(device), model_(std::move(model)), seed_(seed), tokens_(tokens),
+        steps_ahead_(steps_ahead >= 0 ? steps_ahead : device.is_cuda() ? 1 : 0) {
+    if (device_.is_cuda()) reads_ = cuda::NewHostReads();
     const torch::ScalarType dtype = WeightTypeOf(c.precision);
     model_->to(device_, dtype);
     model_->eval();
-    const auto [input, output] = LongestRequest(c);
+    const auto [input, output] = LongestServed(c);
     model_->AllocateCache(c.batch_size, input + output, dtype);
     const auto ids = torch::TensorOptions().dtype(torch::kInt64).device(device_);
     last_ = torch::zeros({c.batch_size, 1}, ids);
@@ -94,7 +80,17 @@ class ServeModel : public serve::Model {
     return absl::OkStatus();
   }
 
-  absl::Status Decode(const std::vector<Step>& steps) override {
+  ~ServeModel() override {
+    // No step may still run on the graphs and cache freed here; a device
+    // already failed (the error on its way out) has nothing to wait for.
+    if (!device_.is_cuda()) return;
+    try {
+      torch::cuda::synchronize(device_.index());
+    } catch (const std::exception&) {
+    }
+  }
+
+  absl::Status Launch(const std::vector<Step>& steps) override {
     torch::NoGradGuard no_grad;
     // Rows 0..n-1, n past the highest slot in use; a free row among them
     // decodes at the position it holds and is ignored (its slot's next
@@ -108,16 +104,32 @@ class ServeModel : public serve::Model {
     // whole cache.
     auto bucket = graphs_.lower_bound(n);
     if (bucket != graphs_.end()) n = bucket->first;
-    std::vector<int> slots;
-    for (const Step& s : steps) slots.push_back(s.slot);
     if (bucket != graphs_.end()) {
       bucket->second->Replay();
     } else {
       StepRows(n, span);
     }
-    Deliver(last_.narrow(0, 0, n), slots, /*by_slot=*/true);
+    Launched launched;
+    for (const Step& s : steps) launched.slots.push_back(s.slot);
+    // The tokens as this step left them: on a GPU read behind it, on the
+    // CPU (already run) a copy.
+    if (reads_) {
+      reads_->Start(last_.narrow(0, 0, n));
+    } else {
+      launched.tokens = last_.narrow(0, 0, n).clone();
+    }
+    launched_.push_back(std::move(launched));
     return absl::OkStatus();
   }
+
+  absl::Status Wait() override {
+    Launched launched = std::move(launched_.front());
+    launched_.pop_front();
+    Deliver(reads_ ? reads_->Wait() : launched.tokens, launched.slots, /*by_slot=*/true);
+    return absl::OkStatus();
+  }
+
+  int StepsAhead() const override { return steps_ahead_; }
 
  private:
   // One decode step of rows 0..n-1 over the cache's first span positions,
@@ -169,9 +181,31 @@ class ServeModel : public serve::Model {
   int64_t capacity_ = 0;            // the cache's positions
   std::map<int, std::unique_ptr<cuda::Graph>> graphs_;  // by rows; cuda_graph only
   std::vector<int64_t> request_of_;  // each slot's request id
+  const int steps_ahead_;
+  std::unique_ptr<cuda::HostReads> reads_;  // CUDA only
+  // Each step launched and not waited for: its slots, and (no reads_) its
+  // tokens.
+  struct Launched {
+    std::vector<int> slots;
+    torch::Tensor tokens;
+  };
+  std::deque<Launched> launched_;
 };
 
 }  // namespace
+
+std::pair<int64_t, int64_t> LongestServed(const RunConfig& c) {
+  if (c.trace.empty()) {
+    // A max of 0 or below its min: fixed.
+    return {std::max(c.input_len, c.input_len_max), std::max(c.output_len, c.output_len_max)};
+  }
+  int64_t input = 1, output = 1;
+  for (const RunConfig::TraceRequest& t : c.trace) {
+    input = std::max<int64_t>(input, t.input_tokens);
+    output = std::max<int64_t>(output, t.output_tokens);
+  }
+  return {input, output};
+}
 
 std::vector<int64_t> PromptOf(const serve::Request& request, int64_t vocab, uint64_t seed) {
   std::vector<int64_t> ids(request.input_tokens);
@@ -187,8 +221,9 @@ std::vector<int64_t> PromptOf(const serve::Request& request, int64_t vocab, uint
 
 std::unique_ptr<serve::Model> NewServeModel(const RunConfig& c, torch::Device device,
                                             std::shared_ptr<LanguageModel> model, uint64_t seed,
-                                            std::map<int64_t, std::vector<int64_t>>* tokens) {
-  return std::make_unique<ServeModel>(c, device, std::move(model), seed, tokens);
+                                            std::map<int64_t, std::vector<int64_t>>* tokens,
+                                            int steps_ahead) {
+  return std::make_unique<ServeModel>(c, device, std::move(model), seed, steps_ahead, tokens);
 }
 
 namespace {
