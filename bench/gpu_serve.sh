@@ -21,10 +21,15 @@
 #    Poisson rate whose TTFT p99 <= $SLO_TTFT ms (200) and TPOT p99 <=
 #    $SLO_TPOT ms (20), a cache of $FIND_BATCH slots (64), $FIND_REQS
 #    measured requests (400: enough for the p99's interval) a rate.
+# 4. CHUNK="llama:1b" (default; empty skips): an open loop of $CHUNK_RATE
+#    requests/s (8) of $CHUNK_ISL prompt tokens (256:4096) and $OSL output
+#    into $CHUNK_BATCH slots (32), $CHUNK_REQS measured (200), prefilled
+#    whole and in chunks of $CHUNK_TOKENS (512): the token gaps' p99 (what a
+#    long prompt's prefill stalls) against TTFT's (what chunking delays).
 # Each run's requests: $REQS_PER_C x C measured (at least $MIN_REQS), the
 # warm-up C. Prints a row as each finishes ($OUT/table.txt); every job's
 # table is in $OUT. STATIC_MS bounds each static decode run (default 15000).
-# Usage: OUT=/tmp/serve [CS="1 16 64"] [PARETO=...] [FIND=...] bash bench/gpu_serve.sh
+# Usage: OUT=/tmp/serve [CS="1 16 64"] [PARETO=...] [FIND=...] [CHUNK=...] bash bench/gpu_serve.sh
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon, submit_job
 start_daemon "${PORT:-50097}" || exit 1
@@ -105,5 +110,17 @@ for model in ${FIND-llama:1b}; do
     2> "$OUT/find-${model/:/-}.progress"
   grep "rate .*requests/s:" "$OUT/find-${model/:/-}.progress" | tee -a "$OUT/table.txt"
   row "$model $(tail -1 "$OUT/find-${model/:/-}.txt")"
+done
+for model in ${CHUNK-llama:1b}; do
+  for chunk in 0 "${CHUNK_TOKENS:-512}"; do
+    submit_job "chunk-${model/:/-}-$chunk" --workload "${model%%:*}" --model-size "${model##*:}" \
+      --mode serve --batch "${CHUNK_BATCH:-32}" --execution "${PARETO_EXEC:-cuda_graph}" \
+      --input-len "${CHUNK_ISL:-256:4096}" --output-len "$OSL" --request-rate "${CHUNK_RATE:-8}" \
+      --num-requests "${CHUNK_REQS:-200}" --prefill-chunk "$chunk" "${common[@]}" > /dev/null
+    row "$(printf '%-10s chunk %-5s itl p50 %6.2f p99 %7.2f ms  tpot p99 %6.2f ms  ttft p50 %8.2f p99 %8.2f ms  output tok/s %8.1f' \
+      "$model" "$chunk" "$(figure "$JOB" serve.itl.p50_ms)" "$(figure "$JOB" serve.itl.p99_ms)" \
+      "$(figure "$JOB" serve.tpot.p99_ms)" "$(figure "$JOB" serve.ttft.p50_ms)" \
+      "$(figure "$JOB" serve.ttft.p99_ms)" "$(figure "$JOB" serve.output_tokens_per_s)")"
+  done
 done
 exit "$FAILED"

@@ -40,15 +40,18 @@ std::string GpuSetupWords(const v1::RunConfig& c, const char* separator) {
 }
 
 // The mode in a word; a serving run's with its load: "serve 4 req/s",
-// "serve c16" (a closed loop's clients), "serve trace of 500".
+// "serve c16" (a closed loop's clients), "serve trace of 500", and its
+// prefill chunk where it has one ("serve c16 chunk 512").
 std::string ModeWords(const v1::RunConfig& c) {
   const std::string mode = Short(v1::Mode_descriptor(), c.mode());
   if (c.mode() != v1::MODE_SERVE) return mode;
   const v1::ServeLoad& s = c.serve();
-  if (s.trace_size() > 0) return absl::StrCat(mode, " trace of ", s.trace_size());
-  if (s.request_rate() <= 0) return absl::StrCat(mode, " c", s.concurrency());
+  const std::string chunk =
+      s.prefill_chunk() > 0 ? absl::StrCat(" chunk ", s.prefill_chunk()) : "";
+  if (s.trace_size() > 0) return absl::StrCat(mode, " trace of ", s.trace_size(), chunk);
+  if (s.request_rate() <= 0) return absl::StrCat(mode, " c", s.concurrency(), chunk);
   return absl::StrCat(mode, " ", absl::StrFormat("%g", s.request_rate()), " req/s",
-                      s.concurrency() > 0 ? absl::StrCat(" c", s.concurrency()) : "");
+                      s.concurrency() > 0 ? absl::StrCat(" c", s.concurrency()) : "", chunk);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <deque>
 #include <thread>
@@ -64,8 +65,10 @@ struct Flight {
   Request request;
   int64_t arrival_ns = 0;  // absolute
   int64_t first_ns = 0, last_ns = 0, done_ns = -1;
-  int launched = 0;   // tokens launched: the prefill's and each step's
-  int generated = 0;  // those on the host
+  int slot = -1;       // from admission on
+  int prefilled = 0;   // prompt tokens in the cache
+  int launched = 0;    // tokens launched: the prefill's and each step's
+  int generated = 0;   // those on the host
   bool measured = false;
 };
 
@@ -106,12 +109,13 @@ class Scheduler {
   std::vector<Flight> flights_;
   std::deque<int> held_;     // open loop: arrived over the concurrency limit
   std::deque<int> waiting_;  // sent, waiting for a slot
+  std::deque<int> prefilling_;  // in a slot, the prompt not yet all in the cache
   std::vector<int> slot_of_;  // each slot's flight, -1 when free
   std::deque<std::vector<Model::Step>> launched_;  // steps not yet waited for, oldest first
   int sent_ = 0, finished_ = 0, measured_done_ = 0;
-  // (time, tokens) of each step, (time, prompt tokens) of each prefill,
-  // (time, requests decoded) of each decode step.
-  std::vector<std::pair<int64_t, int>> tokens_, prompts_, batches_;
+  // (time, first tokens) of each prefill, (time, prompt tokens) of each
+  // chunk prefilled, (time, tokens: requests decoded) of each decode step.
+  std::vector<std::pair<int64_t, int>> first_tokens_, prompts_, steps_;
   // (time, ms) of each gap between two tokens of a measured request.
   std::vector<std::pair<int64_t, double>> gaps_;
 };
@@ -164,33 +168,47 @@ void Scheduler::Finish(int index, int64_t now) {
 }
 
 absl::Status Scheduler::Admit() {
-  if (waiting_.empty() || absl::c_find(slot_of_, -1) == slot_of_.end()) return absl::OkStatus();
+  const bool free = absl::c_find(slot_of_, -1) != slot_of_.end();
+  if ((waiting_.empty() || !free) && prefilling_.empty()) return absl::OkStatus();
   // A prefill's tokens come after every step launched before it: those
   // steps' tokens first, each at its own time (and the slots they free).
   if (auto s = Drain(); !s.ok()) return s;
-  std::vector<Model::Admission> admitted;
-  std::vector<int> indexes;
   for (size_t slot = 0; slot < slot_of_.size() && !waiting_.empty(); ++slot) {
     if (slot_of_[slot] >= 0) continue;
-    indexes.push_back(waiting_.front());
+    slot_of_[slot] = waiting_.front();
+    flights_[waiting_.front()].slot = static_cast<int>(slot);
+    prefilling_.push_back(waiting_.front());
     waiting_.pop_front();
-    admitted.push_back({static_cast<int>(slot), flights_[indexes.back()].request});
-    slot_of_[slot] = indexes.back();
   }
-  if (admitted.empty()) return absl::OkStatus();
-  if (auto s = model_->Prefill(admitted); !s.ok()) return s;
+  // The prompts in the cache's slots, oldest first, up to the chunk.
+  std::vector<Model::Admission> chunks;
+  int budget = load_.prefill_chunk > 0 ? load_.prefill_chunk : INT_MAX;
+  for (size_t k = 0; k < prefilling_.size() && budget > 0; ++k) {
+    Flight& f = flights_[prefilling_[k]];
+    const int length = std::min(f.request.input_tokens - f.prefilled, budget);
+    chunks.push_back({f.slot, f.request, f.prefilled, length});
+    budget -= length;
+  }
+  if (chunks.empty()) return absl::OkStatus();
+  if (auto s = model_->Prefill(chunks); !s.ok()) return s;
   const int64_t now = clock_->NowNs();
-  tokens_.emplace_back(now, static_cast<int>(admitted.size()));
-  for (size_t k = 0; k < admitted.size(); ++k) {
-    Flight& f = flights_[indexes[k]];
+  int first_tokens = 0;
+  for (const Model::Admission& chunk : chunks) {
+    prompts_.emplace_back(now, chunk.length);
+    const int index = prefilling_.front();
+    Flight& f = flights_[index];
+    f.prefilled += chunk.length;
+    if (!chunk.last()) break;  // only the step's last chunk can stop short
+    prefilling_.pop_front();
+    ++first_tokens;
     f.first_ns = f.last_ns = now;
     f.launched = f.generated = 1;
-    prompts_.emplace_back(now, f.request.input_tokens);
     if (f.generated == f.request.output_tokens) {
-      slot_of_[admitted[k].slot] = -1;
-      Finish(indexes[k], now);
+      slot_of_[chunk.slot] = -1;
+      Finish(index, now);
     }
   }
+  if (first_tokens > 0) first_tokens_.emplace_back(now, first_tokens);
   return absl::OkStatus();
 }
 
@@ -202,7 +220,8 @@ absl::StatusOr<bool> Scheduler::DecodeStep() {
   for (size_t slot = 0; slot < slot_of_.size(); ++slot) {
     if (slot_of_[slot] < 0) continue;
     Flight& f = flights_[slot_of_[slot]];
-    if (f.launched == f.request.output_tokens) continue;
+    // Not yet prefilled, or every token launched.
+    if (f.launched == 0 || f.launched == f.request.output_tokens) continue;
     steps.push_back({static_cast<int>(slot), f.request.input_tokens + f.launched - 1});
     ++f.launched;
   }
@@ -228,8 +247,7 @@ absl::Status Scheduler::Observe() {
   const std::vector<Model::Step> steps = std::move(launched_.front());
   launched_.pop_front();
   const int n = static_cast<int>(steps.size());
-  tokens_.emplace_back(now, n);
-  batches_.emplace_back(now, n);
+  steps_.emplace_back(now, n);
   for (const Model::Step& step : steps) {
     const int index = slot_of_[step.slot];
     Flight& f = flights_[index];
@@ -309,14 +327,21 @@ absl::StatusOr<Outcome> Scheduler::Run(const std::atomic<bool>* cancel) {
   return out;
 }
 
-// Sums the counts of events whose time lies in (from, to]: what happened
-// at the window's start (a closed loop's last warm-up token, as its next
-// request is sent) belongs before it.
-int64_t CountIn(const std::vector<std::pair<int64_t, int>>& events, int64_t from, int64_t to) {
+// Sums the counts of events whose time lies in (from, to] (and counts
+// those events in *events_in): what happened at the window's start (a
+// closed loop's last warm-up token, as its next request is sent) belongs
+// before it.
+int64_t CountIn(const std::vector<std::pair<int64_t, int>>& events, int64_t from, int64_t to,
+                int* events_in = nullptr) {
   int64_t n = 0;
+  int in = 0;
   for (const auto& [t, count] : events) {
-    if (t > from && t <= to) n += count;
+    if (t > from && t <= to) {
+      n += count;
+      ++in;
+    }
   }
+  if (events_in != nullptr) *events_in = in;
   return n;
 }
 
@@ -392,20 +417,17 @@ Outcome Scheduler::Figures(int64_t end_ns) const {
     finished_in_window += f.done_ns > first_arrival && f.done_ns <= window_end;
   }
   out.request_throughput = finished_in_window / window_s;
-  const int64_t generated = CountIn(tokens_, first_arrival, window_end);
+  int decode_steps = 0;
+  const int64_t decoded = CountIn(steps_, first_arrival, window_end, &decode_steps);
+  const int64_t generated = CountIn(first_tokens_, first_arrival, window_end) + decoded;
   out.output_tokens_per_s = static_cast<double>(generated) / window_s;
   out.total_tokens_per_s =
       static_cast<double>(generated + CountIn(prompts_, first_arrival, window_end)) / window_s;
   out.goodput = out.requests_meeting_slo / window_s;
-  const int64_t steps = CountIn(batches_, first_arrival, window_end);
-  int decode_steps = 0;
-  for (const auto& [t, n] : batches_) decode_steps += t > first_arrival && t <= window_end;
-  if (decode_steps > 0) out.mean_batch = static_cast<double>(steps) / decode_steps;
+  if (decode_steps > 0) out.mean_batch = static_cast<double>(decoded) / decode_steps;
   if (!out.tpot_ms.empty()) {
     out.output_tokens_per_s_per_user = 1000 / stats::Median(out.tpot_ms);
   }
-  out.prefills = static_cast<int64_t>(prompts_.size());
-  out.decode_steps = static_cast<int64_t>(batches_.size());
   LittlesLaw(first_arrival, last_arrival, end_ns, &out);
   Slices(first_arrival, window_end, &out);
   return out;
@@ -426,11 +448,12 @@ void Scheduler::Slices(int64_t from, int64_t to, Outcome* out) const {
   };
   std::vector<std::vector<double>> ttft(count), itl(count);
   std::vector<int> decode_steps(count, 0);
-  for (const auto& [t, n] : tokens_) {
+  for (const auto& [t, n] : first_tokens_) {
     if (Slice* s = slice_of(t)) s->output_tokens += n;
   }
-  for (const auto& [t, n] : batches_) {
+  for (const auto& [t, n] : steps_) {
     if (Slice* s = slice_of(t)) {
+      s->output_tokens += n;
       s->mean_batch += n;
       ++decode_steps[s - out->slices.data()];
     }

@@ -42,6 +42,10 @@ struct Load {
   double slo_ttft_ms = 0, slo_tpot_ms = 0, slo_e2e_ms = 0;  // 0: no bound
   int64_t max_time_ns = 0;  // bounds the run; 0: none
   double slice_ms = 0;      // the window's time slices; 0: none
+  // The most prompt tokens prefilled in one step: a longer prompt (or the
+  // rest of a step's prompts) is prefilled in chunks over the next steps,
+  // a decode step between each. 0: every admitted prompt whole.
+  int prefill_chunk = 0;
   // The most slices kept, the last holding the rest: the worker's own
   // bound (a spec's is kMaxServeSlices in the run's max_time_ms).
   int max_slices = 1000;
@@ -78,12 +82,15 @@ class Requests {
 class Model {
  public:
   virtual ~Model() = default;
-  // Writes each request's prompt into its slot of the cache (a free one)
-  // and makes its first token: the requests admitted in one step,
-  // prefilled together where their prompts are as long.
+  // Writes each request's prompt tokens start..start+length-1 into its
+  // slot of the cache (a free one, at start 0; chunks come in order), and
+  // where they end the prompt makes its first token: the chunks of one
+  // step, prefilled together where they are alike.
   struct Admission {
     int slot = 0;
     Request request;
+    int start = 0, length = 0;  // the chunk; a whole prompt: 0, input_tokens
+    bool last() const { return start + length == request.input_tokens; }
   };
   virtual absl::Status Prefill(const std::vector<Admission>& admitted) = 0;
   // One token for each slot given, fed its last token at position (the
@@ -138,7 +145,6 @@ struct Outcome {
   double goodput = 0;  // requests a second; 0 without an SLO
   double mean_in_flight = 0, littles_law_in_flight = 0;
   double mean_batch = 0;
-  int64_t prefills = 0, decode_steps = 0;  // over the whole run
   std::vector<Slice> slices;  // Load.slice_ms's, in order; at most max_slices
   bool stopped_at_max_time = false;
   bool cancelled = false;
@@ -147,10 +153,11 @@ struct Outcome {
 // Serves load on model until every measured request has finished (the
 // load goes on meanwhile), max_time_ns passes, or *cancel is set. Each
 // step: arrivals due join the queue (an open loop's over its concurrency
-// wait outside it); waiting requests take the lowest free slots, prefilled
-// together (their first tokens come at once); then every request in a slot
-// decodes one token; a request
-// that has all its tokens leaves its slot (a closed loop's client sends
+// wait outside it); waiting requests take the lowest free slots; the
+// prompts in slots are prefilled together, oldest first, up to
+// prefill_chunk tokens (a prompt's first token comes with its last chunk);
+// then every request past its prefill decodes one token; a request that
+// has all its tokens leaves its slot (a closed loop's client sends
 // its next one then). on_measure_begin, when set, is called as the first
 // measured request is sent. A model's error ends the run with it;
 // FailedPrecondition when max_time_ns passed before any measured request

@@ -21,7 +21,8 @@ using testing_support::FreshDir;
 // A serving run end to end (a real daemon, worker and SQLite file): a tiny
 // gpt on the CPU serves Poisson arrivals; the table labels the load, the
 // JSON names the figures as docs/serving.md does, and --find max-rate runs
-// a job per rate and names the largest that met the targets.
+// a job per rate and names the largest that met the targets. Prompts of
+// 4 to 12 tokens in chunks of 6: the longer ones over two steps.
 TEST(CliDaemon, AServingRunShowsItsFiguresAndTheRateSearchFindsItsLargestRate) {
   Daemon d(FreshDir("cli_serve"));
   ASSERT_TRUE(d.serving()) << d.log();
@@ -31,11 +32,12 @@ TEST(CliDaemon, AServingRunShowsItsFiguresAndTheRateSearchFindsItsLargestRate) {
       "--mode", "serve", "--batch", "4", "--device", "cpu", "--input-len", "4:12",
       "--output-len", "6", "--max-time-ms", "30000"};
   std::vector<std::string> serve = {"submit", "--num-requests", "24", "--request-rate", "200",
-                                    "--slo", "ttft_ms=60000", "--slice-ms", "40", "--wait"};
+                                    "--slo", "ttft_ms=60000", "--slice-ms", "40",
+                                    "--prefill-chunk", "6", "--wait"};
   serve.insert(serve.end(), tiny.begin(), tiny.end());
   Result done = Cli(serve);
   ASSERT_EQ(done.code, kExitOk) << done.err << done.out;
-  EXPECT_NE(done.out.find("serve 200 req/s"), std::string::npos) << done.out;
+  EXPECT_NE(done.out.find("serve 200 req/s chunk 6"), std::string::npos) << done.out;
   // The serving table: every measured request, the rate asked, goodput's
   // count; no language-model row of empty decoding columns.
   const size_t table = done.out.find("\nserving (");

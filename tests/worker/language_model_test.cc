@@ -103,9 +103,17 @@ TEST(LanguageModel, TheCacheCarriesTheSequence) {
 // those of the same prompt decoded alone (continuous batching must not
 // change results), and the figures count every measured request.
 TEST(LanguageModel, ServedRequestsGetTheTokensOfASoloDecode) {
-  // A step launched ahead of the one waited for or not (as on a GPU).
-  const std::pair<int, const char*> cases[] = {{0, "gpt"}, {0, "llama"}, {1, "gpt"}, {1, "llama"}};
-  for (const auto& [ahead, workload] : cases) {
+  // A step launched ahead of the one waited for or not (as on a GPU); the
+  // prompts whole, or in chunks of 3 tokens (a chunk can end one prompt and
+  // begin the next).
+  struct Case {
+    int ahead;
+    const char* workload;
+    int chunk;
+  };
+  const Case cases[] = {{0, "gpt", 0}, {0, "llama", 0}, {1, "gpt", 0},
+                        {1, "llama", 0}, {0, "gpt", 3}, {1, "llama", 3}};
+  for (const auto& [ahead, workload, chunk] : cases) {
     torch::manual_seed(5);
     std::shared_ptr<LanguageModel> model = Tiny(workload);
     ASSERT_NE(model, nullptr) << workload;
@@ -120,6 +128,7 @@ TEST(LanguageModel, ServedRequestsGetTheTokensOfASoloDecode) {
     load.output_len = c.output_len = 1;
     load.output_len_max = c.output_len_max = 8;
     load.seed = 11;
+    load.prefill_chunk = chunk;
     std::map<int64_t, std::vector<int64_t>> served;
     std::unique_ptr<serve::Model> server =
         NewServeModel(c, torch::Device(torch::kCPU), model, load.seed, &served, ahead);
@@ -143,8 +152,8 @@ TEST(LanguageModel, ServedRequestsGetTheTokensOfASoloDecode) {
         token = model->Decode(token, position).argmax(-1, true);
         alone.push_back(token.item<int64_t>());
       }
-      EXPECT_EQ(served[r.id], alone) << workload << " a step ahead " << ahead << ", request "
-                                     << r.id << " of "
+      EXPECT_EQ(served[r.id], alone) << workload << " a step ahead " << ahead << ", chunk "
+                                     << chunk << ", request " << r.id << " of "
                                      << r.input_tokens << " + " << r.output_tokens << " tokens";
     }
   }

@@ -40,18 +40,25 @@ constexpr int64_t kMs = 1'000'000;
 class FakeModel : public Model {
  public:
   explicit FakeModel(FakeTimeline* clock, int slots) : clock_(clock), position_(slots, -1) {}
-  // The step's prompts one after another: their costs add up.
+  // The step's chunks one after another: their costs add up, a chunk its
+  // share of its prompt's.
   absl::Status Prefill(const std::vector<Admission>& admitted) override {
     int64_t cost = 0;
     EXPECT_EQ(in_flight_, 0) << "a prefill behind a step in flight";
-    for (const auto& [slot, r] : admitted) {
-      EXPECT_EQ(position_.at(slot), -1) << "slot " << slot << " is taken";
-      position_[slot] = r.input_tokens;
-      output_[slot] = r.output_tokens;
-      generated_[slot] = 1;
+    for (const Admission& a : admitted) {
+      EXPECT_EQ(a.start, prefilled_[a.slot]) << "slot " << a.slot << ": a chunk out of order";
+      if (a.start == 0) EXPECT_EQ(position_.at(a.slot), -1) << "slot " << a.slot << " is taken";
+      EXPECT_GT(a.length, 0);
+      chunks.push_back(a);
+      cost += prefill_ns(a.request) * a.length / a.request.input_tokens;
+      prefilled_[a.slot] = a.last() ? 0 : a.start + a.length;
+      if (!a.last()) continue;
+      const Request& r = a.request;
+      position_[a.slot] = r.input_tokens;
+      output_[a.slot] = r.output_tokens;
+      generated_[a.slot] = 1;
       prefilled.push_back(r);
-      cost += prefill_ns(r);
-      if (r.output_tokens == 1) position_[slot] = -1;
+      if (r.output_tokens == 1) position_[a.slot] = -1;
     }
     clock_->now_ns += cost;
     return absl::OkStatus();
@@ -90,13 +97,14 @@ class FakeModel : public Model {
   int64_t per_request_ns = 0;
   int64_t host_ns = 0;
   int steps_ahead = 0;
-  std::vector<Request> prefilled;
+  std::vector<Request> prefilled;  // each whole prompt, at its last chunk
+  std::vector<Admission> chunks;
   int largest_batch = 0;
 
  private:
   FakeTimeline* clock_;
   std::vector<int> position_;
-  std::map<int, int> output_, generated_;
+  std::map<int, int> output_, generated_, prefilled_;
   int in_flight_ = 0;           // steps launched and not waited for
   std::deque<int64_t> queue_;  // steps_ahead > 0: each step in flight's end
   int64_t busy_until_ = 0;
@@ -170,6 +178,44 @@ TEST(ServeTest, AStepQueuedAheadHidesTheHostsWorkOnTheTokens) {
   EXPECT_EQ(admitted[0], admitted[1]);
   EXPECT_NEAR(tpot_p50[0], 7, 0.5);
   EXPECT_NEAR(tpot_p50[1], 5, 0.5);
+}
+
+// A long prompt arrives while a request decodes: prefilled whole, it holds
+// that request's next token back for its whole prefill (160 ms); in chunks
+// of 100 tokens, for one chunk (10 ms) and a decode step, the chunks
+// coming in order and covering the prompt. The long request's first token
+// comes later instead: the trade chunking makes.
+TEST(ServeTest, AChunkedPrefillHoldsTheOthersTokensBackForAChunkOnly) {
+  std::vector<double> longest_gap, long_ttft;
+  for (int chunk : {0, 100}) {
+    FakeTimeline clock;
+    FakeModel model(&clock, 2);
+    model.prefill_ns = [](const Request& r) { return int64_t{r.input_tokens} * 100'000; };
+    Load load;
+    load.slots = 2;
+    load.num_requests = 2;
+    load.prefill_chunk = chunk;
+    load.trace = {{0, 0, 16, 40}, {0, 20 * kMs, 1600, 2}};
+    auto out = Serve(load, &model, &clock, nullptr);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->requests, 2);
+    longest_gap.push_back(*std::max_element(out->itl_ms.begin(), out->itl_ms.end()));
+    long_ttft.push_back(*std::max_element(out->ttft_ms.begin(), out->ttft_ms.end()));
+    // Every prompt token once, in order.
+    std::map<int64_t, int> covered;
+    for (const Model::Admission& a : model.chunks) {
+      EXPECT_EQ(a.start, covered[a.request.id]) << "request " << a.request.id;
+      EXPECT_LE(a.length, chunk > 0 ? chunk : a.request.input_tokens);
+      covered[a.request.id] += a.length;
+    }
+    EXPECT_EQ(covered[1], 1600) << "chunk " << chunk;
+    EXPECT_EQ(model.chunks.size(), chunk > 0 ? 17u : 2u);
+    // Each token counted once: 40 + 2 over the window.
+    EXPECT_NEAR(out->output_tokens_per_s * out->window_ms / 1e3, 42, 1e-6);
+  }
+  EXPECT_GE(longest_gap[0], 160);
+  EXPECT_LE(longest_gap[1], 15 + 1e-9);
+  EXPECT_GT(long_ttft[1], long_ttft[0] + 50);
 }
 
 // A closed loop keeps its clients' requests in flight and no more: every

@@ -182,6 +182,7 @@ struct RunConfig {
   int output_len = 0, output_len_max = 0;
   double slo_ttft_ms = 0, slo_tpot_ms = 0, slo_e2e_ms = 0;
   double slice_ms = 0;  // the window's time slices (0: none)
+  int prefill_chunk = 0;  // the most prompt tokens a step prefills (0: whole prompts)
   // A trace replayed instead (gpubench.v1.TraceRequest, in order).
   struct TraceRequest {
     double arrival_ms = 0;
@@ -251,6 +252,7 @@ inline const std::vector<FieldMap>& FieldMaps() {
       {"serve.slo_tpot_ms", &RunConfig::slo_tpot_ms},
       {"serve.slo_e2e_ms", &RunConfig::slo_e2e_ms},
       {"serve.slice_ms", &RunConfig::slice_ms},
+      {"serve.prefill_chunk", &RunConfig::prefill_chunk},
   };
   return *maps;
 }

@@ -46,11 +46,13 @@ class LanguageModel : public BenchModel {
   virtual torch::Tensor DecodeStatic(const torch::Tensor& token, const torch::Tensor& position) = 0;
 
   // Serving (workloads/serve.cc), where each row of the cache is a slot
-  // that holds one request. Prompts [k, P] of as many requests, at
-  // positions 0..P-1, each one's keys and values written to its row of the
-  // cache (slots [k], int64 on the device) only; the last position's
-  // logits [k, vocab].
-  virtual torch::Tensor PrefillSlots(const torch::Tensor& prompts, const torch::Tensor& slots);
+  // that holds one request. Prompts [k, P] of as many requests (or a chunk
+  // of each, the cache holding their positions before it), at positions
+  // start..start+P-1, each one's keys and values written to its row of the
+  // cache (slots [k], int64 on the device) only, attending over its own
+  // row's positions up to each; the last position's logits [k, vocab].
+  virtual torch::Tensor PrefillSlots(const torch::Tensor& prompts, const torch::Tensor& slots,
+                                     int64_t start = 0);
   // One token a row [n, 1] for the cache's rows 0..n-1, each at its own
   // position (positions [n], int64 on the device): its keys and values
   // written there, attending over its own row's positions up to it, of the

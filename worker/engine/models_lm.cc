@@ -45,12 +45,13 @@ enum class Pass { kSequence, kPrefill, kDecode, kStatic, kRows };
 
 // Where a pass's tokens sit.
 struct Where {
-  int64_t start = 0;   // kSequence, kPrefill: 0; kDecode: the position
+  int64_t start = 0;   // kSequence: 0; kPrefill, kDecode: the first position
   torch::Tensor slots;  // kPrefill: the rows of the cache it writes, [B] (none: all)
   int64_t span = 0;    // kRows: the cache's positions attended
   torch::Tensor index;  // kStatic: [1] int64 on the device; kRows: [n], a row each
   // kStatic: [1, 1, 1, capacity], 0 up to index, -inf after; kRows: [n, 1,
-  // 1, span], each row's own.
+  // 1, span], each row's own; kPrefill past start 0: [1, 1, T, start + T],
+  // each position's.
   torch::Tensor mask;
   torch::Tensor cos, sin;  // llama: [T, head_dim], the activations' dtype
 };
@@ -143,13 +144,20 @@ class Block : public torch::nn::Module {
         break;
       case Pass::kPrefill:
         if (at.slots.defined()) {
-          cache->k.narrow(2, 0, t).index_copy_(0, at.slots, k);
-          cache->v.narrow(2, 0, t).index_copy_(0, at.slots, v);
+          cache->k.narrow(2, at.start, t).index_copy_(0, at.slots, k);
+          cache->v.narrow(2, at.start, t).index_copy_(0, at.slots, v);
         } else {
           cache->k.narrow(2, 0, t).copy_(k);
           cache->v.narrow(2, 0, t).copy_(v);
         }
-        causal = true;
+        // A chunk after the first attends over its rows' earlier positions too.
+        if (at.start > 0) {
+          keys = cache->k.index_select(0, at.slots).narrow(2, 0, at.start + t);
+          values = cache->v.index_select(0, at.slots).narrow(2, 0, at.start + t);
+          mask = at.mask;
+        } else {
+          causal = true;
+        }
         break;
       case Pass::kDecode:
         cache->k.narrow(2, at.start, 1).copy_(k);
@@ -285,9 +293,20 @@ class Decoder : public LanguageModel {
     return Run(token, Pass::kStatic, at, &decode_kernel);
   }
 
-  torch::Tensor PrefillSlots(const torch::Tensor& prompts, const torch::Tensor& slots) override {
+  torch::Tensor PrefillSlots(const torch::Tensor& prompts, const torch::Tensor& slots,
+                             int64_t start) override {
     Where at;
     at.slots = slots;
+    at.start = start;
+    if (start > 0) {
+      // Position start + i attends up to itself.
+      const int64_t t = prompts.size(1), span = start + t;
+      const torch::Tensor queries = torch::arange(start, span, slots.options()).view({t, 1});
+      at.mask = torch::where(torch::arange(span, slots.options()).view({1, span}) <= queries, 0.0,
+                             -std::numeric_limits<double>::infinity())
+                    .to(caches_.at(0).k.scalar_type())
+                    .view({1, 1, t, span});
+    }
     return Run(prompts, Pass::kPrefill, at, &sequence_kernel);
   }
 
@@ -423,7 +442,7 @@ ModelOrError NewDecoder(const RunConfig& c, Style style) {
 
 // A language model that cannot serve (a compiled package) says so.
 torch::Tensor LanguageModel::PrefillSlots(const torch::Tensor& /*prompts*/,
-                                          const torch::Tensor& /*slots*/) {
+                                          const torch::Tensor& /*slots*/, int64_t /*start*/) {
   throw std::runtime_error("this language model cannot serve: mode serve runs eager");
 }
 torch::Tensor LanguageModel::DecodeRows(const torch::Tensor& /*tokens*/,

@@ -1,7 +1,8 @@
 // A language model serving requests that arrive over time (mode serve):
 // the scheduler of worker/serve.h drives the model's two serving steps, a
-// step's prompts' prefill into their slots of the KV cache and one decode
-// step over the slots in use, each request at its own position. Eager, or
+// step's prompts' prefill (whole or a chunk) into their slots of the KV
+// cache and one decode step over the slots in use, each request at its own
+// position. Eager, or
 // each decode step a replayed CUDA graph of its bucket of rows; weights in
 // the run's precision as decode.cc holds them. A step's tokens are read to
 // the host, as a server streaming them does; on a GPU the next step is
@@ -14,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -53,17 +55,19 @@ class ServeModel : public serve::Model {
     if (UsesCudaGraph(c.execution)) CaptureBuckets(c.batch_size);
   }
 
-  // The step's prompts of one length in one batch, a batch a length.
+  // The step's chunks alike (the same positions, each the end of its
+  // prompt or none) in one batch.
   absl::Status Prefill(const std::vector<Admission>& admitted) override {
     torch::NoGradGuard no_grad;
-    std::map<int, std::vector<const Admission*>> by_length;
-    for (const Admission& a : admitted) by_length[a.request.input_tokens].push_back(&a);
-    for (const auto& [length, group] : by_length) {
+    std::map<std::tuple<int, int, bool>, std::vector<const Admission*>> alike;
+    for (const Admission& a : admitted) alike[{a.start, a.length, a.last()}].push_back(&a);
+    for (const auto& [key, group] : alike) {
+      const auto [start, length, last] = key;
       std::vector<int64_t> ids;
       std::vector<int> slots;
       for (const Admission* a : group) {
         const std::vector<int64_t> prompt = PromptOf(a->request, model_->vocab_size(), seed_);
-        ids.insert(ids.end(), prompt.begin(), prompt.end());
+        ids.insert(ids.end(), prompt.begin() + start, prompt.begin() + start + length);
         slots.push_back(a->slot);
         request_of_[a->slot] = a->request.id;
       }
@@ -72,9 +76,11 @@ class ServeModel : public serve::Model {
       const torch::Tensor at =
           torch::tensor(std::vector<int64_t>(slots.begin(), slots.end()), torch::kInt64)
               .to(device_);
-      const torch::Tensor tokens = model_->PrefillSlots(prompts, at).argmax(-1, /*keepdim=*/true);
+      const torch::Tensor logits = model_->PrefillSlots(prompts, at, start);
+      if (!last) continue;  // the prompt goes on in a later step
+      const torch::Tensor tokens = logits.argmax(-1, /*keepdim=*/true);
       last_.index_copy_(0, at, tokens);
-      positions_.index_fill_(0, at, length);
+      positions_.index_fill_(0, at, start + length);
       Deliver(tokens, slots, /*by_slot=*/false);
     }
     return absl::OkStatus();
@@ -245,6 +251,7 @@ serve::Load ServeLoadOf(const RunConfig& c, const MeasureConfig& m) {
   load.slo_tpot_ms = c.slo_tpot_ms;
   load.slo_e2e_ms = c.slo_e2e_ms;
   load.slice_ms = c.slice_ms;
+  load.prefill_chunk = c.prefill_chunk;
   load.max_time_ns = m.max_time_ms * 1000000;
   for (const RunConfig::TraceRequest& t : c.trace) {
     serve::Request r;
