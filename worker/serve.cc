@@ -143,8 +143,16 @@ void Scheduler::Arrive(Request r, int64_t arrival_ns) {
 }
 
 void Scheduler::Send(int index) {
-  if (flights_[index].request.id == load_.warmup_requests && on_measure_begin_) {
+  Flight& f = flights_[index];
+  if (f.request.id == load_.warmup_requests && on_measure_begin_) {
     on_measure_begin_();
+    // A closed loop's client sends once the harness has begun measuring:
+    // the hook's time is not its request's (an open loop's arrivals keep
+    // their schedule).
+    if (!open()) {
+      f.arrival_ns = clock_->NowNs();
+      f.request.arrival_ns = f.arrival_ns - start_ns_;
+    }
   }
   ++sent_;
   waiting_.push_back(index);
@@ -158,9 +166,11 @@ void Scheduler::Finish(int index, int64_t now) {
   // The load goes on until every measured request has finished.
   if (measured_done_ == load_.num_requests) return;
   if (!open()) {
+    // Sent now: after any earlier send's measure-begin hook.
+    const int64_t sent = clock_->NowNs();
     Request next = requests_.Next();
-    next.arrival_ns = now - start_ns_;
-    Arrive(next, now);
+    next.arrival_ns = sent - start_ns_;
+    Arrive(next, sent);
   } else if (!held_.empty() && (load_.concurrency == 0 || InFlight() < load_.concurrency)) {
     Send(held_.front());
     held_.pop_front();

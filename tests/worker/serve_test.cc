@@ -258,21 +258,27 @@ TEST(ServeTest, RequestsOverTheSlotsWaitAndTheWaitCountsInTtft) {
 }
 
 // The first warmup_requests requests are slow here: none of their times
-// may reach the figures.
+// may reach the figures. Nor may the measure-begin hook's (the harness
+// starting its telemetry: 30 ms here) reach a closed loop's TTFT: its
+// clients send once it has run.
 TEST(ServeTest, WarmUpRequestsAreNotInTheFigures) {
   FakeTimeline clock;
   FakeModel model(&clock, 4);
   model.prefill_ns = [](const Request& r) { return r.id < 4 ? 1000 * kMs : 10 * kMs; };
   Load load = ClosedLoop(4, 4);
   int measure_began_at = -1;
-  auto out = Serve(load, &model, &clock, nullptr,
-                   [&] { measure_began_at = static_cast<int>(model.prefilled.size()); });
+  auto out = Serve(load, &model, &clock, nullptr, [&] {
+    measure_began_at = static_cast<int>(model.prefilled.size());
+    clock.now_ns += 30 * kMs;
+  });
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->requests, load.num_requests);
   EXPECT_EQ(out->warmup_requests, 4);
   EXPECT_EQ(out->ttft_ms.size(), static_cast<size_t>(load.num_requests));
   EXPECT_LT(*std::max_element(out->e2e_ms.begin(), out->e2e_ms.end()), 1000);
   EXPECT_GE(measure_began_at, 4);
+  // Each wave of 4 clients: 4 prefills of 10 ms, one after another.
+  EXPECT_DOUBLE_EQ(*std::max_element(out->ttft_ms.begin(), out->ttft_ms.end()), 40);
 }
 
 // A model that slows to half speed after its 100th decode step: the

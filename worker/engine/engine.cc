@@ -273,18 +273,22 @@ absl::Status CheckRunnable(const RunConfig& c, const torch::Device& device) {
 
 // Telemetry covers the measured windows only: the sampler starts as
 // measuring begins (the function returned, called then) and its owner
-// stops it (StopSampling).
+// stops it (StopSampling). The source opens here, before: NVML's start-up
+// takes tens of milliseconds, which a serving run's first measured
+// requests would otherwise wait through (their TTFT).
 std::function<void()> SampleWhileMeasuring(int device_index, const MeasureConfig& m,
                                            RunOutcome* out,
                                            std::unique_ptr<telemetry::Sampler>* sampler) {
   if (!m.telemetry) return {};
-  return [device_index, interval = m.telemetry_interval_ms, out, sampler] {
-    std::unique_ptr<telemetry::Source> source =
-        device_index >= 0 ? telemetry::OpenNvml(cuda::PciBusId(device_index), device_index,
-                                                &out->telemetry.unavailable_reason)
-                          : telemetry::OpenHost();
-    if (!source) return;
-    *sampler = std::make_unique<telemetry::Sampler>(std::move(source), interval);
+  // Shared: a std::function is copied, the source moved out once.
+  auto source = std::make_shared<std::unique_ptr<telemetry::Source>>(
+      device_index >= 0 ? telemetry::OpenNvml(cuda::PciBusId(device_index), device_index,
+                                              &out->telemetry.unavailable_reason)
+                        : telemetry::OpenHost());
+  if (!*source) return {};
+  return [source, interval = m.telemetry_interval_ms, sampler] {
+    if (!*source) return;
+    *sampler = std::make_unique<telemetry::Sampler>(std::move(*source), interval);
     (*sampler)->Start();
   };
 }
