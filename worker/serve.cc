@@ -106,6 +106,7 @@ class Scheduler {
   const std::function<void()> on_measure_begin_;
   Requests requests_;
   int64_t start_ns_ = 0;
+  int64_t measure_began_ns_ = 0;  // a closed loop's, once the hook has run
   std::vector<Flight> flights_;
   std::deque<int> held_;     // open loop: arrived over the concurrency limit
   std::deque<int> waiting_;  // sent, waiting for a slot
@@ -150,7 +151,8 @@ void Scheduler::Send(int index) {
     // the hook's time is not its request's (an open loop's arrivals keep
     // their schedule).
     if (!open()) {
-      f.arrival_ns = clock_->NowNs();
+      measure_began_ns_ = clock_->NowNs();
+      f.arrival_ns = measure_began_ns_;
       f.request.arrival_ns = f.arrival_ns - start_ns_;
     }
   }
@@ -166,8 +168,9 @@ void Scheduler::Finish(int index, int64_t now) {
   // The load goes on until every measured request has finished.
   if (measured_done_ == load_.num_requests) return;
   if (!open()) {
-    // Sent now: after any earlier send's measure-begin hook.
-    const int64_t sent = clock_->NowNs();
+    // A wave's clients send at once, after the measure-begin hook where
+    // it ran among them.
+    const int64_t sent = std::max(now, measure_began_ns_);
     Request next = requests_.Next();
     next.arrival_ns = sent - start_ns_;
     Arrive(next, sent);

@@ -159,6 +159,64 @@ TEST(LanguageModel, ServedRequestsGetTheTokensOfASoloDecode) {
   }
 }
 
+// A prompt prefilled in chunks into a slot that another request left,
+// while a third decodes in the slot above it: the decode steps between
+// its chunks take in its row, and must not write over the part of its
+// prompt already in the cache (the slot's last request left its row at a
+// position inside it). Its tokens are a solo decode's.
+TEST(LanguageModel, TheStepsBetweenAPromptsChunksLeaveItsCacheAlone) {
+  // A step ahead or not; prompts from several seeds (a token written over
+  // shifts the logits a little: some seed's argmax shows it).
+  for (int ahead : {0, 1}) {
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      RunConfig c = TinyConfig("gpt");
+      c.batch_size = 2;
+      // A (slot 0) ends after one step at position 3; B (slot 1) decodes
+      // on; C takes slot 0, its 9 tokens in chunks of 4.
+      c.trace = {{0, 2, 2}, {0, 2, 6}, {0, 9, 6}};
+      torch::manual_seed(seed);
+      auto created = CreateModel(c);
+      ASSERT_TRUE(created.ok()) << created.status();
+      auto model = std::dynamic_pointer_cast<LanguageModel>(*created);
+      ASSERT_NE(model, nullptr);
+      {
+        // Larger weights: sharp attention and large values, so that one
+        // key and value written over moves the logits past a tie.
+        torch::NoGradGuard no_grad;
+        for (torch::Tensor& p : model->parameters()) p.mul_(20);
+      }
+      serve::Load load;
+      load.slots = c.batch_size;
+      load.num_requests = 3;
+      load.prefill_chunk = 4;
+      for (const RunConfig::TraceRequest& t : c.trace) {
+        load.trace.push_back({0, 0, t.input_tokens, t.output_tokens});
+      }
+      std::map<int64_t, std::vector<int64_t>> served;
+      std::unique_ptr<serve::Model> server =
+          NewServeModel(c, torch::Device(torch::kCPU), model, seed, &served, ahead);
+      auto out = serve::Serve(load, server.get(), serve::SteadyTimeline(), nullptr);
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ(out->requests, 3);
+      torch::NoGradGuard no_grad;
+      serve::Request r;
+      r.id = 2;
+      r.input_tokens = 9;
+      const std::vector<int64_t> prompt = PromptOf(r, model->vocab_size(), seed);
+      model->AllocateCache(1, 16, torch::kFloat32);
+      std::vector<int64_t> alone;
+      torch::Tensor token =
+          model->Prefill(torch::tensor(prompt, torch::kLong).view({1, -1})).argmax(-1, true);
+      alone.push_back(token.item<int64_t>());
+      for (int position = 9; alone.size() < 6; ++position) {
+        token = model->Decode(token, position).argmax(-1, true);
+        alone.push_back(token.item<int64_t>());
+      }
+      EXPECT_EQ(served[2], alone) << "a step ahead " << ahead << ", seed " << seed;
+    }
+  }
+}
+
 // A trace whose longest prompt and longest output are two requests: a
 // slot holds both (the cache's positions run to their sum), and the free
 // row beside the long output, decoding on past its own request's end,

@@ -77,7 +77,14 @@ class ServeModel : public serve::Model {
           torch::tensor(std::vector<int64_t>(slots.begin(), slots.end()), torch::kInt64)
               .to(device_);
       const torch::Tensor logits = model_->PrefillSlots(prompts, at, start);
-      if (!last) continue;  // the prompt goes on in a later step
+      if (!last) {
+        // The prompt goes on in a later step. Meanwhile a decode step's
+        // rows can take in this one's: it writes at the cache's last
+        // position, which is no prompt's and which a token of its own
+        // writes before it attends there.
+        positions_.index_fill_(0, at, capacity_ - 1);
+        continue;
+      }
       const torch::Tensor tokens = logits.argmax(-1, /*keepdim=*/true);
       last_.index_copy_(0, at, tokens);
       positions_.index_fill_(0, at, start + length);
