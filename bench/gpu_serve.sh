@@ -25,7 +25,10 @@
 #    requests/s (8) of $CHUNK_ISL prompt tokens (256:4096) and $OSL output
 #    into $CHUNK_BATCH slots (32), $CHUNK_REQS measured (200), prefilled
 #    whole and in chunks of $CHUNK_TOKENS (512): the token gaps' p99 (what a
-#    long prompt's prefill stalls) against TTFT's (what chunking delays).
+#    long prompt's prefill stalls) against TTFT's (what chunking delays);
+#    under each attention of $CHUNK_ATTENTION (default auto: LibTorch's
+#    choice, cuDNN's on Hopper, which builds a graph for each new shape;
+#    efficient takes a chunk's mask and builds none).
 # Each run's requests: $REQS_PER_C x C measured (at least $MIN_REQS), the
 # warm-up C. Prints a row as each finishes ($OUT/table.txt); every job's
 # table is in $OUT. STATIC_MS bounds each static decode run (default 15000).
@@ -112,15 +115,19 @@ for model in ${FIND-llama:1b}; do
   row "$model $(tail -1 "$OUT/find-${model/:/-}.txt")"
 done
 for model in ${CHUNK-llama:1b}; do
-  for chunk in 0 "${CHUNK_TOKENS:-512}"; do
-    submit_job "chunk-${model/:/-}-$chunk" --workload "${model%%:*}" --model-size "${model##*:}" \
-      --mode serve --batch "${CHUNK_BATCH:-32}" --execution "${PARETO_EXEC:-cuda_graph}" \
-      --input-len "${CHUNK_ISL:-256:4096}" --output-len "$OSL" --request-rate "${CHUNK_RATE:-8}" \
-      --num-requests "${CHUNK_REQS:-200}" --prefill-chunk "$chunk" "${common[@]}" > /dev/null
-    row "$(printf '%-10s chunk %-5s itl p50 %6.2f p99 %7.2f ms  tpot p99 %6.2f ms  ttft p50 %8.2f p99 %8.2f ms  output tok/s %8.1f' \
-      "$model" "$chunk" "$(figure "$JOB" serve.itl.p50_ms)" "$(figure "$JOB" serve.itl.p99_ms)" \
-      "$(figure "$JOB" serve.tpot.p99_ms)" "$(figure "$JOB" serve.ttft.p50_ms)" \
-      "$(figure "$JOB" serve.ttft.p99_ms)" "$(figure "$JOB" serve.output_tokens_per_s)")"
+  for attention in ${CHUNK_ATTENTION:-auto}; do
+    for chunk in 0 "${CHUNK_TOKENS:-512}"; do
+      submit_job "chunk-${model/:/-}-$attention-$chunk" --workload "${model%%:*}" \
+        --model-size "${model##*:}" --mode serve --batch "${CHUNK_BATCH:-32}" \
+        --execution "${PARETO_EXEC:-cuda_graph}" --attention "$attention" \
+        --input-len "${CHUNK_ISL:-256:4096}" --output-len "$OSL" --request-rate "${CHUNK_RATE:-8}" \
+        --num-requests "${CHUNK_REQS:-200}" --prefill-chunk "$chunk" "${common[@]}" > /dev/null
+      row "$(printf '%-10s %-9s chunk %-5s itl p50 %6.2f p99 %7.2f ms  tpot p99 %6.2f ms  ttft p50 %8.2f p99 %8.2f ms  output tok/s %8.1f' \
+        "$model" "$attention" "$chunk" "$(figure "$JOB" serve.itl.p50_ms)" \
+        "$(figure "$JOB" serve.itl.p99_ms)" "$(figure "$JOB" serve.tpot.p99_ms)" \
+        "$(figure "$JOB" serve.ttft.p50_ms)" "$(figure "$JOB" serve.ttft.p99_ms)" \
+        "$(figure "$JOB" serve.output_tokens_per_s)")"
+    done
   done
 done
 exit "$FAILED"

@@ -152,8 +152,8 @@ class Block : public torch::nn::Module {
         }
         // A chunk after the first attends over its rows' earlier positions too.
         if (at.start > 0) {
-          keys = cache->k.index_select(0, at.slots).narrow(2, 0, at.start + t);
-          values = cache->v.index_select(0, at.slots).narrow(2, 0, at.start + t);
+          keys = cache->k.narrow(2, 0, at.start + t).index_select(0, at.slots);
+          values = cache->v.narrow(2, 0, at.start + t).index_select(0, at.slots);
           mask = at.mask;
         } else {
           causal = true;
