@@ -343,6 +343,12 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
         << " prints no runs (show, watch, submit --wait, run and runs do)\n";
     return kExitUsage;
   }
+  // A spec file is a job's: show's alone.
+  if (args->format == Format::kSpec && std::string(command->name) != "show") {
+    err << "gpubench: --output spec: " << args->command
+        << " has no job's spec to print (show JOB does)\n";
+    return kExitUsage;
+  }
   // Commands that talk to a daemon take no spec flags unless they submit.
   if (!command->takes_spec && !args->spec_flags.empty()) {
     const std::string& flag = args->spec_flags.begin()->first;

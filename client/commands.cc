@@ -47,10 +47,13 @@ example: gpubench jobs --state failed --since 7d
 )"},
       {"show", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, JobCommand,
        R"(  show JOB               a job and its runs)",
-       R"(usage: gpubench show JOB [--output table|json|csv|markdown|gbench] [--host H]
+       R"(usage: gpubench show JOB [--output table|json|csv|markdown|gbench|spec] [--host H]
 A job and its runs. JSON is {"job": Job, "runs": [Run]} in the API's JSON mapping.
 gbench is Google Benchmark's JSON: a benchmark per run (real_time per iteration,
 items_per_second, p50_ms/p95_ms/p99_ms), runs of one config as its repetitions.
+spec is the job's spec file, which `gpubench submit FILE` submits again. The table's
+"reproduce:" line is the command that submits the same plan: its spec flags, or
+where flags cannot say all of it (a serving trace), the spec file.
 examples:
   gpubench show j3f2c0d1e2a3b4c5d --output json | jq '.runs[].result.throughput_samples_per_s'
   gpubench show JOB_A --output gbench > a.json; gpubench show JOB_B --output gbench > b.json

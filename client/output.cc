@@ -84,8 +84,9 @@ absl::StatusOr<Format> ParseFormat(const std::string& name) {
   if (name == "csv") return Format::kCsv;
   if (name == "markdown" || name == "md") return Format::kMarkdown;
   if (name == "gbench") return Format::kGbench;
+  if (name == "spec") return Format::kSpec;
   return absl::InvalidArgumentError(absl::StrCat(
-      "--output: \"", name, "\" is not one of table, json, csv, markdown, gbench"));
+      "--output: \"", name, "\" is not one of table, json, csv, markdown, gbench, spec"));
 }
 
 namespace {

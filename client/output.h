@@ -15,10 +15,11 @@
 namespace gpubench::client {
 
 // kGbench is Google Benchmark's JSON (client/gbench.h), for commands that
-// print runs.
-enum class Format { kTable, kJson, kCsv, kMarkdown, kGbench };
+// print runs; kSpec is a job's spec file, for show alone.
+enum class Format { kTable, kJson, kCsv, kMarkdown, kGbench, kSpec };
 
-// "table", "json", "csv", "markdown" or "gbench"; InvalidArgument naming --output.
+// "table", "json", "csv", "markdown", "gbench" or "spec"; InvalidArgument
+// naming --output.
 absl::StatusOr<Format> ParseFormat(const std::string& name);
 
 // Rows of cells under a header. Cells that look numeric are right-aligned in

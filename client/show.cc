@@ -14,6 +14,7 @@
 #include "client/cli.h"
 #include "client/cli_internal.h"
 #include "client/gbench.h"
+#include "client/repro.h"
 #include "client/run_columns.h"
 #include "report/figures.h"
 #include "common/fingerprint.h"
@@ -292,13 +293,18 @@ void PrintJob(const v1::Job& job, const std::vector<v1::Run>& runs, Format forma
     json.End();
     return;
   }
+  if (format == Format::kSpec) {
+    out << MessageToJson(job.spec()) << "\n";
+    return;
+  }
   if (format == Format::kTable) {
     // A job stored before its plan held these ran with the same defaults.
     v1::JobSpec settings = job.spec();
     FillSpecDefaults(&settings);
     out << "job " << job.job_id() << "  " << Printable(job.spec().name()) << "  state "
         << Short(v1::JobState_descriptor(), job.state()) << "\n"
-        << "settings: " << SettingsText(settings) << "\n";
+        << "settings: " << SettingsText(settings) << "\n"
+        << "reproduce: " << Printable(ReproCommand(job.job_id(), job.spec())) << "\n";
   }
   PrintTable(RunsTable(runs, false, format), format, out);
   if (format == Format::kTable || format == Format::kMarkdown) {
