@@ -527,6 +527,7 @@ std::optional<Check> LoadedTogether(
   Check c = CheckOf(host, *loaded[0], absl::StrCat(kLoadedProbe, "_together"), "%");
   c.device = absl::StrCat(loaded.size(), " devices");
   c.run_id.clear();
+  c.of_host = true;
   double start = -1e300, end = 1e300, shortest = 1e300;
   for (const v1::Run* run : loaded) {
     const double to = TimeUtil::TimestampToNanoseconds(run->end_time()) / 1e9;

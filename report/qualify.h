@@ -64,6 +64,7 @@ struct Check {
   // judged; pass: "".
   std::string why;
   std::string run_id;
+  bool of_host = false;  // of the host's devices together (loaded_bf16_together): not a device
 };
 
 // The checks of one host's probe session (the runs of the jobs RunProbe

@@ -27,7 +27,7 @@ std::string StatusLine(const std::vector<Check>& checks, int level) {
   for (const Check& c : checks) {
     hosts.insert(c.host);
     const size_t to = c.device.find(kPairTo);
-    devices.insert(c.host + " " + c.device.substr(0, to));
+    if (!c.of_host) devices.insert(c.host + " " + c.device.substr(0, to));
     if (to != std::string::npos) pairs.insert(c.host + " " + c.device);
   }
   const Outcome overall = Overall(checks);
