@@ -65,6 +65,24 @@ absl::Status SelectAttention(Attention a) {
 #endif
 }
 
+NoCudnnAttention::NoCudnnAttention(Attention a) {
+#if GPUBENCH_TORCH_AT_LEAST(2, 3)
+  auto& ctx = at::globalContext();
+  if ((a == Attention::kAuto || a == Attention::kUnspecified) && ctx.userEnabledCuDNNSDP()) {
+    ctx.setSDPUseCuDNN(false);
+    restore_ = true;
+  }
+#else
+  (void)a;
+#endif
+}
+
+NoCudnnAttention::~NoCudnnAttention() {
+#if GPUBENCH_TORCH_AT_LEAST(2, 3)
+  if (restore_) at::globalContext().setSDPUseCuDNN(true);
+#endif
+}
+
 std::string AttentionKernel(const torch::Tensor& q, const torch::Tensor& k,
                             const torch::Tensor& v, bool causal, const torch::Tensor& mask) {
 #if GPUBENCH_TORCH_AT_LEAST(2, 0)

@@ -15,6 +15,23 @@ namespace gpubench::engine {
 // SDPA at all: only its textbook formula, "math").
 absl::Status SelectAttention(Attention a);
 
+// Within its scope, auto (a) may not pick cuDNN's kernel; any other choice
+// is left as it is. For a serving run's prefill, whose prompts come in many
+// lengths: cuDNN's SDPA builds a graph for each new shape (llama 1b,
+// prompts of 256 to 4,096 tokens: TTFT p50 81 ms with it, 19.6 ms without,
+// on an H200: bench/results/2026-11-29-h200-serve-attention.txt), while
+// its decode step, of one shape, is the fastest there.
+class NoCudnnAttention {
+ public:
+  explicit NoCudnnAttention(Attention a);
+  ~NoCudnnAttention();
+  NoCudnnAttention(const NoCudnnAttention&) = delete;
+  NoCudnnAttention& operator=(const NoCudnnAttention&) = delete;
+
+ private:
+  bool restore_ = false;
+};
+
 }  // namespace gpubench::engine
 
 #endif  // GPUBENCH_WORKER_ENGINE_ATTENTION_H_

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "worker/engine/attention.h"
 #include "worker/engine/language_model.h"
 #include "worker/engine/workload.h"
 #include "worker/serve.h"
@@ -39,7 +40,8 @@ class ServeModel : public serve::Model {
  public:
   ServeModel(const RunConfig& c, torch::Device device, std::shared_ptr<LanguageModel> model,
              uint64_t seed, int steps_ahead, std::map<int64_t, std::vector<int64_t>>* tokens)
-      : device_(device), model_(std::move(model)), seed_(seed), tokens_(tokens),
+      : device_(device), attention_(c.attention), model_(std::move(model)), seed_(seed),
+        tokens_(tokens),
         steps_ahead_(steps_ahead >= 0 ? steps_ahead : device.is_cuda() ? 1 : 0) {
     if (device_.is_cuda()) reads_ = cuda::NewHostReads();
     const torch::ScalarType dtype = WeightTypeOf(c.precision);
@@ -59,6 +61,7 @@ class ServeModel : public serve::Model {
   // prompt or none) in one batch.
   absl::Status Prefill(const std::vector<Admission>& admitted) override {
     torch::NoGradGuard no_grad;
+    const NoCudnnAttention varied_lengths(attention_);
     std::map<std::tuple<int, int, bool>, std::vector<const Admission*>> alike;
     for (const Admission& a : admitted) alike[{a.start, a.length, a.last()}].push_back(&a);
     for (const auto& [key, group] : alike) {
@@ -186,6 +189,7 @@ class ServeModel : public serve::Model {
   }
 
   const torch::Device device_;
+  const Attention attention_;
   std::shared_ptr<LanguageModel> model_;
   const uint64_t seed_;
   std::map<int64_t, std::vector<int64_t>>* tokens_;
