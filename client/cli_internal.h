@@ -185,6 +185,7 @@ int RmCommand(const Args& a, std::ostream& out, std::ostream& err);
 int JobsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int RunsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int TraceCommand(const Args& a, std::ostream& out, std::ostream& err);
+int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err);  // explain_command.cc
 int ModelCommand(const Args& a, std::ostream& out, std::ostream& err);
 int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err);
 int HostsCommand(const Args& a, std::ostream& out, std::ostream& err);

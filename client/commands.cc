@@ -220,6 +220,21 @@ Saves a run's profiler trace (Chrome trace JSON: ui.perfetto.dev, chrome://traci
 Runs have a trace when their spec asks for one: "profiling": {"enabled": true}.
 example: gpubench trace r5c41a6f4c985aaff -o trace.json
 )"},
+      {"explain", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false,
+       ExplainCommand,
+       R"(  explain RUN|FILE.json  where a profiled run's device time went, and why)",
+       R"(usage: gpubench explain RUN [--host H] [--output json]
+       gpubench explain FILE.json
+Breaks a run's stored profiler trace (or a Chrome trace file: a path with '/' or ending in
+.json) down by Holistic Trace Analysis' rules: the span from the first device event to the
+last, split into idle (no stream busy), compute, and the rest as communication, memory and
+other; each stream's idle gaps as waiting on the host (the launch came after the previous
+work ended), on another kernel (under 30 us) or other; launch delays; the top kernels; and a
+sentence naming the biggest share. The trace is read as it streams in, never held whole.
+Runs have a trace when their spec asks for one ("profiling": {"enabled": true}); a CPU
+run's trace has no device streams (its operators are in show's profile table).
+example: gpubench explain r5c41a6f4c985aaff
+)"},
       {"schedule", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/true, ScheduleCommand,
        R"(  schedule add --cron "0 2 * * *" [--tz ZONE] [SPEC.json] [spec flags]
   schedule list | rm ID | history ID)",

@@ -16,7 +16,8 @@ build=$(./deploy/build.sh "-DGPUBENCH_TESTS=${TESTS:-all}")
 # kubernetes-validate checks deploy/k8s against Kubernetes' schemas;
 # postgresql is the server `export --to` loads and DuckDB (duckdb) reads
 # the JSON Lines export (cli_export_test); apache-otava finds change points
-# beside gpubench's (change_points_test).
+# beside gpubench's (change_points_test); HolisticTraceAnalysis reads the
+# traces gpubench explain does (hta_agreement.py).
 SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
 missing=$(for p in chromium zsh prometheus libbenchmark-tools python3-scipy postgresql; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
@@ -29,6 +30,13 @@ python3 -c 'import grpc, grpc_health.v1, grpc_reflection.v1alpha' 2>/dev/null ||
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install -q duckdb==2.0.1 >&2
 # Apache Otava, the change-point peer (change_points_test).
 python3 -c 'import otava.analysis' 2>/dev/null || python3 -m pip install -q apache-otava==0.8.0 >&2
+# Meta's Holistic Trace Analysis, the trace-breakdown peer (hta_agreement.py):
+# without its notebook dependencies (jupyterlab), which it does not import.
+python3 -c 'import hta.trace_analysis' 2>/dev/null || {
+  python3 -m pip install -q --no-deps HolisticTraceAnalysis==0.5.0 >&2
+  python3 -m pip install -q pandas==2.3.3 plotly==7.1.0 psutil==7.2.2 networkx==3.6.1 \
+    pydot==4.0.1 PyYAML==6.0.3 >&2
+}
 # Kubernetes' schemas for the DaemonSet (k8s_test.py).
 command -v kubernetes-validate >/dev/null ||
   python3 -m pip install -q kubernetes-validate==1.37.0 >&2

@@ -1,0 +1,145 @@
+// gpubench explain RUN|FILE.json: where a profiled window's device time
+// went (report/trace_breakdown.h), from a run's stored trace read a chunk
+// at a time as it arrives, or from a trace file on this machine.
+#include <algorithm>
+#include <ostream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli_internal.h"
+#include "client/json_writer.h"
+#include "client/output.h"
+#include "report/trace_breakdown.h"
+
+namespace gpubench::client {
+namespace {
+
+constexpr int kTopKernels = 10;
+
+// The run's trace from its daemon, read as it streams in.
+absl::Status FetchTrace(const Args& a, const std::string& run_id, report::TraceEvents* out) {
+  auto d = ConnectOne(a);
+  if (!d.ok()) return d.status();
+  grpc::ClientContext ctx;
+  PrepareCall(d->host, 0, &ctx);
+  v1::GetTraceRequest req;
+  req.set_run_id(run_id);
+  auto stream = d->stub->GetTrace(&ctx, req);
+  v1::GetTraceResponse resp;
+  report::TraceReader reader;
+  absl::Status parsed;
+  while (stream->Read(&resp)) {
+    if (resp.part_case() == v1::GetTraceResponse::kChunk && parsed.ok()) {
+      parsed = reader.Feed(resp.chunk());
+    }
+  }
+  if (auto s = stream->Finish(); !s.ok()) {
+    return absl::Status(FromGrpc(s).code(), absl::StrCat(d->host.name, ": ", s.error_message()));
+  }
+  if (parsed.ok()) parsed = reader.Finish();
+  if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat(run_id, "'s trace: ", parsed.message()));
+  *out = std::move(reader.events());
+  return absl::OkStatus();
+}
+
+std::string Us(double us) { return absl::StrFormat("%.0f", us); }
+std::string Pct(const report::Breakdown& b, double us) {
+  return absl::StrFormat("%.1f", b.Pct(us));
+}
+
+void PrintText(const report::Breakdown& b, const std::string& sentence, std::ostream& out) {
+  out << "span " << Us(b.span_us) << " us, from the first device event to the last ("
+      << b.device_events << " events on device streams; HTA's temporal breakdown)\n";
+  Table shares{{"share", "us", "% of span"}, {}};
+  const std::pair<const char*, double> rows[] = {
+      {"idle", b.idle_us},           {"compute", b.compute_us},
+      {"communication", b.communication_us}, {"memory", b.memory_us},
+      {"other", b.other_us}};
+  for (const auto& [name, us] : rows) shares.rows.push_back({name, Us(us), Pct(b, us)});
+  PrintTable(shares, Format::kTable, out);
+  if (b.communication_total_us > 0) {
+    out << "communication under compute: "
+        << absl::StrFormat("%.1f%%", 100 * b.communication_overlap_us / b.communication_total_us)
+        << " of " << Us(b.communication_total_us) << " us\n";
+  }
+  out << "\nidle per stream (the gaps between its work: host = its launch came after the "
+         "previous work ended; kernel = under 30 us; other)\n";
+  Table idle{{"stream", "host us", "kernel us", "other us"}, {}};
+  for (const report::IdleSplit& s : b.idle) {
+    idle.rows.push_back({absl::StrCat(s.stream), Us(s.host_wait_us), Us(s.kernel_wait_us),
+                         Us(s.other_us)});
+  }
+  PrintTable(idle, Format::kTable, out);
+  out << "\nlaunches: " << b.kernels << " kernels, " << b.short_kernels << " under 10 us; "
+      << b.launches << " matched to their runtime call, median launch delay "
+      << absl::StrFormat("%.1f", b.median_launch_delay_us) << " us; " << b.graph_launched
+      << " events from CUDA graph launches\n\n";
+  Table top{{"kernel", "count", "total us", "mean us", "% of span"}, {}};
+  for (const report::KernelRow& k : b.top) {
+    top.rows.push_back({k.name.substr(0, 80), absl::StrCat(k.count), Us(k.total_us),
+                        absl::StrFormat("%.2f", k.total_us / k.count), Pct(b, k.total_us)});
+  }
+  PrintTable(top, Format::kTable, out);
+  out << "\n" << sentence << "\n";
+}
+
+void PrintJson(const report::Breakdown& b, const std::string& sentence, std::ostream& out) {
+  JsonWriter json(out);
+  json.Object();
+  json.Key("span_us").Number(b.span_us).Key("idle_us").Number(b.idle_us);
+  json.Key("compute_us").Number(b.compute_us).Key("non_compute_us").Number(b.non_compute_us);
+  json.Key("communication_us").Number(b.communication_us).Key("memory_us").Number(b.memory_us);
+  json.Key("other_us").Number(b.other_us);
+  json.Key("communication_overlap_us").Number(b.communication_overlap_us);
+  json.Key("idle_pct").Number(b.Pct(b.idle_us)).Key("compute_pct").Number(b.Pct(b.compute_us));
+  json.Key("non_compute_pct").Number(b.Pct(b.non_compute_us));
+  json.Key("idle").Array();
+  for (const report::IdleSplit& s : b.idle) {
+    json.Object().Key("stream").Int(s.stream).Key("host_wait_us").Number(s.host_wait_us);
+    json.Key("kernel_wait_us").Number(s.kernel_wait_us).Key("other_us").Number(s.other_us).End();
+  }
+  json.End();
+  json.Key("kernels").Int(b.kernels).Key("short_kernels").Int(b.short_kernels);
+  json.Key("launches").Int(b.launches).Key("graph_launched").Int(b.graph_launched);
+  json.Key("median_launch_delay_us").Number(b.median_launch_delay_us);
+  json.Key("top").Array();
+  for (const report::KernelRow& k : b.top) {
+    json.Object().Key("name").String(k.name).Key("count").Int(k.count);
+    json.Key("total_us").Number(k.total_us).End();
+  }
+  json.End();
+  json.Key("verdict").String(sentence);
+  json.End();
+}
+
+}  // namespace
+
+int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err) {
+  if (a.positional.size() != 1) return Usage(err, "explain takes a run id or a trace file");
+  const std::string& what = a.positional[0];
+  report::TraceEvents trace;
+  const bool file = absl::EndsWith(what, ".json") || absl::StrContains(what, "/");
+  const absl::Status read = file ? report::ReadTraceFile(what, &trace) : FetchTrace(a, what, &trace);
+  if (!read.ok()) {
+    err << "gpubench: " << read.message() << "\n";
+    return read.code() == absl::StatusCode::kNotFound ? kExitUsage : kExitJobFailed;
+  }
+  const report::Breakdown b = report::BreakDown(std::move(trace), kTopKernels);
+  if (b.device_events == 0) {
+    err << "gpubench: " << what << ": no work on a device stream in the trace (" << b.seen
+        << " events): a CPU run's trace has none; its operators are in `gpubench show`'s "
+           "profile table\n";
+    return kExitJobFailed;
+  }
+  const std::string sentence = report::BiggestShare(b);
+  if (a.format == Format::kJson) {
+    PrintJson(b, sentence, out);
+  } else {
+    PrintText(b, sentence, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace gpubench::client

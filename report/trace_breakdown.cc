@@ -1,0 +1,278 @@
+#include "report/trace_breakdown.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+
+namespace gpubench::report {
+namespace {
+
+// HTA's GPU side: work on a stream launched by a runtime call, and the
+// device-wide syncs.
+bool IsDevice(const TraceEvent& e, const TraceEvents& t) {
+  if (e.stream >= 0 && e.correlation >= 0) return true;
+  const std::string& name = t.Name(e.name);
+  return name == "Event Sync" || name == "Context Sync";
+}
+
+// A host call that launched work (its correlation id), for the idle split
+// and the launch delays.
+struct HostCall {
+  int64_t correlation;
+  double ts, dur;
+  int32_t name, index;
+};
+
+// HTA's reading, in place: the rounding, then the last ProfilerStep's
+// launches left out (with two steps or more), and work whose launch is not
+// in the trace.
+void Read(TraceEvents* t) {
+  std::vector<TraceEvent>& events = t->events;
+  if (t->float_ts) {
+    for (TraceEvent& e : events) {
+      const double end = e.ts + e.dur;
+      e.ts = std::ceil(e.ts);
+      e.dur = std::floor(end) - e.ts;
+    }
+  }
+  std::set<int32_t> steps;
+  double last_step = -std::numeric_limits<double>::infinity();
+  for (const TraceEvent& e : events) {
+    if (IsDevice(e, *t) || !absl::StrContains(t->Name(e.name), "ProfilerStep")) continue;
+    steps.insert(e.name);
+    last_step = std::max(last_step, e.ts);
+  }
+  if (steps.size() < 2) return;
+  std::vector<int64_t> launched;
+  for (const TraceEvent& e : events) {
+    if (!IsDevice(e, *t) && e.ts < last_step) launched.push_back(e.correlation);
+  }
+  std::sort(launched.begin(), launched.end());
+  events.erase(std::remove_if(events.begin(), events.end(),
+                              [&](const TraceEvent& e) {
+                                return IsDevice(e, *t) ? !std::binary_search(launched.begin(),
+                                                                             launched.end(),
+                                                                             e.correlation)
+                                                       : e.ts >= last_step;
+                              }),
+               events.end());
+}
+
+// The host calls with a correlation id, by id; of several, the last in the
+// file (HTA's join keeps the last).
+std::vector<HostCall> HostCalls(const TraceEvents& t) {
+  std::vector<HostCall> calls;
+  for (const TraceEvent& e : t.events) {
+    if (!IsDevice(e, t) && e.correlation >= 0) {
+      calls.push_back({e.correlation, e.ts, e.dur, e.name, e.index});
+    }
+  }
+  // By id, the last in the file first; then the first of each id kept.
+  std::sort(calls.begin(), calls.end(), [](const HostCall& a, const HostCall& b) {
+    return a.correlation != b.correlation ? a.correlation < b.correlation : a.index > b.index;
+  });
+  calls.erase(std::unique(calls.begin(), calls.end(),
+                          [](const HostCall& a, const HostCall& b) {
+                            return a.correlation == b.correlation;
+                          }),
+              calls.end());
+  calls.shrink_to_fit();
+  return calls;
+}
+
+const HostCall* CallOf(const std::vector<HostCall>& calls, int64_t correlation) {
+  auto it = std::lower_bound(calls.begin(), calls.end(), correlation,
+                             [](const HostCall& c, int64_t id) { return c.correlation < id; });
+  return it != calls.end() && it->correlation == correlation ? &*it : nullptr;
+}
+
+// The union of spans met in order of start (touching spans merge, as in
+// HTA's merge_kernel_intervals).
+class Union {
+ public:
+  void Add(double start, double end) {
+    if (!open_) {
+      first_ = start_ = start;
+      end_ = end;
+      open_ = true;
+      return;
+    }
+    if (start > end_) {
+      busy_ += end_ - start_;
+      start_ = start;
+    }
+    end_ = std::max(end_, end);
+  }
+  double Busy() const { return open_ ? busy_ + end_ - start_ : 0; }
+  double Span() const { return open_ ? end_ - first_ : 0; }
+
+ private:
+  bool open_ = false;
+  double first_ = 0, start_ = 0, end_ = 0, busy_ = 0;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+bool IsIdleCategory(const std::string& cat) {
+  static const std::set<std::string> cats = {"kernel", "Kernel", "gpu_memset", "Memset",
+                                             "gpu_memcpy", "Memcpy", "mtia_ccp_events"};
+  return cats.count(cat) > 0;
+}
+
+// A stream's gap before its next work: the host's when the launch began
+// after the previous work ended, another kernel's when under 30 µs.
+void AddGap(const TraceEvent& e, double prev_end, const HostCall* call, IdleSplit* split) {
+  const double gap = e.ts - prev_end;
+  if (call != nullptr && call->ts > prev_end) {
+    split->host_wait_us += gap;
+  } else if (gap < 30) {
+    split->kernel_wait_us += gap;
+  } else {
+    split->other_us += gap;
+  }
+}
+
+}  // namespace
+
+std::string KernelType(const std::string& name) {
+  const bool nccl_kernel =
+      absl::StartsWith(name, "nccl") && name.find("Kernel", 4) != std::string::npos;
+  if (nccl_kernel) return "communication";
+  if (absl::StartsWith(name, "Memcpy") || absl::StartsWith(name, "Memset") ||
+      absl::StartsWith(name, "dma")) {
+    return "memory";
+  }
+  if (absl::StrContains(name, "Memcpy") || absl::StartsWith(name, "Memset") ||
+      absl::StrContains(name, "Sync")) {
+    return "other";
+  }
+  return "computation";
+}
+
+Breakdown BreakDown(TraceEvents trace, int top_n) {
+  Breakdown b;
+  b.seen = trace.seen;
+  Read(&trace);
+  const std::vector<HostCall> calls = HostCalls(trace);
+  std::vector<TraceEvent>& events = trace.events;
+  events.erase(std::remove_if(events.begin(), events.end(),
+                              [](const TraceEvent& e) { return e.stream == -1; }),
+               events.end());
+  // In order of start, then of the file (no stable sort's buffer).
+  std::sort(events.begin(), events.end(), [](const TraceEvent& x, const TraceEvent& y) {
+    return x.ts != y.ts ? x.ts < y.ts : x.index < y.index;
+  });
+  Union all, compute, with_comm, with_memory, comm;
+  std::map<int32_t, KernelRow> by_name;
+  std::map<int32_t, std::pair<double, IdleSplit>> streams;  // its last end, its gaps
+  std::map<int32_t, std::string> types;  // each name's kernel type
+  std::vector<double> delays;
+  for (const TraceEvent& e : events) {
+    ++b.device_events;
+    const double end = e.ts + e.dur;
+    all.Add(e.ts, end);
+    auto type = types.find(e.name);
+    if (type == types.end()) type = types.emplace(e.name, KernelType(trace.Name(e.name))).first;
+    const std::string& kind = type->second;
+    if (kind == "computation") compute.Add(e.ts, end);
+    if (kind == "computation" || kind == "communication") with_comm.Add(e.ts, end);
+    if (kind != "other") with_memory.Add(e.ts, end);
+    if (kind == "communication") comm.Add(e.ts, end);
+    KernelRow& row = by_name[e.name];
+    ++row.count;
+    row.total_us += e.dur;
+    const std::string& cat = trace.Name(e.cat);
+    const HostCall* call = CallOf(calls, e.correlation);
+    if (IsIdleCategory(cat)) {
+      auto [it, first] = streams.try_emplace(e.stream);
+      if (first) {
+        it->second.second.stream = e.stream;
+      } else {
+        AddGap(e, it->second.first, call, &it->second.second);
+      }
+      it->second.first = end;
+    }
+    if (cat == "kernel" || cat == "Kernel") {
+      ++b.kernels;
+      if (e.dur < 10) ++b.short_kernels;
+    }
+    if (call == nullptr) continue;
+    const std::string& launch = trace.Name(call->name);
+    if (launch == "cudaGraphLaunch") ++b.graph_launched;
+    if (launch == "cudaLaunchKernel" || launch == "cudaLaunchKernelExC" ||
+        launch == "cudaMemcpyAsync" || launch == "cudaMemsetAsync") {
+      ++b.launches;
+      delays.push_back(std::max(0.0, e.ts - (call->ts + call->dur)));
+    }
+  }
+  if (b.device_events == 0) return b;
+  b.span_us = all.Span();
+  b.idle_us = b.span_us - all.Busy();
+  b.compute_us = compute.Busy();
+  b.non_compute_us = b.span_us - b.compute_us - b.idle_us;
+  b.communication_us = with_comm.Busy() - b.compute_us;
+  b.memory_us = with_memory.Busy() - with_comm.Busy();
+  b.other_us = b.non_compute_us - b.communication_us - b.memory_us;
+  b.communication_total_us = comm.Busy();
+  b.communication_overlap_us = b.communication_total_us + b.compute_us - with_comm.Busy();
+  for (auto& [stream, last] : streams) b.idle.push_back(last.second);
+  b.median_launch_delay_us = Median(std::move(delays));
+  for (auto& [id, row] : by_name) {
+    row.name = trace.Name(id);
+    b.top.push_back(row);
+  }
+  std::stable_sort(b.top.begin(), b.top.end(),
+                   [](const KernelRow& x, const KernelRow& y) { return x.total_us > y.total_us; });
+  if (b.top.size() > static_cast<size_t>(top_n)) b.top.resize(top_n);
+  return b;
+}
+
+std::string BiggestShare(const Breakdown& b) {
+  if (b.span_us <= 0) return "no device work in the trace: nothing to break down";
+  double host = 0, kernel = 0, other = 0;
+  for (const IdleSplit& s : b.idle) {
+    host += s.host_wait_us;
+    kernel += s.kernel_wait_us;
+    other += s.other_us;
+  }
+  const double gaps = host + kernel + other;
+  // The span's idle time shared out as the streams' gaps are.
+  const auto idle_part = [&](double x) { return gaps > 0 ? b.idle_us * x / gaps : 0; };
+  struct Share {
+    double us;
+    std::string what;
+  };
+  std::vector<Share> shares = {
+      {idle_part(host), "idle waiting on the host: launch-bound; try --execution cuda_graph"},
+      {idle_part(kernel),
+       absl::StrFormat("idle in gaps under 30 us between kernels (%d of %d kernels under 10 us): "
+                       "launch-bound; try --execution cuda_graph or a larger batch",
+                       b.short_kernels, b.kernels)},
+      {idle_part(other) + (gaps > 0 ? 0 : b.idle_us),
+       "idle for other reasons (gaps of 30 us or more not caused by a late launch: "
+       "synchronisation, the host's input)"},
+      {b.compute_us, "compute: GPU-bound; the top kernel is " +
+                         (b.top.empty() ? std::string("-") : b.top[0].name)},
+      {b.communication_us, "communication not under compute"},
+      {b.memory_us, "memory copies and sets"},
+      {b.other_us, "other device work (syncs)"},
+  };
+  const Share* top = &shares[0];
+  for (const Share& s : shares) {
+    if (s.us > top->us) top = &s;
+  }
+  return absl::StrFormat("%.0f%% of the span is %s", b.Pct(top->us), top->what);
+}
+
+}  // namespace gpubench::report

@@ -1,0 +1,67 @@
+// Where a profiled window's device time went, by Holistic Trace Analysis'
+// rules (HTA 0.5.0, whose figures tests/report/hta_agreement.py holds these
+// to): its reading of a trace (timestamps rounded in, durations rounded down
+// when the file has fractions; with two ProfilerSteps or more, the work
+// launched in the last step left out), its temporal breakdown (the span from
+// the first device event to the last: idle where no stream is busy, compute
+// where a compute kernel runs), its idle split per stream (a gap is the
+// host's when the next launch began after the previous work ended, else
+// another kernel's when under 30 µs, else other) and its launch delays.
+// Beyond HTA: the non-compute time split into communication, memory and
+// other, communication's overlap with compute, and the top kernels.
+#ifndef GPUBENCH_REPORT_TRACE_BREAKDOWN_H_
+#define GPUBENCH_REPORT_TRACE_BREAKDOWN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report/trace_events.h"
+
+namespace gpubench::report {
+
+// HTA 0.5.0's get_kernel_type: "communication", "memory", "computation" or
+// "other".
+std::string KernelType(const std::string& name);
+
+struct IdleSplit {
+  int64_t stream = -1;
+  double host_wait_us = 0, kernel_wait_us = 0, other_us = 0;
+};
+
+struct KernelRow {
+  std::string name;
+  int64_t count = 0;
+  double total_us = 0;
+};
+
+struct Breakdown {
+  int64_t seen = 0;           // the trace's events
+  int64_t device_events = 0;  // stream events counted
+  // The temporal breakdown (µs): span = idle + compute + non_compute.
+  double span_us = 0, idle_us = 0, compute_us = 0, non_compute_us = 0;
+  // non_compute split: communication, then memory, then the rest, each
+  // where no earlier kind runs.
+  double communication_us = 0, memory_us = 0, other_us = 0;
+  // Of communication's union, the part under compute, µs.
+  double communication_total_us = 0, communication_overlap_us = 0;
+  std::vector<IdleSplit> idle;  // per stream, by stream number
+  // Launches (cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync,
+  // cudaMemsetAsync) matched to their work; graph launches apart.
+  int64_t launches = 0, graph_launched = 0, kernels = 0, short_kernels = 0;  // < 10 µs
+  double median_launch_delay_us = 0;
+  std::vector<KernelRow> top;  // by total time, descending
+  double Pct(double us) const { return span_us > 0 ? 100.0 * us / span_us : 0; }
+};
+
+// The breakdown of the events (as TraceReader kept them, taken over: they
+// are filtered and sorted in place); top_n kernels.
+Breakdown BreakDown(TraceEvents trace, int top_n);
+
+// One sentence naming the biggest share and what to try ("62% of the span
+// is idle waiting on the host: launch-bound; try --execution cuda_graph").
+std::string BiggestShare(const Breakdown& b);
+
+}  // namespace gpubench::report
+
+#endif  // GPUBENCH_REPORT_TRACE_BREAKDOWN_H_
