@@ -3,9 +3,7 @@
 #include <map>
 
 #include "absl/algorithm/container.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/spec_flags.h"
 #include "common/spec.h"
@@ -37,43 +35,9 @@ bool Holds(const Message& m, const FieldDescriptor* f) {
   return f->is_repeated() ? r->FieldSize(m, f) > 0 : r->HasField(m, f);
 }
 
-// The shortest text that reads back as v.
-std::string DoubleText(double v) {
-  for (int digits = 6; digits < 17; ++digits) {
-    const std::string text = absl::StrFormat("%.*g", digits, v);
-    double back = 0;
-    if (absl::SimpleAtod(text, &back) && back == v) return text;
-  }
-  return absl::StrFormat("%.17g", v);
-}
-
 // m's field f (element i where it repeats) as its flag takes it.
 std::string ValueText(const Message& m, const FieldDescriptor* f, int i) {
-  const Reflection* r = m.GetReflection();
-  const bool many = f->is_repeated();
-  switch (f->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-      return absl::StrCat(many ? r->GetRepeatedInt32(m, f, i) : r->GetInt32(m, f));
-    case FieldDescriptor::CPPTYPE_INT64:
-      return absl::StrCat(many ? r->GetRepeatedInt64(m, f, i) : r->GetInt64(m, f));
-    case FieldDescriptor::CPPTYPE_UINT32:
-      return absl::StrCat(many ? r->GetRepeatedUInt32(m, f, i) : r->GetUInt32(m, f));
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return absl::StrCat(many ? r->GetRepeatedUInt64(m, f, i) : r->GetUInt64(m, f));
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-      return DoubleText(many ? r->GetRepeatedDouble(m, f, i) : r->GetDouble(m, f));
-    case FieldDescriptor::CPPTYPE_FLOAT:
-      return DoubleText(many ? r->GetRepeatedFloat(m, f, i) : r->GetFloat(m, f));
-    case FieldDescriptor::CPPTYPE_BOOL:
-      return (many ? r->GetRepeatedBool(m, f, i) : r->GetBool(m, f)) ? "on" : "off";
-    case FieldDescriptor::CPPTYPE_ENUM:
-      return EnumShortName(f->enum_type(),
-                           many ? r->GetRepeatedEnumValue(m, f, i) : r->GetEnumValue(m, f));
-    case FieldDescriptor::CPPTYPE_STRING:
-      return many ? r->GetRepeatedString(m, f, i) : r->GetString(m, f);
-    default:
-      return "";
-  }
+  return FieldText(m, f, f->is_repeated() ? i : -1);
 }
 
 // f's value and, for a range whose MAX is set, ":MAX".

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec.h"
 #include "common/spec_checks.h"
@@ -80,24 +81,6 @@ double NumberOf(const Message& m, const FieldDescriptor* f, int index) {
   }
 }
 
-// Field f of m (index < 0: singular) as text, exactly: an integer as itself,
-// not through a double.
-std::string ValueText(const Message& m, const FieldDescriptor* f, int index) {
-  const Reflection* r = m.GetReflection();
-  const bool rep = index >= 0;
-  switch (f->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-      return absl::StrCat(rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f));
-    case FieldDescriptor::CPPTYPE_INT64:
-      return absl::StrCat(rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f));
-    case FieldDescriptor::CPPTYPE_UINT32:
-      return absl::StrCat(rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f));
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return absl::StrCat(rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f));
-    default: return absl::StrCat(NumberOf(m, f, index));
-  }
-}
-
 // The value's check against the schema's bounds (strict: 0 is a value) and
 // an enum's against its values.
 absl::Status CheckValue(const std::string& path, const FieldDescriptor* f,
@@ -118,7 +101,7 @@ absl::Status CheckValue(const std::string& path, const FieldDescriptor* f,
   if (!(v >= schema->min() && v <= schema->max())) {
     return Invalid(path, absl::StrCat("must be in [", BoundText(f, schema->min()), ", ",
                                       BoundText(f, schema->max()), "], got ",
-                                      ValueText(m, f, index)));
+                                      FieldText(m, f, index)));
   }
   return absl::OkStatus();
 }
@@ -465,6 +448,48 @@ bool ZeroIsNotAValue(std::string_view path) {
   const SchemaField* f = SchemaFieldAt(path.substr(5));
   return f != nullptr && !f->in_run() && f->schema->zero_is_default() &&
          f->schema->default_number() != 0;
+}
+
+namespace {
+
+// The shortest text that reads back as v.
+std::string DoubleText(double v) {
+  for (int digits = 6; digits < 17; ++digits) {
+    const std::string text = absl::StrFormat("%.*g", digits, v);
+    double back = 0;
+    if (absl::SimpleAtod(text, &back) && back == v) return text;
+  }
+  return absl::StrFormat("%.17g", v);
+}
+
+}  // namespace
+
+std::string FieldText(const Message& m, const FieldDescriptor* f, int index) {
+  const Reflection* r = m.GetReflection();
+  const bool rep = index >= 0;
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return absl::StrCat(rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f));
+    case FieldDescriptor::CPPTYPE_INT64:
+      return absl::StrCat(rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return absl::StrCat(rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f));
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return DoubleText(rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f));
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      return DoubleText(rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f));
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return (rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f)) ? "on" : "off";
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return EnumShortName(f->enum_type(),
+                           rep ? r->GetRepeatedEnumValue(m, f, index) : r->GetEnumValue(m, f));
+    case FieldDescriptor::CPPTYPE_STRING:
+      return rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f);
+    default:
+      return "";
+  }
 }
 
 std::string SettingsText(const v1::JobSpec& spec) {

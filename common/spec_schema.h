@@ -98,6 +98,12 @@ void FillSpecDefaults(v1::JobSpec* spec);
 // unset is a default that is not 0, outside a run's fields.
 bool ZeroIsNotAValue(std::string_view path);
 
+// Field f of m (index < 0: singular; else that element) as a flag takes it:
+// an integer exactly, a double as the shortest text that reads back, a bool
+// on or off, an enum by its short name, a string as it is.
+std::string FieldText(const google::protobuf::Message& m,
+                      const google::protobuf::FieldDescriptor* f, int index = -1);
+
 // The settings of spec outside its runs, as the worker uses them once
 // FillSpecDefaults has run: "measurement: warmup_iterations 10, ...;
 // profiling: enabled off, ...; telemetry: ...". For `spec --dry-run` and

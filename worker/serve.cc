@@ -65,7 +65,6 @@ struct Flight {
   Request request;
   int64_t arrival_ns = 0;  // absolute
   int64_t first_ns = 0, last_ns = 0, done_ns = -1;
-  int slot = -1;       // from admission on
   int prefilled = 0;   // prompt tokens in the cache
   int launched = 0;    // tokens launched: the prefill's and each step's
   int generated = 0;   // those on the host
@@ -110,7 +109,7 @@ class Scheduler {
   std::vector<Flight> flights_;
   std::deque<int> held_;     // open loop: arrived over the concurrency limit
   std::deque<int> waiting_;  // sent, waiting for a slot
-  std::deque<int> prefilling_;  // in a slot, the prompt not yet all in the cache
+  std::deque<int> prefilling_;  // slots whose prompt is not yet all in the cache, oldest first
   std::vector<int> slot_of_;  // each slot's flight, -1 when free
   std::deque<std::vector<Model::Step>> launched_;  // steps not yet waited for, oldest first
   int sent_ = 0, finished_ = 0, measured_done_ = 0;
@@ -189,17 +188,17 @@ absl::Status Scheduler::Admit() {
   for (size_t slot = 0; slot < slot_of_.size() && !waiting_.empty(); ++slot) {
     if (slot_of_[slot] >= 0) continue;
     slot_of_[slot] = waiting_.front();
-    flights_[waiting_.front()].slot = static_cast<int>(slot);
-    prefilling_.push_back(waiting_.front());
+    prefilling_.push_back(static_cast<int>(slot));
     waiting_.pop_front();
   }
   // The prompts in the cache's slots, oldest first, up to the chunk.
   std::vector<Model::Admission> chunks;
   int budget = load_.prefill_chunk > 0 ? load_.prefill_chunk : INT_MAX;
   for (size_t k = 0; k < prefilling_.size() && budget > 0; ++k) {
-    Flight& f = flights_[prefilling_[k]];
+    const int slot = prefilling_[k];
+    const Flight& f = flights_[slot_of_[slot]];
     const int length = std::min(f.request.input_tokens - f.prefilled, budget);
-    chunks.push_back({f.slot, f.request, f.prefilled, length});
+    chunks.push_back({slot, f.request, f.prefilled, length});
     budget -= length;
   }
   if (chunks.empty()) return absl::OkStatus();
@@ -208,7 +207,7 @@ absl::Status Scheduler::Admit() {
   int first_tokens = 0;
   for (const Model::Admission& chunk : chunks) {
     prompts_.emplace_back(now, chunk.length);
-    const int index = prefilling_.front();
+    const int index = slot_of_[chunk.slot];
     Flight& f = flights_[index];
     f.prefilled += chunk.length;
     if (!chunk.last()) break;  // only the step's last chunk can stop short

@@ -53,6 +53,7 @@ class ServeModel : public serve::Model {
     last_ = torch::zeros({c.batch_size, 1}, ids);
     positions_ = torch::zeros({c.batch_size}, ids);
     request_of_.assign(c.batch_size, -1);
+    prompt_of_.resize(c.batch_size);
     capacity_ = input + output;
     if (UsesCudaGraph(c.execution)) CaptureBuckets(c.batch_size);
   }
@@ -69,8 +70,15 @@ class ServeModel : public serve::Model {
       std::vector<int64_t> ids;
       std::vector<int> slots;
       for (const Admission* a : group) {
-        const std::vector<int64_t> prompt = PromptOf(a->request, model_->vocab_size(), seed_);
+        // A prompt in chunks is drawn at its first and kept until its last.
+        std::vector<int64_t>& prompt = prompt_of_[a->slot];
+        if (start == 0) prompt = PromptOf(a->request, model_->vocab_size(), seed_);
+        if (prompt.size() < static_cast<size_t>(start + length)) {
+          return absl::InternalError(absl::StrCat("request ", a->request.id, ": a chunk at ",
+                                                  start, " before its prompt's first"));
+        }
         ids.insert(ids.end(), prompt.begin() + start, prompt.begin() + start + length);
+        if (last) std::vector<int64_t>().swap(prompt);
         slots.push_back(a->slot);
         request_of_[a->slot] = a->request.id;
       }
@@ -198,6 +206,7 @@ class ServeModel : public serve::Model {
   int64_t capacity_ = 0;            // the cache's positions
   std::map<int, std::unique_ptr<cuda::Graph>> graphs_;  // by rows; cuda_graph only
   std::vector<int64_t> request_of_;  // each slot's request id
+  std::vector<std::vector<int64_t>> prompt_of_;  // each slot's prompt, while chunked
   const int steps_ahead_;
   std::unique_ptr<cuda::HostReads> reads_;  // CUDA only
   // Each step launched and not waited for: its slots, and (no reads_) its
