@@ -142,10 +142,11 @@ class EventParser {
     return i_ > start;
   }
 
-  // Any value; nesting is bounded by the event's size.
-  bool Skip() {
+  // Any value, nested at most 64 deep (a hostile trace's event of a
+  // million '[' fails rather than overflow the stack).
+  bool Skip(int depth = 0) {
     Space();
-    if (i_ >= s_.size()) return false;
+    if (i_ >= s_.size() || depth > 64) return false;
     const char c = s_[i_];
     if (c == '"') {
       std::string ignored;
@@ -160,7 +161,7 @@ class EventParser {
           std::string key;
           if (!String(&key) || !Expect(':')) return false;
         }
-        if (!Skip()) return false;
+        if (!Skip(depth + 1)) return false;
       } while (Comma());
       return Expect(close);
     }

@@ -75,6 +75,11 @@ TEST(TraceReader, RefusesWhatIsNotATraceNamingWhere) {
   TraceReader bad;
   EXPECT_EQ(bad.Feed(R"({"traceEvents": [{"ts": }]})").message(),
             "traceEvents[0]: not a JSON object of a trace event");
+  TraceReader deep;
+  EXPECT_EQ(deep.Feed(absl::StrCat(R"({"traceEvents": [{"args": )", std::string(100000, '['),
+                                   std::string(100000, ']'), "}]}"))
+                .message(),
+            "traceEvents[0]: not a JSON object of a trace event");
   TraceReader cut;
   ASSERT_TRUE(cut.Feed(R"({"traceEvents": [{"ts": 1)").ok());
   EXPECT_EQ(cut.Finish().message(), "trace: the JSON ends early");
