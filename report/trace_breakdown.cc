@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "common/stats.h"
 
 namespace gpubench::report {
 namespace {
@@ -117,13 +118,6 @@ class Union {
   double first_ = 0, start_ = 0, end_ = 0, busy_ = 0;
 };
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 bool IsIdleCategory(const std::string& cat) {
   static const std::set<std::string> cats = {"kernel", "Kernel", "gpu_memset", "Memset",
                                              "gpu_memcpy", "Memcpy", "mtia_ccp_events"};
@@ -227,7 +221,7 @@ Breakdown BreakDown(TraceEvents trace, int top_n) {
   b.communication_total_us = comm.Busy();
   b.communication_overlap_us = b.communication_total_us + b.compute_us - with_comm.Busy();
   for (auto& [stream, last] : streams) b.idle.push_back(last.second);
-  b.median_launch_delay_us = Median(std::move(delays));
+  b.median_launch_delay_us = stats::Median(std::move(delays));
   for (auto& [id, row] : by_name) {
     row.name = trace.Name(id);
     b.top.push_back(row);
