@@ -8,6 +8,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -185,6 +186,19 @@ int RmCommand(const Args& a, std::ostream& out, std::ostream& err);
 int JobsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int RunsCommand(const Args& a, std::ostream& out, std::ostream& err);
 int TraceCommand(const Args& a, std::ostream& out, std::ostream& err);
+// A run's trace as it arrived: the call's status, the daemon's info, and
+// what came (its size and sha256, intact when they are the info's).
+struct TraceArrival {
+  grpc::Status status;
+  v1::TraceInfo info;
+  int64_t bytes = 0;
+  std::string sha256;
+  bool intact() const { return bytes == info.size_bytes() && sha256 == info.sha256(); }
+};
+// Streams run_id's trace from d into on_chunk a piece at a time (trace,
+// explain), never holding it whole; job_commands.cc.
+TraceArrival StreamTrace(const Daemon& d, const std::string& run_id,
+                         const std::function<void(std::string_view)>& on_chunk);
 int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err);  // explain_command.cc
 int ModelCommand(const Args& a, std::ostream& out, std::ostream& err);
 int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err);

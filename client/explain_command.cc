@@ -22,24 +22,24 @@ constexpr int kTopKernels = 10;
 absl::Status FetchTrace(const Args& a, const std::string& run_id, report::TraceEvents* out) {
   auto d = ConnectOne(a);
   if (!d.ok()) return d.status();
-  grpc::ClientContext ctx;
-  PrepareCall(d->host, 0, &ctx);
-  v1::GetTraceRequest req;
-  req.set_run_id(run_id);
-  auto stream = d->stub->GetTrace(&ctx, req);
-  v1::GetTraceResponse resp;
   report::TraceReader reader;
   absl::Status parsed;
-  while (stream->Read(&resp)) {
-    if (resp.part_case() == v1::GetTraceResponse::kChunk && parsed.ok()) {
-      parsed = reader.Feed(resp.chunk());
-    }
+  const TraceArrival got = StreamTrace(*d, run_id, [&](std::string_view chunk) {
+    if (parsed.ok()) parsed = reader.Feed(chunk);
+  });
+  if (!got.status.ok()) {
+    return absl::Status(FromGrpc(got.status).code(),
+                        absl::StrCat(d->host.name, ": ", got.status.error_message()));
   }
-  if (auto s = stream->Finish(); !s.ok()) {
-    return absl::Status(FromGrpc(s).code(), absl::StrCat(d->host.name, ": ", s.error_message()));
+  if (!got.intact()) {
+    return absl::DataLossError(absl::StrCat("trace of ", run_id, " arrived damaged (", got.bytes,
+                                            " of ", got.info.size_bytes(), " bytes, sha256 ",
+                                            got.sha256, ")"));
   }
   if (parsed.ok()) parsed = reader.Finish();
-  if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat(run_id, "'s trace: ", parsed.message()));
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(run_id, "'s trace: ", parsed.message()));
+  }
   *out = std::move(reader.events());
   return absl::OkStatus();
 }

@@ -396,6 +396,29 @@ int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+TraceArrival StreamTrace(const Daemon& d, const std::string& run_id,
+                         const std::function<void(std::string_view)>& on_chunk) {
+  grpc::ClientContext ctx;
+  PrepareCall(d.host, 0, &ctx);
+  v1::GetTraceRequest req;
+  req.set_run_id(run_id);
+  auto reader = d.stub->GetTrace(&ctx, req);
+  v1::GetTraceResponse resp;
+  TraceArrival got;
+  Sha256 sha;
+  while (reader->Read(&resp)) {
+    if (resp.has_info()) got.info = resp.info();
+    if (resp.part_case() == v1::GetTraceResponse::kChunk) {
+      sha.Update(resp.chunk());
+      on_chunk(resp.chunk());
+      got.bytes += resp.chunk().size();
+    }
+  }
+  got.status = reader->Finish();
+  got.sha256 = sha.HexDigest();
+  return got;
+}
+
 int TraceCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.positional.size() != 1 || !a.Has("out")) {
     return Usage(err, "trace takes a run id and -o FILE");
@@ -406,43 +429,28 @@ int TraceCommand(const Args& a, std::ostream& out, std::ostream& err) {
   const std::string temp = path + ".part";
   std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   if (!file) return Usage(err, "cannot write " + temp);
-  grpc::ClientContext ctx;
-  PrepareCall(d->host, 0, &ctx);
-  v1::GetTraceRequest req;
-  req.set_run_id(a.positional[0]);
-  auto reader = d->stub->GetTrace(&ctx, req);
-  v1::GetTraceResponse resp;
-  v1::TraceInfo info;
-  Sha256 sha;
-  int64_t bytes = 0;
-  while (reader->Read(&resp)) {
-    if (resp.has_info()) info = resp.info();
-    if (resp.part_case() == v1::GetTraceResponse::kChunk) {
-      sha.Update(resp.chunk());
-      file.write(resp.chunk().data(), resp.chunk().size());
-      bytes += resp.chunk().size();
-    }
-  }
+  const TraceArrival got = StreamTrace(*d, a.positional[0], [&](std::string_view chunk) {
+    file.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  });
   file.close();
   const bool written = static_cast<bool>(file);
-  if (auto s = reader->Finish(); !s.ok()) {
+  if (!got.status.ok()) {
     std::remove(temp.c_str());
-    return CallFailed(d->host, s, err);
+    return CallFailed(d->host, got.status, err);
   }
   if (!written) {
     std::remove(temp.c_str());
     err << "gpubench: writing " << temp << " failed (disk full?)\n";
     return kExitJobFailed;
   }
-  const std::string digest = sha.HexDigest();
-  if (bytes != info.size_bytes() || digest != info.sha256()) {
+  if (!got.intact()) {
     std::remove(temp.c_str());
-    err << "gpubench: trace of " << a.positional[0] << " arrived damaged (" << bytes << " of "
-        << info.size_bytes() << " bytes, sha256 " << digest << ")\n";
+    err << "gpubench: trace of " << a.positional[0] << " arrived damaged (" << got.bytes << " of "
+        << got.info.size_bytes() << " bytes, sha256 " << got.sha256 << ")\n";
     return kExitJobFailed;
   }
   std::rename(temp.c_str(), path.c_str());
-  out << path << ": " << bytes << " bytes, " << info.format()
+  out << path << ": " << got.bytes << " bytes, " << got.info.format()
       << " trace; open it in https://ui.perfetto.dev or chrome://tracing\n";
   return kExitOk;
 }

@@ -1,6 +1,7 @@
 // gpubench explain end to end: a real daemon's stored traces read as they
 // stream in (the breakdown's figures against HTA: hta_agreement.py).
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <string>
 
@@ -53,6 +54,16 @@ TEST(CliDaemon, ExplainBreaksDownAStoredTraceAndSaysWhenItHasNoDevice) {
   EXPECT_NE(json.out.find("\"span_us\": 100"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"compute_us\": 20"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"host_wait_us\": 80"), std::string::npos) << json.out;
+
+  // What arrives is checked against the stored size and sha256, as trace does.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((d.data_dir() + "/gpubench.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE traces SET sha256 = 'ff'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Result damaged = Cli({"explain", run_id, "--host", d.address()});
+  EXPECT_EQ(damaged.code, kExitJobFailed);
+  EXPECT_NE(damaged.err.find("arrived damaged"), std::string::npos) << damaged.err;
 
   Result unknown = Cli({"explain", "rffffffffffffffff", "--host", d.address()});
   EXPECT_NE(unknown.code, kExitOk);
