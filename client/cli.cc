@@ -52,6 +52,9 @@ ABSL_FLAG(std::string, repeat, "",
 ABSL_FLAG(std::string, min_effect, "",
           "compare: smallest relative change that counts (default 0.01)");
 ABSL_FLAG(bool, history, false, "compare RUN: against its schedule's last runs");
+ABSL_FLAG(bool, explain, false,
+          "compare: where a side is faster or slower, why: its operators' and kernels' calls "
+          "and times before and after, from profiled windows");
 ABSL_FLAG(bool, wait, false, "submit: follow the job until it ends");
 ABSL_FLAG(bool, dry_run, false,
           "spec: the daemon's plan of the job (--host, else the default), queueing nothing");

@@ -17,6 +17,7 @@
 #include "client/output.h"
 #include "report/facets.h"
 #include "report/format.h"
+#include "report/trace_events.h"
 #include "gpubench/v1/service.grpc.pb.h"
 
 namespace gpubench::client {
@@ -142,15 +143,14 @@ absl::Status TimeRange(const Args& a, google::protobuf::Timestamp* after,
 // InvalidArgument naming the flag. (job_commands.cc)
 absl::Status RunsQuery(const Args& a, v1::QueryRunsRequest* req);
 
-// Calls call(i) for every daemon i at once, one thread each, and waits.
 // Submits spec to d, follows the job to its end and appends its runs to
 // runs. The exit code (kExitJobFailed where a run did not succeed); what
-// went wrong goes to log. (fleet_commands.cc)
+// went wrong goes to log. (compare_command.cc)
 int MeasureOnce(const Daemon& d, const v1::JobSpec& spec, std::vector<v1::Run>* runs,
                 std::ostream& log);
 // MeasureOnce's second half, for a job already queued (the daemon's probe
 // suite): follows job_id to its end and appends its runs to runs; the exit
-// code, what went wrong to log. (fleet_commands.cc)
+// code, what went wrong to log. (compare_command.cc)
 int GatherJob(const Daemon& d, const std::string& job_id, std::vector<v1::Run>* runs,
               std::ostream& log);
 
@@ -200,6 +200,26 @@ struct TraceArrival {
 TraceArrival StreamTrace(const Daemon& d, const std::string& run_id,
                          const std::function<void(std::string_view)>& on_chunk);
 int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err);  // explain_command.cc
+// run_id's trace from d, read as it streams in; DataLoss where it arrived
+// damaged, InvalidArgument where it is not a trace (explain_command.cc).
+absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id,
+                              report::TraceEvents* out);
+// One side of compare --explain: its name, the daemon that stored it, and
+// its latest run.
+struct ExplainedSide {
+  std::string name;
+  const Daemon* daemon = nullptr;
+  const v1::Run* run = nullptr;
+};
+// Prints why cand's time per sample differs from base's (verdict:
+// "slower", "faster"): the configs' differences (what ConfigDifferences
+// gives) and the environment's, the profiled operators' diff, and with
+// device traces the kernels' diff and both breakdowns. A side whose run has
+// no profile is measured again (its config, a profiled window). The exit
+// code; what went wrong to err. (compare_explain.cc)
+int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedSide& cand,
+                      const std::string& verdict, const std::string& differences,
+                      const std::string& environment, std::ostream& out, std::ostream& err);
 int ModelCommand(const Args& a, std::ostream& out, std::ostream& err);
 int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err);
 int HostsCommand(const Args& a, std::ostream& out, std::ostream& err);

@@ -100,8 +100,9 @@ examples:
   compare --hosts a,b[,c] [SPEC.json] [spec flags] [--repeat N]
                          run one spec on several hosts at once and compare them
                          (the first host is the baseline)
-  compare RUN --history  a run against its schedule's last runs of the same config)",
-       R"(usage: gpubench compare A B [--repeat N] [--host H [--host H2]]
+  compare RUN --history  a run against its schedule's last runs of the same config
+  compare ... --explain  and where a side is faster or slower, why)",
+       R"(usage: gpubench compare A B [--repeat N] [--host H [--host H2]] [--explain]
        gpubench compare --hosts a,b[,c] [SPEC.json] [spec flags] [--repeat N]
        gpubench compare RUN --history
 Side by side with ratios and a verdict per config: faster, slower, no significant
@@ -118,11 +119,16 @@ drift on the host hits both alike; 5 or more a side can give a verdict. A and B 
 (runs paired by config), run ids, or with --repeat spec files; with two --host flags A comes
 from the first. --history takes the schedule's last runs as the repetitions of the baseline
 and asks whether the run lies outside where the next one would fall. Exit 4 when a row is
-slower.
+slower. --explain follows each faster or slower row with why: what differs in the configs and
+environments, then each operator's (and, with CUDA traces, each kernel's) calls a step and
+time a call on both sides, sorted by what it adds to the time per sample, and where the
+device's time went on each side. It reads each side's latest run's profiled window; a run
+without one is measured again with --profile (with --repeat, the last repetition profiles).
 examples:
   gpubench compare j1... j2... --repeat 5
   gpubench compare --hosts h100-a,h200-b --workload resnet50 --batch 64 --mode infer --repeat 5
   gpubench compare j1... j2... --output markdown
+  gpubench compare a.json b.json --repeat 5 --explain
 )"},
       {"regressions", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, RegressionsCommand,
        R"(  regressions            what nightly schedules flagged across the fleet

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/cli.h"
 #include "client/cli_internal.h"
 #include "client/json_writer.h"
 #include "client/output.h"
@@ -17,32 +18,6 @@ namespace gpubench::client {
 namespace {
 
 constexpr int kTopKernels = 10;
-
-// The run's trace from its daemon, read as it streams in.
-absl::Status FetchTrace(const Args& a, const std::string& run_id, report::TraceEvents* out) {
-  auto d = ConnectOne(a);
-  if (!d.ok()) return d.status();
-  report::TraceReader reader;
-  absl::Status parsed;
-  const TraceArrival got = StreamTrace(*d, run_id, [&](std::string_view chunk) {
-    if (parsed.ok()) parsed = reader.Feed(chunk);
-  });
-  if (!got.status.ok()) {
-    return absl::Status(FromGrpc(got.status).code(),
-                        absl::StrCat(d->host.name, ": ", got.status.error_message()));
-  }
-  if (!got.intact()) {
-    return absl::DataLossError(absl::StrCat("trace of ", run_id, " arrived damaged (", got.bytes,
-                                            " of ", got.info.size_bytes(), " bytes, sha256 ",
-                                            got.sha256, ")"));
-  }
-  if (parsed.ok()) parsed = reader.Finish();
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(run_id, "'s trace: ", parsed.message()));
-  }
-  *out = std::move(reader.events());
-  return absl::OkStatus();
-}
 
 std::string Us(double us) { return absl::StrFormat("%.0f", us); }
 std::string Pct(const report::Breakdown& b, double us) {
@@ -78,7 +53,7 @@ void PrintText(const report::Breakdown& b, const std::string& sentence, std::ost
       << " events from CUDA graph launches\n\n";
   Table top{{"kernel", "count", "total us", "mean us", "% of span"}, {}};
   for (const report::KernelRow& k : b.top) {
-    top.rows.push_back({k.name.substr(0, 80), absl::StrCat(k.count), Us(k.total_us),
+    top.rows.push_back({report::ShortKernelName(k.name), absl::StrCat(k.count), Us(k.total_us),
                         absl::StrFormat("%.2f", k.total_us / k.count), Pct(b, k.total_us)});
   }
   PrintTable(top, Format::kTable, out);
@@ -116,12 +91,42 @@ void PrintJson(const report::Breakdown& b, const std::string& sentence, std::ost
 
 }  // namespace
 
+absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id,
+                              report::TraceEvents* out) {
+  report::TraceReader reader;
+  absl::Status parsed;
+  const TraceArrival got = StreamTrace(d, run_id, [&](std::string_view chunk) {
+    if (parsed.ok()) parsed = reader.Feed(chunk);
+  });
+  if (!got.status.ok()) {
+    return absl::Status(FromGrpc(got.status).code(),
+                        absl::StrCat(d.host.name, ": ", got.status.error_message()));
+  }
+  if (!got.intact()) {
+    return absl::DataLossError(absl::StrCat("trace of ", run_id, " arrived damaged (", got.bytes,
+                                            " of ", got.info.size_bytes(), " bytes, sha256 ",
+                                            got.sha256, ")"));
+  }
+  if (parsed.ok()) parsed = reader.Finish();
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(run_id, "'s trace: ", parsed.message()));
+  }
+  *out = std::move(reader.events());
+  return absl::OkStatus();
+}
+
 int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.positional.size() != 1) return Usage(err, "explain takes a run id or a trace file");
   const std::string& what = a.positional[0];
   report::TraceEvents trace;
   const bool file = absl::EndsWith(what, ".json") || absl::StrContains(what, "/");
-  const absl::Status read = file ? report::ReadTraceFile(what, &trace) : FetchTrace(a, what, &trace);
+  absl::Status read;
+  if (file) {
+    read = report::ReadTraceFile(what, &trace);
+  } else {
+    auto d = ConnectOne(a);
+    read = d.ok() ? FetchTraceEvents(*d, what, &trace) : d.status();
+  }
   if (!read.ok()) {
     err << "gpubench: " << read.message() << "\n";
     return read.code() == absl::StatusCode::kNotFound ? kExitUsage : kExitJobFailed;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_format.h"
 #include "common/stats.h"
 
@@ -30,18 +31,16 @@ struct HostCall {
   int32_t name, index;
 };
 
-// HTA's reading, in place: the rounding, then the last ProfilerStep's
-// launches left out (with two steps or more), and work whose launch is not
-// in the trace.
+// HTA's reading, in place: times from the first event's start (exact:
+// Kineto's µs since the epoch keep 0.25 µs steps, while an end computed
+// from them afterwards keeps far finer ones, as HTA's aligned times do);
+// with two ProfilerSteps or more, the last one's launches left out, and work
+// whose launch is not in the trace.
 void Read(TraceEvents* t) {
   std::vector<TraceEvent>& events = t->events;
-  if (t->float_ts) {
-    for (TraceEvent& e : events) {
-      const double end = e.ts + e.dur;
-      e.ts = std::ceil(e.ts);
-      e.dur = std::floor(end) - e.ts;
-    }
-  }
+  double first = std::numeric_limits<double>::infinity();
+  for (const TraceEvent& e : events) first = std::min(first, e.ts);
+  for (TraceEvent& e : events) e.ts -= first;
   std::set<int32_t> steps;
   double last_step = -std::numeric_limits<double>::infinity();
   for (const TraceEvent& e : events) {
@@ -232,6 +231,23 @@ Breakdown BreakDown(TraceEvents trace, int top_n) {
   return b;
 }
 
+std::string ShortKernelName(const std::string& name, size_t width) {
+  std::string s = absl::StrReplaceAll(
+      absl::StartsWith(name, "void ") ? name.substr(5) : name,
+      {{"(anonymous namespace)::", ""}, {"at::native::", ""}});
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>') --depth;
+    if (s[i] == '(' && depth == 0 && i > 0 && s.back() == ')') {
+      s.resize(i);
+      break;
+    }
+  }
+  if (s.size() > width && width > 3) s = s.substr(0, width - 3) + "...";
+  return s;
+}
+
 std::string BiggestShare(const Breakdown& b) {
   if (b.span_us <= 0) return "no device work in the trace: nothing to break down";
   double host = 0, kernel = 0, other = 0;
@@ -257,7 +273,7 @@ std::string BiggestShare(const Breakdown& b) {
        "idle for other reasons (gaps of 30 us or more not caused by a late launch: "
        "synchronisation, the host's input)"},
       {b.compute_us, "compute: GPU-bound; the top kernel is " +
-                         (b.top.empty() ? std::string("-") : b.top[0].name)},
+                         (b.top.empty() ? std::string("-") : ShortKernelName(b.top[0].name))},
       {b.communication_us, "communication not under compute"},
       {b.memory_us, "memory copies and sets"},
       {b.other_us, "other device work (syncs)"},

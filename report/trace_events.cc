@@ -22,7 +22,6 @@ class EventParser {
   struct Fields {
     std::optional<std::string> name, cat;
     std::optional<double> ts, dur;
-    bool ts_fraction = false;
     int64_t stream = -1, correlation = -1;
   };
 
@@ -46,7 +45,6 @@ class EventParser {
         if (Number(&text)) {
           const double v = std::strtod(std::string(text).c_str(), nullptr);
           (key == "ts" ? f->ts : f->dur) = v;
-          if (key == "ts") f->ts_fraction = text.find_first_of(".eE") != std::string_view::npos;
         } else {
           ok = Skip();
         }
@@ -198,7 +196,6 @@ absl::Status TraceReader::EndEvent() {
     return absl::InvalidArgumentError(
         absl::StrCat("traceEvents[", index, "]: not a JSON object of a trace event"));
   }
-  if (!f.ts.has_value() || f.ts_fraction) out_.float_ts = true;
   // HTA's reading: an event without a duration or a category is none, nor
   // is the profiler's own span (category "Trace").
   if (!f.dur.has_value() || !f.cat.has_value() || *f.cat == "Trace" || !f.ts.has_value()) {

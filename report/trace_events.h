@@ -33,7 +33,6 @@ struct TraceEvents {
   std::vector<TraceEvent> events;  // in the file's order
   std::vector<std::string> names;  // names and categories, each once
   int64_t seen = 0;                // every element of traceEvents
-  bool float_ts = false;           // a ts with a fraction, or an event without one
   int32_t Intern(std::string_view s);
   const std::string& Name(int32_t id) const { return names[id]; }
 

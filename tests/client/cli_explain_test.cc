@@ -4,8 +4,12 @@
 #include <sqlite3.h>
 
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "client/cli.h"
+#include "google/protobuf/util/time_util.h"
 #include "storage/store.h"
 #include "tests/client/cli_test_util.h"
 #include "tests/support/daemon_process.h"
@@ -68,6 +72,177 @@ TEST(CliDaemon, ExplainBreaksDownAStoredTraceAndSaysWhenItHasNoDevice) {
   Result unknown = Cli({"explain", "rffffffffffffffff", "--host", d.address()});
   EXPECT_NE(unknown.code, kExitOk);
   EXPECT_NE(unknown.err.find("rffffffffffffffff"), std::string::npos) << unknown.err;
+}
+
+std::string JobOf(const Result& submitted) {
+  return submitted.out.substr(4, submitted.out.find(' ', 4) - 4);
+}
+
+// The lines of text from the one that starts with prefix on.
+std::vector<std::string> LinesFrom(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> lines = SplitLines(text);
+  auto it = std::find_if(lines.begin(), lines.end(),
+                         [&](const std::string& l) { return absl::StartsWith(l, prefix); });
+  return {it, lines.end()};
+}
+
+// compare --explain on real CPU runs, A A' alternating 5 times each: the
+// difference planted in B is the first thing the explanation names.
+TEST(CliDaemon, CompareExplainNamesEachPlantedDifferenceFirst) {
+  Daemon d(FreshDir("cli_compare_explain"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  struct Plant {
+    std::vector<std::string> a, b;
+    std::string config, first_operator;
+  };
+  const Plant plants[] = {
+      // A slower operator: the input pipeline's work, 300 µs a sample more.
+      {{"--input", "host", "--batch", "8"},
+       {"--input", "host", "--batch", "8", "--extra-cost-us", "300"},
+       "pipeline.extra_cost_us_per_sample 0 vs 300",
+       "gpubench::next_batch"},
+      {{"--batch", "1"}, {"--batch", "128"}, "batch_size 1 vs 128", ""},
+      {{"--batch", "8"},
+       {"--batch", "8", "--precision", "bf16"},
+       "precision PRECISION_FP32 vs PRECISION_BF16",
+       ""},
+  };
+  for (const Plant& plant : plants) {
+    std::vector<std::string> a = {"submit", "--host", d.address(), "--wait"}, b = a;
+    a.insert(a.end(), plant.a.begin(), plant.a.end());
+    b.insert(b.end(), plant.b.begin(), plant.b.end());
+    const Result ja = Cli(Tiny(a)), jb = Cli(Tiny(b));
+    ASSERT_EQ(ja.code, kExitOk) << ja.err;
+    ASSERT_EQ(jb.code, kExitOk) << jb.err;
+    Result r = Cli({"compare", JobOf(ja), JobOf(jb), "--repeat", "5", "--explain", "--host",
+                    d.address()});
+    ASSERT_TRUE(r.code == kExitOk || r.code == kExitRegression) << r.err << r.out;
+    const std::vector<std::string> why = LinesFrom(r.out, "why " + JobOf(jb));
+    ASSERT_GE(why.size(), 8u) << plant.config << "\n" << r.out << r.err;
+    EXPECT_EQ(why[1], "  config: " + plant.config) << r.out;
+    EXPECT_EQ(why[2], "  environment: the same") << r.out;
+    EXPECT_TRUE(absl::StartsWith(why[5], "operators by CPU self time")) << r.out;
+    EXPECT_TRUE(absl::StartsWith(why[6], "operator ")) << r.out;
+    if (!plant.first_operator.empty()) {
+      EXPECT_TRUE(absl::StartsWith(why[3], "  biggest change: " + plant.first_operator + " +"))
+          << r.out;
+      EXPECT_TRUE(absl::StartsWith(why[7], plant.first_operator + " ")) << r.out;
+    }
+  }
+  Result json = Cli({"compare", "j1", "j2", "--explain", "--output", "json", "--host",
+                     d.address()});
+  EXPECT_EQ(json.code, kExitUsage);
+  EXPECT_NE(json.err.find("--explain"), std::string::npos) << json.err;
+}
+
+// Plants a succeeded job of 5 runs of a real tiny CPU config, each at about
+// ms a sample, started one second apart; with profile, each run's profile
+// says it has a device trace of 5 steps of 1 sample with one operator.
+std::string PlantJob(const Daemon& d, double ms, int base_seconds, bool profile) {
+  auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+  EXPECT_TRUE(store.ok()) << store.status();
+  v1::Job job;
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  v1::JobSpec& spec = *job.mutable_spec();
+  spec.mutable_base()->set_workload("mlp");
+  spec.mutable_base()->set_device("cpu");
+  spec.mutable_base()->set_mode(v1::MODE_INFER);
+  spec.mutable_base()->set_batch_size(8);
+  spec.mutable_measurement()->set_warmup_iterations(2);
+  spec.mutable_measurement()->set_min_iterations(10);
+  spec.mutable_measurement()->set_min_time_ms(50);
+  spec.mutable_measurement()->set_max_time_ms(1500);
+  const std::string job_id = *(*store)->jobs().Insert(job);
+  for (int i = 0; i < 5; ++i) {
+    v1::Run run;
+    run.set_job_id(job_id);
+    run.set_index(i);
+    run.set_state(v1::RUN_STATE_SUCCEEDED);
+    *run.mutable_config() = spec.base();
+    v1::RunResult& r = *run.mutable_result();
+    r.set_throughput_samples_per_s(1000 / (ms * (1 + 0.01 * i)));
+    r.set_iterations(100);
+    r.set_measured_ms(100 * ms * (1 + 0.01 * i));
+    *run.mutable_start_time() =
+        google::protobuf::util::TimeUtil::SecondsToTimestamp(base_seconds + i);
+    if (profile) {
+      r.set_profiled_iterations(5);
+      r.mutable_profile()->set_has_trace(true);
+      r.mutable_profile()->set_device_times(true);
+      v1::OperatorStat& op = *r.mutable_profile()->add_top_operators();
+      op.set_name("aten::mm");
+      op.set_count(5);
+      op.set_self_time_us(5000 * ms);
+      op.set_share(1);
+    }
+    EXPECT_TRUE((*store)->runs().Insert(run).ok());
+  }
+  return job_id;
+}
+
+// A device trace of 5 steps: each a launch and its gemm of 10 µs; under a
+// graph, all launched by one cudaGraphLaunch, and a slow kernel besides.
+std::string DeviceTrace(bool graph) {
+  std::string events;
+  for (int step = 0; step < 5; ++step) {
+    const int corr = graph ? 1 : step + 1;
+    if (!graph || step == 0) {
+      absl::StrAppend(&events, events.empty() ? "" : ",",
+                      R"({"ph": "X", "cat": "cuda_runtime", "name": ")",
+                      graph ? "cudaGraphLaunch" : "cudaLaunchKernel", R"(", "ts": )", step * 100,
+                      R"(, "dur": 3, "args": {"correlation": )", corr, "}}");
+    }
+    absl::StrAppend(&events, R"(,{"ph": "X", "cat": "kernel", "name": "gemm", "ts": )",
+                    step * 100 + 5, R"(, "dur": 10, "args": {"stream": 7, "correlation": )", corr,
+                    "}}");
+    if (graph) {
+      absl::StrAppend(&events, R"(,{"ph": "X", "cat": "kernel", "name": "slow_kernel", "ts": )",
+                      step * 100 + 20, R"(, "dur": 50, "args": {"stream": 7, "correlation": )",
+                      corr, "}}");
+    }
+  }
+  return R"({"traceEvents": [)" + events + "]}";
+}
+
+TEST(CliDaemon, CompareExplainProfilesASideWithoutOneAndDiffsDeviceTraces) {
+  Daemon d(FreshDir("cli_compare_explain_stored"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  // Two jobs of five runs each, B 50% slower, neither profiled: each side's
+  // latest run's config is measured again with a profiled window.
+  const std::string a = PlantJob(d, 1.0, 1000, false), b = PlantJob(d, 1.5, 2000, false);
+  Result r = Cli({"compare", a, b, "--explain", "--host", d.address()});
+  EXPECT_EQ(r.code, kExitRegression) << r.err << r.out;
+  EXPECT_NE(r.err.find("has no profile: measuring its config again"), std::string::npos) << r.err;
+  const std::vector<std::string> why = LinesFrom(r.out, "why " + b + " is slower than " + a);
+  ASSERT_GE(why.size(), 6u) << r.out;
+  EXPECT_EQ(why[1], "  config: the same");
+  EXPECT_NE(r.out.find("aten::addmm"), std::string::npos) << r.out;  // the real profile's
+  Result listed = Cli({"jobs", "--host", d.address(), "--output", "csv"});
+  EXPECT_EQ(SplitLines(listed.out).size(), 5u) << listed.out;  // 2 planted, 2 profiling, header
+
+  // Stored device traces: B's kernels come from a CUDA graph's replay and
+  // are still attributed; its slow kernel is named first.
+  const std::string ga = PlantJob(d, 1.0, 3000, true), gb = PlantJob(d, 1.5, 4000, true);
+  {
+    auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+    ASSERT_TRUE(store.ok());
+    const std::string last_a = (*(*store)->runs().List(ga, false))[4].run_id();
+    const std::string last_b = (*(*store)->runs().List(gb, false))[4].run_id();
+    ASSERT_TRUE((*store)->runs().PutTrace(last_a, "chrome", DeviceTrace(false)).ok());
+    ASSERT_TRUE((*store)->runs().PutTrace(last_b, "chrome", DeviceTrace(true)).ok());
+  }
+  Result g = Cli({"compare", ga, gb, "--explain", "--host", d.address()});
+  EXPECT_EQ(g.code, kExitRegression) << g.err << g.out;
+  // 5 steps of 1 sample: B computes 50 µs more a step and idles 39 less.
+  EXPECT_NE(g.out.find("  biggest change: compute +50.00 us a sample"), std::string::npos)
+      << g.out;
+  const std::vector<std::string> kernels = LinesFrom(g.out, "kernels and copies");
+  ASSERT_GE(kernels.size(), 5u) << g.out;
+  EXPECT_TRUE(absl::StartsWith(kernels[2], "slow_kernel ")) << g.out;
+  // gemm: once a step on both sides, 10 µs a call: no change.
+  EXPECT_TRUE(absl::StartsWith(kernels[3], "gemm ")) << g.out;
+  EXPECT_NE(kernels[3].find("+0.00"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("where the device's time went"), std::string::npos) << g.out;
 }
 
 }  // namespace

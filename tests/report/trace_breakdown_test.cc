@@ -54,7 +54,6 @@ TEST(TraceReader, KeepsTheEventsABreakdownNeedsInAnyChunks) {
   const TraceEvents whole = Read(SmallTrace(), 1 << 20);
   EXPECT_EQ(whole.seen, 10);
   EXPECT_EQ(whole.events.size(), 8u);  // not the metadata, nor aten::mm (no correlation)
-  EXPECT_TRUE(whole.float_ts);  // the metadata has no ts: pandas' column is float
   const TraceEvents bytes = Read(SmallTrace(), 1);
   ASSERT_EQ(bytes.events.size(), whole.events.size());
   for (size_t i = 0; i < whole.events.size(); ++i) {
@@ -106,18 +105,18 @@ TEST(TraceBreakdown, SplitsTheSpanAndTheIdleGapsAsHtaDoes) {
       << BiggestShare(b);
 }
 
-TEST(TraceBreakdown, RoundsFractionsAndLeavesTheLastStepOut) {
+TEST(TraceBreakdown, KeepsFractionsAndLeavesTheLastStepOut) {
   const std::string json = absl::StrCat(
       R"({"traceEvents": [)", Host("ProfilerStep#1", 0, 50, -1, "user_annotation"), ", ",
       Host("cudaLaunchKernel", 1, 1, 1), ", ", Kernel("gemm", 10.25, 0.5, 7, 1), ", ",
       Kernel("gemm", 20.4, 9.8, 7, 1), ", ", Host("ProfilerStep#2", 60, 50, -1, "user_annotation"),
       ", ", Host("cudaLaunchKernel", 61, 1, 2), ", ", Kernel("late", 70, 100, 7, 2), "]}");
   const Breakdown b = BreakDown(Read(json, 3), 5);
-  // 10.25 + 0.5 becomes 11 to 10 (HTA: ts up, the end down); 20.4 + 9.8
-  // becomes 21 to 30; the last step's kernel is left out.
+  // Not rounded to whole µs (HTA's default would make the first gemm -1 µs
+  // long); the last step's kernel is left out.
   EXPECT_EQ(b.device_events, 2);
-  EXPECT_EQ(b.span_us, 30 - 11);
-  EXPECT_EQ(b.compute_us, -1 + 9);
+  EXPECT_DOUBLE_EQ(b.span_us, 20.4 + 9.8 - 10.25);
+  EXPECT_DOUBLE_EQ(b.compute_us, 0.5 + 9.8);
 }
 
 TEST(TraceBreakdown, KernelTypesFollowHta) {

@@ -1,5 +1,7 @@
 #include "worker/engine/pipeline.h"
 
+#include <ATen/record_function.h>
+
 #include <chrono>
 #include <random>
 #include <stdexcept>
@@ -148,6 +150,9 @@ void HostPipeline::LoaderLoop() {
 }
 
 torch::Tensor HostPipeline::Next(double* wait_ms) {
+  // In a profile, the step's wait for its batch (inline: the whole build)
+  // is an operator of its own, so that compare --explain can name it.
+  RECORD_FUNCTION("gpubench::next_batch", std::vector<c10::IValue>());
   const auto start = std::chrono::steady_clock::now();
   if (loaders_.empty()) {
     torch::Tensor batch = BuildBatch(next_batch_.fetch_add(1));

@@ -1,0 +1,239 @@
+// compare --explain: why one side's time per sample differs from the
+// other's, from each side's latest run's profiled window (profiled again,
+// one run of its config, where it has none): what differs in the configs
+// and environments, the operators' and kernels' calls and times before and
+// after sorted by their share of the difference (report/profile_diff.h),
+// and where the device's time went on each side (report/trace_breakdown.h).
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli.h"
+#include "client/cli_internal.h"
+#include "common/printable.h"
+#include "report/profile_diff.h"
+#include "report/trace_breakdown.h"
+
+namespace gpubench::client {
+namespace {
+
+constexpr int kDiffRows = 12;
+
+// A side's run with a profile: the one given, or a new run of its config
+// with a profiled window.
+absl::StatusOr<v1::Run> Profiled(const ExplainedSide& side, std::ostream& err) {
+  const v1::Run& run = *side.run;
+  if (!run.result().profile().top_operators().empty()) return run;
+  v1::GetJobRequest req;
+  req.set_job_id(run.job_id());
+  auto job = side.daemon->Call(&v1::BenchService::Stub::GetJob, req);
+  if (!job.ok()) return job.status();
+  v1::JobSpec spec = job->job().spec();
+  spec.clear_sweep();
+  *spec.mutable_base() = run.config();
+  spec.mutable_profiling()->set_enabled(true);
+  err << "gpubench: " << run.run_id() << " has no profile: measuring its config again with "
+      << "a profiled window\n";
+  std::vector<v1::Run> runs;
+  std::ostringstream log;
+  if (MeasureOnce(*side.daemon, spec, &runs, log) != kExitOk || runs.empty()) {
+    return absl::InternalError(
+        absl::StrCat("profiling ", run.run_id(), "'s config again failed: ", log.str()));
+  }
+  if (runs.back().result().profile().top_operators().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(runs.back().run_id(), " has no profile either: ",
+                     runs.back().result().profile().error()));
+  }
+  return runs.back();
+}
+
+// The samples one step of the run processed (its throughput over its steps'
+// rate), rounded to a whole number where it is within 1% of one.
+double SamplesPerStep(const v1::RunResult& r) {
+  if (r.iterations() <= 0 || r.measured_ms() <= 0) return 0;
+  const double samples = r.throughput_samples_per_s() * r.measured_ms() / 1e3 / r.iterations();
+  const double whole = std::round(samples);
+  return whole > 0 && std::abs(samples - whole) < 0.01 * whole ? whole : samples;
+}
+
+report::ProfiledWindow Window(const v1::RunResult& r) {
+  report::ProfiledWindow w;
+  w.steps = r.profiled_iterations();
+  w.samples_per_step = SamplesPerStep(r);
+  double shares = 0;
+  for (const v1::OperatorStat& op : r.profile().top_operators()) {
+    w.rows.push_back({op.name(), op.count(), op.self_time_us()});
+    shares += op.share();
+  }
+  // A table whose shares add up to the whole window lists every operator.
+  w.complete = shares > 0.999;
+  return w;
+}
+
+std::string Signed(double us) { return absl::StrFormat("%+.2f", us); }
+std::string Percent(double share) { return absl::StrFormat("%.1f%%", 100 * share); }
+
+// The rows' names for the table: short, unless two would read the same.
+std::vector<std::string> Names(const std::vector<report::DiffRow>& rows, size_t n) {
+  std::vector<std::string> names;
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < n; ++i) ++seen[names.emplace_back(report::ShortKernelName(rows[i].name))];
+  for (size_t i = 0; i < n; ++i) {
+    if (seen[names[i]] > 1) names[i] = rows[i].name;
+  }
+  return names;
+}
+
+// The diff's rows; each one's share is of span_delta where given (the
+// span's difference, µs a sample), else of the rows' own difference.
+void PrintDiff(const report::ProfileDiff& diff, const std::string& what, const Args& a,
+               std::ostream& out, double span_delta = 0) {
+  Table t{{what, "A calls/step", "A us/call", "B calls/step", "B us/call", "delta us/sample",
+           span_delta != 0 ? "share of span delta" : "share of delta"},
+          {}};
+  const size_t n = std::min<size_t>(diff.rows.size(), kDiffRows);
+  const std::vector<std::string> names = Names(diff.rows, n);
+  bool unknown = false;
+  for (size_t i = 0; i < n; ++i) {
+    const report::DiffRow& r = diff.rows[i];
+    unknown |= !r.known;
+    auto side = [&](double calls, double us) -> std::pair<std::string, std::string> {
+      if (!r.known && calls == 0) return {"-", "-"};
+      return {absl::StrFormat(calls >= 100 ? "%.0f" : "%.3g", calls), absl::StrFormat("%.2f", us)};
+    };
+    const auto [ac, au] = side(r.a_calls, r.a_us_per_call);
+    const auto [bc, bu] = side(r.b_calls, r.b_us_per_call);
+    const double share = span_delta != 0 ? r.delta_us / span_delta : r.share;
+    t.rows.push_back({names[i], ac, au, bc, bu, r.known ? Signed(r.delta_us) : "?",
+                      r.known && share != 0 ? Percent(share) : "-"});
+  }
+  PrintTable(t, a.format, out);
+  out << "  in all: " << absl::StrFormat("%.2f", diff.a_us) << " us a sample in A, "
+      << absl::StrFormat("%.2f", diff.b_us) << " in B (" << Signed(diff.b_us - diff.a_us) << ")";
+  if (unknown) out << "; - : a name the side's top-N table left out, so its delta is unknown (?)";
+  out << "\n";
+}
+
+// The biggest row of a diff: "gpubench::next_batch +308.48 us a sample,
+// 96.6% of the profiled difference".
+std::string Biggest(const report::ProfileDiff& diff) {
+  if (diff.rows.empty() || !diff.rows[0].known) return "";
+  const report::DiffRow& r = diff.rows[0];
+  return absl::StrCat(report::ShortKernelName(r.name), " ", Signed(r.delta_us),
+                      " us a sample, ", Percent(r.share), " of the profiled difference");
+}
+
+// Both breakdowns in µs a sample with the difference, and in % of each
+// span; returns the biggest change: "idle -372.90 us a sample, 99.8% of the
+// span's difference".
+std::string PrintBreakdowns(const report::Breakdown (&b)[2], const double (&samples)[2],
+                            const Args& a, std::ostream& out) {
+  out << "where the device's time went, us a sample (HTA's temporal breakdown of the profiled "
+         "span)\n";
+  Table t{{"share", "A us/sample", "B us/sample", "delta", "share of delta", "A %", "B %"}, {}};
+  const std::pair<const char*, double report::Breakdown::*> rows[] = {
+      {"idle", &report::Breakdown::idle_us},
+      {"compute", &report::Breakdown::compute_us},
+      {"communication", &report::Breakdown::communication_us},
+      {"memory", &report::Breakdown::memory_us},
+      {"other", &report::Breakdown::other_us},
+      {"span", &report::Breakdown::span_us}};
+  const double span_delta = b[1].span_us / samples[1] - b[0].span_us / samples[0];
+  std::string biggest;
+  double most = -1;
+  for (const auto& [name, field] : rows) {
+    const double us[2] = {b[0].*field / samples[0], b[1].*field / samples[1]};
+    const double delta = us[1] - us[0];
+    const double share = span_delta != 0 ? delta / span_delta : 0;
+    t.rows.push_back({name, absl::StrFormat("%.2f", us[0]), absl::StrFormat("%.2f", us[1]),
+                      Signed(delta), span_delta != 0 ? Percent(share) : "-",
+                      absl::StrFormat("%.1f", b[0].Pct(b[0].*field)),
+                      absl::StrFormat("%.1f", b[1].Pct(b[1].*field))});
+    if (field != &report::Breakdown::span_us && std::abs(delta) > most) {
+      most = std::abs(delta);
+      biggest = absl::StrCat(name, " ", Signed(delta), " us a sample, ", Percent(share),
+                             " of the span's difference");
+    }
+  }
+  PrintTable(t, a.format, out);
+  out << "A: " << report::BiggestShare(b[0]) << "\nB: " << report::BiggestShare(b[1]) << "\n";
+  return biggest;
+}
+
+}  // namespace
+
+int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedSide& cand,
+                      const std::string& verdict, const std::string& differences,
+                      const std::string& environment, std::ostream& out, std::ostream& err) {
+  out << "\nwhy " << cand.name << " is " << verdict << " than " << base.name << " (A "
+      << base.run->run_id() << ", B " << cand.run->run_id() << "): "
+      << absl::StrFormat("%.4g against %.4g ms a sample",
+                         1e3 / cand.run->result().throughput_samples_per_s(),
+                         1e3 / base.run->result().throughput_samples_per_s())
+      << "\n  config: " << (differences.empty() ? "the same" : Printable(differences))
+      << "\n  environment: " << (environment.empty() ? "the same" : Printable(environment))
+      << "\n";
+  v1::Run runs[2];
+  const ExplainedSide* sides[2] = {&base, &cand};
+  for (int i = 0; i < 2; ++i) {
+    auto run = Profiled(*sides[i], err);
+    if (!run.ok()) {
+      err << "gpubench: cannot explain: " << sides[i]->daemon->host.name << ": "
+          << run.status().message() << "\n";
+      return kExitJobFailed;
+    }
+    runs[i] = std::move(*run);
+  }
+  report::ProfiledWindow windows[2] = {Window(runs[0].result()), Window(runs[1].result())};
+  if (!(windows[0].Samples() > 0) || !(windows[1].Samples() > 0)) {
+    err << "gpubench: cannot explain: a side's profiled window has no steps or samples\n";
+    return kExitJobFailed;
+  }
+  const v1::ProfileSummary* profiles[2] = {&runs[0].result().profile(),
+                                           &runs[1].result().profile()};
+  const bool device = profiles[0]->device_times() && profiles[1]->device_times();
+  std::ostringstream tables;
+  tables << "profiled: A " << runs[0].run_id() << " " << windows[0].steps << " steps of "
+         << windows[0].samples_per_step << " samples, B " << runs[1].run_id() << " "
+         << windows[1].steps << " steps of " << windows[1].samples_per_step << "\n";
+  std::string biggest;
+  if (device && profiles[0]->has_trace() && profiles[1]->has_trace()) {
+    // Every kernel and copy from the traces, and where the span went.
+    report::Breakdown b[2];
+    for (int i = 0; i < 2; ++i) {
+      report::TraceEvents events;
+      if (auto s = FetchTraceEvents(*sides[i]->daemon, runs[i].run_id(), &events); !s.ok()) {
+        err << "gpubench: cannot explain: " << s.message() << "\n";
+        return kExitJobFailed;
+      }
+      b[i] = report::BreakDown(std::move(events), INT_MAX);
+      windows[i].rows = b[i].top;
+      windows[i].complete = true;
+    }
+    const double samples[2] = {windows[0].Samples(), windows[1].Samples()};
+    biggest = PrintBreakdowns(b, samples, a, tables);
+    tables << "\nkernels and copies on the device (from the traces)\n";
+    PrintDiff(report::DiffWindows(windows[0], windows[1]), "kernel", a, tables,
+              b[1].span_us / samples[1] - b[0].span_us / samples[0]);
+  } else {
+    // The profiles' top tables: kernels by device time, or CPU operators
+    // by self time.
+    const report::ProfileDiff diff = report::DiffWindows(windows[0], windows[1]);
+    biggest = Biggest(diff);
+    tables << (device ? "kernels by device time" : "operators by CPU self time")
+           << " (the profiles' top tables)\n";
+    PrintDiff(diff, device ? "kernel" : "operator", a, tables);
+  }
+  out << "  biggest change: " << (biggest.empty() ? "-" : biggest) << "\n" << tables.str();
+  return kExitOk;
+}
+
+}  // namespace gpubench::client

@@ -1,0 +1,48 @@
+// What changed between two profiled windows (compare --explain): per
+// operator or kernel, calls a step and time a call on each side, and what
+// it adds to the time per sample, sorted by its share of the difference.
+// Torch-free; thread-safe (no state).
+#ifndef GPUBENCH_REPORT_PROFILE_DIFF_H_
+#define GPUBENCH_REPORT_PROFILE_DIFF_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report/trace_breakdown.h"
+
+namespace gpubench::report {
+
+// One side: a profiled window's rows (name, calls, total µs over the
+// window) and what the window covered.
+struct ProfiledWindow {
+  int64_t steps = 0;            // profiled steps
+  double samples_per_step = 0;  // the run's samples a step
+  std::vector<KernelRow> rows;
+  // Every name that ran is in rows (a whole trace), not a top-N table in
+  // which a name left out may still have run.
+  bool complete = true;
+  double Samples() const { return static_cast<double>(steps) * samples_per_step; }
+};
+
+struct DiffRow {
+  std::string name;
+  // Calls a step and µs a call; a side whose incomplete table lacks the
+  // name is unknown (known false) and its figures 0.
+  double a_calls = 0, a_us_per_call = 0, b_calls = 0, b_us_per_call = 0;
+  bool known = true;
+  double delta_us = 0;  // B's µs a sample less A's
+  double share = 0;     // delta_us over the rows' total difference; 0 where that is 0
+};
+
+struct ProfileDiff {
+  double a_us = 0, b_us = 0;  // the known rows' µs a sample on each side
+  std::vector<DiffRow> rows;  // by |delta_us|, largest first; the unknown last
+};
+
+// The diff of B against A. Sides without samples give no rows.
+ProfileDiff DiffWindows(const ProfiledWindow& a, const ProfiledWindow& b);
+
+}  // namespace gpubench::report
+
+#endif  // GPUBENCH_REPORT_PROFILE_DIFF_H_
