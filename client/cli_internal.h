@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "client/fleet.h"
 #include "client/output.h"
+#include "common/verdict.h"
 #include "report/facets.h"
 #include "report/format.h"
 #include "report/trace_events.h"
@@ -204,21 +205,22 @@ int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err);  // exp
 // damaged, InvalidArgument where it is not a trace (explain_command.cc).
 absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id,
                               report::TraceEvents* out);
-// One side of compare --explain: its name, the daemon that stored it, and
-// its latest run.
+// One side of compare --explain: its name, the daemon that stored it, its
+// latest run, and the median throughput of its runs (the verdict's).
 struct ExplainedSide {
   std::string name;
   const Daemon* daemon = nullptr;
   const v1::Run* run = nullptr;
+  double samples_per_s = 0;
 };
-// Prints why cand's time per sample differs from base's (verdict:
-// "slower", "faster"): the configs' differences (what ConfigDifferences
-// gives) and the environment's, the profiled operators' diff, and with
-// device traces the kernels' diff and both breakdowns. A side whose run has
-// no profile is measured again (its config, a profiled window). The exit
-// code; what went wrong to err. (compare_explain.cc)
+// Prints why cand's time per sample differs from base's (verdict: slower
+// or faster): the configs' differences (what ConfigDifferences gives) and
+// the environment's, the profiled operators' diff, and with device traces
+// the kernels' diff and both breakdowns. A side whose run has no profile is
+// measured again (its config, a profiled window). The exit code; what went
+// wrong to err. (compare_explain.cc)
 int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedSide& cand,
-                      const std::string& verdict, const std::string& differences,
+                      verdict::Verdict verdict, const std::string& differences,
                       const std::string& environment, std::ostream& out, std::ostream& err);
 int ModelCommand(const Args& a, std::ostream& out, std::ostream& err);
 int ScheduleCommand(const Args& a, std::ostream& out, std::ostream& err);

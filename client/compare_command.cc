@@ -28,7 +28,6 @@ using google::protobuf::util::TimeUtil;
 
 constexpr int kHistoryRuns = 7;
 
-
 struct Side {
   std::string name;  // host, job or run it came from
   std::vector<v1::Run> runs;
@@ -82,8 +81,8 @@ Table RowsTable(const std::vector<CompareRow>& rows) {
 // The run of runs (not empty) that started last.
 const v1::Run* Latest(const std::vector<const v1::Run*>& runs) {
   return *std::max_element(runs.begin(), runs.end(), [](const v1::Run* a, const v1::Run* b) {
-    return google::protobuf::util::TimeUtil::TimestampToNanoseconds(a->start_time()) <
-           google::protobuf::util::TimeUtil::TimestampToNanoseconds(b->start_time());
+    return TimeUtil::TimestampToNanoseconds(a->start_time()) <
+           TimeUtil::TimestampToNanoseconds(b->start_time());
   });
 }
 
@@ -100,7 +99,7 @@ double MedianThroughput(const std::vector<const v1::Run*>& runs) {
 // otherwise their row is "not comparable", naming the difference: a verdict
 // between two different workloads means nothing.
 std::vector<CompareRow> Pair(const Side& base, const Side& cand, const CompareRule& rule,
-                      Varies varies) {
+                             Varies varies) {
   using Groups = std::vector<std::pair<std::string, std::vector<const v1::Run*>>>;
   auto group = [](const Side& side) {
     Groups groups;
@@ -136,8 +135,8 @@ std::vector<CompareRow> Pair(const Side& base, const Side& cand, const CompareRu
                                             /*work_only=*/varies == Varies::kHowItRuns);
     row.environment =
         EnvironmentDiffers(Latest(b->second)->fingerprint(), Latest(cand_runs)->fingerprint());
-    row.explain[0] = {base.name, base.daemon, Latest(b->second)};
-    row.explain[1] = {cand.name, cand.daemon, Latest(cand_runs)};
+    row.explain[0] = {base.name, base.daemon, Latest(b->second), row.baseline_tput};
+    row.explain[1] = {cand.name, cand.daemon, Latest(cand_runs), row.candidate_tput};
     if (b->first != key) {
       row.differences = ConfigDifferences(b->second[0]->config(), cand_runs[0]->config(),
                                           /*work_only=*/false);
@@ -204,9 +203,8 @@ int PrintRows(const std::vector<CompareRow>& rows, const Args& a, std::ostream& 
           << ": no difference to explain\n";
       continue;
     }
-    const int code =
-        ExplainDifference(a, r.explain[0], r.explain[1], VerdictName(r.c.verdict),
-                          r.differences, r.environment, out, err);
+    const int code = ExplainDifference(a, r.explain[0], r.explain[1], r.c.verdict,
+                                       r.differences, r.environment, out, err);
     unexplained |= code != kExitOk;
   }
   if (slower) return kExitRegression;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli.h"
 #include "client/cli_internal.h"
+#include "client/compare.h"
 #include "common/printable.h"
 #include "report/profile_diff.h"
 #include "report/trace_breakdown.h"
@@ -26,11 +27,16 @@ namespace {
 
 constexpr int kDiffRows = 12;
 
+bool HasProfile(const v1::Run& run) {
+  return !run.result().profile().top_operators().empty() &&
+         run.result().profiled_iterations() > 0;
+}
+
 // A side's run with a profile: the one given, or a new run of its config
 // with a profiled window.
 absl::StatusOr<v1::Run> Profiled(const ExplainedSide& side, std::ostream& err) {
   const v1::Run& run = *side.run;
-  if (!run.result().profile().top_operators().empty()) return run;
+  if (HasProfile(run)) return run;
   v1::GetJobRequest req;
   req.set_job_id(run.job_id());
   auto job = side.daemon->Call(&v1::BenchService::Stub::GetJob, req);
@@ -47,35 +53,12 @@ absl::StatusOr<v1::Run> Profiled(const ExplainedSide& side, std::ostream& err) {
     return absl::InternalError(
         absl::StrCat("profiling ", run.run_id(), "'s config again failed: ", log.str()));
   }
-  if (runs.back().result().profile().top_operators().empty()) {
-    return absl::FailedPreconditionError(
+  if (!HasProfile(runs.back())) {
+    return absl::NotFoundError(
         absl::StrCat(runs.back().run_id(), " has no profile either: ",
                      runs.back().result().profile().error()));
   }
   return runs.back();
-}
-
-// The samples one step of the run processed (its throughput over its steps'
-// rate), rounded to a whole number where it is within 1% of one.
-double SamplesPerStep(const v1::RunResult& r) {
-  if (r.iterations() <= 0 || r.measured_ms() <= 0) return 0;
-  const double samples = r.throughput_samples_per_s() * r.measured_ms() / 1e3 / r.iterations();
-  const double whole = std::round(samples);
-  return whole > 0 && std::abs(samples - whole) < 0.01 * whole ? whole : samples;
-}
-
-report::ProfiledWindow Window(const v1::RunResult& r) {
-  report::ProfiledWindow w;
-  w.steps = r.profiled_iterations();
-  w.samples_per_step = SamplesPerStep(r);
-  double shares = 0;
-  for (const v1::OperatorStat& op : r.profile().top_operators()) {
-    w.rows.push_back({op.name(), op.count(), op.self_time_us()});
-    shares += op.share();
-  }
-  // A table whose shares add up to the whole window lists every operator.
-  w.complete = shares > 0.999;
-  return w;
 }
 
 std::string Signed(double us) { return absl::StrFormat("%+.2f", us); }
@@ -107,28 +90,28 @@ void PrintDiff(const report::ProfileDiff& diff, const std::string& what, const A
     unknown |= !r.known;
     auto side = [&](double calls, double us) -> std::pair<std::string, std::string> {
       if (!r.known && calls == 0) return {"-", "-"};
-      return {absl::StrFormat(calls >= 100 ? "%.0f" : "%.3g", calls), absl::StrFormat("%.2f", us)};
+      return {calls >= 100 ? absl::StrFormat("%.0f", calls) : absl::StrFormat("%.3g", calls),
+              absl::StrFormat("%.2f", us)};
     };
-    const auto [ac, au] = side(r.a_calls, r.a_us_per_call);
-    const auto [bc, bu] = side(r.b_calls, r.b_us_per_call);
-    const double share = span_delta != 0 ? r.delta_us / span_delta : r.share;
-    t.rows.push_back({names[i], ac, au, bc, bu, r.known ? Signed(r.delta_us) : "?",
+    const auto [ac, au] = side(r.a_calls_per_step, r.a_us_per_call);
+    const auto [bc, bu] = side(r.b_calls_per_step, r.b_us_per_call);
+    const double share = span_delta != 0 ? r.delta_us_per_sample / span_delta : r.share;
+    t.rows.push_back({names[i], ac, au, bc, bu, r.known ? Signed(r.delta_us_per_sample) : "?",
                       r.known && share != 0 ? Percent(share) : "-"});
   }
   PrintTable(t, a.format, out);
-  out << "  in all: " << absl::StrFormat("%.2f", diff.a_us) << " us a sample in A, "
-      << absl::StrFormat("%.2f", diff.b_us) << " in B (" << Signed(diff.b_us - diff.a_us) << ")";
+  out << "  in all: " << absl::StrFormat("%.2f", diff.a_us_per_sample) << " us a sample in A, "
+      << absl::StrFormat("%.2f", diff.b_us_per_sample) << " in B ("
+      << Signed(diff.b_us_per_sample - diff.a_us_per_sample) << ")";
   if (unknown) out << "; - : a name the side's top-N table left out, so its delta is unknown (?)";
   out << "\n";
 }
 
-// The biggest row of a diff: "gpubench::next_batch +308.48 us a sample,
-// 96.6% of the profiled difference".
+// The biggest row of a diff, in words (report::DescribeChange).
 std::string Biggest(const report::ProfileDiff& diff) {
   if (diff.rows.empty() || !diff.rows[0].known) return "";
   const report::DiffRow& r = diff.rows[0];
-  return absl::StrCat(report::ShortKernelName(r.name), " ", Signed(r.delta_us),
-                      " us a sample, ", Percent(r.share), " of the profiled difference");
+  return report::DescribeChange(r.name, r.delta_us_per_sample, r.share);
 }
 
 // Both breakdowns in µs a sample with the difference, and in % of each
@@ -159,70 +142,101 @@ std::string PrintBreakdowns(const report::Breakdown (&b)[2], const double (&samp
                       absl::StrFormat("%.1f", b[1].Pct(b[1].*field))});
     if (field != &report::Breakdown::span_us && std::abs(delta) > most) {
       most = std::abs(delta);
-      biggest = absl::StrCat(name, " ", Signed(delta), " us a sample, ", Percent(share),
-                             " of the span's difference");
+      biggest = absl::StrCat(name, " ", Signed(delta), " us a sample",
+                             span_delta != 0 ? ", " + Percent(share) + " of the span's difference"
+                                             : "");
     }
   }
   PrintTable(t, a.format, out);
-  out << "A: " << report::BiggestShare(b[0]) << "\nB: " << report::BiggestShare(b[1]) << "\n";
+  out << "A: " << Printable(report::BiggestShare(b[0]))
+      << "\nB: " << Printable(report::BiggestShare(b[1])) << "\n";
+  return biggest;
+}
+
+// Every kernel and copy from both sides' traces, and where their spans
+// went, into tables; the biggest change.
+absl::StatusOr<std::string> FromTraces(const Args& a, const ExplainedSide* const (&sides)[2],
+                                       const v1::Run (&runs)[2],
+                                       report::ProfiledWindow (&windows)[2],
+                                       std::ostream& tables) {
+  report::Breakdown b[2];
+  for (int i = 0; i < 2; ++i) {
+    report::TraceEvents events;
+    if (auto s = FetchTraceEvents(*sides[i]->daemon, runs[i].run_id(), &events); !s.ok()) {
+      return s;
+    }
+    b[i] = report::BreakDown(std::move(events), INT_MAX);
+    windows[i].rows = b[i].top;
+    windows[i].complete = true;
+  }
+  const double samples[2] = {windows[0].Samples(), windows[1].Samples()};
+  std::string biggest = PrintBreakdowns(b, samples, a, tables);
+  tables << "\nkernels and copies on the device (from the traces)\n";
+  PrintDiff(report::DiffWindows(windows[0], windows[1]), "kernel", a, tables,
+            b[1].span_us / samples[1] - b[0].span_us / samples[0]);
   return biggest;
 }
 
 }  // namespace
 
 int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedSide& cand,
-                      const std::string& verdict, const std::string& differences,
+                      Verdict verdict, const std::string& differences,
                       const std::string& environment, std::ostream& out, std::ostream& err) {
-  out << "\nwhy " << cand.name << " is " << verdict << " than " << base.name << " (A "
-      << base.run->run_id() << ", B " << cand.run->run_id() << "): "
-      << absl::StrFormat("%.4g against %.4g ms a sample",
-                         1e3 / cand.run->result().throughput_samples_per_s(),
-                         1e3 / base.run->result().throughput_samples_per_s())
+  auto ms = [](double samples_per_s) {
+    return samples_per_s > 0 ? absl::StrFormat("%.4g", 1e3 / samples_per_s) : std::string("-");
+  };
+  out << "\nwhy " << cand.name << " is " << VerdictName(verdict) << " than " << base.name
+      << " (A " << base.run->run_id() << ", B " << cand.run->run_id() << "): "
+      << ms(cand.samples_per_s) << " against " << ms(base.samples_per_s)
+      << " ms a sample (medians)"
       << "\n  config: " << (differences.empty() ? "the same" : Printable(differences))
       << "\n  environment: " << (environment.empty() ? "the same" : Printable(environment))
       << "\n";
   v1::Run runs[2];
-  const ExplainedSide* sides[2] = {&base, &cand};
+  const ExplainedSide* const sides[2] = {&base, &cand};
   for (int i = 0; i < 2; ++i) {
     auto run = Profiled(*sides[i], err);
     if (!run.ok()) {
       err << "gpubench: cannot explain: " << sides[i]->daemon->host.name << ": "
-          << run.status().message() << "\n";
+          << Printable(std::string(run.status().message())) << "\n";
       return kExitJobFailed;
     }
     runs[i] = std::move(*run);
   }
-  report::ProfiledWindow windows[2] = {Window(runs[0].result()), Window(runs[1].result())};
-  if (!(windows[0].Samples() > 0) || !(windows[1].Samples() > 0)) {
-    err << "gpubench: cannot explain: a side's profiled window has no steps or samples\n";
+  report::ProfiledWindow windows[2] = {report::WindowOf(runs[0].result()),
+                                       report::WindowOf(runs[1].result())};
+  if (!(windows[0].samples_per_step > 0) || !(windows[1].samples_per_step > 0)) {
+    err << "gpubench: cannot explain: a side's run has no samples a step (no throughput)\n";
     return kExitJobFailed;
   }
   const v1::ProfileSummary* profiles[2] = {&runs[0].result().profile(),
                                            &runs[1].result().profile()};
-  const bool device = profiles[0]->device_times() && profiles[1]->device_times();
   std::ostringstream tables;
   tables << "profiled: A " << runs[0].run_id() << " " << windows[0].steps << " steps of "
          << windows[0].samples_per_step << " samples, B " << runs[1].run_id() << " "
          << windows[1].steps << " steps of " << windows[1].samples_per_step << "\n";
+  auto timed = [](const v1::ProfileSummary* p) {
+    return p->device_times() ? "kernels on the device" : "CPU operators";
+  };
+  if (profiles[0]->device_times() != profiles[1]->device_times()) {
+    // A CPU run against a GPU run: CPU operators' times against kernels'.
+    out << "  biggest change: - (A's profile times " << timed(profiles[0]) << ", B's "
+        << timed(profiles[1]) << ": their tables do not compare)\n"
+        << tables.str();
+    return kExitOk;
+  }
+  const bool device = profiles[0]->device_times();
   std::string biggest;
+  // gpubench's traces have no ProfilerStep, so BreakDown keeps every
+  // profiled step's work, which Samples() counts.
   if (device && profiles[0]->has_trace() && profiles[1]->has_trace()) {
-    // Every kernel and copy from the traces, and where the span went.
-    report::Breakdown b[2];
-    for (int i = 0; i < 2; ++i) {
-      report::TraceEvents events;
-      if (auto s = FetchTraceEvents(*sides[i]->daemon, runs[i].run_id(), &events); !s.ok()) {
-        err << "gpubench: cannot explain: " << s.message() << "\n";
-        return kExitJobFailed;
-      }
-      b[i] = report::BreakDown(std::move(events), INT_MAX);
-      windows[i].rows = b[i].top;
-      windows[i].complete = true;
+    auto traced = FromTraces(a, sides, runs, windows, tables);
+    if (!traced.ok()) {
+      err << "gpubench: cannot explain: " << Printable(std::string(traced.status().message()))
+          << "\n";
+      return kExitJobFailed;
     }
-    const double samples[2] = {windows[0].Samples(), windows[1].Samples()};
-    biggest = PrintBreakdowns(b, samples, a, tables);
-    tables << "\nkernels and copies on the device (from the traces)\n";
-    PrintDiff(report::DiffWindows(windows[0], windows[1]), "kernel", a, tables,
-              b[1].span_us / samples[1] - b[0].span_us / samples[0]);
+    biggest = *traced;
   } else {
     // The profiles' top tables: kernels by device time, or CPU operators
     // by self time.
@@ -232,7 +246,8 @@ int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedS
            << " (the profiles' top tables)\n";
     PrintDiff(diff, device ? "kernel" : "operator", a, tables);
   }
-  out << "  biggest change: " << (biggest.empty() ? "-" : biggest) << "\n" << tables.str();
+  out << "  biggest change: " << (biggest.empty() ? "-" : Printable(biggest)) << "\n"
+      << tables.str();
   return kExitOk;
 }
 

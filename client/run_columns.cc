@@ -9,6 +9,7 @@
 #include "client/cli_internal.h"
 #include "client/json_writer.h"
 #include "report/figures.h"
+#include "report/profile_diff.h"
 #include "google/protobuf/descriptor.h"
 
 namespace gpubench::client {
@@ -115,6 +116,11 @@ std::string RunNotes(const v1::Run& r) {
   if (!r.history().environment_changes().empty()) {
     notes.push_back(absl::StrCat("environment differs from the history: ",
                                  absl::StrJoin(r.history().environment_changes(), ", ")));
+  }
+  if (!r.history().operator_changes().empty()) {
+    const v1::OperatorChange& c = r.history().operator_changes(0);
+    notes.push_back("biggest change from the history: " +
+                    report::DescribeChange(c.name(), c.delta_us_per_sample(), c.share()));
   }
   if (!r.error().empty()) notes.push_back(r.error().substr(0, 100));
   return absl::StrJoin(notes, "; ");

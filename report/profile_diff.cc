@@ -4,11 +4,15 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/str_format.h"
+
 namespace gpubench::report {
 
 ProfileDiff DiffWindows(const ProfiledWindow& a, const ProfiledWindow& b) {
   ProfileDiff diff;
-  if (!(a.Samples() > 0) || !(b.Samples() > 0)) return diff;
+  for (const ProfiledWindow* w : {&a, &b}) {
+    if (w->steps <= 0 || !(w->samples_per_step > 0)) return diff;
+  }
   std::map<std::string, std::pair<const KernelRow*, const KernelRow*>> names;
   for (const KernelRow& r : a.rows) names[r.name].first = &r;
   for (const KernelRow& r : b.rows) names[r.name].second = &r;
@@ -18,31 +22,62 @@ ProfileDiff DiffWindows(const ProfiledWindow& a, const ProfiledWindow& b) {
     const auto [ra, rb] = sides;
     row.known = (ra != nullptr || a.complete) && (rb != nullptr || b.complete);
     if (ra != nullptr) {
-      row.a_calls = static_cast<double>(ra->count) / a.steps;
+      row.a_calls_per_step = static_cast<double>(ra->count) / a.steps;
       row.a_us_per_call = ra->count > 0 ? ra->total_us / ra->count : 0;
     }
     if (rb != nullptr) {
-      row.b_calls = static_cast<double>(rb->count) / b.steps;
+      row.b_calls_per_step = static_cast<double>(rb->count) / b.steps;
       row.b_us_per_call = rb->count > 0 ? rb->total_us / rb->count : 0;
     }
     if (row.known) {
       const double us_a = ra != nullptr ? ra->total_us / a.Samples() : 0;
       const double us_b = rb != nullptr ? rb->total_us / b.Samples() : 0;
-      row.delta_us = us_b - us_a;
-      diff.a_us += us_a;
-      diff.b_us += us_b;
+      row.delta_us_per_sample = us_b - us_a;
+      diff.a_us_per_sample += us_a;
+      diff.b_us_per_sample += us_b;
     }
     diff.rows.push_back(std::move(row));
   }
-  const double total = diff.b_us - diff.a_us;
+  const double total = diff.b_us_per_sample - diff.a_us_per_sample;
   for (DiffRow& r : diff.rows) {
-    if (r.known && total != 0) r.share = r.delta_us / total;
+    if (r.known && total != 0) r.share = r.delta_us_per_sample / total;
   }
   std::stable_sort(diff.rows.begin(), diff.rows.end(), [](const DiffRow& x, const DiffRow& y) {
     if (x.known != y.known) return x.known;
-    return std::abs(x.delta_us) > std::abs(y.delta_us);
+    return std::abs(x.delta_us_per_sample) > std::abs(y.delta_us_per_sample);
   });
   return diff;
+}
+
+std::string DescribeChange(const std::string& name, double delta_us_per_sample, double share) {
+  std::string text = absl::StrFormat("%s %+.2f us a sample", ShortKernelName(name),
+                                     delta_us_per_sample);
+  if (share != 0) absl::StrAppendFormat(&text, ", %.1f%% of the profiled difference", 100 * share);
+  return text;
+}
+
+namespace {
+
+double SamplesPerStep(const v1::RunResult& r) {
+  if (r.iterations() <= 0 || r.measured_ms() <= 0) return 0;
+  const double samples = r.throughput_samples_per_s() * r.measured_ms() / 1e3 / r.iterations();
+  const double whole = std::round(samples);
+  return whole > 0 && std::abs(samples - whole) < 0.01 * whole ? whole : samples;
+}
+
+}  // namespace
+
+ProfiledWindow WindowOf(const v1::RunResult& r) {
+  ProfiledWindow w;
+  w.steps = r.profiled_iterations();
+  w.samples_per_step = SamplesPerStep(r);
+  double shares = 0;
+  for (const v1::OperatorStat& op : r.profile().top_operators()) {
+    w.rows.push_back({op.name(), op.count(), op.self_time_us()});
+    shares += op.share();
+  }
+  w.complete = shares > 0.999;
+  return w;
 }
 
 }  // namespace gpubench::report

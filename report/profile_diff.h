@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpubench/v1/result.pb.h"
 #include "report/trace_breakdown.h"
 
 namespace gpubench::report {
@@ -29,19 +30,31 @@ struct DiffRow {
   std::string name;
   // Calls a step and µs a call; a side whose incomplete table lacks the
   // name is unknown (known false) and its figures 0.
-  double a_calls = 0, a_us_per_call = 0, b_calls = 0, b_us_per_call = 0;
+  double a_calls_per_step = 0, a_us_per_call = 0, b_calls_per_step = 0, b_us_per_call = 0;
   bool known = true;
-  double delta_us = 0;  // B's µs a sample less A's
-  double share = 0;     // delta_us over the rows' total difference; 0 where that is 0
+  double delta_us_per_sample = 0;  // B's µs a sample less A's
+  // delta_us_per_sample over the rows' total difference; 0 where that is 0.
+  double share = 0;
 };
 
 struct ProfileDiff {
-  double a_us = 0, b_us = 0;  // the known rows' µs a sample on each side
-  std::vector<DiffRow> rows;  // by |delta_us|, largest first; the unknown last
+  double a_us_per_sample = 0, b_us_per_sample = 0;  // the known rows' totals
+  std::vector<DiffRow> rows;  // by |delta_us_per_sample|, largest first; the unknown last
 };
 
-// The diff of B against A. Sides without samples give no rows.
+// The diff of B against A. A side without steps or samples gives no rows.
 ProfileDiff DiffWindows(const ProfiledWindow& a, const ProfiledWindow& b);
+
+// One change in words: "gpubench::next_batch +308.48 us a sample, 96.6% of
+// the profiled difference" (a kernel's name shortened; no share where it is
+// 0).
+std::string DescribeChange(const std::string& name, double delta_us_per_sample, double share);
+
+// A run's profiled window as its profile's top table gives it: its
+// profiled steps, its samples a step (its throughput over its steps' rate,
+// whole where within 1% of a whole number), and complete where the table's
+// shares add up to the whole window.
+ProfiledWindow WindowOf(const v1::RunResult& r);
 
 }  // namespace gpubench::report
 

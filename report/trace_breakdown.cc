@@ -239,7 +239,9 @@ std::string ShortKernelName(const std::string& name, size_t width) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '<') ++depth;
     if (s[i] == '>') --depth;
-    if (s[i] == '(' && depth == 0 && i > 0 && s.back() == ')') {
+    // An argument list follows a name; "Memcpy HtoD (Pageable -> Device)"
+    // keeps its words.
+    if (s[i] == '(' && depth == 0 && i > 0 && s[i - 1] != ' ' && s.back() == ')') {
       s.resize(i);
       break;
     }

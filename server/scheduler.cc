@@ -10,6 +10,7 @@
 #include "common/cron.h"
 #include "common/contention.h"
 #include "common/fingerprint.h"
+#include "report/profile_diff.h"
 #include "server/history.h"
 
 namespace gpubench::server {
@@ -19,6 +20,7 @@ using google::protobuf::util::TimeUtil;
 
 constexpr int kDefaultHistoryWindow = 7;
 constexpr double kDefaultThreshold = 0.05;
+constexpr int kOperatorChanges = 5;  // a change's operators kept with its run
 // Bounds of a schedule's own fields (its spec has the spec's).
 constexpr size_t kMaxCronBytes = 128;
 constexpr int kMaxHistoryWindow = 100;  // the comparison reads 3x as many runs
@@ -182,6 +184,25 @@ void Scheduler::CompareWithHistory(const v1::Job& job, v1::Run* run) {
     for (std::string& change : FingerprintChanges(latest->fingerprint(), run->fingerprint())) {
       run->mutable_history()->add_environment_changes(std::move(change));
     }
+  }
+  // A change, where both ends were profiled: what moved in the profile.
+  const v1::Verdict verdict = run->history().verdict();
+  if (latest == nullptr ||
+      (verdict != v1::VERDICT_REGRESSED && verdict != v1::VERDICT_IMPROVED)) {
+    return;
+  }
+  const report::ProfileDiff diff = report::DiffWindows(report::WindowOf(latest->result()),
+                                                       report::WindowOf(run->result()));
+  for (const report::DiffRow& r : diff.rows) {
+    if (!r.known || run->history().operator_changes_size() == kOperatorChanges) break;
+    v1::OperatorChange* c = run->mutable_history()->add_operator_changes();
+    c->set_name(r.name);
+    c->set_baseline_calls_per_step(r.a_calls_per_step);
+    c->set_baseline_us_per_call(r.a_us_per_call);
+    c->set_calls_per_step(r.b_calls_per_step);
+    c->set_us_per_call(r.b_us_per_call);
+    c->set_delta_us_per_sample(r.delta_us_per_sample);
+    c->set_share(r.share);
   }
 }
 

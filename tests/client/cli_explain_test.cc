@@ -137,8 +137,10 @@ TEST(CliDaemon, CompareExplainNamesEachPlantedDifferenceFirst) {
 
 // Plants a succeeded job of 5 runs of a real tiny CPU config, each at about
 // ms a sample, started one second apart; with profile, each run's profile
-// says it has a device trace of 5 steps of 1 sample with one operator.
-std::string PlantJob(const Daemon& d, double ms, int base_seconds, bool profile) {
+// has one operator over 5 steps of 1 sample, and with device a device
+// trace.
+std::string PlantJob(const Daemon& d, double ms, int base_seconds, bool profile,
+                     bool device = true) {
   auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
   EXPECT_TRUE(store.ok()) << store.status();
   v1::Job job;
@@ -167,8 +169,8 @@ std::string PlantJob(const Daemon& d, double ms, int base_seconds, bool profile)
         google::protobuf::util::TimeUtil::SecondsToTimestamp(base_seconds + i);
     if (profile) {
       r.set_profiled_iterations(5);
-      r.mutable_profile()->set_has_trace(true);
-      r.mutable_profile()->set_device_times(true);
+      r.mutable_profile()->set_has_trace(device);
+      r.mutable_profile()->set_device_times(device);
       v1::OperatorStat& op = *r.mutable_profile()->add_top_operators();
       op.set_name("aten::mm");
       op.set_count(5);
@@ -243,6 +245,16 @@ TEST(CliDaemon, CompareExplainProfilesASideWithoutOneAndDiffsDeviceTraces) {
   EXPECT_TRUE(absl::StartsWith(kernels[3], "gemm ")) << g.out;
   EXPECT_NE(kernels[3].find("+0.00"), std::string::npos) << g.out;
   EXPECT_NE(g.out.find("where the device's time went"), std::string::npos) << g.out;
+
+  // A CPU run's operators against a GPU run's kernels: no diff.
+  const std::string cpu = PlantJob(d, 1.5, 5000, true, /*device=*/false);
+  Result mixed = Cli({"compare", ga, cpu, "--explain", "--host", d.address()});
+  EXPECT_EQ(mixed.code, kExitRegression) << mixed.err << mixed.out;
+  EXPECT_NE(mixed.out.find("  biggest change: - (A's profile times kernels on the device, B's "
+                           "CPU operators: their tables do not compare)"),
+            std::string::npos)
+      << mixed.out;
+  EXPECT_EQ(mixed.out.find("delta us/sample"), std::string::npos) << mixed.out;
 }
 
 }  // namespace

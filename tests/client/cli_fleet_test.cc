@@ -215,11 +215,28 @@ TEST(CliDaemon, RunAgainstItsScheduleHistoryAndRegressionsAcrossTheFleet) {
       << busy.err;
   EXPECT_EQ(busy.err.find("no earlier run"), std::string::npos) << busy.err;
 
+  // The nightly rule found what moved in the two runs' profiles too.
+  {
+    auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+    ASSERT_TRUE(store.ok());
+    auto run = (*store)->runs().Get(last, false);
+    ASSERT_TRUE(run.ok());
+    v1::HistoryComparison h = run->history();
+    v1::OperatorChange* change = h.add_operator_changes();
+    change->set_name("aten::addmm");
+    change->set_delta_us_per_sample(42.73);
+    change->set_share(0.785);
+    ASSERT_TRUE((*store)->runs().SetHistory(last, h).ok());
+  }
   Result flagged = Cli({"regressions", "--since", "12h", "--host", d.address(), "--host",
                         quiet.address()});
   EXPECT_EQ(flagged.code, kExitRegression) << flagged.err;
   EXPECT_NE(flagged.out.find(last), std::string::npos) << flagged.out;
   EXPECT_NE(flagged.out.find("regressed"), std::string::npos) << flagged.out;
+  EXPECT_NE(flagged.out.find("biggest change: aten::addmm +42.73 us a sample, 78.5% of the "
+                             "profiled difference"),
+            std::string::npos)
+      << flagged.out;
   Result none = Cli({"regressions", "--host", quiet.address()});
   EXPECT_EQ(none.code, kExitOk) << none.err;
 }

@@ -25,16 +25,16 @@ TEST(ProfileDiff, ASlowerOperatorComesFirstWithItsShareOfTheDifference) {
   const ProfileDiff d = DiffWindows(a, b);
   ASSERT_EQ(d.rows.size(), 3u);
   EXPECT_EQ(d.rows[0].name, "load");
-  EXPECT_DOUBLE_EQ(d.rows[0].delta_us, 300);
-  EXPECT_DOUBLE_EQ(d.rows[0].a_calls, 1);
+  EXPECT_DOUBLE_EQ(d.rows[0].delta_us_per_sample, 300);
+  EXPECT_DOUBLE_EQ(d.rows[0].a_calls_per_step, 1);
   EXPECT_DOUBLE_EQ(d.rows[0].b_us_per_call, (40 + 300 * 40) / 5.0);
   EXPECT_NEAR(d.rows[0].share, 300 / 299.0, 1e-12);
   EXPECT_EQ(d.rows[1].name, "relu");
-  EXPECT_DOUBLE_EQ(d.rows[1].delta_us, -1);
+  EXPECT_DOUBLE_EQ(d.rows[1].delta_us_per_sample, -1);
   EXPECT_EQ(d.rows[2].name, "gemm");
-  EXPECT_DOUBLE_EQ(d.rows[2].delta_us, 0);
-  EXPECT_DOUBLE_EQ(d.a_us, 520 / 40.0);
-  EXPECT_DOUBLE_EQ(d.b_us - d.a_us, 299);
+  EXPECT_DOUBLE_EQ(d.rows[2].delta_us_per_sample, 0);
+  EXPECT_DOUBLE_EQ(d.a_us_per_sample, 520 / 40.0);
+  EXPECT_DOUBLE_EQ(d.b_us_per_sample - d.a_us_per_sample, 299);
 }
 
 TEST(ProfileDiff, TimesAreASamplesSoABiggerBatchThatIsCheaperPerSampleShowsAsFaster) {
@@ -44,11 +44,11 @@ TEST(ProfileDiff, TimesAreASamplesSoABiggerBatchThatIsCheaperPerSampleShowsAsFas
   const ProfiledWindow b = Window(2, 64, {{"addmm", 4, 160}});
   const ProfileDiff d = DiffWindows(a, b);
   ASSERT_EQ(d.rows.size(), 1u);
-  EXPECT_DOUBLE_EQ(d.rows[0].a_calls, 2);
-  EXPECT_DOUBLE_EQ(d.rows[0].b_calls, 2);
+  EXPECT_DOUBLE_EQ(d.rows[0].a_calls_per_step, 2);
+  EXPECT_DOUBLE_EQ(d.rows[0].b_calls_per_step, 2);
   EXPECT_DOUBLE_EQ(d.rows[0].a_us_per_call, 10);
   EXPECT_DOUBLE_EQ(d.rows[0].b_us_per_call, 40);
-  EXPECT_DOUBLE_EQ(d.rows[0].delta_us, 160 / 128.0 - 80 / 32.0);
+  EXPECT_DOUBLE_EQ(d.rows[0].delta_us_per_sample, 160 / 128.0 - 80 / 32.0);
   EXPECT_DOUBLE_EQ(d.rows[0].share, 1);
 }
 
@@ -59,8 +59,8 @@ TEST(ProfileDiff, ANameThatOnlyOneSideRanCountsAsNewWhereTheOtherSideIsWhole) {
   ASSERT_EQ(d.rows.size(), 2u);
   EXPECT_EQ(d.rows[0].name, "_to_copy");
   EXPECT_TRUE(d.rows[0].known);
-  EXPECT_DOUBLE_EQ(d.rows[0].a_calls, 0);
-  EXPECT_DOUBLE_EQ(d.rows[0].delta_us, 6);
+  EXPECT_DOUBLE_EQ(d.rows[0].a_calls_per_step, 0);
+  EXPECT_DOUBLE_EQ(d.rows[0].delta_us_per_sample, 6);
 }
 
 TEST(ProfileDiff, ANameMissingFromATopNTableIsUnknownAndLast) {
@@ -72,12 +72,44 @@ TEST(ProfileDiff, ANameMissingFromATopNTableIsUnknownAndLast) {
   EXPECT_DOUBLE_EQ(d.rows[0].share, 1);
   EXPECT_EQ(d.rows[1].name, "tail");
   EXPECT_FALSE(d.rows[1].known);
-  EXPECT_DOUBLE_EQ(d.b_us, 30);  // the unknown row counts on neither side
+  EXPECT_DOUBLE_EQ(d.b_us_per_sample, 30);  // the unknown row counts on neither side
 }
 
 TEST(ProfileDiff, ASideWithoutStepsOrSamplesGivesNoRows) {
   EXPECT_TRUE(DiffWindows(Window(0, 8, {{"mm", 1, 1}}), Window(1, 8, {{"mm", 1, 1}})).rows.empty());
   EXPECT_TRUE(DiffWindows(Window(1, 8, {{"mm", 1, 1}}), Window(1, 0, {{"mm", 1, 1}})).rows.empty());
+}
+
+TEST(ProfileDiff, ARunsWindowHasItsStepsSamplesAndWhetherItsTableIsWhole) {
+  v1::RunResult r;
+  r.set_profiled_iterations(5);
+  r.set_iterations(100);
+  r.set_measured_ms(250);                  // 2.5 ms a step
+  r.set_throughput_samples_per_s(3201.0);  // 8.0025 samples a step: 8
+  for (const char* name : {"aten::addmm", "aten::relu"}) {
+    v1::OperatorStat& op = *r.mutable_profile()->add_top_operators();
+    op.set_name(name);
+    op.set_count(10);
+    op.set_self_time_us(100);
+    op.set_share(0.5);
+  }
+  ProfiledWindow w = WindowOf(r);
+  EXPECT_EQ(w.steps, 5);
+  EXPECT_DOUBLE_EQ(w.samples_per_step, 8);
+  ASSERT_EQ(w.rows.size(), 2u);
+  EXPECT_EQ(w.rows[1].name, "aten::relu");
+  EXPECT_TRUE(w.complete);
+  r.mutable_profile()->mutable_top_operators(1)->set_share(0.3);  // a top-N table
+  EXPECT_FALSE(WindowOf(r).complete);
+  r.set_throughput_samples_per_s(3400);  // 8.5 a step: kept as it is
+  EXPECT_DOUBLE_EQ(WindowOf(r).samples_per_step, 8.5);
+  r.set_iterations(0);
+  EXPECT_DOUBLE_EQ(WindowOf(r).samples_per_step, 0);
+}
+
+TEST(ProfileDiff, AChangeInWords) {
+  EXPECT_EQ(DescribeChange("void gemm<float>(int)", 42.734, 0.7851),
+            "gemm<float> +42.73 us a sample, 78.5% of the profiled difference");
 }
 
 }  // namespace

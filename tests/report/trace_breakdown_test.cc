@@ -119,6 +119,17 @@ TEST(TraceBreakdown, KeepsFractionsAndLeavesTheLastStepOut) {
   EXPECT_DOUBLE_EQ(b.compute_us, 0.5 + 9.8);
 }
 
+TEST(TraceBreakdown, ShortKernelNamesLoseTheirArgumentsNotTheirWords) {
+  EXPECT_EQ(ShortKernelName("void at::native::(anonymous namespace)::max_pool<float, int>(int, "
+                            "float const*)"),
+            "max_pool<float, int>");
+  EXPECT_EQ(ShortKernelName("Memcpy HtoD (Pageable -> Device)"),
+            "Memcpy HtoD (Pageable -> Device)");
+  EXPECT_EQ(ShortKernelName("(odd)"), "(odd)");
+  EXPECT_EQ(ShortKernelName(std::string(200, 'k'), 10), "kkkkkkk...");
+  EXPECT_EQ(ShortKernelName("f<a>(g<b>(c))"), "f<a>");
+}
+
 TEST(TraceBreakdown, KernelTypesFollowHta) {
   EXPECT_EQ(KernelType("ncclDevKernel_AllReduce_Sum"), "communication");
   EXPECT_EQ(KernelType("ncclKernel_AllGather"), "communication");

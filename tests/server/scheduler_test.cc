@@ -350,7 +350,9 @@ TEST_F(SchedulerTest, AJobThatCannotBeSubmittedIsRecordedOnTheSchedule) {
 
 TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressedNamingWhatChanged) {
   ASSERT_TRUE(jobs_->Start().ok());
-  auto created = scheduler_->Create(Nightly(), Utc(2026, 1, 1, 0, 0));
+  v1::Schedule profiled = Nightly();
+  profiled.mutable_spec()->mutable_profiling()->set_enabled(true);
+  auto created = scheduler_->Create(profiled, Utc(2026, 1, 1, 0, 0));
   ASSERT_TRUE(created.ok()) << created.status();
   const std::string id = created->schedule_id();
 
@@ -383,6 +385,15 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressedNamingWhatChanged)
       run.mutable_fingerprint()->set_power_limit_w(700);
       run.mutable_fingerprint()->set_locked_gpu_clock_mhz(1410);
       run.mutable_fingerprint()->set_kernel("6.1.0-old");
+      // Its profile: every operator 1000 times cheaper than the real run's,
+      // over as many steps of as many samples (its measured time shrunk as
+      // its throughput grew).
+      run.mutable_result()->set_measured_ms(measured.result().measured_ms() * real /
+                                            run.result().throughput_samples_per_s());
+      v1::ProfileSummary& profile = *run.mutable_result()->mutable_profile();
+      for (v1::OperatorStat& op : *profile.mutable_top_operators()) {
+        op.set_self_time_us(op.self_time_us() / 1000);
+      }
     }
     ASSERT_TRUE(store_->runs().Insert(run).ok());
   }
@@ -427,6 +438,19 @@ TEST_F(SchedulerTest, RunSlowerThanItsHistoryIsMarkedRegressedNamingWhatChanged)
   EXPECT_EQ(changes, (std::vector<std::string>{"power limit 700 W \u2192 -",
                                                 "locked GPU clock 1410 MHz \u2192 -",
                                                 "kernel 6.1.0-old \u2192 " + now.kernel()}));
+
+  // Both ends were profiled: the operators that moved most are named, the
+  // real run's costliest one a sample first (the baseline's are 1000 times
+  // cheaper).
+  const v1::RunResult& result = (*runs)[0].result();
+  ASSERT_GT(result.profile().top_operators_size(), 0);
+  ASSERT_GT(measured.result().profile().top_operators_size(), 0);
+  ASSERT_GT(h.operator_changes_size(), 0);
+  EXPECT_LE(h.operator_changes_size(), 5);
+  const v1::OperatorChange& first_change = h.operator_changes(0);
+  EXPECT_EQ(first_change.name(), result.profile().top_operators(0).name());  // by self time
+  EXPECT_GT(first_change.delta_us_per_sample(), 0);
+  EXPECT_GT(first_change.us_per_call(), 100 * first_change.baseline_us_per_call());
 
   // The regression is what a query for flagged runs of the last hour returns.
   auto flagged =
