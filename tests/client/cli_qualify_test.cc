@@ -81,14 +81,24 @@ TEST(CliQualify, ACpuHostPassesLevelOneAgainstItsOwnEnvelope) {
   ASSERT_EQ(level2.count("loaded_bf16"), 1u) << held.out;
   ASSERT_EQ(level2.count("loaded_bf16_decay"), 1u) << held.out;
   const auto& figure = level2["sustained_bf16"].fields();
-  if (figure.at("outcome").string_value() != "unknown") {  // unknown: contended
+  const auto& decay = level2["sustained_bf16_decay"].fields();
+  const double kept = decay.at("value").number_value();
+  // unknown: contended. A steady host passes; a fail must be what the other
+  // checks measured too: the hold's own fall (this 2-core VM's CPU once kept
+  // 65% over the 3 s, no other process on it) or a session slower than the
+  // envelope (its plain product failing beside it: 7% under the median once,
+  // outside the five sessions' prediction interval).
+  const bool steady =
+      kept >= 95 && level2.count("matmul_bf16") == 1 &&
+      level2["matmul_bf16"].fields().at("outcome").string_value() == "pass";
+  if (figure.at("outcome").string_value() != "unknown" && steady) {
     EXPECT_EQ(figure.at("outcome").string_value(), "pass") << held.out;
+  }
+  if (figure.at("outcome").string_value() != "unknown") {
     EXPECT_NE(figure.at("why").string_value().find("against matmul_bf16's envelope"),
               std::string::npos)
         << held.out;
   }
-  const auto& decay = level2["sustained_bf16_decay"].fields();
-  const double kept = decay.at("value").number_value();
   EXPECT_GT(kept, 50) << held.out;  // percent of the first quarter's throughput
   EXPECT_LT(kept, 150) << held.out;
   EXPECT_EQ(decay.at("outcome").string_value(), kept >= 95 ? "pass" : "fail") << held.out;
