@@ -8,7 +8,7 @@
 # PAIR.compare.txt, and summary.txt last.
 # Usage on a GPU host after deploy/build.sh --bundle: OUT=/tmp/e bash bench/gpu_explain.sh
 set -uo pipefail
-source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon
+source "$(dirname "$0")/lib.sh"  # B, OUT, start_daemon, explained_job
 start_daemon "${PORT:-50094}" || exit 1
 R50="--workload resnet50 --device cuda --mode infer --batch 16 --precision bf16
   --cudnn-benchmark true --warmup 5 --min-time-ms 1000 --max-time-ms 8000 --profile
@@ -17,22 +17,11 @@ R50="--workload resnet50 --device cuda --mode infer --batch 16 --precision bf16
 GPT="--workload gpt --device cuda --mode infer --batch 1 --precision bf16 --warmup 2
   --min-time-ms 1500 --max-time-ms 15000 --profile --profile-iterations 1"
 
-side() {  # name, then submit's flags: JOB is the job, its run's explain and trace kept
-  local name=$1 run
-  shift
-  JOB=$("$B/gpubench" submit "$@" 2>> "$OUT/err")
-  "$B/gpubench" watch "$JOB" > "$OUT/$name.txt" 2>> "$OUT/err"
-  run=$("$B/gpubench" show "$JOB" --output json |
-        python3 -c "import json,sys; print(json.load(sys.stdin)['runs'][0]['run_id'])")
-  "$B/gpubench" explain "$run" > "$OUT/$name.explain.txt" 2>> "$OUT/err"
-  "$B/gpubench" trace "$run" -o "$OUT/$name.trace.json" >> "$OUT/err" 2>&1
-}
-
 pair() {  # pair name, A name, A flags, B name, B flags
   local a
-  side "$2" $3
+  explained_job "$2" 1 $3
   a=$JOB
-  side "$4" $5
+  explained_job "$4" 1 $5
   "$B/gpubench" compare "$a" "$JOB" --repeat "${REPEAT:-5}" --explain \
     > "$OUT/$1.compare.txt" 2>> "$OUT/err"
   echo "compare exit $?" >> "$OUT/$1.compare.txt"

@@ -84,3 +84,25 @@ finish_lab() {
   if [ "$FAILED" = 0 ]; then echo "lab passed; files in $OUT"; else echo "lab FAILED: $FAILED checks" >&2; fi
   [ "$FAILED" = 0 ]
 }
+
+# A profiled job for the explain scripts (gpu_explain*.sh): submits it,
+# keeps its progress in $OUT/NAME.txt, its run's explain in
+# $OUT/NAME.explain.txt and its trace in $OUT/NAME.trace.json (a
+# distributed run's: $OUT/NAME.rankR.trace.json, one a rank); sets JOB.
+explained_job() {  # name, ranks, then submit's flags
+  local name=$1 ranks=$2 run rank
+  shift 2
+  JOB=$("$B/gpubench" submit "$@" 2>> "$OUT/err")
+  "$B/gpubench" watch "$JOB" > "$OUT/$name.txt" 2>> "$OUT/err"
+  run=$("$B/gpubench" show "$JOB" --output json |
+        python3 -c "import json,sys; print(json.load(sys.stdin)['runs'][0]['run_id'])")
+  "$B/gpubench" explain "$run" > "$OUT/$name.explain.txt" 2>> "$OUT/err"
+  if [ "$ranks" = 1 ]; then
+    "$B/gpubench" trace "$run" -o "$OUT/$name.trace.json" >> "$OUT/err" 2>&1
+    return
+  fi
+  for rank in $(seq 0 $((ranks - 1))); do
+    "$B/gpubench" trace "$run" --rank "$rank" -o "$OUT/$name.rank$rank.trace.json" \
+      >> "$OUT/err" 2>&1
+  done
+}

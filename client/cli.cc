@@ -45,6 +45,7 @@ ABSL_FLAG(std::string, cron, "", "schedule add: \"MIN HOUR DOM MON DOW\"");
 ABSL_FLAG(std::string, tz, "",
           "schedule add: the cron's time zone (default: the daemon's local zone)");
 ABSL_FLAG(std::string, out, "", "report, trace: the file to write (also -o)");
+ABSL_FLAG(std::string, rank, "", "trace, explain: which rank of a distributed run (default 0)");
 ABSL_FLAG(std::string, title, "", "report: its title");
 ABSL_FLAG(std::string, alpha, "", "compare: significance level (default 0.05)");
 ABSL_FLAG(std::string, repeat, "",

@@ -18,6 +18,7 @@
 #include "common/verdict.h"
 #include "report/facets.h"
 #include "report/format.h"
+#include "report/trace_breakdown.h"
 #include "report/trace_events.h"
 #include "gpubench/v1/service.grpc.pb.h"
 
@@ -196,15 +197,23 @@ struct TraceArrival {
   std::string sha256;
   bool intact() const { return bytes == info.size_bytes() && sha256 == info.sha256(); }
 };
-// Streams run_id's trace from d into on_chunk a piece at a time (trace,
-// explain), never holding it whole; job_commands.cc.
-TraceArrival StreamTrace(const Daemon& d, const std::string& run_id,
+// Streams run_id's trace (of `rank`, for a distributed run) from d into
+// on_chunk a piece at a time (trace, explain), never holding it whole;
+// job_commands.cc.
+TraceArrival StreamTrace(const Daemon& d, const std::string& run_id, int rank,
                          const std::function<void(std::string_view)>& on_chunk);
+// --rank: a rank of a distributed run, 0 where not given; job_commands.cc.
+absl::StatusOr<int> RankOption(const Args& a);
 int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err);  // explain_command.cc
-// run_id's trace from d, read as it streams in; DataLoss where it arrived
-// damaged, InvalidArgument where it is not a trace (explain_command.cc).
-absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id,
+// run_id's trace of rank from d, read as it streams in; DataLoss where it
+// arrived damaged, InvalidArgument where it is not a trace
+// (explain_command.cc).
+absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id, int rank,
                               report::TraceEvents* out);
+// The breakdown of each of a distributed run's traced ranks (its
+// ProfileSummary.traced_ranks), top_n kernels each; explain_command.cc.
+absl::StatusOr<std::vector<report::RankBreakdown>> RankBreakdowns(const Daemon& d,
+                                                                  const v1::Run& run, int top_n);
 // One side of compare --explain: its name, the daemon that stored it, its
 // latest run, and the median throughput of its runs (the verdict's).
 struct ExplainedSide {

@@ -221,15 +221,18 @@ examples:
 )"},
       {"trace", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false, TraceCommand,
        R"(  trace RUN -o FILE      save a run's profiler trace (Chrome/Perfetto JSON))",
-       R"(usage: gpubench trace RUN -o FILE [--host H]
+       R"(usage: gpubench trace RUN -o FILE [--rank N] [--host H]
 Saves a run's profiler trace (Chrome trace JSON: ui.perfetto.dev, chrome://tracing).
-Runs have a trace when their spec asks for one: "profiling": {"enabled": true}.
+Runs have a trace when their spec asks for one: "profiling": {"enabled": true}. A
+distributed run (ddp, collective) keeps one per rank, each marked with its rank
+("distributedInfo", as PyTorch writes it and HTA reads a folder of ranks by); --rank
+picks one (default 0).
 example: gpubench trace r5c41a6f4c985aaff -o trace.json
 )"},
       {"explain", nullptr, /*daemon=*/true, /*takes_spec=*/false, /*spec_help=*/false,
        ExplainCommand,
        R"(  explain RUN|FILE.json  where a profiled run's device time went, and why)",
-       R"(usage: gpubench explain RUN [--host H] [--output json]
+       R"(usage: gpubench explain RUN [--rank N] [--host H] [--output json]
        gpubench explain FILE.json
 Breaks a run's stored profiler trace (or a Chrome trace file: a path with '/' or ending in
 .json) down by Holistic Trace Analysis' rules: the span from the first device event to the
@@ -238,7 +241,10 @@ other; each stream's idle gaps as waiting on the host (the launch came after the
 work ended), on another kernel (under 30 us) or other; launch delays; the top kernels; and a
 sentence naming the biggest share. The trace is read as it streams in, never held whole.
 Runs have a trace when their spec asks for one ("profiling": {"enabled": true}); a CPU
-run's trace has no device streams (its operators are in show's profile table).
+run's trace has no device streams (its operators are in show's profile table). A
+distributed run (ddp, collective) keeps a trace per rank: explain breaks down rank 0's (or
+--rank N's), then every rank's work, communication and idle side by side, naming the
+slowest rank: the one with the most work outside communication, which the others wait for.
 example: gpubench explain r5c41a6f4c985aaff
 )"},
       {"schedule", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/true, ScheduleCommand,
@@ -265,7 +271,11 @@ example: gpubench model upload mymodel.pt --host h100-a
        R"(usage: gpubench report JOB... -o FILE [--title T] [--host H]
 One self-contained HTML file (tables and SVG plots: throughput and latency against
 batch size, peak memory, speedups, data-wait share against loader threads, top
-operators), readable offline.
+operators), readable offline. Each job's summary gives the command that submits it again;
+its profiled runs get a stacked bar each of where their time went (HTA's temporal
+breakdown of a stored CUDA trace, read as it streams in, as explain gives it; and the
+profile's self time by operator category) and a table of what changed in each against the
+job's first profiled run, as compare --explain gives it.
 example: gpubench report j1... j2... -o report.html
 )"},
       {"run", nullptr, /*daemon=*/false, /*takes_spec=*/true, /*spec_help=*/true, RunCommand,

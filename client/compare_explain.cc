@@ -18,6 +18,7 @@
 #include "client/cli.h"
 #include "client/cli_internal.h"
 #include "client/compare.h"
+#include "common/contention.h"
 #include "common/printable.h"
 #include "report/profile_diff.h"
 #include "report/trace_breakdown.h"
@@ -64,17 +65,6 @@ absl::StatusOr<v1::Run> Profiled(const ExplainedSide& side, std::ostream& err) {
 std::string Signed(double us) { return absl::StrFormat("%+.2f", us); }
 std::string Percent(double share) { return absl::StrFormat("%.1f%%", 100 * share); }
 
-// The rows' names for the table: short, unless two would read the same.
-std::vector<std::string> Names(const std::vector<report::DiffRow>& rows, size_t n) {
-  std::vector<std::string> names;
-  std::map<std::string, int> seen;
-  for (size_t i = 0; i < n; ++i) ++seen[names.emplace_back(report::ShortKernelName(rows[i].name))];
-  for (size_t i = 0; i < n; ++i) {
-    if (seen[names[i]] > 1) names[i] = rows[i].name;
-  }
-  return names;
-}
-
 // The diff's rows; each one's share is of span_delta where given (the
 // span's difference, µs a sample), else of the rows' own difference.
 void PrintDiff(const report::ProfileDiff& diff, const std::string& what, const Args& a,
@@ -83,21 +73,12 @@ void PrintDiff(const report::ProfileDiff& diff, const std::string& what, const A
            span_delta != 0 ? "share of span delta" : "share of delta"},
           {}};
   const size_t n = std::min<size_t>(diff.rows.size(), kDiffRows);
-  const std::vector<std::string> names = Names(diff.rows, n);
+  const std::vector<std::string> names = report::ShortNames(diff.rows, n);
   bool unknown = false;
   for (size_t i = 0; i < n; ++i) {
-    const report::DiffRow& r = diff.rows[i];
-    unknown |= !r.known;
-    auto side = [&](double calls, double us) -> std::pair<std::string, std::string> {
-      if (!r.known && calls == 0) return {"-", "-"};
-      return {calls >= 100 ? absl::StrFormat("%.0f", calls) : absl::StrFormat("%.3g", calls),
-              absl::StrFormat("%.2f", us)};
-    };
-    const auto [ac, au] = side(r.a_calls_per_step, r.a_us_per_call);
-    const auto [bc, bu] = side(r.b_calls_per_step, r.b_us_per_call);
-    const double share = span_delta != 0 ? r.delta_us_per_sample / span_delta : r.share;
-    t.rows.push_back({names[i], ac, au, bc, bu, r.known ? Signed(r.delta_us_per_sample) : "?",
-                      r.known && share != 0 ? Percent(share) : "-"});
+    unknown |= !diff.rows[i].known;
+    const report::DiffCells c = report::CellsOf(diff.rows[i], span_delta);
+    t.rows.push_back({names[i], c.a_calls, c.a_us, c.b_calls, c.b_us, c.delta, c.share});
   }
   PrintTable(t, a.format, out);
   out << "  in all: " << absl::StrFormat("%.2f", diff.a_us_per_sample) << " us a sample in A, "
@@ -153,27 +134,67 @@ std::string PrintBreakdowns(const report::Breakdown (&b)[2], const double (&samp
   return biggest;
 }
 
-// Every kernel and copy from both sides' traces, and where their spans
-// went, into tables; the biggest change.
+// Each side's breakdown per rank, where both are distributed runs with a
+// trace of every rank they share: every rank's work and time in
+// communication a sample side by side, each side's slowest rank named (report::
+// DescribeSlowest); returns the rank to diff: B's slowest, 0 where it has
+// none.
+absl::StatusOr<int> PrintRanks(const Args& a, const ExplainedSide* const (&sides)[2],
+                               const v1::Run (&runs)[2], const double (&samples)[2],
+                               std::ostream& tables) {
+  const auto& traced = runs[1].result().profile().traced_ranks();
+  if (runs[0].result().profile().traced_ranks_size() < 2 || traced.size() < 2) return 0;
+  std::vector<report::RankBreakdown> ranks[2];
+  for (int i = 0; i < 2; ++i) {
+    auto all = RankBreakdowns(*sides[i]->daemon, runs[i], 0);
+    if (!all.ok()) return all.status();
+    ranks[i] = std::move(*all);
+  }
+  tables << "ranks, us a sample (each rank's own trace)\n";
+  Table t{{"rank", "A work", "B work", "delta", "A in communication", "B in communication"}, {}};
+  for (const report::RankBreakdown& b : ranks[1]) {
+    const auto a_side = std::find_if(ranks[0].begin(), ranks[0].end(),
+                                     [&](const report::RankBreakdown& r) { return r.rank == b.rank; });
+    if (a_side == ranks[0].end()) continue;
+    const double work[2] = {a_side->b.WorkUs() / samples[0], b.b.WorkUs() / samples[1]};
+    t.rows.push_back({absl::StrCat(b.rank), absl::StrFormat("%.2f", work[0]),
+                      absl::StrFormat("%.2f", work[1]), Signed(work[1] - work[0]),
+                      absl::StrFormat("%.2f", a_side->b.communication_total_us / samples[0]),
+                      absl::StrFormat("%.2f", b.b.communication_total_us / samples[1])});
+  }
+  PrintTable(t, a.format, tables);
+  tables << "A: " << report::DescribeSlowest(ranks[0]) << "\nB: "
+         << report::DescribeSlowest(ranks[1]) << "\n\n";
+  const size_t slowest = report::SlowestRank(ranks[1]);
+  return slowest < ranks[1].size() ? ranks[1][slowest].rank : 0;
+}
+
+// Every kernel and copy from both sides' traces (of B's slowest rank, for
+// distributed runs), and where their spans went, into tables; the biggest
+// change.
 absl::StatusOr<std::string> FromTraces(const Args& a, const ExplainedSide* const (&sides)[2],
                                        const v1::Run (&runs)[2],
                                        report::ProfiledWindow (&windows)[2],
                                        std::ostream& tables) {
+  const double samples[2] = {windows[0].Samples(), windows[1].Samples()};
+  const absl::StatusOr<int> rank = PrintRanks(a, sides, runs, samples, tables);
+  if (!rank.ok()) return rank.status();
+  if (*rank != 0) tables << "rank " << *rank << ", B's slowest, on both sides:\n";
   report::Breakdown b[2];
   for (int i = 0; i < 2; ++i) {
     report::TraceEvents events;
-    if (auto s = FetchTraceEvents(*sides[i]->daemon, runs[i].run_id(), &events); !s.ok()) {
+    if (auto s = FetchTraceEvents(*sides[i]->daemon, runs[i].run_id(), *rank, &events); !s.ok()) {
       return s;
     }
     b[i] = report::BreakDown(std::move(events), INT_MAX);
     windows[i].rows = b[i].top;
     windows[i].complete = true;
   }
-  const double samples[2] = {windows[0].Samples(), windows[1].Samples()};
   std::string biggest = PrintBreakdowns(b, samples, a, tables);
   tables << "\nkernels and copies on the device (from the traces)\n";
   PrintDiff(report::DiffWindows(windows[0], windows[1]), "kernel", a, tables,
             b[1].span_us / samples[1] - b[0].span_us / samples[0]);
+  if (*rank != 0) biggest = absl::StrCat("on rank ", *rank, ", the slowest: ", biggest);
   return biggest;
 }
 
@@ -248,6 +269,14 @@ int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedS
   }
   out << "  biggest change: " << (biggest.empty() ? "-" : Printable(biggest)) << "\n"
       << tables.str();
+  // A profiled window measured beside other work holds that work's time.
+  for (int i = 0; i < 2; ++i) {
+    const std::string why = NotABaselineBecause(runs[i]);
+    if (!why.empty()) {
+      out << "note: " << (i == 0 ? "A" : "B") << "'s profiled run " << runs[i].run_id()
+          << " was " << Printable(why) << ": its times are not only its own\n";
+    }
+  }
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -60,13 +61,13 @@ void PrintText(const report::Breakdown& b, const std::string& sentence, std::ost
   out << "\n" << sentence << "\n";
 }
 
-void PrintJson(const report::Breakdown& b, const std::string& sentence, std::ostream& out) {
-  JsonWriter json(out);
-  json.Object();
+// The breakdown's keys into json's open object.
+void PrintJson(const report::Breakdown& b, const std::string& sentence, JsonWriter& json) {
   json.Key("span_us").Number(b.span_us).Key("idle_us").Number(b.idle_us);
   json.Key("compute_us").Number(b.compute_us).Key("non_compute_us").Number(b.non_compute_us);
   json.Key("communication_us").Number(b.communication_us).Key("memory_us").Number(b.memory_us);
   json.Key("other_us").Number(b.other_us);
+  json.Key("communication_total_us").Number(b.communication_total_us);
   json.Key("communication_overlap_us").Number(b.communication_overlap_us);
   json.Key("idle_pct").Number(b.Pct(b.idle_us)).Key("compute_pct").Number(b.Pct(b.compute_us));
   json.Key("non_compute_pct").Number(b.Pct(b.non_compute_us));
@@ -86,16 +87,15 @@ void PrintJson(const report::Breakdown& b, const std::string& sentence, std::ost
   }
   json.End();
   json.Key("verdict").String(sentence);
-  json.End();
 }
 
 }  // namespace
 
-absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id,
+absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id, int rank,
                               report::TraceEvents* out) {
   report::TraceReader reader;
   absl::Status parsed;
-  const TraceArrival got = StreamTrace(d, run_id, [&](std::string_view chunk) {
+  const TraceArrival got = StreamTrace(d, run_id, rank, [&](std::string_view chunk) {
     if (parsed.ok()) parsed = reader.Feed(chunk);
   });
   if (!got.status.ok()) {
@@ -115,17 +115,92 @@ absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<report::RankBreakdown>> RankBreakdowns(const Daemon& d,
+                                                                  const v1::Run& run,
+                                                                  int top_n) {
+  std::vector<report::RankBreakdown> ranks;
+  for (int rank : run.result().profile().traced_ranks()) {
+    report::TraceEvents events;
+    if (auto s = FetchTraceEvents(d, run.run_id(), rank, &events); !s.ok()) return s;
+    ranks.push_back({rank, report::BreakDown(std::move(events), top_n)});
+  }
+  return ranks;
+}
+
+namespace {
+
+// Every rank's shares side by side, then the slowest named.
+void PrintRanks(const std::vector<report::RankBreakdown>& ranks, std::ostream& out) {
+  out << "\nranks (each rank's own trace of the same profiled steps)\n";
+  Table t{{"rank", "span us", "work us", "in communication us", "of it under compute %",
+           "idle us"},
+          {}};
+  for (const report::RankBreakdown& r : ranks) {
+    const report::Breakdown& b = r.b;
+    t.rows.push_back({absl::StrCat(r.rank), Us(b.span_us), Us(b.WorkUs()),
+                      Us(b.communication_total_us),
+                      b.communication_total_us > 0
+                          ? absl::StrFormat("%.1f", 100 * b.communication_overlap_us /
+                                                        b.communication_total_us)
+                          : "-",
+                      Us(b.idle_us)});
+  }
+  PrintTable(t, Format::kTable, out);
+  out << report::DescribeSlowest(ranks) << "\n";
+}
+
+void PrintRanksJson(const std::vector<report::RankBreakdown>& ranks, JsonWriter& json) {
+  json.Key("ranks").Array();
+  for (const report::RankBreakdown& r : ranks) {
+    json.Object().Key("rank").Int(r.rank).Key("span_us").Number(r.b.span_us);
+    json.Key("work_us").Number(r.b.WorkUs()).Key("communication_us").Number(r.b.communication_us);
+    json.Key("communication_total_us").Number(r.b.communication_total_us);
+    json.Key("communication_overlap_us").Number(r.b.communication_overlap_us);
+    json.Key("idle_us").Number(r.b.idle_us).End();
+  }
+  json.End();
+  const size_t slowest = report::SlowestRank(ranks);
+  json.Key("slowest_rank");
+  if (slowest < ranks.size()) {
+    json.Int(ranks[slowest].rank);
+  } else {
+    json.Null();
+  }
+}
+
+// The run's record, for its traced ranks.
+absl::StatusOr<v1::Run> RunOf(const Daemon& d, const std::string& run_id) {
+  v1::GetRunRequest req;
+  req.set_run_id(run_id);
+  auto resp = d.Call(&v1::BenchService::Stub::GetRun, req);
+  if (!resp.ok()) return resp.status();
+  return resp->run();
+}
+
+}  // namespace
+
 int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.positional.size() != 1) return Usage(err, "explain takes a run id or a trace file");
+  const absl::StatusOr<int> rank = RankOption(a);
+  if (!rank.ok()) return Usage(err, std::string(rank.status().message()));
   const std::string& what = a.positional[0];
   report::TraceEvents trace;
   const bool file = absl::EndsWith(what, ".json") || absl::StrContains(what, "/");
+  if (file && a.Has("rank")) return Usage(err, "--rank: a trace file is one rank's already");
   absl::Status read;
+  // A distributed run's every rank, where explain is not asked for one.
+  std::vector<report::RankBreakdown> ranks;
   if (file) {
     read = report::ReadTraceFile(what, &trace);
   } else {
     auto d = ConnectOne(a);
-    read = d.ok() ? FetchTraceEvents(*d, what, &trace) : d.status();
+    read = d.ok() ? FetchTraceEvents(*d, what, *rank, &trace) : d.status();
+    auto run = read.ok() && !a.Has("rank") ? RunOf(*d, what) : absl::StatusOr<v1::Run>();
+    if (run.ok() && run->result().profile().traced_ranks_size() > 1) {
+      auto all = RankBreakdowns(*d, *run, 0);
+      read = all.status();
+      if (all.ok()) ranks = std::move(*all);
+    }
   }
   if (!read.ok()) {
     err << "gpubench: " << read.message() << "\n";
@@ -140,9 +215,16 @@ int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err) {
   }
   const std::string sentence = report::BiggestShare(b);
   if (a.format == Format::kJson) {
-    PrintJson(b, sentence, out);
+    JsonWriter json(out);
+    json.Object();
+    if (a.Has("rank") || !ranks.empty()) json.Key("rank").Int(*rank);
+    PrintJson(b, sentence, json);
+    if (!ranks.empty()) PrintRanksJson(ranks, json);
+    json.End();
   } else {
+    if (!ranks.empty() || a.Has("rank")) out << "rank " << *rank << ": ";
     PrintText(b, sentence, out);
+    if (!ranks.empty()) PrintRanks(ranks, out);
   }
   return kExitOk;
 }

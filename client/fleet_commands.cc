@@ -1,5 +1,6 @@
 // The CLI's commands across hosts and runs: regressions, report.
 #include <algorithm>
+#include <climits>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "client/cli_internal.h"
 #include "client/schedule_history.h"
 #include "client/json_writer.h"
+#include "client/repro.h"
 #include "report/profile_diff.h"
 #include "report/report.h"
 #include "common/printable.h"
@@ -31,11 +33,8 @@ std::string VerdictWithChanges(const v1::HistoryComparison& h) {
     absl::StrAppend(&text, "; environment differs: ",
                     Printable(absl::StrJoin(h.environment_changes(), ", ")));
   }
-  if (!h.operator_changes().empty()) {
-    const v1::OperatorChange& c = h.operator_changes(0);
-    absl::StrAppend(&text, "; biggest change: ",
-                    Printable(report::DescribeChange(c.name(), c.delta_us_per_sample(),
-                                                     c.share())));
+  if (const std::string change = report::BiggestChange(h); !change.empty()) {
+    absl::StrAppend(&text, "; biggest change: ", Printable(change));
   }
   return text;
 }
@@ -133,6 +132,27 @@ int RegressionsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   return code;
 }
 
+namespace {
+
+// Where each of the job's profiled CUDA runs' device time went, from its
+// stored trace, read as it streams in; a trace that cannot be read is said
+// on err and left out.
+void AddBreakdowns(const Daemon& d, report::ReportJob* job, std::ostream& err) {
+  for (const v1::Run& run : job->runs) {
+    const v1::ProfileSummary& p = run.result().profile();
+    if (!p.has_trace() || !p.device_times()) continue;
+    report::TraceEvents events;
+    if (auto s = FetchTraceEvents(d, run.run_id(), 0, &events); !s.ok()) {
+      err << "gpubench: " << run.run_id() << "'s breakdown left out: "
+          << Printable(std::string(s.message())) << "\n";
+      continue;
+    }
+    job->breakdowns[run.run_id()] = report::BreakDown(std::move(events), INT_MAX);
+  }
+}
+
+}  // namespace
+
 int ReportCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.positional.empty() || !a.Has("out")) return Usage(err, "report JOB... -o FILE");
   auto d = ConnectOne(a);
@@ -154,6 +174,8 @@ int ReportCommand(const Args& a, std::ostream& out, std::ostream& err) {
     if (auto s = ListPeakRuns(*d, rj.job, rj.runs, &rj.peak_runs); !s.ok()) {
       return CallFailed(d->host, s, err);
     }
+    rj.repro = ReproCommand(rj.job.job_id(), rj.job.spec());
+    AddBreakdowns(*d, &rj, err);
     jobs.push_back(std::move(rj));
   }
   const std::string path = a.Option("out");

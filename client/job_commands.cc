@@ -396,12 +396,13 @@ int RunsCommand(const Args& a, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-TraceArrival StreamTrace(const Daemon& d, const std::string& run_id,
+TraceArrival StreamTrace(const Daemon& d, const std::string& run_id, int rank,
                          const std::function<void(std::string_view)>& on_chunk) {
   grpc::ClientContext ctx;
   PrepareCall(d.host, 0, &ctx);
   v1::GetTraceRequest req;
   req.set_run_id(run_id);
+  req.set_rank(rank);
   auto reader = d.stub->GetTrace(&ctx, req);
   v1::GetTraceResponse resp;
   TraceArrival got;
@@ -419,17 +420,28 @@ TraceArrival StreamTrace(const Daemon& d, const std::string& run_id,
   return got;
 }
 
+absl::StatusOr<int> RankOption(const Args& a) {
+  int rank = 0;
+  if (a.Has("rank") && (!absl::SimpleAtoi(a.Option("rank"), &rank) || rank < 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank: \"", a.Option("rank"), "\" is not a rank (0 or more)"));
+  }
+  return rank;
+}
+
 int TraceCommand(const Args& a, std::ostream& out, std::ostream& err) {
   if (a.positional.size() != 1 || !a.Has("out")) {
     return Usage(err, "trace takes a run id and -o FILE");
   }
+  const absl::StatusOr<int> rank = RankOption(a);
+  if (!rank.ok()) return Usage(err, std::string(rank.status().message()));
   auto d = ConnectOne(a);
   if (!d.ok()) return Usage(err, std::string(d.status().message()));
   const std::string path = a.Option("out");
   const std::string temp = path + ".part";
   std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   if (!file) return Usage(err, "cannot write " + temp);
-  const TraceArrival got = StreamTrace(*d, a.positional[0], [&](std::string_view chunk) {
+  const TraceArrival got = StreamTrace(*d, a.positional[0], *rank, [&](std::string_view chunk) {
     file.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
   });
   file.close();

@@ -117,10 +117,8 @@ std::string RunNotes(const v1::Run& r) {
     notes.push_back(absl::StrCat("environment differs from the history: ",
                                  absl::StrJoin(r.history().environment_changes(), ", ")));
   }
-  if (!r.history().operator_changes().empty()) {
-    const v1::OperatorChange& c = r.history().operator_changes(0);
-    notes.push_back("biggest change from the history: " +
-                    report::DescribeChange(c.name(), c.delta_us_per_sample(), c.share()));
+  if (const std::string change = report::BiggestChange(r.history()); !change.empty()) {
+    notes.push_back("biggest change from the history: " + change);
   }
   if (!r.error().empty()) notes.push_back(r.error().substr(0, 100));
   return absl::StrJoin(notes, "; ");

@@ -390,6 +390,26 @@ std::string InFigure(const std::string& svg) {
   return svg.empty() ? "" : absl::StrCat("<figure>", svg, "</figure>\n");
 }
 
+namespace {
+
+// A bar's rects from x = left: one of width w, or its segments end to end
+// at px_per_unit.
+void AppendBarRects(const Bar& b, double left, double y, double height, double w,
+                    double px_per_unit, std::string* svg) {
+  double x = left;
+  for (const Segment& piece :
+       b.segments.empty() ? std::vector<Segment>{{b.value, b.color, b.tooltip}} : b.segments) {
+    const double pw = b.segments.empty() ? w : piece.value * px_per_unit;
+    if (!(pw > 0)) continue;
+    absl::StrAppend(svg, "<rect x=\"", Px(x), "\" y=\"", Px(y), "\" width=\"", Px(pw),
+                    "\" height=\"", Px(height), "\" rx=\"2\" fill=\"", piece.color, "\"><title>",
+                    EscapeHtml(piece.tooltip.empty() ? b.label : piece.tooltip), "</title></rect>");
+    x += pw;
+  }
+}
+
+}  // namespace
+
 std::string RenderBarChart(const BarChart& chart) {
   if (chart.bars.empty()) return "";
   constexpr double kTop = 40, kLine = 14, kRight = 64, kMaxLabel = 230;
@@ -446,11 +466,7 @@ std::string RenderBarChart(const BarChart& chart) {
                       "</tspan>");
     }
     absl::StrAppend(&svg, "<title>", EscapeHtml(b.label), "</title></text>");
-    absl::StrAppend(&svg, "<rect x=\"", Px(left), "\" y=\"", Px(y + 4),
-                    "\" width=\"", Px(w), "\" height=\"", Px(kRow - 8),
-                    "\" rx=\"2\" fill=\"", b.color, "\"><title>",
-                    EscapeHtml(b.tooltip.empty() ? b.label : b.tooltip),
-                    "</title></rect>");
+    AppendBarRects(b, left, y + 4, kRow - 8, w, plot_width / scale.max, &svg);
     absl::StrAppend(&svg, "<text x=\"", Px(left + w + 5), "\" y=\"",
                     Px(y + kRow / 2 + 4), "\" fill=\"", kMutedInk, "\">",
                     EscapeHtml(b.value_text), "</text>");

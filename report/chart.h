@@ -103,14 +103,25 @@ struct LineChart {
 // the data draws no line: no series has two points at different x.
 std::string RenderLineChart(LineChart chart);
 
+// A piece of a stacked bar.
+struct Segment {
+  double value = 0;
+  std::string color;
+  std::string tooltip;
+};
+
 struct Bar {
   std::string label;
+  // With segments, their sum.
   double value = 0;
   // Printed at the end of the bar: "1.90×", "31.0%".
   std::string value_text;
   std::string color;
   // Shown on hover; the label when empty.
   std::string tooltip;
+  // Where given, the bar is drawn as these pieces end to end, each with its
+  // own colour and tooltip (a share of a whole: a stacked bar).
+  std::vector<Segment> segments;
 };
 
 struct BarChart {

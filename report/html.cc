@@ -340,6 +340,9 @@ std::string JobSection(const ReportJob& job) {
   if (std::string now = WhereItIs(job); !now.empty()) row("now", now);
   if (const std::string fits = MaxBatchFits(view); !fits.empty()) row("max batch that fit", fits);
   if (!j.schedule_id().empty()) row("schedule", EscapeHtml(j.schedule_id()));
+  if (!job.repro.empty()) {
+    row("reproduce", absl::StrCat("<code>", EscapeHtml(job.repro), "</code>"));
+  }
   if (!j.error().empty())
     row("error",
         absl::StrCat("<span class=\"err\">", EscapeHtml(j.error()), "</span>"));

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "common/spec.h"
 #include "common/workload_registry.h"
+#include "report/breakdown_plots.h"
 #include "report/chart.h"
 #include "report/figures.h"
 #include "report/format.h"
@@ -333,16 +334,6 @@ std::string OptimisedPlot(const JobView& view) {
   return InFigure(RenderBarChart(chart));
 }
 
-// Stable colours per category across every operator chart of the page.
-const char* CategoryColor(const std::string& category) {
-  static const std::map<std::string, int> kOrder = {
-      {"convolution", 0},   {"matmul", 1},      {"attention", 2},
-      {"normalization", 3}, {"elementwise", 4}, {"pooling", 5},
-      {"rnn", 6},           {"memcpy_h2d", 7},  {"memcpy_d2h", 7},
-      {"memcpy_d2d", 7},    {"optimizer", 8}};
-  auto it = kOrder.find(category);
-  return it == kOrder.end() ? "#bab0ac" : SeriesColor(it->second);
-}
 
 constexpr int kMaxOperatorCharts = 8;
 constexpr int kMaxOperators = 12;
@@ -514,6 +505,16 @@ std::string DistributedPlots(const JobView& view) {
 
 }  // namespace
 
+const char* CategoryColor(const std::string& category) {
+  static const std::map<std::string, int> kOrder = {
+      {"convolution", 0},   {"matmul", 1},      {"attention", 2},
+      {"normalization", 3}, {"elementwise", 4}, {"pooling", 5},
+      {"rnn", 6},           {"memcpy_h2d", 7},  {"memcpy_d2h", 7},
+      {"memcpy_d2d", 7},    {"optimizer", 8}};
+  auto it = kOrder.find(category);
+  return it == kOrder.end() ? "#bab0ac" : SeriesColor(it->second);
+}
+
 std::string JobPlots(const JobView& view) {
   static const SweepAxis kBatchAxis{kBatch, BatchOf, "batch size",
                                     kThroughput | kLatency | kMemory};
@@ -525,7 +526,7 @@ std::string JobPlots(const JobView& view) {
   return SweepPlots(view, kBatchAxis) + SweepPlots(view, kModelAxis) +
          SweepPlots(view, kLoaderAxis) + DeviceSpeedupPlot(view) + OptimisedPlot(view) +
          LanguageModelPlots(view) + ServingPlots(view) + OperatorPlots(view) + RooflinePlot(view) +
-         DistributedPlots(view);
+         DistributedPlots(view) + BreakdownPlots(view);
 }
 
 }  // namespace gpubench::report::internal

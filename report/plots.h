@@ -20,6 +20,9 @@ namespace gpubench::report::internal {
 // different x, a bar chart one bar. Thread-safe (no state).
 std::string JobPlots(const JobView& view);
 
+// Stable colours per operator category across every chart of the page.
+const char* CategoryColor(const std::string& category);
+
 }  // namespace gpubench::report::internal
 
 #endif  // GPUBENCH_REPORT_PLOTS_H_

@@ -49,11 +49,47 @@ ProfileDiff DiffWindows(const ProfiledWindow& a, const ProfiledWindow& b) {
   return diff;
 }
 
+DiffCells CellsOf(const DiffRow& r, double share_of) {
+  auto calls = [&](double n) {
+    if (!r.known && n == 0) return std::string("-");
+    return n >= 100 ? absl::StrFormat("%.0f", n) : absl::StrFormat("%.3g", n);
+  };
+  auto us = [&](double calls_per_step, double us_per_call) {
+    return !r.known && calls_per_step == 0 ? std::string("-")
+                                           : absl::StrFormat("%.2f", us_per_call);
+  };
+  const double share = share_of != 0 ? r.delta_us_per_sample / share_of : r.share;
+  return {calls(r.a_calls_per_step),
+          us(r.a_calls_per_step, r.a_us_per_call),
+          calls(r.b_calls_per_step),
+          us(r.b_calls_per_step, r.b_us_per_call),
+          r.known ? absl::StrFormat("%+.2f", r.delta_us_per_sample) : "?",
+          r.known && share != 0 ? absl::StrFormat("%.1f%%", 100 * share) : "-"};
+}
+
+std::vector<std::string> ShortNames(const std::vector<DiffRow>& rows, size_t n) {
+  std::vector<std::string> names;
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < n && i < rows.size(); ++i) {
+    ++seen[names.emplace_back(ShortKernelName(rows[i].name))];
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (seen[names[i]] > 1) names[i] = rows[i].name;
+  }
+  return names;
+}
+
 std::string DescribeChange(const std::string& name, double delta_us_per_sample, double share) {
   std::string text = absl::StrFormat("%s %+.2f us a sample", ShortKernelName(name),
                                      delta_us_per_sample);
   if (share != 0) absl::StrAppendFormat(&text, ", %.1f%% of the profiled difference", 100 * share);
   return text;
+}
+
+std::string BiggestChange(const v1::HistoryComparison& h) {
+  if (h.operator_changes().empty()) return "";
+  const v1::OperatorChange& c = h.operator_changes(0);
+  return DescribeChange(c.name(), c.delta_us_per_sample(), c.share());
 }
 
 namespace {

@@ -45,10 +45,27 @@ struct ProfileDiff {
 // The diff of B against A. A side without steps or samples gives no rows.
 ProfileDiff DiffWindows(const ProfiledWindow& a, const ProfiledWindow& b);
 
+// A row as a table shows it: A's calls a step and µs a call, B's, the
+// delta (signed) and its share (of the rows' difference, or of another
+// whole where share_of is not 0); "-" for a side whose top-N table left the
+// name out, "?" for its unknown delta, "-" for a share of 0.
+struct DiffCells {
+  std::string a_calls, a_us, b_calls, b_us, delta, share;
+};
+DiffCells CellsOf(const DiffRow& r, double share_of = 0);
+
+// The first n rows' names for a table: short (ShortKernelName), unless two
+// would read the same.
+std::vector<std::string> ShortNames(const std::vector<DiffRow>& rows, size_t n);
+
 // One change in words: "gpubench::next_batch +308.48 us a sample, 96.6% of
 // the profiled difference" (a kernel's name shortened; no share where it is
 // 0).
 std::string DescribeChange(const std::string& name, double delta_us_per_sample, double share);
+
+// The first of a history comparison's operator changes in words
+// (DescribeChange), "" where it has none.
+std::string BiggestChange(const v1::HistoryComparison& h);
 
 // A run's profiled window as its profile's top table gives it: its
 // profiled steps, its samples a step (its throughput over its steps' rate,

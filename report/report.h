@@ -3,12 +3,14 @@
 #ifndef GPUBENCH_REPORT_REPORT_H_
 #define GPUBENCH_REPORT_REPORT_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "gpubench/v1/job.pb.h"
 #include "gpubench/v1/result.pb.h"
 #include "report/fleet_rank.h"
+#include "report/trace_breakdown.h"
 
 namespace gpubench::report {
 
@@ -27,6 +29,12 @@ struct ReportJob {
   // otherwise), shown in its summary.
   v1::RunStarted current_run;
   v1::RunProgress current_progress;
+  // The command that submits the job again (show's "reproduce:" line); none
+  // shown where empty.
+  std::string repro;
+  // Where each profiled run's device time went, from its stored trace (rank
+  // 0's), by run id, with every kernel in top; runs without one are absent.
+  std::map<std::string, Breakdown> breakdowns;
 };
 
 // Renders jobs as one HTML page titled `title`. The page is self-contained:
@@ -34,13 +42,15 @@ struct ReportJob {
 // so it reads offline and can be mailed or archived as one file.
 //
 // The page has a header (title, generation time, hosts), then per job a
-// summary, a table of its runs (only the config columns that vary between
-// them) and the plots its data supports: throughput and latency against batch
-// size, peak memory against batch size, speedup by device, optimised against
-// baseline, data-wait share against loader threads, and top operators of
-// profiled runs. A plot is drawn only from at least two points (a bar chart
-// from at least one ratio of two runs, or one profile); every text from the
-// jobs is HTML-escaped. Thread-safe (no state).
+// summary (its repro command among it), a table of its runs (only the config
+// columns that vary between them) and the plots its data supports:
+// throughput and latency against batch size, peak memory against batch
+// size, speedup by device, optimised against baseline, data-wait share
+// against loader threads, top operators of profiled runs, where each
+// profiled run's time went as a stacked bar and each one's diff against the
+// job's first (breakdown_plots.h). A plot is drawn only from at least two
+// points (a bar chart from at least one ratio of two runs, or one profile);
+// every text from the jobs is HTML-escaped. Thread-safe (no state).
 std::string RenderReport(const std::vector<ReportJob>& jobs,
                          const std::string& title);
 

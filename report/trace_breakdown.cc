@@ -218,7 +218,9 @@ Breakdown BreakDown(TraceEvents trace, int top_n) {
   b.memory_us = with_memory.Busy() - with_comm.Busy();
   b.other_us = b.non_compute_us - b.communication_us - b.memory_us;
   b.communication_total_us = comm.Busy();
-  b.communication_overlap_us = b.communication_total_us + b.compute_us - with_comm.Busy();
+  // Never below 0 from the sums' rounding.
+  b.communication_overlap_us =
+      std::max(0.0, b.communication_total_us + b.compute_us - with_comm.Busy());
   for (auto& [stream, last] : streams) b.idle.push_back(last.second);
   b.median_launch_delay_us = stats::Median(std::move(delays));
   for (auto& [id, row] : by_name) {
@@ -285,6 +287,76 @@ std::string BiggestShare(const Breakdown& b) {
     if (s.us > top->us) top = &s;
   }
   return absl::StrFormat("%.0f%% of the span is %s", b.Pct(top->us), top->what);
+}
+
+// Ranks whose time in communication is this close (a share of their span)
+// arrive together.
+constexpr double kEvenRanks = 0.02;
+
+namespace {
+
+// The rank that spends least in communication (without any, the one that
+// works most), and the one that spends most there other than it.
+std::pair<size_t, size_t> LateAndWaiting(const std::vector<RankBreakdown>& ranks) {
+  size_t late = 0;
+  for (size_t i = 1; i < ranks.size(); ++i) {
+    const Breakdown &b = ranks[i].b, &s = ranks[late].b;
+    if (b.communication_total_us < s.communication_total_us ||
+        (b.communication_total_us == s.communication_total_us && b.WorkUs() > s.WorkUs())) {
+      late = i;
+    }
+  }
+  size_t waits = late == 0 ? 1 : 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i != late && ranks[i].b.communication_total_us > ranks[waits].b.communication_total_us) {
+      waits = i;
+    }
+  }
+  return {late, waits};
+}
+
+// Whether the ranks' times in communication are within kEvenRanks of the
+// span of each other.
+bool Even(const Breakdown& late, const Breakdown& waits) {
+  return waits.communication_total_us - late.communication_total_us <=
+         kEvenRanks * std::max(late.span_us, waits.span_us);
+}
+
+}  // namespace
+
+size_t SlowestRank(const std::vector<RankBreakdown>& ranks) {
+  if (ranks.size() < 2) return ranks.size();
+  const auto [late, waits] = LateAndWaiting(ranks);
+  return Even(ranks[late].b, ranks[waits].b) ? ranks.size() : late;
+}
+
+std::string DescribeSlowest(const std::vector<RankBreakdown>& ranks) {
+  if (ranks.size() < 2) return "";
+  const auto [late, waits] = LateAndWaiting(ranks);
+  const RankBreakdown& s = ranks[late];
+  const RankBreakdown& w = ranks[waits];
+  if (Even(s.b, w.b)) {
+    return absl::StrFormat(
+        "the ranks arrive together: %.0f to %.0f us in communication, under %.0f%% of the span "
+        "apart; none holds the others up",
+        s.b.communication_total_us, w.b.communication_total_us, 100 * kEvenRanks);
+  }
+  // What it spends more on than the waiting rank, where that is at least
+  // half of what the other waits more.
+  const double gap = w.b.communication_total_us - s.b.communication_total_us;
+  const double more_work = s.b.WorkUs() - w.b.WorkUs(), more_idle = s.b.idle_us - w.b.idle_us;
+  std::string why =
+      "its work and idle time are close to theirs: it reaches each collective later in the step";
+  if (more_work >= gap / 2 && more_work >= more_idle) {
+    why = "its device has more to do";
+  } else if (more_idle >= gap / 2) {
+    why = absl::StrCat("its device waits more, for its host (try explain --rank ", s.rank, ")");
+  }
+  return absl::StrFormat(
+      "rank %d is the slowest: the others wait for it in communication (%.0f us there against "
+      "%.0f on rank %d); it works %.0f us and idles %.0f against %.0f and %.0f on rank %d: %s",
+      s.rank, s.b.communication_total_us, w.b.communication_total_us, w.rank, s.b.WorkUs(),
+      s.b.idle_us, w.b.WorkUs(), w.b.idle_us, w.rank, why);
 }
 
 }  // namespace gpubench::report

@@ -56,6 +56,9 @@ struct Breakdown {
   double median_launch_delay_us = 0;
   std::vector<KernelRow> top;  // by total time, descending
   double Pct(double us) const { return span_us > 0 ? 100.0 * us / span_us : 0; }
+  // The device's own work: busy but not in communication, where a rank of a
+  // distributed run waits for the slowest.
+  double WorkUs() const { return compute_us + memory_us + other_us; }
 };
 
 // The breakdown of the events (as TraceReader kept them, taken over: they
@@ -67,6 +70,28 @@ Breakdown BreakDown(TraceEvents trace, int top_n);
 // ("..." last) where still longer: cuDNN's names keep their tile sizes at
 // 110.
 std::string ShortKernelName(const std::string& name, size_t width = 110);
+
+// One rank's breakdown of a distributed run's profiled window.
+struct RankBreakdown {
+  int rank = 0;
+  Breakdown b;
+};
+
+// The rank the others wait for: its collectives end with theirs but start
+// last, so it spends the least time in communication (without any, the
+// most work, Breakdown::WorkUs); ranks.size() where there are fewer than two
+// or they arrive together (DescribeSlowest).
+size_t SlowestRank(const std::vector<RankBreakdown>& ranks);
+
+// The slowest rank in words, set against the rank that waits most: "rank 1
+// is the slowest: the others wait for it in communication (572 us there
+// against 42749 on rank 0); it works ... and idles ...: its device has more
+// to do" (or waits more, for its host; either where it is at least half the
+// other's wait, else it reaches the collectives later in the step); "the
+// ranks arrive together: ..."
+// where their times in communication are within 2% of the span ("" for
+// fewer than two ranks).
+std::string DescribeSlowest(const std::vector<RankBreakdown>& ranks);
 
 // One sentence naming the biggest share and what to try ("62% of the span
 // is idle waiting on the host: launch-bound; try --execution cuda_graph").

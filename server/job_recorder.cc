@@ -118,17 +118,21 @@ void JobRecorder::Forget(const std::string& job_id) {
       unsaved_events_.end());
 }
 
-absl::Status JobRecorder::StoreRun(v1::Job* job, v1::Run* run, const std::string& trace) {
+absl::Status JobRecorder::StoreRun(v1::Job* job, v1::Run* run,
+                                   const std::vector<storage::RankTrace>& traces) {
   run->set_job_id(job->job_id());
   run->set_host_id(host_id_);
   // The job's mark, whatever the worker wrote: fleet counts a run as a
   // probe only where the daemon's own suite made it.
   run->set_daemon_probe(job->daemon_probe());
-  if (!trace.empty()) {
-    v1::ProfileSummary* p = run->mutable_result()->mutable_profile();
+  v1::ProfileSummary* p = run->mutable_result()->mutable_profile();
+  p->clear_traced_ranks();
+  for (const storage::RankTrace& t : traces) {
+    if (run->config().world_size() > 1) p->add_traced_ranks(t.rank);
+    if (t.rank != 0) continue;
     p->set_has_trace(true);
-    p->set_trace_size_bytes(trace.size());
-    p->set_trace_sha256(Sha256Hex(trace));
+    p->set_trace_size_bytes(t.json.size());
+    p->set_trace_sha256(Sha256Hex(t.json));
   }
   if (!job->schedule_id().empty() && run_hook_) run_hook_(*job, run);
   const std::string& job_id = job->job_id();
@@ -136,7 +140,7 @@ absl::Status JobRecorder::StoreRun(v1::Job* job, v1::Run* run, const std::string
       job_id,
       [&](v1::ProgressEvent* e) { *e->mutable_run_finished()->mutable_run() = *run; },
       [&](v1::ProgressEvent* e) -> absl::Status {
-        auto id = store_->runs().Insert(*run, *e, trace);
+        auto id = store_->runs().Insert(*run, *e, traces);
         if (id.ok()) {
           Log(LogLevel::kDebug, "job ", job_id, ": run ", run->index(), " stored as ", *id,
               " (", EnumShortName(v1::RunState_descriptor(), run->state()), ", ",

@@ -70,11 +70,13 @@ class JobRecorder {
   // Publishes an event watchers see and the store does not keep (progress).
   void Publish(const std::string& job_id, const std::function<void(v1::ProgressEvent*)>& fill);
   // Completes a finished run (job and host ids, the daemon's probe mark,
-  // its trace's summary, the run hook's verdict), stores it with its event
-  // and trace in one transaction, publishes the event and books the run
-  // into *job. The store's error when the run could not be stored (its
-  // event then says so); a job row the store refuses afterwards is kept.
-  absl::Status StoreRun(v1::Job* job, v1::Run* run, const std::string& trace);
+  // its traces' summary, the run hook's verdict), stores it with its event
+  // and traces (rank 0's first; a rank each for a distributed run) in one
+  // transaction, publishes the event and books the run into *job. The
+  // store's error when the run could not be stored (its event then says
+  // so); a job row the store refuses afterwards is kept.
+  absl::Status StoreRun(v1::Job* job, v1::Run* run,
+                        const std::vector<storage::RankTrace>& traces);
 
   // The job's newest state where the store could not take it.
   std::optional<v1::Job> Unsaved(const std::string& job_id);

@@ -217,53 +217,54 @@ class LanePasses {
         process->Kill();
         break;
       }
-      if (!*got || !Take(event, process, p)) break;
+      if (!*got || !Take(&event, process, p)) break;
     }
     r_.exit = process->Wait();
   }
 
-  // One event; false when the worker was killed over it.
-  bool Take(const v1::WorkerEvent& event, worker::Worker* process, Pass* p) {
+  // One event (its traces moved out when stored); false when the worker
+  // was killed over it.
+  bool Take(v1::WorkerEvent* event, worker::Worker* process, Pass* p) {
     // A worker runs only what it was given, and a run once: anything else
     // is a worker (or the code in it) writing what it should not.
-    const int reported = event.has_run_started()    ? event.run_started().index()
-                         : event.has_run_finished() ? event.run_finished().run().index()
+    const int reported = event->has_run_started()    ? event->run_started().index()
+                         : event->has_run_finished() ? event->run_finished().run().index()
                                                     : -1;
-    if ((event.has_run_started() || event.has_run_finished()) &&
+    if ((event->has_run_started() || event->has_run_finished()) &&
         (!mine_.count(reported) || stored_.count(reported))) {
       Broke(p, absl::DataLossError(absl::StrCat(
                    "the worker reported run ", reported, ", which it was not given to run")));
       process->Kill();
       return false;
     }
-    if (event.has_run_started()) {
-      p->current = event.run_started().index();
+    if (event->has_run_started()) {
+      p->current = event->run_started().index();
       jobs_->NoteJobsBeside(job_id_);
       jobs_->recorder_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
-        *e->mutable_run_started() = event.run_started();
+        *e->mutable_run_started() = event->run_started();
       });
-    } else if (event.has_run_progress()) {
+    } else if (event->has_run_progress()) {
       jobs_->recorder_->Publish(job_id_, [&](v1::ProgressEvent* e) {
-        *e->mutable_run_progress() = event.run_progress();
+        *e->mutable_run_progress() = event->run_progress();
       });
-    } else if (event.has_log()) {
+    } else if (event->has_log()) {
       jobs_->recorder_->Publish(job_id_, [&](v1::ProgressEvent* e) {
-        e->mutable_log()->set_text(Bounded(event.log().text(), kMaxMessageBytes));
+        e->mutable_log()->set_text(Bounded(event->log().text(), kMaxMessageBytes));
       });
-    } else if (event.has_run_finished()) {
+    } else if (event->has_run_finished()) {
       p->current = -1;
-      if (!Finished(event.run_finished(), process)) return false;
+      if (!Finished(event->mutable_run_finished(), process)) return false;
       ++p->stored_now;
-    } else if (event.has_done()) {
+    } else if (event->has_done()) {
       r_.done = true;
-      r_.cancelled_by_worker = event.done().cancelled();
+      r_.cancelled_by_worker = event->done().cancelled();
     }
     return true;
   }
 
   // Stores a finished run; false (the worker killed) when the store cannot.
-  bool Finished(const v1::RunFinished& finished, worker::Worker* process) {
-    v1::Run run = finished.run();
+  bool Finished(v1::RunFinished* finished, worker::Worker* process) {
+    v1::Run run = finished->run();
     *run.mutable_config() = configs_[run.index()];  // the plan's, whatever it said
     // NVML cannot read a clock lock back: the daemon's own is recorded.
     if (gpu_ && gpu_->applied.locked_mhz > 0) {
@@ -273,16 +274,12 @@ class LanePasses {
     // every reply and the HTML view keep a bounded one.
     run.set_error(Bounded(run.error(), kMaxMessageBytes));
     jobs_->FillContention(job_id_, &run);
-    const std::string& trace = finished.trace_json();
-    const bool trace_fits = trace.size() <= kMaxTraceBytes;
-    if (!trace_fits) {
-      jobs_->recorder_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
-        e->mutable_log()->set_text(absl::StrCat(
-            "run ", run.index(), ": its profiler trace of ", trace.size(), " bytes is over the ",
-            kMaxTraceBytes >> 20, " MiB a run may keep; not stored"));
-      });
+    std::vector<storage::RankTrace> traces;
+    Keep(run.index(), 0, finished->mutable_trace_json(), &traces);
+    for (v1::RankTrace& t : *finished->mutable_rank_traces()) {
+      Keep(run.index(), t.rank(), t.mutable_trace_json(), &traces);
     }
-    r_.store_error = Store(&run, trace_fits ? trace : std::string());
+    r_.store_error = Store(&run, traces);
     if (!r_.store_error.ok()) {
       if (absl::IsResourceExhausted(r_.store_error)) jobs_->recorder_->SetStoreFull(true);
       // Nothing more can be kept: stop rather than measure for nothing.
@@ -374,16 +371,32 @@ class LanePasses {
                                                                : 0)));
     *crashed.mutable_start_time() = NowTimestamp();
     *crashed.mutable_end_time() = crashed.start_time();
-    r_.store_error = Store(&crashed, "");
+    r_.store_error = Store(&crashed, {});
     if (!r_.store_error.ok()) return false;
     stored_.insert(index);
     if (out_of_memory) *request_.add_out_of_memory() = configs_[index];
     return true;
   }
 
-  absl::Status Store(v1::Run* run, const std::string& trace) {
+  // A rank's trace of run `index` into traces, moved out of json, unless it
+  // is empty or over what a run may keep (said in the job's log).
+  void Keep(int index, int rank, std::string* json, std::vector<storage::RankTrace>* traces) {
+    if (json->empty()) return;
+    if (json->size() > kMaxTraceBytes) {
+      jobs_->recorder_->RecordEvent(job_id_, [&](v1::ProgressEvent* e) {
+        e->mutable_log()->set_text(absl::StrCat(
+            "run ", index, ": ", rank != 0 ? absl::StrCat("rank ", rank, "'s ") : "its ",
+            "profiler trace of ", json->size(), " bytes is over the ", kMaxTraceBytes >> 20,
+            " MiB a run may keep; not stored"));
+      });
+      return;
+    }
+    traces->push_back({rank, std::move(*json)});
+  }
+
+  absl::Status Store(v1::Run* run, const std::vector<storage::RankTrace>& traces) {
     absl::MutexLock lock(&running_->store_mu);
-    return jobs_->recorder_->StoreRun(&running_->job, run, trace);
+    return jobs_->recorder_->StoreRun(&running_->job, run, traces);
   }
 
   JobRunner* const jobs_;

@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <map>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -20,6 +22,8 @@ constexpr absl::Duration kOthersGrace = absl::Seconds(30);
 // How long a failed rank's group waits for rank 0 to reach the failed point
 // (it finishes the one before on its own) before it is stopped anyway.
 constexpr absl::Duration kRankZeroCatchUp = absl::Seconds(60);
+// How long rank 0's profiled run waits for the other ranks' traces of it.
+constexpr absl::Duration kRankTraceWait = absl::Seconds(60);
 
 // Thread-safety: Next() and Wait() on the job runner's thread; Stop(),
 // Kill() and RssBytes() on any thread.
@@ -51,7 +55,10 @@ class RankGroup : public worker::Worker {
       absl::MutexLock lock(&mu_);
       rank0_index_ = current_;
     }
-    if (event->has_run_finished()) current_ = -1;
+    if (event->has_run_finished()) {
+      current_ = -1;
+      AddRankTraces(event->mutable_run_finished());
+    }
     if (event->has_done()) {
       absl::MutexLock lock(&mu_);
       rank0_done_ = true;
@@ -163,6 +170,35 @@ class RankGroup : public worker::Worker {
     return true;
   }
 
+  // The other ranks' traces of rank 0's finished run, where it has a trace:
+  // each rank profiles the same window, and ends it at the same
+  // collective, so the wait is the others' writing of theirs (bounded).
+  void AddRankTraces(v1::RunFinished* finished) {
+    const int index = finished->run().index();
+    absl::MutexLock lock(&mu_);
+    if (!finished->trace_json().empty()) {
+      auto all_in = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (stopping_) return true;
+        for (int r = 1; r < request_.rank().world_size(); ++r) {
+          auto last = last_finished_.find(r);
+          const bool in = last != last_finished_.end() && last->second >= index;
+          if (!in && ended_.count(r) == 0) return false;
+        }
+        return true;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&all_in), kRankTraceWait);
+    }
+    auto it = rank_traces_.find(index);
+    if (it != rank_traces_.end() && !finished->trace_json().empty()) {
+      for (auto& [r, json] : it->second) {
+        v1::RankTrace* t = finished->add_rank_traces();
+        t->set_rank(r);
+        t->set_trace_json(std::move(json));
+      }
+    }
+    rank_traces_.erase(rank_traces_.begin(), rank_traces_.upper_bound(index));
+  }
+
   // Reads rank r's events to its end. A failed run, or an end before rank 0
   // is done, stops the group.
   void Drain(worker::Worker* rank, int r) {
@@ -182,6 +218,14 @@ class RankGroup : public worker::Worker {
       const v1::Run& run = event.run_finished().run();
       in_run = -1;
       last_done = run.index();
+      {
+        absl::MutexLock lock(&mu_);
+        if (!event.run_finished().trace_json().empty()) {
+          rank_traces_[run.index()][r] =
+              std::move(*event.mutable_run_finished()->mutable_trace_json());
+        }
+        last_finished_[r] = run.index();
+      }
       if (run.state() == v1::RUN_STATE_FAILED || run.state() == v1::RUN_STATE_OUT_OF_MEMORY) {
         why = absl::StrCat("its run ", run.index(), " failed");
         failed = run;
@@ -204,6 +248,7 @@ class RankGroup : public worker::Worker {
     absl::MutexLock lock(&mu_);
     if (failed_rank_ == r && failed) failed_exit_ = exit;
     ++drains_ended_;
+    ended_.insert(r);
   }
 
   // Rank r failed in sweep point `index`: unless the group is already being
@@ -253,6 +298,11 @@ class RankGroup : public worker::Worker {
   std::string failed_why_ ABSL_GUARDED_BY(mu_);
   std::optional<v1::Run> failed_run_ ABSL_GUARDED_BY(mu_);
   worker::ExitInfo failed_exit_ ABSL_GUARDED_BY(mu_);
+  // The other ranks' traces by run index, then rank, until rank 0's run
+  // takes them; each rank's last finished run, and the ranks that ended.
+  std::map<int, std::map<int, std::string>> rank_traces_ ABSL_GUARDED_BY(mu_);
+  std::map<int, int> last_finished_ ABSL_GUARDED_BY(mu_);
+  std::set<int> ended_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

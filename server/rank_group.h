@@ -2,10 +2,11 @@
 // gpubench-worker per rank, started and reaped together, seen by the job
 // runner as one Worker. Rank 0 starts first and opens the rendezvous store;
 // the others start with its port once it reports it. The runner reads rank
-// 0's events; the other ranks' are drained and dropped, but a rank that
-// fails (its run fails, or it exits before rank 0 is done) stops the whole
-// group, so no rank waits for ever in a collective, and Wait() then names
-// the rank and how it ended.
+// 0's events; the other ranks' are drained and dropped but for their
+// profiled windows' traces, which join rank 0's finished run (its
+// RunFinished.rank_traces). A rank that fails (its run fails, or it exits
+// before rank 0 is done) stops the whole group, so no rank waits for ever
+// in a collective, and Wait() then names the rank and how it ended.
 #ifndef GPUBENCH_SERVER_RANK_GROUP_H_
 #define GPUBENCH_SERVER_RANK_GROUP_H_
 

@@ -167,10 +167,14 @@ class TraceReactor : public grpc::ServerWriteReactor<v1::GetTraceResponse> {
  public:
   static constexpr size_t kChunkBytes = 1 << 20;
 
-  TraceReactor(storage::Store* store, const std::string& run_id) {
-    const absl::Status id = RequiredId(run_id, "run_id");
-    auto trace = !id.ok() ? absl::StatusOr<std::pair<v1::TraceInfo, std::string>>(id)
-                          : store->runs().GetTrace(run_id);
+  TraceReactor(storage::Store* store, const v1::GetTraceRequest& request) {
+    absl::Status valid = RequiredId(request.run_id(), "run_id");
+    if (valid.ok() && request.rank() < 0) {
+      valid = absl::InvalidArgumentError(
+          absl::StrCat("rank: ", request.rank(), " is not a rank (0 or more)"));
+    }
+    auto trace = !valid.ok() ? absl::StatusOr<std::pair<v1::TraceInfo, std::string>>(valid)
+                             : store->runs().GetTrace(request.run_id(), request.rank());
     if (!trace.ok()) {
       Finish(ToGrpcStatus(trace.status()));
       return;
@@ -212,7 +216,7 @@ grpc::ServerReadReactor<v1::UploadModelRequest>* BenchServiceImpl::UploadModel(
 
 grpc::ServerWriteReactor<v1::GetTraceResponse>* BenchServiceImpl::GetTrace(
     grpc::CallbackServerContext* /*context*/, const v1::GetTraceRequest* request) {
-  return new TraceReactor(store_, request->run_id());
+  return new TraceReactor(store_, *request);
 }
 
 grpc::ServerUnaryReactor* BenchServiceImpl::SubmitJob(

@@ -15,16 +15,18 @@ namespace {
 
 // A trace ready to store: compressed before the write lock is taken.
 struct CompressedTrace {
+  int rank = 0;
   std::string format;
   int64_t size_bytes = 0;  // uncompressed
   std::string sha256;      // of the uncompressed data
   std::string data;        // zlib
 };
 
-absl::StatusOr<CompressedTrace> CompressTrace(const std::string& format,
-                                              const std::string& data) {
+absl::StatusOr<CompressedTrace> CompressTrace(const std::string& format, const std::string& data,
+                                              int rank) {
   uLongf size = compressBound(data.size());
   CompressedTrace trace;
+  trace.rank = rank;
   trace.data.resize(size);
   if (compress2(reinterpret_cast<Bytef*>(trace.data.data()), &size,
                 reinterpret_cast<const Bytef*>(data.data()), data.size(), 6) != Z_OK) {
@@ -39,14 +41,15 @@ absl::StatusOr<CompressedTrace> CompressTrace(const std::string& format,
 
 absl::Status PutTraceIn(Connection& c, const std::string& run_id, const CompressedTrace& trace) {
   Statement s(c, "put trace",
-              "INSERT OR REPLACE INTO traces(run_id, format, size_bytes, sha256,"
-              " created_ns, data) VALUES(?,?,?,?,?,?)");
+              "INSERT OR REPLACE INTO traces(run_id, rank, format, size_bytes, sha256,"
+              " created_ns, data) VALUES(?,?,?,?,?,?,?)");
   s.Text(1, run_id)
-      .Text(2, trace.format)
-      .Int(3, trace.size_bytes)
-      .Text(4, trace.sha256)
-      .Int(5, StoredNs(NowTimestamp()))
-      .Blob(6, trace.data);
+      .Int(2, trace.rank)
+      .Text(3, trace.format)
+      .Int(4, trace.size_bytes)
+      .Text(5, trace.sha256)
+      .Int(6, StoredNs(NowTimestamp()))
+      .Blob(7, trace.data);
   return s.Run();
 }
 
@@ -145,13 +148,14 @@ absl::StatusOr<std::string> RunStore::Insert(const v1::Run& run) {
 }
 
 absl::StatusOr<std::string> RunStore::Insert(const v1::Run& run, const v1::ProgressEvent& event,
-                                             const std::string& trace_json) {
+                                             const std::vector<RankTrace>& traces) {
   if (auto s = CheckSamples(run.samples()); !s.ok()) return s;
-  CompressedTrace trace;
-  if (!trace_json.empty()) {
-    auto compressed = CompressTrace("chrome", trace_json);
-    if (!compressed.ok()) return compressed.status();
-    trace = std::move(*compressed);
+  std::vector<CompressedTrace> compressed;
+  for (const RankTrace& t : traces) {
+    if (t.json.empty()) continue;
+    auto trace = CompressTrace("chrome", t.json, t.rank);
+    if (!trace.ok()) return trace.status();
+    compressed.push_back(std::move(*trace));
   }
   std::string id;
   auto status = db_->Transaction("insert run", [&](Connection& c) -> absl::Status {
@@ -163,7 +167,7 @@ absl::StatusOr<std::string> RunStore::Insert(const v1::Run& run, const v1::Progr
       r->clear_samples();
       r->clear_telemetry_series();
     }
-    if (!trace_json.empty()) {
+    for (const CompressedTrace& trace : compressed) {
       if (auto s = PutTraceIn(c, id, trace); !s.ok()) return s;
     }
     return AppendEventIn(c, stored);
@@ -324,22 +328,27 @@ absl::StatusOr<std::vector<v1::Run>> RunStore::ListFlagged(int64_t since_ns,
 }
 
 absl::Status RunStore::PutTrace(const std::string& run_id, const std::string& format,
-                                const std::string& data) {
-  auto trace = CompressTrace(format, data);  // before the lock: zlib is the slow part
+                                const std::string& data, int rank) {
+  auto trace = CompressTrace(format, data, rank);  // before the lock: zlib is the slow part
   if (!trace.ok()) return trace.status();
   return db_->Write([&](Connection& c) { return PutTraceIn(c, run_id, *trace); });
 }
 
 absl::StatusOr<std::pair<v1::TraceInfo, std::string>> RunStore::GetTrace(
-    const std::string& run_id) {
+    const std::string& run_id, int rank) {
   v1::TraceInfo info;
   std::string compressed;
   auto status = db_->Read([&](Connection& c) -> absl::Status {
     Statement s(c, "get trace",
-                "SELECT format, size_bytes, sha256, data FROM traces WHERE run_id=?");
-    s.Text(1, run_id);
-    if (auto st = s.One(absl::StrCat("run ", run_id, " has no trace")); !st.ok()) return st;
+                "SELECT format, size_bytes, sha256, data FROM traces WHERE run_id=? AND rank=?");
+    s.Text(1, run_id).Int(2, rank);
+    if (auto st = s.One(absl::StrCat("run ", run_id, " has no trace",
+                                     rank != 0 ? absl::StrCat(" of rank ", rank) : ""));
+        !st.ok()) {
+      return st;
+    }
     info.set_run_id(run_id);
+    info.set_rank(rank);
     info.set_format(s.ColumnText(0));
     info.set_size_bytes(s.ColumnInt(1));
     info.set_sha256(s.ColumnText(2));
@@ -379,21 +388,21 @@ absl::StatusOr<int64_t> RunStore::Prune(const RetentionLimits& limits) {
       removed += c.Changes();
     }
     if (limits.max_trace_bytes <= 0) return absl::OkStatus();
-    std::vector<std::string> drop;
+    std::vector<std::pair<std::string, int64_t>> drop;  // run, rank
     {
       Statement s(c, "prune traces",
-                  "SELECT run_id, length(data) FROM traces ORDER BY created_ns DESC");
+                  "SELECT run_id, rank, length(data) FROM traces ORDER BY created_ns DESC");
       int64_t total = 0;
       auto scanned = s.ForEach([&] {
-        total += s.ColumnInt(1);
-        if (total > limits.max_trace_bytes) drop.push_back(s.ColumnText(0));
+        total += s.ColumnInt(2);
+        if (total > limits.max_trace_bytes) drop.emplace_back(s.ColumnText(0), s.ColumnInt(1));
         return absl::OkStatus();
       });
       if (!scanned.ok()) return scanned;
     }
-    for (const std::string& id : drop) {
-      Statement s(c, "prune traces", "DELETE FROM traces WHERE run_id=?");
-      s.Text(1, id);
+    for (const auto& [id, rank] : drop) {
+      Statement s(c, "prune traces", "DELETE FROM traces WHERE run_id=? AND rank=?");
+      s.Text(1, id).Int(2, rank);
       if (auto st = s.Run(); !st.ok()) return st;
       removed += c.Changes();
     }

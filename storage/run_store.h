@@ -37,6 +37,13 @@ struct RetentionLimits {
   int64_t max_trace_bytes = 0;        // keep the newest traces within N bytes
 };
 
+// One rank's Chrome trace JSON of a run (0: rank 0's, or a run of one
+// process's).
+struct RankTrace {
+  int rank = 0;
+  std::string json;
+};
+
 // Thread-safe.
 class RunStore {
  public:
@@ -47,10 +54,10 @@ class RunStore {
   // are not finite numbers are InvalidArgument naming the field.
   absl::StatusOr<std::string> Insert(const v1::Run& run);
   // The same, with the job's progress event (which then carries the run as
-  // stored: its id, no samples) and, when trace_json is not empty, the
-  // run's Chrome trace (as PutTrace stores it), all in one transaction.
+  // stored: its id, no samples) and the run's Chrome traces not empty (as
+  // PutTrace stores them), all in one transaction.
   absl::StatusOr<std::string> Insert(const v1::Run& run, const v1::ProgressEvent& event,
-                                     const std::string& trace_json = "");
+                                     const std::vector<RankTrace>& traces = {});
   // The runs of a job in sweep order; samples and telemetry series only when
   // asked for.
   absl::StatusOr<std::vector<v1::Run>> List(const std::string& job_id, bool include_samples);
@@ -77,12 +84,14 @@ class RunStore {
   // ended at or after since_ns, newest first.
   absl::StatusOr<std::vector<v1::Run>> ListFlagged(int64_t since_ns, bool include_improvements);
 
-  // A run's trace: the uncompressed bytes are compressed (zlib, before the
-  // write lock) and stored with their size and sha256.
+  // A run's trace (of `rank`, for a distributed run): the uncompressed
+  // bytes are compressed (zlib, before the write lock) and stored with
+  // their size and sha256.
   absl::Status PutTrace(const std::string& run_id, const std::string& format,
-                        const std::string& data);
-  // The info and uncompressed data; NotFound when the run has none.
-  absl::StatusOr<std::pair<v1::TraceInfo, std::string>> GetTrace(const std::string& run_id);
+                        const std::string& data, int rank = 0);
+  // The info and uncompressed data; NotFound when the run has none of rank.
+  absl::StatusOr<std::pair<v1::TraceInfo, std::string>> GetTrace(const std::string& run_id,
+                                                                 int rank = 0);
 
   // How many runs each workload has stored in each state.
   struct Count {

@@ -124,6 +124,24 @@ CREATE TABLE job_plans (
 ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_submitter ON jobs(submitted_by);
 )sql",
+    // 7 -> 8: a trace per rank of a distributed run (rank 0's, or a run of
+    // one process's, as rank 0).
+    R"sql(
+CREATE TABLE traces_by_rank (
+  run_id      TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+  rank        INTEGER NOT NULL,
+  format      TEXT NOT NULL,
+  size_bytes  INTEGER NOT NULL,        -- uncompressed
+  sha256      TEXT NOT NULL,           -- of the uncompressed data
+  created_ns  INTEGER NOT NULL,
+  data        BLOB NOT NULL,           -- zlib
+  PRIMARY KEY (run_id, rank)
+);
+INSERT INTO traces_by_rank
+  SELECT run_id, 0, format, size_bytes, sha256, created_ns, data FROM traces;
+DROP TABLE traces;
+ALTER TABLE traces_by_rank RENAME TO traces;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 

@@ -3,7 +3,7 @@
 // filter on. The per-table stores (job_store.h, run_store.h,
 // record_stores.h) read and write the rows.
 //
-// Tables (schema version 7):
+// Tables (schema version 8):
 //   jobs        one row per job; record: gpubench.v1.Job; submitted_by
 //               repeats its submitter, for each submitter's share
 //   job_events  a job's durable progress events, by sequence
@@ -12,7 +12,8 @@
 //               config_json: the RunConfig as JSON, for config filters
 //   samples     a run's per-iteration samples (dropped by retention)
 //   telemetry   a run's telemetry series (dropped with the samples)
-//   traces      a run's profiler trace, zlib-compressed
+//   traces      a run's profiler trace per rank (0: a run of one process),
+//               zlib-compressed
 //   hosts, schedules, models: keyed protobuf records
 // A job's events, plan and runs, and a run's samples, telemetry and trace,
 // go with it (ON DELETE CASCADE; the store turns foreign_keys on).
@@ -29,7 +30,7 @@
 namespace gpubench::storage {
 
 // The schema version this build writes; Migrate brings older files up to it.
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 // The file's schema version (PRAGMA user_version).
 absl::StatusOr<int> SchemaVersion(Connection& c);

@@ -232,4 +232,21 @@ std::string ChromeTrace(const std::vector<Event>& events) {
   return out.str();
 }
 
+std::string WithDistributedInfo(std::string trace, const std::string& backend, int rank,
+                                int world_size) {
+  const size_t open = trace.find_first_not_of(" \t\r\n");
+  if (open == std::string::npos || trace[open] != '{' ||
+      trace.find("\"distributedInfo\"") != std::string::npos) {
+    return trace;
+  }
+  std::ostringstream info;
+  info << "\n  \"distributedInfo\": {\"backend\": \"" << JsonEscape(backend)
+       << "\", \"rank\": " << rank << ", \"world_size\": " << world_size << "}";
+  // A comma unless the object is empty.
+  const size_t next = trace.find_first_not_of(" \t\r\n", open + 1);
+  if (next != std::string::npos && trace[next] != '}') info << ",";
+  trace.insert(open + 1, info.str());
+  return trace;
+}
+
 }  // namespace gpubench::profile

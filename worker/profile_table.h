@@ -64,6 +64,14 @@ Table BuildTable(const std::vector<Event>& events, int top_n);
 // of the events, loadable by Perfetto and chrome://tracing.
 std::string ChromeTrace(const std::vector<Event>& events);
 
+// A distributed run's trace with the rank it is of, as PyTorch's profiler
+// writes it and Holistic Trace Analysis reads a trace folder's ranks by:
+// "distributedInfo": {"backend", "rank", "world_size"} first in the top
+// object. A trace that already has one, or is no JSON object, is returned
+// as it is.
+std::string WithDistributedInfo(std::string trace, const std::string& backend, int rank,
+                                int world_size);
+
 }  // namespace gpubench::profile
 
 #endif  // GPUBENCH_WORKER_PROFILE_TABLE_H_

@@ -13,12 +13,14 @@
 #include "storage/store.h"
 #include "tests/client/cli_test_util.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/read_file.h"
 
 namespace gpubench::client {
 namespace {
 
 using testing_support::Daemon;
 using testing_support::FreshDir;
+using testing_support::ReadFile;
 
 TEST(CliDaemon, ExplainBreaksDownAStoredTraceAndSaysWhenItHasNoDevice) {
   Daemon d(FreshDir("cli_explain"));
@@ -114,10 +116,23 @@ TEST(CliDaemon, CompareExplainNamesEachPlantedDifferenceFirst) {
     const Result ja = Cli(Tiny(a)), jb = Cli(Tiny(b));
     ASSERT_EQ(ja.code, kExitOk) << ja.err;
     ASSERT_EQ(jb.code, kExitOk) << jb.err;
-    Result r = Cli({"compare", JobOf(ja), JobOf(jb), "--repeat", "5", "--explain", "--host",
-                    d.address()});
-    ASSERT_TRUE(r.code == kExitOk || r.code == kExitRegression) << r.err << r.out;
-    const std::vector<std::string> why = LinesFrom(r.out, "why " + JobOf(jb));
+    // On a host loaded by other work (other tests beside: ctest -j2) runs
+    // vary too much for a verdict from 5 a side, and a profiled window
+    // holds the other work's time, as compare says; such a comparison is
+    // measured again, twice at most.
+    Result r;
+    std::vector<std::string> why;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      r = Cli({"compare", JobOf(ja), JobOf(jb), "--repeat", "5", "--explain", "--host",
+               d.address()});
+      ASSERT_TRUE(r.code == kExitOk || r.code == kExitRegression) << r.err << r.out;
+      why = LinesFrom(r.out, "why " + JobOf(jb));
+      if (why.empty()) {
+        EXPECT_NE(r.out.find("too noisy to tell"), std::string::npos) << r.out;
+      } else if (r.out.find("'s profiled run") == std::string::npos) {
+        break;
+      }
+    }
     ASSERT_GE(why.size(), 8u) << plant.config << "\n" << r.out << r.err;
     EXPECT_EQ(why[1], "  config: " + plant.config) << r.out;
     EXPECT_EQ(why[2], "  environment: the same") << r.out;
@@ -140,7 +155,7 @@ TEST(CliDaemon, CompareExplainNamesEachPlantedDifferenceFirst) {
 // has one operator over 5 steps of 1 sample, and with device a device
 // trace.
 std::string PlantJob(const Daemon& d, double ms, int base_seconds, bool profile,
-                     bool device = true) {
+                     bool device = true, int ranks = 1) {
   auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
   EXPECT_TRUE(store.ok()) << store.status();
   v1::Job job;
@@ -150,6 +165,7 @@ std::string PlantJob(const Daemon& d, double ms, int base_seconds, bool profile,
   spec.mutable_base()->set_device("cpu");
   spec.mutable_base()->set_mode(v1::MODE_INFER);
   spec.mutable_base()->set_batch_size(8);
+  if (ranks > 1) spec.mutable_base()->set_world_size(ranks);
   spec.mutable_measurement()->set_warmup_iterations(2);
   spec.mutable_measurement()->set_min_iterations(10);
   spec.mutable_measurement()->set_min_time_ms(50);
@@ -176,6 +192,9 @@ std::string PlantJob(const Daemon& d, double ms, int base_seconds, bool profile,
       op.set_count(5);
       op.set_self_time_us(5000 * ms);
       op.set_share(1);
+      for (int rank = 0; rank < ranks && ranks > 1; ++rank) {
+        r.mutable_profile()->add_traced_ranks(rank);
+      }
     }
     EXPECT_TRUE((*store)->runs().Insert(run).ok());
   }
@@ -255,6 +274,141 @@ TEST(CliDaemon, CompareExplainProfilesASideWithoutOneAndDiffsDeviceTraces) {
             std::string::npos)
       << mixed.out;
   EXPECT_EQ(mixed.out.find("delta us/sample"), std::string::npos) << mixed.out;
+}
+
+// One rank's device trace of 5 ddp steps, 200 µs apart: a gemm of 10 µs,
+// a kernel of extra_us where given, then the all-reduce of comm_us.
+std::string RankTrace(int rank, int extra_us, int comm_us) {
+  std::string events;
+  for (int step = 0; step < 5; ++step) {
+    const int t = step * 200 + 5;
+    absl::StrAppend(&events, step == 0 ? "" : ",",
+                    R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": )", t,
+                    R"(, "dur": 10, "args": {"stream": 7}})");
+    if (extra_us > 0) {
+      absl::StrAppend(&events, R"(,{"ph": "X", "cat": "kernel", "name": "slow_kernel", "ts": )",
+                      t + 10, R"(, "dur": )", extra_us, R"(, "args": {"stream": 7}})");
+    }
+    absl::StrAppend(&events,
+                    R"(,{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32", )",
+                    R"("ts": )", t + 10 + extra_us, R"(, "dur": )", comm_us,
+                    R"(, "args": {"stream": 20}})");
+  }
+  return absl::StrCat(R"({"distributedInfo": {"backend": "nccl", "rank": )", rank,
+                      R"(, "world_size": 2}, "traceEvents": [)", events, "]}");
+}
+
+// A ddp run's ranks: explain sets them side by side and names the slowest
+// (the one the others wait for in the all-reduce); compare --explain diffs
+// that rank's kernels.
+TEST(CliDaemon, ExplainAndCompareNameTheSlowestRankOfADdpRun) {
+  Daemon d(FreshDir("cli_explain_ranks"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  const std::string a = PlantJob(d, 1.0, 1000, true, true, 2);
+  const std::string b = PlantJob(d, 1.5, 2000, true, true, 2);
+  std::string run_b;
+  {
+    auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+    ASSERT_TRUE(store.ok());
+    const std::string run_a = (*(*store)->runs().List(a, false))[4].run_id();
+    run_b = (*(*store)->runs().List(b, false))[4].run_id();
+    // A: both ranks even. B: rank 1 works 50 µs more a step; rank 0 waits
+    // for it in the all-reduce.
+    ASSERT_TRUE((*store)->runs().PutTrace(run_a, "chrome", RankTrace(0, 0, 20), 0).ok());
+    ASSERT_TRUE((*store)->runs().PutTrace(run_a, "chrome", RankTrace(1, 0, 20), 1).ok());
+    ASSERT_TRUE((*store)->runs().PutTrace(run_b, "chrome", RankTrace(0, 0, 70), 0).ok());
+    ASSERT_TRUE((*store)->runs().PutTrace(run_b, "chrome", RankTrace(1, 50, 20), 1).ok());
+  }
+  Result text = Cli({"explain", run_b, "--host", d.address()});
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_TRUE(absl::StartsWith(text.out, "rank 0: span ")) << text.out;
+  const std::vector<std::string> ranks = LinesFrom(text.out, "ranks (");
+  ASSERT_GE(ranks.size(), 5u) << text.out;
+  EXPECT_TRUE(absl::StartsWith(ranks[2], "   0      880       50                  350"))
+      << text.out;
+  EXPECT_EQ(ranks[4],
+            "rank 1 is the slowest: the others wait for it in communication (100 us there "
+            "against 350 on rank 0); it works 300 us and idles 480 against 50 and 480 on rank "
+            "0: its device has more to do")
+      << text.out;
+  Result json = Cli({"explain", run_b, "--host", d.address(), "--output", "json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  EXPECT_NE(json.out.find("\"slowest_rank\": 1"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"work_us\": 300"), std::string::npos) << json.out;
+  // --rank picks one rank's trace.
+  Result one = Cli({"explain", run_b, "--rank", "1", "--host", d.address()});
+  ASSERT_EQ(one.code, kExitOk) << one.err;
+  EXPECT_TRUE(absl::StartsWith(one.out, "rank 1: span ")) << one.out;
+  EXPECT_NE(one.out.find("slow_kernel"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("ranks ("), std::string::npos) << one.out;
+  Result missing = Cli({"explain", run_b, "--rank", "2", "--host", d.address()});
+  EXPECT_EQ(missing.code, kExitUsage);
+  EXPECT_NE(missing.err.find("has no trace of rank 2"), std::string::npos) << missing.err;
+  Result bad = Cli({"explain", run_b, "--rank", "-1", "--host", d.address()});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_NE(bad.err.find("--rank"), std::string::npos) << bad.err;
+
+  Result r = Cli({"compare", a, b, "--explain", "--host", d.address()});
+  EXPECT_EQ(r.code, kExitRegression) << r.err << r.out;
+  EXPECT_NE(r.out.find("  biggest change: on rank 1, the slowest: compute +50.00 us a sample"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("B: rank 1 is the slowest"), std::string::npos) << r.out;
+  const std::vector<std::string> kernels = LinesFrom(r.out, "kernels and copies");
+  ASSERT_GE(kernels.size(), 3u) << r.out;
+  EXPECT_TRUE(absl::StartsWith(kernels[2], "slow_kernel ")) << r.out;
+  EXPECT_NE(r.out.find("A: the ranks arrive together: 100 to 100 us in communication"),
+            std::string::npos)
+      << r.out;
+}
+
+// The report of profiled jobs: each run's breakdown as a stacked bar (its
+// operator categories on the CPU, HTA's shares from a stored device trace),
+// each run's diff against the first, and the job's repro command.
+TEST(CliDaemon, ReportDrawsEachProfiledRunsBreakdownAndDiff) {
+  Daemon d(FreshDir("cli_report_breakdown"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result cpu = Cli(Tiny({"submit", "--host", d.address(), "--batch", "2,16", "--profile",
+                         "--wait"}));
+  ASSERT_EQ(cpu.code, kExitOk) << cpu.err;
+  const std::string html = ::testing::TempDir() + "/cli_report_breakdown.html";
+  Result report = Cli({"report", JobOf(cpu), "-o", html, "--host", d.address()});
+  ASSERT_EQ(report.code, kExitOk) << report.err;
+  std::string page = ReadFile(html);
+  EXPECT_NE(page.find("<dt>reproduce</dt><dd><code>gpubench submit --workload mlp"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("Where the profiled time went, by operator category"), std::string::npos);
+  EXPECT_NE(page.find("What changed against run #0"), std::string::npos) << page;
+  EXPECT_NE(page.find("aten::addmm"), std::string::npos);
+  EXPECT_EQ(page.find("temporal breakdown of each profiled span"), std::string::npos);
+
+  // Device traces stored under a planted job's runs: the last run's slow
+  // kernel leads its diff; a run whose trace is gone keeps its top table.
+  const std::string gpu = PlantJob(d, 1.0, 3000, true);
+  {
+    auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+    ASSERT_TRUE(store.ok());
+    const std::vector<v1::Run> runs = *(*store)->runs().List(gpu, false);
+    for (int i : {0, 1, 2, 4}) {
+      ASSERT_TRUE((*store)->runs().PutTrace(runs[i].run_id(), "chrome", DeviceTrace(i == 4)).ok());
+    }
+  }
+  report = Cli({"report", gpu, "-o", html, "--host", d.address()});
+  ASSERT_EQ(report.code, kExitOk) << report.err;
+  EXPECT_NE(report.err.find("'s breakdown left out: "), std::string::npos) << report.err;
+  page = ReadFile(html);
+  EXPECT_NE(page.find("temporal breakdown of each profiled span"), std::string::npos);
+  EXPECT_NE(page.find("<li>run #4: "), std::string::npos) << page;
+  const size_t last = page.find("<td class=\"num\">run #4 ");
+  ASSERT_NE(last, std::string::npos) << page;
+  EXPECT_NE(page.substr(last, 200).find("slow_kernel"), std::string::npos) << page.substr(last);
+  // Run 3's trace is gone: its top table against run 0's, not run 0's kernels.
+  const size_t gone = page.find("<td class=\"num\">run #3 ");
+  ASSERT_NE(gone, std::string::npos) << page;
+  EXPECT_NE(page.substr(gone, 200).find("aten::mm"), std::string::npos) << page.substr(gone);
+  EXPECT_EQ(page.substr(gone, page.find("run #4", gone) - gone).find("gemm"), std::string::npos)
+      << page.substr(gone);
 }
 
 }  // namespace

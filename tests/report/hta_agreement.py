@@ -4,9 +4,11 @@
 Writes seeded Kineto-form traces (a launch-bound model of tiny kernels, a compute-bound one
 with an NCCL stream and copies, a CUDA graph's replays), takes the real ones in gpu_traces/
 (Kineto's, written by gpubench runs on a GPU: bench/gpu_explain.sh), then reads each with HTA's
-get_temporal_breakdown and get_idle_time_breakdown and with `gpubench explain FILE --output
-json`: each share of the span, and each stream's share of its idle gaps by category, must
-agree within 2 percentage points (the issue's bound; they agree exactly when the rules do).
+get_temporal_breakdown, get_idle_time_breakdown and get_comm_comp_overlap and with `gpubench
+explain FILE --output json`: each share of the span, each stream's share of its idle gaps by
+category, and the share of communication under compute must agree within 2 percentage points
+(the issue's bound; they agree exactly when the rules do). A ddp run's rank traces
+(gpu_traces/*_rankN, bench/gpu_explain_ddp.sh) must also read, as a folder, as those ranks.
 Usage: hta_agreement.py GPUBENCH [WORKDIR]
 """
 import gzip
@@ -154,6 +156,11 @@ def check(gpubench, path, label):
     pairs = [("idle", tb["idle_time_pctg"], ours["idle_pct"]),
              ("compute", tb["compute_time_pctg"], ours["compute_pct"]),
              ("non-compute", tb["non_compute_time_pctg"], ours["non_compute_pct"])]
+    if ours["communication_total_us"] > 0:
+        # HTA's percentage is rounded to 2 places.
+        overlap = ta.get_comm_comp_overlap(visualize=False).iloc[0]["comp_comm_overlap_pctg"]
+        pairs.append(("comm under compute", overlap,
+                      100 * ours["communication_overlap_us"] / ours["communication_total_us"]))
     idle = ta.get_idle_time_breakdown(ranks=[0], visualize=False)
     idle = idle[0] if isinstance(idle, tuple) else idle
     for stream, rows in idle.groupby("stream"):
@@ -193,6 +200,18 @@ def main():
             shutil.copyfileobj(src, dst)
         traces.append((path, name[:-len(".json.gz")]))
     worst, failures = 0.0, []
+    # A ddp run's ranks (each marked with its distributedInfo): HTA reads the folder's
+    # traces as those ranks.
+    ranks_dir = os.path.join(work, "ddp_ranks")
+    os.makedirs(ranks_dir, exist_ok=True)
+    for path, label in traces:
+        if "_rank" in label:
+            shutil.copy(path, ranks_dir)
+    if os.listdir(ranks_dir):
+        read = sorted(TraceAnalysis(trace_dir=ranks_dir).t.traces.keys())
+        print(f"HTA reads {ranks_dir} as ranks {read}")
+        if read != list(range(len(os.listdir(ranks_dir)))):
+            failures.append(f"{ranks_dir}: HTA reads ranks {read}")
     for path, label in traces:
         w, f = check(gpubench, path, label)
         worst, failures = max(worst, w), failures + f

@@ -404,6 +404,76 @@ TEST(Report, AModelSizeSweepIsPlottedAgainstParameters) {
   EXPECT_EQ(html.find("Throughput vs batch size"), std::string::npos);
 }
 
+// Profiled runs: where each one's time went as a stacked bar (HTA's shares
+// from its trace; its operator categories), and each one's diff against
+// the first; the job's repro command in its summary.
+TEST(Report, ProfiledRunsGetTheirBreakdownAndTheirDiffAgainstTheFirst) {
+  ReportJob job;
+  job.job.set_job_id("job-0009");
+  job.job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.repro = "gpubench submit --workload resnet50 --batch 8 --profile";
+  v1::RunConfig c;
+  c.set_workload("resnet50");
+  c.set_device("cuda:0");
+  c.set_batch_size(8);
+  for (int i = 0; i < 3; ++i) {
+    // 8000 samples/s of 8 a step: 8 samples a step, 5 steps profiled.
+    c.set_device(i == 2 ? "cpu" : "cuda:0");
+    v1::Run run = SucceededRun(i, c, 8000);
+    v1::RunResult& r = *run.mutable_result();
+    r.set_iterations(100);
+    r.set_measured_ms(100);
+    r.set_profiled_iterations(5);
+    v1::ProfileSummary& p = *r.mutable_profile();
+    p.set_device_times(i < 2);
+    p.set_has_trace(i < 2);
+    v1::OperatorStat& op = *p.add_top_operators();
+    op.set_name("aten::mm");
+    op.set_count(5);
+    op.set_self_time_us(250);
+    op.set_share(1);
+    for (const auto& [category, share] : {std::pair{"matmul", 0.7}, std::pair{"elementwise", 0.3}}) {
+      v1::CategoryShare& s = *p.add_categories();
+      s.set_category(category);
+      s.set_share(share);
+      s.set_self_time_us(1000 * share);
+    }
+    job.runs.push_back(run);
+  }
+  Breakdown b;
+  b.span_us = 1000;
+  b.idle_us = 600;
+  b.compute_us = 300;
+  b.communication_us = 50;
+  b.memory_us = 50;
+  b.top = {{"gemm", 5, 250}, {"Memcpy DtoD", 5, 50}};
+  job.breakdowns["run-0"] = b;
+  b.top.push_back({"slow_kernel", 5, 500});
+  job.breakdowns["run-1"] = b;
+  const std::string html = RenderReport({job}, "profiled");
+  EXPECT_NE(html.find("<dt>reproduce</dt><dd><code>gpubench submit --workload resnet50 --batch 8 "
+                      "--profile</code></dd>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("temporal breakdown of each profiled span"), std::string::npos) << html;
+  EXPECT_NE(html.find("<title>compute: 300 us, 30.0% of the span</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>idle: 600 us, 60.0% of the span</title>"), std::string::npos);
+  EXPECT_NE(html.find("60% of the span is idle"), std::string::npos);
+  EXPECT_NE(html.find("Where the profiled time went, by operator category"), std::string::npos);
+  EXPECT_NE(html.find("<title>matmul: 700 us self, 70.0%</title>"), std::string::npos);
+  // run 1 against run 0: slow_kernel's 500 us over 5 steps of 8 samples.
+  const size_t diff = html.find("What changed against run #0");
+  ASSERT_NE(diff, std::string::npos) << html;
+  const size_t row = html.find("<tr>", html.find("</tr>", diff));
+  EXPECT_EQ(html.substr(row, html.find("</tr>", row) - row),
+            "<tr><td class=\"num\">run #1 \u00b7 cuda:0 (20.00 against 7.50 us a sample in all)"
+            "</td><td class=\"num\">slow_kernel</td><td class=\"num\">0</td><td "
+            "class=\"num\">0.00</td><td class=\"num\">1</td><td class=\"num\">100.00</td><td "
+            "class=\"num\">+12.50</td><td class=\"num\">100.0%</td>");
+  // The CPU run's operator times do not compare with the device's.
+  EXPECT_NE(html.find("1 more profiled runs not diffed"), std::string::npos) << html;
+}
+
 TEST(Report, DrawsNoPlotFromTooLittleData) {
   ReportJob one = SweepJob();
   one.runs.resize(1);

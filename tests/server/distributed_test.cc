@@ -164,6 +164,54 @@ TEST(Distributed, DdpTrainsFromRankZerosWeightsOnOneAndTwoRanks) {
               1e-6 * runs[0].result().flops_per_iteration());
 }
 
+// A rank's stored trace (GetTrace), or the call's status.
+grpc::Status TraceOf(Daemon& d, const std::string& run_id, int rank, std::string* trace) {
+  grpc::ClientContext ctx;
+  v1::GetTraceRequest req;
+  req.set_run_id(run_id);
+  req.set_rank(rank);
+  auto reader = d.stub()->GetTrace(&ctx, req);
+  v1::GetTraceResponse resp;
+  trace->clear();
+  while (reader->Read(&resp)) {
+    if (resp.part_case() == v1::GetTraceResponse::kChunk) *trace += resp.chunk();
+  }
+  return reader->Finish();
+}
+
+// A profiled ddp run keeps every rank's trace of its window, each marked
+// with its rank as HTA reads a folder of ranks.
+TEST(Distributed, AProfiledDdpRunKeepsEveryRanksTraceMarkedWithItsRank) {
+  Daemon d(FreshDir("dist_ddp_traces"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  v1::JobSpec spec = MlpDdp();
+  spec.mutable_base()->set_world_size(2);
+  spec.mutable_profiling()->set_enabled(true);
+  const auto [job, runs] = RunToEnd(d, spec);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error() << d.log();
+  ASSERT_EQ(runs.size(), 1u);
+  const v1::ProfileSummary& profile = runs[0].result().profile();
+  ASSERT_EQ(profile.traced_ranks_size(), 2) << profile.ShortDebugString();
+  EXPECT_EQ(profile.traced_ranks(0), 0);
+  EXPECT_EQ(profile.traced_ranks(1), 1);
+  std::string traces[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(TraceOf(d, runs[0].run_id(), rank, &traces[rank]).ok());
+    EXPECT_NE(traces[rank].find(absl::StrCat("\"distributedInfo\": {\"backend\": \"gloo\", "
+                                             "\"rank\": ", rank, ", \"world_size\": 2}")),
+              std::string::npos)
+        << traces[rank].substr(0, 300);
+    EXPECT_NE(traces[rank].find("aten::addmm"), std::string::npos);
+  }
+  EXPECT_EQ(static_cast<int64_t>(traces[0].size()), profile.trace_size_bytes());
+  std::string none;
+  const grpc::Status missing = TraceOf(d, runs[0].run_id(), 2, &none);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND) << missing.error_message();
+  const grpc::Status negative = TraceOf(d, runs[0].run_id(), -1, &none);
+  EXPECT_EQ(negative.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(negative.error_message().find("rank"), std::string::npos) << negative.error_message();
+}
+
 // A rank that crashes inside a run fails that run, naming the rank; the
 // other rank, waiting in a collective, is stopped with it; the next point
 // runs in a fresh group, and no worker is left.

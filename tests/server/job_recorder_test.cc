@@ -119,7 +119,7 @@ TEST_F(JobRecorderTest, ARunIsStoredCompletedOrItsLossIsSaid) {
   run.set_state(v1::RUN_STATE_SUCCEEDED);
   run.mutable_config()->set_workload("empty");
   run.set_daemon_probe(false);  // a worker's word does not count
-  ASSERT_TRUE(recorder_->StoreRun(&job_, &run, "{\"traceEvents\": []}").ok());
+  ASSERT_TRUE(recorder_->StoreRun(&job_, &run, {{0, "{\"traceEvents\": []}"}}).ok());
   EXPECT_EQ(job_.runs_done(), 1);
   auto runs = store_->runs().List(job_.job_id(), false);
   ASSERT_TRUE(runs.ok() && runs->size() == 1u);
@@ -131,7 +131,7 @@ TEST_F(JobRecorderTest, ARunIsStoredCompletedOrItsLossIsSaid) {
   Hold();
   v1::Run lost = run;
   lost.set_index(1);
-  EXPECT_FALSE(recorder_->StoreRun(&job_, &lost, "").ok());
+  EXPECT_FALSE(recorder_->StoreRun(&job_, &lost, {}).ok());
   EXPECT_EQ(job_.runs_done(), 1);
   EXPECT_EQ(Watched().back().log().text().rfind("storing run 1 failed", 0), 0u)
       << Watched().back().DebugString();

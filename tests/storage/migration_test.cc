@@ -81,6 +81,13 @@ CREATE TABLE job_plans (job_id TEXT PRIMARY KEY REFERENCES jobs(job_id) ON DELET
 PRAGMA user_version=6;
 )sql";
 
+constexpr char kSchemaV6ToV7[] = R"sql(
+ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_submitter ON jobs(submitted_by);
+UPDATE jobs SET submitted_by = 'alice' WHERE job_id = 'jold';
+PRAGMA user_version=7;
+)sql";
+
 void Exec(sqlite3* db, const std::string& sql) {
   char* error = nullptr;
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
@@ -169,6 +176,8 @@ std::string OldDatabase(int version) {
     Exec(db, kSchemaV1ToV2);
     // Version 2 filled config_json while migrating; do as it did.
     Exec(db, "UPDATE runs SET config_json='{\"workload\":\"mlp\",\"batch_size\":32}'");
+    // A run's trace, one per run then.
+    Exec(db, "INSERT INTO traces VALUES('rold', 'chrome', 3, 'sha', 2500, x'789c4b4c4a0600024d0127')");
   }
   if (version >= 3) Exec(db, kSchemaV2ToV3);
   if (version >= 4) Exec(db, kSchemaV3ToV4);
@@ -196,6 +205,7 @@ std::string OldDatabase(int version) {
     EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
   }
+  if (version >= 7) Exec(db, kSchemaV6ToV7);
   sqlite3_close(db);
   return path;
 }
@@ -268,6 +278,14 @@ TEST_P(MigrationTest, OldFileOpensAtTheCurrentVersionWithItsDataIntact) {
     EXPECT_EQ(plan->runs(1).batch_size(), 32);
     EXPECT_EQ(plan->runs(1).params().image_size(), 32) << plan->runs(1).ShortDebugString();
     EXPECT_TRUE(absl::IsNotFound((*store)->jobs().GetPlan("jold").status()));
+    if (from >= 2) {
+      // Version 8 keeps a trace per rank: the one a run had is rank 0's.
+      auto trace = (*store)->runs().GetTrace("rold");
+      ASSERT_TRUE(trace.ok()) << trace.status();
+      EXPECT_EQ(trace->second, "abc");
+      EXPECT_EQ(trace->first.rank(), 0);
+      EXPECT_TRUE(absl::IsNotFound((*store)->runs().GetTrace("rold", 1).status()));
+    }
     ExpectSubmitterBackfilled(store->get());
   }
   // What the newest version added works on the migrated file.

@@ -310,6 +310,18 @@ TEST(Store, TelemetrySeriesAndTracesRoundTrip) {
   EXPECT_EQ(trace->first.size_bytes(), 10000);
   EXPECT_EQ(trace->first.sha256().size(), 64u);
   EXPECT_EQ((*store)->runs().GetTrace("nope").status().code(), absl::StatusCode::kNotFound);
+  // A distributed run's other ranks keep theirs beside rank 0's.
+  ASSERT_TRUE((*store)->runs().PutTrace(run_id, "chrome", "rank one", 1).ok());
+  auto one = (*store)->runs().GetTrace(run_id, 1);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->second, "rank one");
+  EXPECT_EQ(one->first.rank(), 1);
+  EXPECT_EQ((*store)->runs().GetTrace(run_id)->second, std::string(10000, 'a'));
+  EXPECT_EQ((*store)->runs().GetTrace(run_id, 2).status().message(),
+            "run " + run_id + " has no trace of rank 2");
+  // Every rank's trace goes with its run.
+  ASSERT_TRUE((*store)->jobs().Delete(job_id).ok());
+  EXPECT_TRUE(absl::IsNotFound((*store)->runs().GetTrace(run_id, 1).status()));
 }
 
 TEST(Store, RetentionDropsOldestSamplesAndTracesButKeepsResults) {

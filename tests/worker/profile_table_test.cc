@@ -142,5 +142,24 @@ TEST(ProfileTable, ChromeTraceParsesWithEveryEvent) {
   EXPECT_DOUBLE_EQ(second.at("dur").number_value(), 60);
 }
 
+// A rank's trace names its rank where HTA reads it, in a trace that stays
+// JSON: the fallback trace, Kineto's layout, an empty object; a trace that
+// has one already, or is no object, is kept as it is.
+TEST(ProfileTable, ARanksTraceCarriesItsDistributedInfo) {
+  const std::string kineto = "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": []\n}";
+  for (const std::string& trace :
+       {ChromeTrace({{"aten::mm", false, 1, 0, 10}}), kineto, std::string("  {}")}) {
+    const std::string marked = WithDistributedInfo(trace, "gloo", 1, 2);
+    google::protobuf::Struct doc;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(marked, &doc).ok()) << marked;
+    const auto& info = doc.fields().at("distributedInfo").struct_value().fields();
+    EXPECT_EQ(info.at("rank").number_value(), 1) << marked;
+    EXPECT_EQ(info.at("world_size").number_value(), 2);
+    EXPECT_EQ(info.at("backend").string_value(), "gloo");
+    EXPECT_EQ(WithDistributedInfo(marked, "nccl", 0, 2), marked);
+  }
+  EXPECT_EQ(WithDistributedInfo("not json", "gloo", 1, 2), "not json");
+}
+
 }  // namespace
 }  // namespace gpubench::profile

@@ -36,6 +36,7 @@
 #include "worker/engine/pipeline.h"
 #include "worker/engine/profile_window.h"
 #include "worker/engine/workload.h"
+#include "worker/profile_table.h"
 
 namespace gpubench::engine {
 namespace {
@@ -310,6 +311,11 @@ void Profile(const RunConfig& c, Workload* workload, const MeasureConfig& m,
   const bool count_flops =
       c.mode == Mode::kInfer && out->flops_per_iteration <= 0 && IsWorkload(c.workload, WorkloadId::kTorchscript);
   ProfileWindow(workload, m, device, count_flops, deadline_ns, cancel, state, out);
+  if (c.world_size > 1 && !out->trace_json.empty()) {
+    out->trace_json = profile::WithDistributedInfo(std::move(out->trace_json),
+                                                   device.is_cuda() ? "nccl" : "gloo", c.rank,
+                                                   c.world_size);
+  }
   if (count_flops && out->profiled_flops > 0) {
     out->flops_per_iteration = out->profiled_flops;
     SetAchievedTflops(workload->samples_per_iteration(), out);
