@@ -211,7 +211,8 @@ int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err);  // exp
 absl::Status FetchTraceEvents(const Daemon& d, const std::string& run_id, int rank,
                               report::TraceEvents* out);
 // The breakdown of each of a distributed run's traced ranks (its
-// ProfileSummary.traced_ranks), top_n kernels each; explain_command.cc.
+// ProfileSummary.traced_ranks) still stored, top_n kernels each;
+// explain_command.cc.
 absl::StatusOr<std::vector<report::RankBreakdown>> RankBreakdowns(const Daemon& d,
                                                                   const v1::Run& run, int top_n);
 // One side of compare --explain: its name, the daemon that stored it, its

@@ -244,7 +244,8 @@ Runs have a trace when their spec asks for one ("profiling": {"enabled": true});
 run's trace has no device streams (its operators are in show's profile table). A
 distributed run (ddp, collective) keeps a trace per rank: explain breaks down rank 0's (or
 --rank N's), then every rank's work, communication and idle side by side, naming the
-slowest rank: the one with the most work outside communication, which the others wait for.
+slowest rank: the one the others wait for, which spends the least time in communication
+(a collective ends on every rank together and starts when each reaches it).
 example: gpubench explain r5c41a6f4c985aaff
 )"},
       {"schedule", nullptr, /*daemon=*/true, /*takes_spec=*/true, /*spec_help=*/true, ScheduleCommand,

@@ -138,7 +138,8 @@ std::string PrintBreakdowns(const report::Breakdown (&b)[2], const double (&samp
 // trace of every rank they share: every rank's work and time in
 // communication a sample side by side, each side's slowest rank named (report::
 // DescribeSlowest); returns the rank to diff: B's slowest, 0 where it has
-// none.
+// none or A lacks that rank. Per-rank figures are a sample of the rank's
+// (report::WindowOf).
 absl::StatusOr<int> PrintRanks(const Args& a, const ExplainedSide* const (&sides)[2],
                                const v1::Run (&runs)[2], const double (&samples)[2],
                                std::ostream& tables) {
@@ -148,6 +149,7 @@ absl::StatusOr<int> PrintRanks(const Args& a, const ExplainedSide* const (&sides
   for (int i = 0; i < 2; ++i) {
     auto all = RankBreakdowns(*sides[i]->daemon, runs[i], 0);
     if (!all.ok()) return all.status();
+    if (all->size() < 2) return 0;
     ranks[i] = std::move(*all);
   }
   tables << "ranks, us a sample (each rank's own trace)\n";
@@ -165,8 +167,13 @@ absl::StatusOr<int> PrintRanks(const Args& a, const ExplainedSide* const (&sides
   PrintTable(t, a.format, tables);
   tables << "A: " << report::DescribeSlowest(ranks[0]) << "\nB: "
          << report::DescribeSlowest(ranks[1]) << "\n\n";
+  // B's slowest, where A has that rank too (A may run on fewer).
   const size_t slowest = report::SlowestRank(ranks[1]);
-  return slowest < ranks[1].size() ? ranks[1][slowest].rank : 0;
+  if (slowest == ranks[1].size()) return 0;
+  const int rank = ranks[1][slowest].rank;
+  const bool in_a = std::any_of(ranks[0].begin(), ranks[0].end(),
+                                [&](const report::RankBreakdown& r) { return r.rank == rank; });
+  return in_a ? rank : 0;
 }
 
 // Every kernel and copy from both sides' traces (of B's slowest rank, for
@@ -224,8 +231,8 @@ int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedS
     }
     runs[i] = std::move(*run);
   }
-  report::ProfiledWindow windows[2] = {report::WindowOf(runs[0].result()),
-                                       report::WindowOf(runs[1].result())};
+  report::ProfiledWindow windows[2] = {report::WindowOf(runs[0]),
+                                       report::WindowOf(runs[1])};
   if (!(windows[0].samples_per_step > 0) || !(windows[1].samples_per_step > 0)) {
     err << "gpubench: cannot explain: a side's run has no samples a step (no throughput)\n";
     return kExitJobFailed;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -121,7 +122,10 @@ absl::StatusOr<std::vector<report::RankBreakdown>> RankBreakdowns(const Daemon& 
   std::vector<report::RankBreakdown> ranks;
   for (int rank : run.result().profile().traced_ranks()) {
     report::TraceEvents events;
-    if (auto s = FetchTraceEvents(d, run.run_id(), rank, &events); !s.ok()) return s;
+    if (auto s = FetchTraceEvents(d, run.run_id(), rank, &events); !s.ok()) {
+      if (absl::IsNotFound(s)) continue;  // retention dropped it
+      return s;
+    }
     ranks.push_back({rank, report::BreakDown(std::move(events), top_n)});
   }
   return ranks;
@@ -199,7 +203,7 @@ int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err) {
     if (run.ok() && run->result().profile().traced_ranks_size() > 1) {
       auto all = RankBreakdowns(*d, *run, 0);
       read = all.status();
-      if (all.ok()) ranks = std::move(*all);
+      if (all.ok() && all->size() > 1) ranks = std::move(*all);
     }
   }
   if (!read.ok()) {

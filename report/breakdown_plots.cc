@@ -106,7 +106,7 @@ std::string CategoryChart(const JobView& view) {
 // stored, else their profiles' top tables (a trace's kernels against a top
 // table's rows would not compare).
 ProfileDiff DiffRuns(const JobView& view, const v1::Run& a, const v1::Run& b) {
-  ProfiledWindow windows[2] = {WindowOf(a.result()), WindowOf(b.result())};
+  ProfiledWindow windows[2] = {WindowOf(a), WindowOf(b)};
   const Breakdown* traced[2] = {BreakdownOf(view, a), BreakdownOf(view, b)};
   if (traced[0] != nullptr && traced[1] != nullptr) {
     for (int i = 0; i < 2; ++i) {

@@ -69,9 +69,10 @@ std::string BiggestChange(const v1::HistoryComparison& h);
 
 // A run's profiled window as its profile's top table gives it: its
 // profiled steps, its samples a step (its throughput over its steps' rate,
-// whole where within 1% of a whole number), and complete where the table's
-// shares add up to the whole window.
-ProfiledWindow WindowOf(const v1::RunResult& r);
+// whole where within 1% of a whole number; a distributed run's over its
+// world size, since its profile and each trace are one rank's), and
+// complete where the table's shares add up to the whole window.
+ProfiledWindow WindowOf(const v1::Run& run);
 
 }  // namespace gpubench::report
 

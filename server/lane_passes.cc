@@ -276,8 +276,13 @@ class LanePasses {
     jobs_->FillContention(job_id_, &run);
     std::vector<storage::RankTrace> traces;
     Keep(run.index(), 0, finished->mutable_trace_json(), &traces);
+    // Only a rank group adds other ranks' traces (rank_group.cc): one each
+    // of ranks 1 .. world_size-1; anything else a worker wrote is dropped.
+    std::set<int> ranks;
     for (v1::RankTrace& t : *finished->mutable_rank_traces()) {
-      Keep(run.index(), t.rank(), t.mutable_trace_json(), &traces);
+      if (t.rank() >= 1 && t.rank() < run.config().world_size() && ranks.insert(t.rank()).second) {
+        Keep(run.index(), t.rank(), t.mutable_trace_json(), &traces);
+      }
     }
     r_.store_error = Store(&run, traces);
     if (!r_.store_error.ok()) {

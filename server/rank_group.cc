@@ -57,6 +57,8 @@ class RankGroup : public worker::Worker {
     }
     if (event->has_run_finished()) {
       current_ = -1;
+      // The other ranks' traces are the group's to add, never rank 0's.
+      event->mutable_run_finished()->clear_rank_traces();
       AddRankTraces(event->mutable_run_finished());
     }
     if (event->has_done()) {

@@ -191,8 +191,8 @@ void Scheduler::CompareWithHistory(const v1::Job& job, v1::Run* run) {
       (verdict != v1::VERDICT_REGRESSED && verdict != v1::VERDICT_IMPROVED)) {
     return;
   }
-  const report::ProfileDiff diff = report::DiffWindows(report::WindowOf(latest->result()),
-                                                       report::WindowOf(run->result()));
+  const report::ProfileDiff diff = report::DiffWindows(report::WindowOf(*latest),
+                                                       report::WindowOf(*run));
   for (const report::DiffRow& r : diff.rows) {
     if (!r.known || run->history().operator_changes_size() == kOperatorChanges) break;
     v1::OperatorChange* c = run->mutable_history()->add_operator_changes();

@@ -39,7 +39,10 @@ absl::StatusOr<CompressedTrace> CompressTrace(const std::string& format, const s
   return trace;
 }
 
-absl::Status PutTraceIn(Connection& c, const std::string& run_id, const CompressedTrace& trace) {
+// created_ns: one time for all of a run's ranks, so that retention, newest
+// first, keeps rank 0's before the others'.
+absl::Status PutTraceIn(Connection& c, const std::string& run_id, const CompressedTrace& trace,
+                        int64_t created_ns) {
   Statement s(c, "put trace",
               "INSERT OR REPLACE INTO traces(run_id, rank, format, size_bytes, sha256,"
               " created_ns, data) VALUES(?,?,?,?,?,?,?)");
@@ -48,7 +51,7 @@ absl::Status PutTraceIn(Connection& c, const std::string& run_id, const Compress
       .Text(3, trace.format)
       .Int(4, trace.size_bytes)
       .Text(5, trace.sha256)
-      .Int(6, StoredNs(NowTimestamp()))
+      .Int(6, created_ns)
       .Blob(7, trace.data);
   return s.Run();
 }
@@ -167,8 +170,9 @@ absl::StatusOr<std::string> RunStore::Insert(const v1::Run& run, const v1::Progr
       r->clear_samples();
       r->clear_telemetry_series();
     }
+    const int64_t now = StoredNs(NowTimestamp());
     for (const CompressedTrace& trace : compressed) {
-      if (auto s = PutTraceIn(c, id, trace); !s.ok()) return s;
+      if (auto s = PutTraceIn(c, id, trace, now); !s.ok()) return s;
     }
     return AppendEventIn(c, stored);
   });
@@ -331,7 +335,8 @@ absl::Status RunStore::PutTrace(const std::string& run_id, const std::string& fo
                                 const std::string& data, int rank) {
   auto trace = CompressTrace(format, data, rank);  // before the lock: zlib is the slow part
   if (!trace.ok()) return trace.status();
-  return db_->Write([&](Connection& c) { return PutTraceIn(c, run_id, *trace); });
+  return db_->Write(
+      [&](Connection& c) { return PutTraceIn(c, run_id, *trace, StoredNs(NowTimestamp())); });
 }
 
 absl::StatusOr<std::pair<v1::TraceInfo, std::string>> RunStore::GetTrace(
@@ -391,7 +396,8 @@ absl::StatusOr<int64_t> RunStore::Prune(const RetentionLimits& limits) {
     std::vector<std::pair<std::string, int64_t>> drop;  // run, rank
     {
       Statement s(c, "prune traces",
-                  "SELECT run_id, rank, length(data) FROM traces ORDER BY created_ns DESC");
+                  "SELECT run_id, rank, length(data) FROM traces"
+                  " ORDER BY created_ns DESC, run_id, rank");
       int64_t total = 0;
       auto scanned = s.ForEach([&] {
         total += s.ColumnInt(2);

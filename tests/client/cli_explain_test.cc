@@ -231,6 +231,7 @@ TEST(CliDaemon, CompareExplainProfilesASideWithoutOneAndDiffsDeviceTraces) {
   // Two jobs of five runs each, B 50% slower, neither profiled: each side's
   // latest run's config is measured again with a profiled window.
   const std::string a = PlantJob(d, 1.0, 1000, false), b = PlantJob(d, 1.5, 2000, false);
+  // A sample is a rank's: each planted step's 1 sample is 0.5 a rank.
   Result r = Cli({"compare", a, b, "--explain", "--host", d.address()});
   EXPECT_EQ(r.code, kExitRegression) << r.err << r.out;
   EXPECT_NE(r.err.find("has no profile: measuring its config again"), std::string::npos) << r.err;
@@ -348,9 +349,10 @@ TEST(CliDaemon, ExplainAndCompareNameTheSlowestRankOfADdpRun) {
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_NE(bad.err.find("--rank"), std::string::npos) << bad.err;
 
+  // A sample is a rank's: each planted step's 1 sample is 0.5 a rank.
   Result r = Cli({"compare", a, b, "--explain", "--host", d.address()});
   EXPECT_EQ(r.code, kExitRegression) << r.err << r.out;
-  EXPECT_NE(r.out.find("  biggest change: on rank 1, the slowest: compute +50.00 us a sample"),
+  EXPECT_NE(r.out.find("  biggest change: on rank 1, the slowest: compute +100.00 us a sample"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("B: rank 1 is the slowest"), std::string::npos) << r.out;

@@ -81,7 +81,8 @@ TEST(ProfileDiff, ASideWithoutStepsOrSamplesGivesNoRows) {
 }
 
 TEST(ProfileDiff, ARunsWindowHasItsStepsSamplesAndWhetherItsTableIsWhole) {
-  v1::RunResult r;
+  v1::Run run;
+  v1::RunResult& r = *run.mutable_result();
   r.set_profiled_iterations(5);
   r.set_iterations(100);
   r.set_measured_ms(250);                  // 2.5 ms a step
@@ -93,18 +94,21 @@ TEST(ProfileDiff, ARunsWindowHasItsStepsSamplesAndWhetherItsTableIsWhole) {
     op.set_self_time_us(100);
     op.set_share(0.5);
   }
-  ProfiledWindow w = WindowOf(r);
+  ProfiledWindow w = WindowOf(run);
   EXPECT_EQ(w.steps, 5);
   EXPECT_DOUBLE_EQ(w.samples_per_step, 8);
   ASSERT_EQ(w.rows.size(), 2u);
   EXPECT_EQ(w.rows[1].name, "aten::relu");
   EXPECT_TRUE(w.complete);
   r.mutable_profile()->mutable_top_operators(1)->set_share(0.3);  // a top-N table
-  EXPECT_FALSE(WindowOf(r).complete);
+  EXPECT_FALSE(WindowOf(run).complete);
   r.set_throughput_samples_per_s(3400);  // 8.5 a step: kept as it is
-  EXPECT_DOUBLE_EQ(WindowOf(r).samples_per_step, 8.5);
+  EXPECT_DOUBLE_EQ(WindowOf(run).samples_per_step, 8.5);
+  // A distributed run's profile is one rank's: 8.5 over 2 ranks.
+  run.mutable_config()->set_world_size(2);
+  EXPECT_DOUBLE_EQ(WindowOf(run).samples_per_step, 4.25);
   r.set_iterations(0);
-  EXPECT_DOUBLE_EQ(WindowOf(r).samples_per_step, 0);
+  EXPECT_DOUBLE_EQ(WindowOf(run).samples_per_step, 0);
 }
 
 TEST(ProfileDiff, AChangeInWords) {

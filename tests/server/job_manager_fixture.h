@@ -43,6 +43,9 @@ struct Script {
   bool rogue_config = false; // reports each run with batch size 999
   bool die_after_last = false;  // killed (SIGKILL) after its last run, before "done"
   int break_stream_at = -1;  // the first worker's stream breaks inside this run
+  // Each run's trace is {"rank": R}, its worker's rank, and every worker
+  // also writes other ranks' traces itself, as only a rank group may.
+  bool traces = false;
 };
 
 // A worker that plays the event stream of a real one for its request.
@@ -57,7 +60,8 @@ class FakeWorker : public worker::Worker {
         hang_(script.hang && (script.hang_only_on.empty() ||
                               (request.runs_size() > 0 &&
                                request.runs(0).config().device() == script.hang_only_on))),
-        rank0_(request.has_rank() && request.rank().rank() == 0) {
+        rank0_(request.has_rank() && request.rank().rank() == 0),
+        rank_(request.has_rank() ? request.rank().rank() : 0) {
     // What a real worker runs: the runs the daemon gave it, nothing else.
     for (const v1::PlannedRun& run : request.runs()) {
       runs_.push_back({run.index(), run.config(), request.job_run_count()});
@@ -119,6 +123,14 @@ class FakeWorker : public worker::Worker {
     for (float ms : {1.0f, 1.1f, 0.9f}) r->mutable_samples()->add_device_ms(ms);
     *r->mutable_start_time() = NowTimestamp();
     *r->mutable_end_time() = NowTimestamp();
+    if (script_.traces) {
+      event->mutable_run_finished()->set_trace_json("{\"rank\": " + std::to_string(rank_) + "}");
+      for (int smuggled : {1, -3, 1}) {
+        v1::RankTrace* t = event->mutable_run_finished()->add_rank_traces();
+        t->set_rank(smuggled);
+        t->set_trace_json("smuggled");
+      }
+    }
     return true;
   }
   void Stop() override {
@@ -164,6 +176,7 @@ class FakeWorker : public worker::Worker {
   const bool break_;  // this worker's stream breaks (Script::break_stream_at)
   const bool hang_;
   const bool rank0_;
+  const int rank_;
   bool opened_ = false;
   std::vector<Planned> runs_;
   size_t step_ = 0;

@@ -194,5 +194,38 @@ TEST_F(JobManagerTest, AJobOfKGpusTakesKFreeOnesAndItsRanksGetThem) {
       << too_wide.status();
 }
 
+// Other ranks' traces come only from the rank group, one a rank of the
+// run: what a worker writes of them itself (a model in it may) is dropped.
+TEST_F(JobManagerTest, OtherRanksTracesAreTheGroupsAndNeverAWorkersOwn) {
+  for (int i = 0; i < 2; ++i) host_.add_gpus()->set_index(i);
+  Script script;
+  script.traces = true;
+  auto jobs = Manager(script);
+  v1::JobSpec ddp;
+  ddp.mutable_base()->set_workload("ddp");
+  ddp.mutable_base()->set_device("cuda");
+  ddp.mutable_base()->set_world_size(2);
+  for (const v1::JobSpec& spec : {Sweep(1), ddp}) {
+    auto job = jobs->Submit(spec, "", "tester");
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(WaitFor(*jobs, job->job_id(), Terminal).state(), v1::JOB_STATE_SUCCEEDED);
+    auto runs = store_->runs().List(job->job_id(), false);
+    ASSERT_TRUE(runs.ok() && runs->size() == 1u);
+    const v1::Run& run = (*runs)[0];
+    const bool ranked = spec.base().world_size() == 2;
+    EXPECT_EQ(run.result().profile().traced_ranks_size(), ranked ? 2 : 0)
+        << run.result().profile().ShortDebugString();
+    EXPECT_EQ(store_->runs().GetTrace(run.run_id())->second, "{\"rank\": 0}");
+    auto one = store_->runs().GetTrace(run.run_id(), 1);
+    if (ranked) {
+      ASSERT_TRUE(one.ok()) << one.status();
+      EXPECT_EQ(one->second, "{\"rank\": 1}");  // rank 1's own, not rank 0's word
+    } else {
+      EXPECT_TRUE(absl::IsNotFound(one.status())) << one.status();
+    }
+    EXPECT_TRUE(absl::IsNotFound(store_->runs().GetTrace(run.run_id(), -3).status()));
+  }
+}
+
 }  // namespace
 }  // namespace gpubench::server
