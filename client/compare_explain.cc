@@ -137,17 +137,18 @@ std::string PrintBreakdowns(const report::Breakdown (&b)[2], const double (&samp
 // Each side's breakdown per rank, where both are distributed runs with a
 // trace of every rank they share: every rank's work and time in
 // communication a sample side by side, each side's slowest rank named (report::
-// DescribeSlowest); returns the rank to diff: B's slowest, 0 where it has
-// none or A lacks that rank. Per-rank figures are a sample of the rank's
+// DescribeSlowest), every kernel of each rank's breakdown kept in ranks;
+// returns the rank to diff: B's slowest, 0 where it has none or A lacks
+// that rank. Per-rank figures are a sample of the rank's
 // (report::WindowOf).
 absl::StatusOr<int> PrintRanks(const Args& a, const ExplainedSide* const (&sides)[2],
                                const v1::Run (&runs)[2], const double (&samples)[2],
+                               std::vector<report::RankBreakdown> (&ranks)[2],
                                std::ostream& tables) {
   const auto& traced = runs[1].result().profile().traced_ranks();
   if (runs[0].result().profile().traced_ranks_size() < 2 || traced.size() < 2) return 0;
-  std::vector<report::RankBreakdown> ranks[2];
   for (int i = 0; i < 2; ++i) {
-    auto all = RankBreakdowns(*sides[i]->daemon, runs[i], 0);
+    auto all = RankBreakdowns(*sides[i]->daemon, runs[i], INT_MAX);
     if (!all.ok()) return all.status();
     if (all->size() < 2) return 0;
     ranks[i] = std::move(*all);
@@ -184,16 +185,25 @@ absl::StatusOr<std::string> FromTraces(const Args& a, const ExplainedSide* const
                                        report::ProfiledWindow (&windows)[2],
                                        std::ostream& tables) {
   const double samples[2] = {windows[0].Samples(), windows[1].Samples()};
-  const absl::StatusOr<int> rank = PrintRanks(a, sides, runs, samples, tables);
+  std::vector<report::RankBreakdown> ranks[2];
+  const absl::StatusOr<int> rank = PrintRanks(a, sides, runs, samples, ranks, tables);
   if (!rank.ok()) return rank.status();
   if (*rank != 0) tables << "rank " << *rank << ", B's slowest, on both sides:\n";
   report::Breakdown b[2];
   for (int i = 0; i < 2; ++i) {
-    report::TraceEvents events;
-    if (auto s = FetchTraceEvents(*sides[i]->daemon, runs[i].run_id(), *rank, &events); !s.ok()) {
-      return s;
+    // The rank's breakdown as PrintRanks read it, else its trace now.
+    const auto read = std::find_if(ranks[i].begin(), ranks[i].end(),
+                                   [&](const report::RankBreakdown& r) { return r.rank == *rank; });
+    if (read != ranks[i].end()) {
+      b[i] = std::move(read->b);
+    } else {
+      report::TraceEvents events;
+      if (auto s = FetchTraceEvents(*sides[i]->daemon, runs[i].run_id(), *rank, &events);
+          !s.ok()) {
+        return s;
+      }
+      b[i] = report::BreakDown(std::move(events), INT_MAX);
     }
-    b[i] = report::BreakDown(std::move(events), INT_MAX);
     windows[i].rows = b[i].top;
     windows[i].complete = true;
   }

@@ -2,6 +2,7 @@
 // went (report/trace_breakdown.h), from a run's stored trace read a chunk
 // at a time as it arrives, or from a trace file on this machine.
 #include <algorithm>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -192,25 +193,35 @@ int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err) {
   const bool file = absl::EndsWith(what, ".json") || absl::StrContains(what, "/");
   if (file && a.Has("rank")) return Usage(err, "--rank: a trace file is one rank's already");
   absl::Status read;
-  // A distributed run's every rank, where explain is not asked for one.
+  // A distributed run's every rank, where explain is not asked for one,
+  // and rank 0's breakdown among them.
   std::vector<report::RankBreakdown> ranks;
+  std::optional<report::Breakdown> rank_zero;
   if (file) {
     read = report::ReadTraceFile(what, &trace);
   } else {
     auto d = ConnectOne(a);
-    read = d.ok() ? FetchTraceEvents(*d, what, *rank, &trace) : d.status();
-    auto run = read.ok() && !a.Has("rank") ? RunOf(*d, what) : absl::StatusOr<v1::Run>();
+    read = d.status();
+    auto run = d.ok() && !a.Has("rank") ? RunOf(*d, what) : absl::StatusOr<v1::Run>();
     if (run.ok() && run->result().profile().traced_ranks_size() > 1) {
-      auto all = RankBreakdowns(*d, *run, 0);
+      auto all = RankBreakdowns(*d, *run, kTopKernels);
       read = all.status();
-      if (all.ok() && all->size() > 1) ranks = std::move(*all);
+      if (all.ok()) {
+        for (const report::RankBreakdown& r : *all) {
+          if (r.rank == *rank) rank_zero = r.b;
+        }
+        if (all->size() > 1) ranks = std::move(*all);
+      }
     }
+    // Rank 0's trace, unless it came with every rank's.
+    if (read.ok() && !rank_zero) read = FetchTraceEvents(*d, what, *rank, &trace);
   }
   if (!read.ok()) {
     err << "gpubench: " << read.message() << "\n";
     return read.code() == absl::StatusCode::kNotFound ? kExitUsage : kExitJobFailed;
   }
-  const report::Breakdown b = report::BreakDown(std::move(trace), kTopKernels);
+  const report::Breakdown b =
+      rank_zero ? *std::move(rank_zero) : report::BreakDown(std::move(trace), kTopKernels);
   if (b.device_events == 0) {
     err << "gpubench: " << what << ": no work on a device stream in the trace (" << b.seen
         << " events): a CPU run's trace has none; its operators are in `gpubench show`'s "
