@@ -86,14 +86,17 @@ struct Daemon {
   }
 };
 
-// Every run of a job, in sweep order, page after page (a page holds at most
-// 32 MiB). The first failed call's status.
 // Follows a job until its stream ends; progress to err when show_progress.
 grpc::Status FollowJob(const Daemon& d, const std::string& job_id, bool show_progress,
                        std::ostream& err);
 
+// Every run of a job, in sweep order, page after page (a page holds at most
+// 32 MiB). The first failed call's status.
 absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool include_samples,
                          std::vector<v1::Run>* runs);
+// One run's record (GetRun), with its per-iteration samples where asked.
+absl::StatusOr<v1::Run> FetchRun(const Daemon& d, const std::string& run_id,
+                                 bool include_samples = false);
 
 // Connects to every host resolved from --host / GPUBENCH_HOST / the fleet
 // file; all_fleet as in ResolveHosts.
@@ -205,6 +208,8 @@ TraceArrival StreamTrace(const Daemon& d, const std::string& run_id, int rank,
 // --rank: a rank of a distributed run, 0 where not given; job_commands.cc.
 absl::StatusOr<int> RankOption(const Args& a);
 int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err);  // explain_command.cc
+// explain for a CPU run (its profile without device times): explain_cpu.cc.
+int ExplainCpuRun(const Args& a, const v1::Run& run, std::ostream& out);
 // run_id's trace of rank from d, read as it streams in; DataLoss where it
 // arrived damaged, InvalidArgument where it is not a trace
 // (explain_command.cc).

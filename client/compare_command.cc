@@ -173,11 +173,9 @@ absl::StatusOr<CompareRule> Rule(const Args& a) {
 absl::Status FetchSide(const Daemon& d, const std::string& id, Side* side) {
   side->name = id;
   if (!id.empty() && id[0] == 'r') {
-    v1::GetRunRequest req;
-    req.set_run_id(id);
-    auto resp = d.Call(&v1::BenchService::Stub::GetRun, req);
-    if (!resp.ok()) return resp.status();
-    side->runs = {resp->run()};
+    auto run = FetchRun(d, id);
+    if (!run.ok()) return run.status();
+    side->runs = {*std::move(run)};
     return absl::OkStatus();
   }
   return ListAllRuns(d, id, /*include_samples=*/false, &side->runs);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -54,6 +55,16 @@ absl::Status ListAllRuns(const Daemon& d, const std::string& job_id, bool includ
     req.set_page_token(resp->next_page_token());
   } while (!req.page_token().empty());
   return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Run> FetchRun(const Daemon& d, const std::string& run_id,
+                                 bool include_samples) {
+  v1::GetRunRequest req;
+  req.set_run_id(run_id);
+  req.set_include_samples(include_samples);
+  auto resp = d.Call(&v1::BenchService::Stub::GetRun, req);
+  if (!resp.ok()) return resp.status();
+  return std::move(*resp->mutable_run());
 }
 
 absl::Status ListPeakRuns(const Daemon& d, const v1::Job& job, const std::vector<v1::Run>& runs,

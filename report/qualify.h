@@ -79,6 +79,20 @@ std::vector<Check> QualifyHost(const std::string& host, const std::string& cpu_m
                                const std::vector<v1::Run>& session, const v1::Envelope& envelope,
                                int level);
 
+// Whether checks hold a fail that a re-run of the suite (qualify --level 1)
+// would measure again: a probe of the suite, not a held product or a pair.
+bool NeedsConfirming(const std::vector<Check>& checks);
+
+// The fails NeedsConfirming names, judged again against rerun (the same
+// host's checks of a fresh level-1 session): a fail stands only where its
+// re-run fails too, so one slow moment of a healthy device (a CPU's launch
+// once 1.7x its median on a 2-core VM, nothing else running) does not drain
+// a node, while a device that is slow stays slow. A re-run that passes
+// makes the check its own (its figure, run and a why naming the first
+// run's); one that fails, or cannot be judged (contended), leaves the fail,
+// saying which.
+void ConfirmFails(const std::vector<Check>& rerun, std::vector<Check>* checks);
+
 // Each device's newest run of each held probe (sustained_bf16,
 // loaded_bf16) among runs, by device (GpuOf) and probe; pointers into runs.
 std::map<std::pair<std::string, std::string>, const v1::Run*> NewestHeld(
