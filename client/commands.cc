@@ -240,8 +240,10 @@ last, split into idle (no stream busy), compute, and the rest as communication, 
 other; each stream's idle gaps as waiting on the host (the launch came after the previous
 work ended), on another kernel (under 30 us) or other; launch delays; the top kernels; and a
 sentence naming the biggest share. The trace is read as it streams in, never held whole.
-Runs have a trace when their spec asks for one ("profiling": {"enabled": true}); a CPU
-run's trace has no device streams (its operators are in show's profile table). A
+Runs have a trace when their spec asks for one ("profiling": {"enabled": true}). A CPU
+run's trace has no device streams: explain RUN gives its operators' self time by category,
+its top operators and a sentence naming the biggest share (input-bound where the wait for
+the next batch leads). A
 distributed run (ddp, collective) keeps a trace per rank: explain breaks down rank 0's (or
 --rank N's), then every rank's work, communication and idle side by side, naming the
 slowest rank: the one the others wait for, which spends the least time in communication

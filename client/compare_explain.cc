@@ -177,13 +177,29 @@ absl::StatusOr<int> PrintRanks(const Args& a, const ExplainedSide* const (&sides
   return in_a ? rank : 0;
 }
 
+// The operators that launched the kernels, by their device time, where
+// both profiles have them (rank 0's for distributed runs); shares of
+// span_delta where given (the traced span's difference, µs a sample: a
+// graph's replay in B for eager operators in A cancels out in the rows'
+// own).
+void PrintOperators(const v1::Run (&runs)[2], const Args& a, std::ostream& tables,
+                    double span_delta = 0) {
+  const report::ProfiledWindow windows[2] = {report::WindowOf(runs[0], true),
+                                             report::WindowOf(runs[1], true)};
+  if (windows[0].rows.empty() || windows[1].rows.empty()) return;
+  tables << "\noperators by their kernels' device time (the profiles"
+         << (runs[1].config().world_size() > 1 ? ", rank 0's" : "") << ")\n";
+  PrintDiff(report::DiffWindows(windows[0], windows[1]), "operator", a, tables, span_delta);
+}
+
 // Every kernel and copy from both sides' traces (of B's slowest rank, for
 // distributed runs), and where their spans went, into tables; the biggest
-// change.
+// change, and rank 0's span's difference (µs a sample) in span_delta where
+// it is the rank diffed.
 absl::StatusOr<std::string> FromTraces(const Args& a, const ExplainedSide* const (&sides)[2],
                                        const v1::Run (&runs)[2],
                                        report::ProfiledWindow (&windows)[2],
-                                       std::ostream& tables) {
+                                       std::ostream& tables, double* span_delta) {
   const double samples[2] = {windows[0].Samples(), windows[1].Samples()};
   std::vector<report::RankBreakdown> ranks[2];
   const absl::StatusOr<int> rank = PrintRanks(a, sides, runs, samples, ranks, tables);
@@ -209,10 +225,22 @@ absl::StatusOr<std::string> FromTraces(const Args& a, const ExplainedSide* const
   }
   std::string biggest = PrintBreakdowns(b, samples, a, tables);
   tables << "\nkernels and copies on the device (from the traces)\n";
-  PrintDiff(report::DiffWindows(windows[0], windows[1]), "kernel", a, tables,
-            b[1].span_us / samples[1] - b[0].span_us / samples[0]);
+  const double delta = b[1].span_us / samples[1] - b[0].span_us / samples[0];
+  if (*rank == 0) *span_delta = delta;  // the profiles' operators are rank 0's
+  PrintDiff(report::DiffWindows(windows[0], windows[1]), "kernel", a, tables, delta);
   if (*rank != 0) biggest = absl::StrCat("on rank ", *rank, ", the slowest: ", biggest);
   return biggest;
+}
+
+// A profiled window measured beside other work holds that work's time.
+void PrintNotes(const v1::Run (&runs)[2], std::ostream& out) {
+  for (int i = 0; i < 2; ++i) {
+    const std::string why = NotABaselineBecause(runs[i]);
+    if (!why.empty()) {
+      out << "note: " << (i == 0 ? "A" : "B") << "'s profiled run " << runs[i].run_id()
+          << " was " << Printable(why) << ": its times are not only its own\n";
+    }
+  }
 }
 
 }  // namespace
@@ -268,13 +296,15 @@ int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedS
   // gpubench's traces have no ProfilerStep, so BreakDown keeps every
   // profiled step's work, which Samples() counts.
   if (device && profiles[0]->has_trace() && profiles[1]->has_trace()) {
-    auto traced = FromTraces(a, sides, runs, windows, tables);
+    double span_delta = 0;
+    auto traced = FromTraces(a, sides, runs, windows, tables, &span_delta);
     if (!traced.ok()) {
       err << "gpubench: cannot explain: " << Printable(std::string(traced.status().message()))
           << "\n";
       return kExitJobFailed;
     }
     biggest = *traced;
+    PrintOperators(runs, a, tables, span_delta);
   } else {
     // The profiles' top tables: kernels by device time, or CPU operators
     // by self time.
@@ -283,17 +313,11 @@ int ExplainDifference(const Args& a, const ExplainedSide& base, const ExplainedS
     tables << (device ? "kernels by device time" : "operators by CPU self time")
            << " (the profiles' top tables)\n";
     PrintDiff(diff, device ? "kernel" : "operator", a, tables);
+    if (device) PrintOperators(runs, a, tables);
   }
   out << "  biggest change: " << (biggest.empty() ? "-" : Printable(biggest)) << "\n"
       << tables.str();
-  // A profiled window measured beside other work holds that work's time.
-  for (int i = 0; i < 2; ++i) {
-    const std::string why = NotABaselineBecause(runs[i]);
-    if (!why.empty()) {
-      out << "note: " << (i == 0 ? "A" : "B") << "'s profiled run " << runs[i].run_id()
-          << " was " << Printable(why) << ": its times are not only its own\n";
-    }
-  }
+  PrintNotes(runs, out);
   return kExitOk;
 }
 

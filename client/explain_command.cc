@@ -173,13 +173,30 @@ void PrintRanksJson(const std::vector<report::RankBreakdown>& ranks, JsonWriter&
   }
 }
 
-// The run's record, for its traced ranks.
-absl::StatusOr<v1::Run> RunOf(const Daemon& d, const std::string& run_id) {
-  v1::GetRunRequest req;
-  req.set_run_id(run_id);
-  auto resp = d.Call(&v1::BenchService::Stub::GetRun, req);
-  if (!resp.ok()) return resp.status();
-  return resp->run();
+// The operators that launched the kernels, by their device time (the run's
+// profile: ProfileSummary.device_operators), where it has them.
+void PrintOperators(const v1::ProfileSummary& p, std::ostream& out) {
+  if (p.device_operators().empty()) return;
+  out << "\noperators by their kernels' device time (the run's profile; share of its "
+         "kernels' time)\n";
+  Table t{{"operator", "calls", "device us", "mean us/call", "share"}, {}};
+  for (const v1::OperatorStat& op : p.device_operators()) {
+    t.rows.push_back({op.name(), absl::StrCat(op.count()), Us(op.self_time_us()),
+                      op.count() > 0 ? absl::StrFormat("%.2f", op.self_time_us() / op.count())
+                                     : "-",
+                      absl::StrFormat("%.1f%%", 100 * op.share())});
+  }
+  PrintTable(t, Format::kTable, out);
+}
+
+void PrintOperatorsJson(const v1::ProfileSummary& p, JsonWriter& json) {
+  if (p.device_operators().empty()) return;
+  json.Key("operators").Array();
+  for (const v1::OperatorStat& op : p.device_operators()) {
+    json.Object().Key("name").String(op.name()).Key("calls").Int(op.count());
+    json.Key("device_us").Number(op.self_time_us()).Key("share").Number(op.share()).End();
+  }
+  json.End();
 }
 
 }  // namespace
@@ -197,12 +214,15 @@ int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err) {
   // and rank 0's breakdown among them.
   std::vector<report::RankBreakdown> ranks;
   std::optional<report::Breakdown> rank_zero;
+  // The run's record, unless a file or a rank was asked for: its profile's
+  // operators are rank 0's.
+  absl::StatusOr<v1::Run> run = absl::NotFoundError("");
   if (file) {
     read = report::ReadTraceFile(what, &trace);
   } else {
     auto d = ConnectOne(a);
     read = d.status();
-    auto run = d.ok() && !a.Has("rank") ? RunOf(*d, what) : absl::StatusOr<v1::Run>();
+    if (d.ok() && !a.Has("rank")) run = FetchRun(*d, what);
     if (run.ok() && run->result().profile().traced_ranks_size() > 1) {
       auto all = RankBreakdowns(*d, *run, kTopKernels);
       read = all.status();
@@ -222,23 +242,31 @@ int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err) {
   }
   const report::Breakdown b =
       rank_zero ? *std::move(rank_zero) : report::BreakDown(std::move(trace), kTopKernels);
+  if (b.device_events == 0 && run.ok() && !run->result().profile().device_times() &&
+      !run->result().profile().top_operators().empty()) {
+    return ExplainCpuRun(a, *run, out);  // a CPU run's: from its operators
+  }
   if (b.device_events == 0) {
     err << "gpubench: " << what << ": no work on a device stream in the trace (" << b.seen
-        << " events): a CPU run's trace has none; its operators are in `gpubench show`'s "
-           "profile table\n";
+        << " events): a CPU run's trace has none; `gpubench explain RUN` explains a CPU run "
+           "from its operators\n";
     return kExitJobFailed;
   }
   const std::string sentence = report::BiggestShare(b);
+  static const v1::ProfileSummary kNone;
+  const v1::ProfileSummary& profile = run.ok() ? run->result().profile() : kNone;
   if (a.format == Format::kJson) {
     JsonWriter json(out);
     json.Object();
     if (a.Has("rank") || !ranks.empty()) json.Key("rank").Int(*rank);
     PrintJson(b, sentence, json);
+    PrintOperatorsJson(profile, json);
     if (!ranks.empty()) PrintRanksJson(ranks, json);
     json.End();
   } else {
     if (!ranks.empty() || a.Has("rank")) out << "rank " << *rank << ": ";
     PrintText(b, sentence, out);
+    PrintOperators(profile, out);
     if (!ranks.empty()) PrintRanks(ranks, out);
   }
   return kExitOk;

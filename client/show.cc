@@ -250,14 +250,22 @@ void PrintProfiles(const std::vector<v1::Run>& runs, std::ostream& out) {
     if (p.top_operators().empty()) continue;
     out << "\nrun " << r.index() << " profile (" << (p.device_times() ? "device" : "CPU")
         << " self time; trace: gpubench trace " << r.run_id() << " -o trace.json)\n";
-    Table ops;
-    ops.header = {"operator", "calls", "self ms", "share", "category"};
-    for (const auto& op : p.top_operators()) {
-      ops.rows.push_back({ShortOperatorName(op.name()), absl::StrCat(op.count()),
-                          absl::StrFormat("%.3f", op.self_time_us() / 1e3),
-                          absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
+    auto table = [&](const char* what, const auto& rows) {
+      Table ops;
+      ops.header = {what, "calls", p.device_times() ? "device ms" : "self ms", "share",
+                    "category"};
+      for (const auto& op : rows) {
+        ops.rows.push_back({ShortOperatorName(op.name()), absl::StrCat(op.count()),
+                            absl::StrFormat("%.3f", op.self_time_us() / 1e3),
+                            absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
+      }
+      PrintTable(ops, Format::kTable, out);
+    };
+    table(p.device_times() ? "kernel" : "operator", p.top_operators());
+    if (!p.device_operators().empty()) {
+      out << "device time by the operator that launched it\n";
+      table("operator", p.device_operators());
     }
-    PrintTable(ops, Format::kTable, out);
     std::vector<std::string> parts;
     for (const auto& c : p.categories()) {
       parts.push_back(absl::StrFormat("%s %.1f%%", c.category(), 100 * c.share()));

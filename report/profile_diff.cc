@@ -103,13 +103,14 @@ double SamplesPerStep(const v1::RunResult& r) {
 
 }  // namespace
 
-ProfiledWindow WindowOf(const v1::Run& run) {
+ProfiledWindow WindowOf(const v1::Run& run, bool by_launching_operator) {
   const v1::RunResult& r = run.result();
   ProfiledWindow w;
   w.steps = r.profiled_iterations();
   w.samples_per_step = SamplesPerStep(r) / std::max(1, run.config().world_size());
   double shares = 0;
-  for (const v1::OperatorStat& op : r.profile().top_operators()) {
+  for (const v1::OperatorStat& op : by_launching_operator ? r.profile().device_operators()
+                                                          : r.profile().top_operators()) {
     w.rows.push_back({op.name(), op.count(), op.self_time_us()});
     shares += op.share();
   }

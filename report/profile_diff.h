@@ -71,8 +71,10 @@ std::string BiggestChange(const v1::HistoryComparison& h);
 // profiled steps, its samples a step (its throughput over its steps' rate,
 // whole where within 1% of a whole number; a distributed run's over its
 // world size, since its profile and each trace are one rank's), and
-// complete where the table's shares add up to the whole window.
-ProfiledWindow WindowOf(const v1::Run& run);
+// complete where the table's shares add up to the whole window;
+// by_launching_operator: its device time by launching operator
+// (ProfileSummary.device_operators) in place of its top table.
+ProfiledWindow WindowOf(const v1::Run& run, bool by_launching_operator = false);
 
 }  // namespace gpubench::report
 

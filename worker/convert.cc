@@ -202,16 +202,18 @@ void FillTelemetry(const telemetry::Series& series, double samples_per_s, double
 
 namespace {
 
+void FillOperator(const profile::OperatorRow& row, v1::OperatorStat* op) {
+  op->set_name(row.name);
+  op->set_count(row.count);
+  op->set_self_time_us(row.self_time_us);
+  op->set_share(row.share);
+  op->set_category(row.category);
+}
+
 void FillProfile(const profile::Table& t, v1::ProfileSummary* p) {
   p->set_device_times(t.device_times);
-  for (const auto& row : t.top) {
-    v1::OperatorStat* op = p->add_top_operators();
-    op->set_name(row.name);
-    op->set_count(row.count);
-    op->set_self_time_us(row.self_time_us);
-    op->set_share(row.share);
-    op->set_category(row.category);
-  }
+  for (const auto& row : t.top) FillOperator(row, p->add_top_operators());
+  for (const auto& row : t.launching) FillOperator(row, p->add_device_operators());
   for (const auto& row : t.categories) {
     v1::CategoryShare* c = p->add_categories();
     c->set_category(row.category);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace gpubench::profile {
@@ -91,10 +92,16 @@ std::vector<const Event*> ByThreadAndStart(const std::vector<Event>& events) {
   return sorted;
 }
 
-// Correlation id -> the innermost aten:: operator open on the thread when the
-// runtime call with that id was made.
-std::map<uint64_t, std::string> LaunchingOperators(const std::vector<Event>& events) {
-  std::map<uint64_t, std::string> launched_by;
+// A runtime call and the innermost aten:: operator open on its thread when
+// it was made (nullptr: none).
+struct Launch {
+  const Event* call = nullptr;
+  const Event* op = nullptr;
+};
+
+// Correlation id -> its runtime call and launching operator.
+std::map<uint64_t, Launch> LaunchingOperators(const std::vector<Event>& events) {
+  std::map<uint64_t, Launch> launched_by;
   std::vector<const Event*> open;
   uint64_t thread = 0;
   for (const Event* e : ByThreadAndStart(events)) {
@@ -104,9 +111,11 @@ std::map<uint64_t, std::string> LaunchingOperators(const std::vector<Event>& eve
       open.pop_back();
     }
     if (IsRuntimeCall(*e)) {
+      Launch& launch = launched_by[e->correlation];
+      launch.call = e;
       for (auto it = open.rbegin(); it != open.rend(); ++it) {
         if ((*it)->name.rfind("aten::", 0) == 0) {
-          launched_by[e->correlation] = (*it)->name;
+          launch.op = *it;
           break;
         }
       }
@@ -124,21 +133,59 @@ using CategoriesByName = std::map<std::string, std::map<std::string, double>>;
 
 // Device events: each kernel's time, by the category of the operator that
 // launched it (memory copies stay copies).
-void CountDeviceTime(const std::vector<Event>& events, RowsByName* by_name,
+void CountDeviceTime(const std::vector<Event>& events,
+                     const std::map<uint64_t, Launch>& launched_by, RowsByName* by_name,
                      CategoriesByName* by_category) {
-  const std::map<uint64_t, std::string> launched_by = LaunchingOperators(events);
   for (const Event& e : events) {
     if (!e.device) continue;
     OperatorRow& row = (*by_name)[e.name];
     ++row.count;
     row.self_time_us += e.duration_us;
     std::string category = Categorize(e.name);
-    auto op = launched_by.find(e.correlation);
-    if (category.rfind("memcpy", 0) != 0 && e.correlation != 0 && op != launched_by.end()) {
-      category = Categorize(op->second);
+    auto launch = launched_by.find(e.correlation);
+    if (category.rfind("memcpy", 0) != 0 && e.correlation != 0 && launch != launched_by.end() &&
+        launch->second.op != nullptr) {
+      category = Categorize(launch->second.op->name);
     }
     (*by_category)[e.name][category] += e.duration_us;
   }
+}
+
+// Device events by the operator that launched them: its kernels' time, and
+// its calls that launched any (a CUDA graph's replay, or a launch no
+// operator was open around, by its runtime call).
+std::vector<OperatorRow> ByLaunchingOperator(const std::vector<Event>& events,
+                                             const std::map<uint64_t, Launch>& launched_by) {
+  std::map<std::string, OperatorRow> rows;
+  std::map<std::string, std::set<const Event*>> calls;
+  double total = 0;
+  for (const Event& e : events) {
+    if (!e.device) continue;
+    auto launch = e.correlation != 0 ? launched_by.find(e.correlation) : launched_by.end();
+    std::string name = kNoOperator;
+    const Event* call = nullptr;
+    if (launch != launched_by.end() && launch->second.op != nullptr) {
+      name = launch->second.op->name;
+      call = launch->second.op;
+    } else if (launch != launched_by.end() &&
+               launch->second.call->name.find("GraphLaunch") != std::string::npos) {
+      name = kGraphReplay;
+      call = launch->second.call;
+    }
+    OperatorRow& row = rows[name];
+    row.name = name;
+    row.self_time_us += e.duration_us;
+    if (call != nullptr) calls[name].insert(call);
+    total += e.duration_us;
+  }
+  std::vector<OperatorRow> out;
+  for (auto& [name, row] : rows) {
+    row.count = static_cast<int64_t>(calls[name].size());
+    row.share = total > 0 ? row.self_time_us / total : 0;
+    row.category = name == kGraphReplay || name == kNoOperator ? "other" : Categorize(name);
+    out.push_back(row);
+  }
+  return out;
 }
 
 // Host events only: per thread, by start, a stack of open operators gives
@@ -181,8 +228,10 @@ Table BuildTable(const std::vector<Event>& events, int top_n) {
       std::any_of(events.begin(), events.end(), [](const Event& e) { return e.device; });
   RowsByName by_name;
   CategoriesByName by_category;
+  std::map<uint64_t, Launch> launched_by;
   if (table.device_times) {
-    CountDeviceTime(events, &by_name, &by_category);
+    launched_by = LaunchingOperators(events);
+    CountDeviceTime(events, launched_by, &by_name, &by_category);
   } else {
     CountSelfTime(events, &by_name);
   }
@@ -209,6 +258,13 @@ Table BuildTable(const std::vector<Event>& events, int top_n) {
   }
   SortByTime(&table.top);
   if (top_n > 0 && static_cast<int>(table.top.size()) > top_n) table.top.resize(top_n);
+  if (table.device_times) {
+    table.launching = ByLaunchingOperator(events, launched_by);
+    SortByTime(&table.launching);
+    if (top_n > 0 && static_cast<int>(table.launching.size()) > top_n) {
+      table.launching.resize(top_n);
+    }
+  }
   for (const auto& [category, us] : categories) {
     table.categories.push_back({category, us, total > 0 ? us / total : 0});
   }

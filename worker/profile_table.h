@@ -37,9 +37,18 @@ struct CategoryRow {
   double share = 0;
 };
 
+// Names of device time that no aten:: operator launched.
+inline constexpr char kGraphReplay[] = "(cuda graph replay)";
+inline constexpr char kNoOperator[] = "(no operator)";
+
 struct Table {
   bool device_times = false;  // rows are device activities, else CPU operators
   std::vector<OperatorRow> top;  // by self time, descending
+  // With device times: device time by the operator that launched it (the
+  // innermost aten:: operator open on the launching thread at the runtime
+  // call; kGraphReplay for a CUDA graph's replay, kNoOperator where none was
+  // open), count its calls that launched any; the top_n, descending.
+  std::vector<OperatorRow> launching;
   std::vector<CategoryRow> categories;  // every category seen, descending
 };
 

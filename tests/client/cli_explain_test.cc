@@ -35,9 +35,42 @@ TEST(CliDaemon, ExplainBreaksDownAStoredTraceAndSaysWhenItHasNoDevice) {
     ASSERT_TRUE(store.ok());
     run_id = (*(*store)->runs().List(job_id, false))[0].run_id();
   }
+  // Explained from its operators: by category, the top ones, the sentence.
   Result cpu = Cli({"explain", run_id, "--host", d.address()});
-  EXPECT_EQ(cpu.code, kExitJobFailed) << cpu.out;
-  EXPECT_NE(cpu.err.find("no work on a device stream"), std::string::npos) << cpu.err;
+  ASSERT_EQ(cpu.code, kExitOk) << cpu.err;
+  EXPECT_TRUE(absl::StartsWith(cpu.out, "CPU operators' self time over the profiled window: "))
+      << cpu.out;
+  EXPECT_NE(cpu.out.find("\nmatmul "), std::string::npos) << cpu.out;  // the mlp's category
+  EXPECT_NE(cpu.out.find("\naten::addmm "), std::string::npos) << cpu.out;
+  EXPECT_NE(cpu.out.find("% of the CPU operators' self time is "), std::string::npos) << cpu.out;
+  Result cpu_json = Cli({"explain", run_id, "--host", d.address(), "--output", "json"});
+  ASSERT_EQ(cpu_json.code, kExitOk) << cpu_json.err;
+  EXPECT_NE(cpu_json.out.find("\"device_times\": false"), std::string::npos) << cpu_json.out;
+  EXPECT_NE(cpu_json.out.find("\"name\": \"aten::addmm\""), std::string::npos) << cpu_json.out;
+  // Its trace file, as HTA would read it: no device stream to break down.
+  const std::string file = ::testing::TempDir() + "/cli_explain_cpu.json";
+  ASSERT_EQ(Cli({"trace", run_id, "-o", file, "--host", d.address()}).code, kExitOk);
+  Result cpu_file = Cli({"explain", file});
+  EXPECT_EQ(cpu_file.code, kExitJobFailed) << cpu_file.out;
+  EXPECT_NE(cpu_file.err.find("no work on a device stream"), std::string::npos) << cpu_file.err;
+  // A run whose input pipeline holds it up: the wait for a batch leads.
+  Result slow = Cli(Tiny({"submit", "--host", d.address(), "--batch", "4", "--input", "host",
+                          "--loader-threads", "0", "--extra-cost-us", "3000", "--profile",
+                          "--wait"}));
+  ASSERT_EQ(slow.code, kExitOk) << slow.err;
+  std::string slow_run;
+  {
+    auto store = storage::Store::Open({d.data_dir() + "/gpubench.db"});
+    ASSERT_TRUE(store.ok());
+    slow_run = (*(*store)->runs().List(slow.out.substr(4, slow.out.find(' ', 4) - 4), false))[0]
+                   .run_id();
+  }
+  Result input = Cli({"explain", slow_run, "--host", d.address()});
+  ASSERT_EQ(input.code, kExitOk) << input.err;
+  EXPECT_NE(input.out.find("of the CPU operators' self time is the wait for the next batch "
+                           "(gpubench::next_batch): input-bound"),
+            std::string::npos)
+      << input.out;
 
   // A GPU run's trace as Kineto writes it, stored under the run: a kernel,
   // then one launched after it ended (the host's wait), then the next.
@@ -192,6 +225,8 @@ std::string PlantJob(const Daemon& d, double ms, int base_seconds, bool profile,
       op.set_count(5);
       op.set_self_time_us(5000 * ms);
       op.set_share(1);
+      // On a device, the operator that launched its kernels, by their time.
+      if (device) *r.mutable_profile()->add_device_operators() = op;
       for (int rank = 0; rank < ranks && ranks > 1; ++rank) {
         r.mutable_profile()->add_traced_ranks(rank);
       }
@@ -265,6 +300,12 @@ TEST(CliDaemon, CompareExplainProfilesASideWithoutOneAndDiffsDeviceTraces) {
   EXPECT_TRUE(absl::StartsWith(kernels[3], "gemm ")) << g.out;
   EXPECT_NE(kernels[3].find("+0.00"), std::string::npos) << g.out;
   EXPECT_NE(g.out.find("where the device's time went"), std::string::npos) << g.out;
+  // And the operators that launched them: aten::mm 1,000 us a sample on A,
+  // 1,500 on B.
+  const std::vector<std::string> ops = LinesFrom(g.out, "operators by their kernels' device time");
+  ASSERT_GE(ops.size(), 4u) << g.out;
+  EXPECT_TRUE(absl::StartsWith(ops[2], "aten::mm ")) << g.out;
+  EXPECT_NE(ops[2].find("+500.00"), std::string::npos) << g.out;
 
   // A CPU run's operators against a GPU run's kernels: no diff.
   const std::string cpu = PlantJob(d, 1.5, 5000, true, /*device=*/false);
@@ -336,6 +377,14 @@ TEST(CliDaemon, ExplainAndCompareNameTheSlowestRankOfADdpRun) {
   ASSERT_EQ(json.code, kExitOk) << json.err;
   EXPECT_NE(json.out.find("\"slowest_rank\": 1"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"work_us\": 300"), std::string::npos) << json.out;
+  // Rank 0's operators by their kernels' time, from the run's profile.
+  EXPECT_NE(json.out.find("\"operators\": [\n    {\n      \"name\": \"aten::mm\",\n      "
+                          "\"calls\": 5,\n      \"device_us\": 7500,"),
+            std::string::npos)
+      << json.out;
+  const std::vector<std::string> ops = LinesFrom(text.out, "operators by their kernels'");
+  ASSERT_GE(ops.size(), 3u) << text.out;
+  EXPECT_TRUE(absl::StartsWith(ops[2], "aten::mm  ")) << text.out;
   // --rank picks one rank's trace.
   Result one = Cli({"explain", run_b, "--rank", "1", "--host", d.address()});
   ASSERT_EQ(one.code, kExitOk) << one.err;

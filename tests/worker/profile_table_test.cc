@@ -91,6 +91,52 @@ TEST(ProfileTable, KernelsTakeTheCategoryOfTheOperatorThatLaunchedThem) {
   }
 }
 
+// Device time by the operator that launched it: aten::_cudnn_rnn's two
+// kernels in its one call (the innermost aten:: operator, not aten::lstm
+// around it), aten::copy_'s copy, a graph's replay by its runtime call
+// (two replays), and a kernel launched with no operator open (compiled
+// code) apart.
+TEST(ProfileTable, KernelsCountForTheOperatorThatLaunchedThem) {
+  const std::vector<Event> events = {
+      {"aten::lstm", false, 1, 0, 100},
+      {"aten::_cudnn_rnn", false, 1, 5, 90},
+      {"cudaLaunchKernel", false, 1, 10, 2, 71},
+      {"cuLaunchKernel", false, 1, 20, 2, 72},
+      {"aten::copy_", false, 1, 96, 3},
+      {"cudaMemcpyAsync", false, 1, 97, 1, 73},
+      {"cudaGraphLaunch", false, 1, 200, 2, 74},
+      {"cudaGraphLaunch", false, 1, 300, 2, 75},
+      {"cuLaunchKernel", false, 1, 400, 1, 76},
+      {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n", true, 7, 30, 40, 71},
+      {"void elemWiseRNNcell<float>(...)", true, 7, 70, 10, 72},
+      {"Memcpy HtoD (Pinned -> Device)", true, 8, 100, 20, 73},
+      {"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n", true, 7, 210, 30, 74},
+      {"triton_poi_fused_add_0", true, 7, 220, 5, 74},
+      {"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n", true, 7, 310, 30, 75},
+      {"triton_red_fused_sum_1", true, 7, 410, 15, 76},
+  };
+  const Table t = BuildTable(events, 10);
+  std::map<std::string, OperatorRow> rows;
+  for (const auto& r : t.launching) rows[r.name] = r;
+  ASSERT_EQ(rows.size(), 4u) << t.launching.size();
+  EXPECT_EQ(rows.count("aten::lstm"), 0u);
+  EXPECT_DOUBLE_EQ(rows["aten::_cudnn_rnn"].self_time_us, 50);
+  EXPECT_EQ(rows["aten::_cudnn_rnn"].count, 1);
+  EXPECT_EQ(rows["aten::_cudnn_rnn"].category, "rnn");
+  EXPECT_DOUBLE_EQ(rows["aten::copy_"].self_time_us, 20);
+  EXPECT_DOUBLE_EQ(rows[kGraphReplay].self_time_us, 65);
+  EXPECT_EQ(rows[kGraphReplay].count, 2);
+  EXPECT_DOUBLE_EQ(rows[kNoOperator].self_time_us, 15);
+  EXPECT_EQ(rows[kNoOperator].count, 0);
+  EXPECT_EQ(t.launching.front().name, kGraphReplay);  // by device time
+  double shares = 0;
+  for (const auto& r : t.launching) shares += r.share;
+  EXPECT_NEAR(shares, 1, 1e-9);
+  // Top n, as the kernels' table; none on the CPU.
+  EXPECT_EQ(BuildTable(events, 2).launching.size(), 2u);
+  EXPECT_TRUE(BuildTable({{"aten::relu", false, 1, 0, 5}}, 10).launching.empty());
+}
+
 TEST(ProfileTable, CategoriesOfCommonNames) {
   EXPECT_EQ(Categorize("aten::cudnn_convolution"), "convolution");
   EXPECT_EQ(Categorize("aten::bmm"), "matmul");
