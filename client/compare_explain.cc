@@ -85,6 +85,10 @@ void PrintDiff(const report::ProfileDiff& diff, const std::string& what, const A
       << absl::StrFormat("%.2f", diff.b_us_per_sample) << " in B ("
       << Signed(diff.b_us_per_sample - diff.a_us_per_sample) << ")";
   if (unknown) out << "; - : a name the side's top-N table left out, so its delta is unknown (?)";
+  if (diff.cancels && span_delta == 0) {
+    out << "; the rows' changes cancel out (" << absl::StrFormat("%.2f", diff.moved_us_per_sample)
+        << " us a sample moved in all): no share of their net";
+  }
   out << "\n";
 }
 

@@ -39,8 +39,10 @@ ProfileDiff DiffWindows(const ProfiledWindow& a, const ProfiledWindow& b) {
     diff.rows.push_back(std::move(row));
   }
   const double total = diff.b_us_per_sample - diff.a_us_per_sample;
+  for (const DiffRow& r : diff.rows) diff.moved_us_per_sample += std::abs(r.delta_us_per_sample);
+  diff.cancels = std::abs(total) < kCancels * diff.moved_us_per_sample;
   for (DiffRow& r : diff.rows) {
-    if (r.known && total != 0) r.share = r.delta_us_per_sample / total;
+    if (r.known && total != 0 && !diff.cancels) r.share = r.delta_us_per_sample / total;
   }
   std::stable_sort(diff.rows.begin(), diff.rows.end(), [](const DiffRow& x, const DiffRow& y) {
     if (x.known != y.known) return x.known;

@@ -33,12 +33,19 @@ struct DiffRow {
   double a_calls_per_step = 0, a_us_per_call = 0, b_calls_per_step = 0, b_us_per_call = 0;
   bool known = true;
   double delta_us_per_sample = 0;  // B's µs a sample less A's
-  // delta_us_per_sample over the rows' total difference; 0 where that is 0.
+  // delta_us_per_sample over the rows' total difference; 0 where that is 0
+  // or the rows cancel out (ProfileDiff::cancels).
   double share = 0;
 };
 
+// Rows whose net difference is under this share of what they moved in all
+// cancel out: a share of the net (+141 us of +0.50: 28,312%) says nothing.
+inline constexpr double kCancels = 0.1;
+
 struct ProfileDiff {
   double a_us_per_sample = 0, b_us_per_sample = 0;  // the known rows' totals
+  double moved_us_per_sample = 0;  // the known rows' |delta_us_per_sample| summed
+  bool cancels = false;  // |B - A| under kCancels x moved: every share 0
   std::vector<DiffRow> rows;  // by |delta_us_per_sample|, largest first; the unknown last
 };
 

@@ -92,11 +92,13 @@ std::vector<const Event*> ByThreadAndStart(const std::vector<Event>& events) {
   return sorted;
 }
 
-// A runtime call and the innermost aten:: operator open on its thread when
-// it was made (nullptr: none).
+// A runtime call, the innermost aten:: operator open on its thread when it
+// was made, and the innermost event of any name open then (a collective's
+// "nccl:all_reduce", compiled code's annotation); nullptr: none.
 struct Launch {
   const Event* call = nullptr;
   const Event* op = nullptr;
+  const Event* open = nullptr;
 };
 
 // Correlation id -> its runtime call and launching operator.
@@ -113,6 +115,7 @@ std::map<uint64_t, Launch> LaunchingOperators(const std::vector<Event>& events) 
     if (IsRuntimeCall(*e)) {
       Launch& launch = launched_by[e->correlation];
       launch.call = e;
+      if (!open.empty()) launch.open = open.back();
       for (auto it = open.rbegin(); it != open.rend(); ++it) {
         if ((*it)->name.rfind("aten::", 0) == 0) {
           launch.op = *it;
@@ -152,8 +155,8 @@ void CountDeviceTime(const std::vector<Event>& events,
 }
 
 // Device events by the operator that launched them: its kernels' time, and
-// its calls that launched any (a CUDA graph's replay, or a launch no
-// operator was open around, by its runtime call).
+// its calls that launched any (a CUDA graph's replay by its runtime call;
+// with no aten:: operator open, the innermost event that was).
 std::vector<OperatorRow> ByLaunchingOperator(const std::vector<Event>& events,
                                              const std::map<uint64_t, Launch>& launched_by) {
   std::map<std::string, OperatorRow> rows;
@@ -171,6 +174,9 @@ std::vector<OperatorRow> ByLaunchingOperator(const std::vector<Event>& events,
                launch->second.call->name.find("GraphLaunch") != std::string::npos) {
       name = kGraphReplay;
       call = launch->second.call;
+    } else if (launch != launched_by.end() && launch->second.open != nullptr) {
+      name = launch->second.open->name;
+      call = launch->second.open;
     }
     OperatorRow& row = rows[name];
     row.name = name;

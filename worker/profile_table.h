@@ -46,8 +46,10 @@ struct Table {
   std::vector<OperatorRow> top;  // by self time, descending
   // With device times: device time by the operator that launched it (the
   // innermost aten:: operator open on the launching thread at the runtime
-  // call; kGraphReplay for a CUDA graph's replay, kNoOperator where none was
-  // open), count its calls that launched any; the top_n, descending.
+  // call; kGraphReplay for a CUDA graph's replay; else the innermost event
+  // open, such as a collective's nccl:all_reduce; kNoOperator where none
+  // was or its launch is not among events), count its calls that launched
+  // any; the top_n, descending.
   std::vector<OperatorRow> launching;
   std::vector<CategoryRow> categories;  // every category seen, descending
 };

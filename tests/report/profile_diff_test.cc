@@ -37,6 +37,27 @@ TEST(ProfileDiff, ASlowerOperatorComesFirstWithItsShareOfTheDifference) {
   EXPECT_DOUBLE_EQ(d.b_us_per_sample - d.a_us_per_sample, 299);
 }
 
+// A graph's replay in B for A's eager operators: +141 us against -140.5 us
+// a sample nets +0.5, a share of which would read 28,000%: no shares.
+TEST(ProfileDiff, RowsThatCancelOutGetNoShareOfTheirNet) {
+  const ProfiledWindow a =
+      Window(1, 1, {{"aten::cudnn_convolution", 53, 100.5}, {"aten::add", 16, 40}});
+  const ProfiledWindow b = Window(1, 1, {{"(cuda graph replay)", 1, 141}});
+  const ProfileDiff d = DiffWindows(a, b);
+  ASSERT_EQ(d.rows.size(), 3u);
+  EXPECT_TRUE(d.cancels);
+  EXPECT_DOUBLE_EQ(d.moved_us_per_sample, 281.5);
+  EXPECT_EQ(d.rows[0].name, "(cuda graph replay)");
+  for (const DiffRow& r : d.rows) EXPECT_EQ(r.share, 0) << r.name;
+  EXPECT_EQ(CellsOf(d.rows[0]).share, "-");
+  // Against a given whole (the span's difference), a share all the same.
+  EXPECT_EQ(CellsOf(d.rows[0], -507.6).share, "-27.8%");
+  // A net of 10% of what moved or more keeps its shares.
+  const ProfileDiff kept = DiffWindows(a, Window(1, 1, {{"(cuda graph replay)", 1, 200}}));
+  EXPECT_FALSE(kept.cancels);
+  EXPECT_NE(kept.rows[0].share, 0);
+}
+
 TEST(ProfileDiff, TimesAreASamplesSoABiggerBatchThatIsCheaperPerSampleShowsAsFaster) {
   // B's batch is 8 times A's and each call takes 4 times as long: per sample
   // it halves. Per step it would look slower.

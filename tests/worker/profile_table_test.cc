@@ -94,8 +94,8 @@ TEST(ProfileTable, KernelsTakeTheCategoryOfTheOperatorThatLaunchedThem) {
 // Device time by the operator that launched it: aten::_cudnn_rnn's two
 // kernels in its one call (the innermost aten:: operator, not aten::lstm
 // around it), aten::copy_'s copy, a graph's replay by its runtime call
-// (two replays), and a kernel launched with no operator open (compiled
-// code) apart.
+// (two replays), a collective's kernel by the event open around its launch,
+// and a kernel launched with nothing open (compiled code) apart.
 TEST(ProfileTable, KernelsCountForTheOperatorThatLaunchedThem) {
   const std::vector<Event> events = {
       {"aten::lstm", false, 1, 0, 100},
@@ -107,6 +107,9 @@ TEST(ProfileTable, KernelsCountForTheOperatorThatLaunchedThem) {
       {"cudaGraphLaunch", false, 1, 200, 2, 74},
       {"cudaGraphLaunch", false, 1, 300, 2, 75},
       {"cuLaunchKernel", false, 1, 400, 1, 76},
+      {"record_param_comms", false, 1, 500, 10},
+      {"cudaLaunchKernelExC", false, 1, 502, 2, 77},
+      {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL", true, 9, 505, 40, 77},
       {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n", true, 7, 30, 40, 71},
       {"void elemWiseRNNcell<float>(...)", true, 7, 70, 10, 72},
       {"Memcpy HtoD (Pinned -> Device)", true, 8, 100, 20, 73},
@@ -118,7 +121,9 @@ TEST(ProfileTable, KernelsCountForTheOperatorThatLaunchedThem) {
   const Table t = BuildTable(events, 10);
   std::map<std::string, OperatorRow> rows;
   for (const auto& r : t.launching) rows[r.name] = r;
-  ASSERT_EQ(rows.size(), 4u) << t.launching.size();
+  ASSERT_EQ(rows.size(), 5u) << t.launching.size();
+  EXPECT_DOUBLE_EQ(rows["record_param_comms"].self_time_us, 40);
+  EXPECT_EQ(rows["record_param_comms"].count, 1);
   EXPECT_EQ(rows.count("aten::lstm"), 0u);
   EXPECT_DOUBLE_EQ(rows["aten::_cudnn_rnn"].self_time_us, 50);
   EXPECT_EQ(rows["aten::_cudnn_rnn"].count, 1);
@@ -133,7 +138,7 @@ TEST(ProfileTable, KernelsCountForTheOperatorThatLaunchedThem) {
   for (const auto& r : t.launching) shares += r.share;
   EXPECT_NEAR(shares, 1, 1e-9);
   // Top n, as the kernels' table; none on the CPU.
-  EXPECT_EQ(BuildTable(events, 2).launching.size(), 2u);
+  EXPECT_EQ(BuildTable(events, 3).launching.size(), 3u);
   EXPECT_TRUE(BuildTable({{"aten::relu", false, 1, 0, 5}}, 10).launching.empty());
 }
 

@@ -39,6 +39,12 @@ ProfiledTotals Collect(const autograd_prof::ProfilerResult& result, const torch:
       if (e.nBytes() > 0 && e.deviceType() == device.type()) t.allocated_bytes += e.nBytes();
       continue;
     }
+    // A GPU user annotation ("nccl:all_reduce" on the collective's stream)
+    // spans device work that its kernels report themselves: counted, it
+    // doubled a ddp run's all-reduce time. libkineto::ActivityType's
+    // GPU_USER_ANNOTATION, 2 in every LibTorch from 1.13 to 2.11.
+    constexpr uint8_t kGpuUserAnnotation = 2;
+    if (e.activityType() == kGpuUserAnnotation) continue;
     profile::Event ev;
     ev.name = e.name();
     ev.device = e.deviceType() != c10::DeviceType::CPU;
