@@ -310,10 +310,15 @@ absl::Status CheckServe(const std::string& path, const v1::RunConfig& c) {
     return Invalid(path + ".mode",
                    absl::StrCat("serve is for the language models (", models, "), not ", w.name));
   }
-  if (c.execution() != v1::EXECUTION_EAGER && c.execution() != v1::EXECUTION_CUDA_GRAPH) {
-    return Invalid(path + ".execution", "serve runs eager or under cuda_graph (aot: not yet)");
-  }
   const v1::ServeLoad& s = c.serve();
+  // A compiled package's prefill takes whole prompts at position 0.
+  const bool compiled =
+      c.execution() == v1::EXECUTION_AOT || c.execution() == v1::EXECUTION_AOT_CUDA_GRAPH;
+  if (compiled && s.prefill_chunk() > 0) {
+    return Invalid(at + ".prefill_chunk",
+                   "execution aot prefills whole prompts (leave prefill_chunk 0, or run eager "
+                   "or cuda_graph)");
+  }
   if (auto status = CheckTrace(at, s); !status.ok()) return status;
   // A rate so low that its gaps pass int64 nanoseconds means a closed loop
   // or a mistake.

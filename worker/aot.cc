@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <utility>
 #include <sstream>
 #include <vector>
 
@@ -72,6 +73,9 @@ std::string CacheKey(const std::vector<std::string>& model_args, const std::stri
 }  // namespace
 
 std::vector<std::string> AotModelArgs(const engine::RunConfig& c) {
+  // A serving run's package: its cache holds the longest prompt and output.
+  const auto [input, output] =
+      c.mode == engine::Mode::kServe ? engine::LongestServed(c) : std::pair<int64_t, int64_t>();
   return {"--workload", c.workload,
           "--model-size", c.model_size,
           "--image-size", absl::StrCat(c.image_size),
@@ -89,7 +93,9 @@ std::vector<std::string> AotModelArgs(const engine::RunConfig& c) {
           "--ffn-size", absl::StrCat(c.ffn_hidden_size),
           "--prompt-length", absl::StrCat(c.prompt_length),
           "--new-tokens", absl::StrCat(c.new_tokens),
-          "--attention", engine::AttentionName(c.attention)};
+          "--attention", engine::AttentionName(c.attention),
+          "--serve-input-len", absl::StrCat(input),
+          "--serve-output-len", absl::StrCat(output)};
 }
 
 namespace {

@@ -31,7 +31,8 @@ struct AotPackage {
 // The model arguments of `python -m gpubench_models.aot` for config
 // (defaults applied): the workload, every model parameter, the batch size,
 // precision and channels_last; a language model's generation (prompt and new
-// tokens: the cache's length) and attention backend.
+// tokens: the cache's length) and attention backend; a serving run's
+// longest prompt and output (0 and 0 for any other mode).
 std::vector<std::string> AotModelArgs(const engine::RunConfig& config);
 
 // The cache file name (hex sha256) of config's package: the workload and

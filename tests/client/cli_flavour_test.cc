@@ -186,6 +186,45 @@ TEST(CliDaemon, ALanguageModelDecodesThroughItsCompiledPackage) {
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
   EXPECT_NE(verified.output.find("\"ok\": true"), std::string::npos) << verified.output;
 }
+
+// A serving run under aot: the package's prefill of whole prompts into
+// their slots and its decode step of the rows in use (dynamic shapes: 1 to
+// 4 prompts of 3 to 6 tokens, 1 to 4 rows) serve every request, and the
+// package's logits for each token of prompts in several slots equal the
+// Python twin's full forward (grouped heads: 4 query heads over 2).
+TEST(CliDaemon, ALanguageModelServesThroughItsCompiledPackage) {
+  Daemon d(FreshDir("cli_aot_serve"));
+  ASSERT_TRUE(d.serving()) << d.log();
+  Result r = Cli({"submit", "--host", d.address(), "--device", "cpu", "--mode", "serve",
+                  "--execution", "aot", "--workload", "llama", "--model-size", "custom",
+                  "--num-layers", "2", "--hidden-size", "64", "--num-heads", "4",
+                  "--num-kv-heads", "2", "--ffn-size", "96", "--vocab-size", "100", "--seq-len",
+                  "32", "--batch", "4", "--concurrency", "4", "--num-requests", "12",
+                  "--input-len", "3:6", "--output-len", "5", "--max-time-ms", "60000", "--wait",
+                  "--output", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err << r.out;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &doc).ok()) << r.out;
+  const auto& result = doc.fields().at("runs").list_value().values(0).struct_value().fields()
+                           .at("result").struct_value().fields();
+  const auto& serve = result.at("serve").struct_value().fields();
+  EXPECT_EQ(serve.at("requests").number_value(), 12) << r.out;
+  EXPECT_GT(serve.at("output_tokens_per_s").number_value(), 0) << r.out;
+  EXPECT_NE(result.at("attention_backend").string_value().find("compiled "), std::string::npos)
+      << r.out;
+
+  const auto listing = testing_support::RunCommand("ls '" + d.data_dir() + "/aot-cache'/*.pt2");
+  ASSERT_EQ(listing.exit_code, 0) << listing.output;
+  const auto verified = testing_support::RunCommand(
+      std::string("cd '") + GPUBENCH_SOURCE_DIR +
+      "/worker/python' && python3 -m gpubench_models.aot --device cpu "
+      "--workload llama --num-layers 2 --hidden-size 64 --num-heads 4 --num-kv-heads 2 "
+      "--ffn-size 96 --vocab-size 100 --sequence-length 32 --batch 4 --precision fp32 "
+      "--serve-input-len 6 --serve-output-len 5 --verify '" + SplitLines(listing.output).at(0) +
+      "'");
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  EXPECT_NE(verified.output.find("\"ok\": true"), std::string::npos) << verified.output;
+}
 #endif
 
 }  // namespace

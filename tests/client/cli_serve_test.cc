@@ -58,8 +58,8 @@ TEST(Cli, ServeFlagsSetRangesAndSlosAndRefuseWhatCannotBeServed) {
        "tokens; at most 67108864"},
       {{"--workload", "gpt", "--mode", "serve", "--slice-ms", "1"},
        ".serve.slice_ms: 1 ms cuts max_time_ms 30000 into more than 1000 slices; at least 30"},
-      {{"--workload", "llama", "--mode", "serve", "--execution", "aot"},
-       ".execution: serve runs eager or under cuda_graph (aot: not yet)"},
+      {{"--workload", "llama", "--mode", "serve", "--execution", "aot", "--prefill-chunk", "64"},
+       ".serve.prefill_chunk: execution aot prefills whole prompts"},
   };
   for (const auto& [flags, why] : refused) {
     std::vector<std::string> args = {"spec"};

@@ -59,7 +59,18 @@ TEST(Aot, CacheKeyChangesWithWhatChangesTheCompiledCode) {
       {"new_tokens", [](engine::RunConfig* l) { l->new_tokens += 1; }},
       {"num_kv_heads", [](engine::RunConfig* l) { l->num_kv_heads = 4; }},
       {"ffn_hidden_size", [](engine::RunConfig* l) { l->ffn_hidden_size = 4096; }},
-      {"attention", [](engine::RunConfig* l) { l->attention = engine::Attention::kMath; }}};
+      {"attention", [](engine::RunConfig* l) { l->attention = engine::Attention::kMath; }},
+      // A serving run's package: its own models, its cache of the longest
+      // prompt and output.
+      {"serving's longest prompt",
+       [](engine::RunConfig* l) {
+         l->mode = engine::Mode::kServe;
+         l->input_len_max = 600;
+       }},
+      {"serving's longest output", [](engine::RunConfig* l) {
+         l->mode = engine::Mode::kServe;
+         l->output_len += 7;
+       }}};
   for (const auto& [name, change] : kGeneration) {
     c = llama;
     change(&c);

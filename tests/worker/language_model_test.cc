@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "tests/support/planned_config.h"
+#include "worker/engine/attention.h"
+#include "worker/engine/compat.h"
 #include "worker/engine/config.h"
 
 namespace gpubench::engine {
@@ -76,6 +78,40 @@ TEST(LanguageModel, DecodingWithTheCacheIsTheFullForward) {
     EXPECT_FALSE(model->sequence_kernel.empty()) << workload;
     EXPECT_FALSE(model->decode_kernel.empty()) << workload;
   }
+}
+
+// llama's grouped heads (4 query heads over 2 key/value heads) are read as
+// they are where a fused kernel can (LibTorch 2.5 on: the CPU's flash
+// kernel), and give the logits of the heads repeated (the math kernel's
+// path, forced), over a whole sequence and in a masked decode step.
+TEST(LanguageModel, GroupedHeadsReadAsTheyAreGiveTheRepeatedHeadsLogits) {
+  constexpr int64_t kPrompt = 6;
+  const torch::Tensor tokens = torch::randint(0, 100, {2, kPrompt + 1}, torch::kLong);
+  std::map<bool, std::pair<torch::Tensor, torch::Tensor>> logits;  // by math forced
+  std::map<bool, std::string> kernels;
+  for (bool math : {false, true}) {
+    ASSERT_TRUE(SelectAttention(math ? Attention::kMath : Attention::kAuto).ok());
+    torch::manual_seed(5);  // the same weights
+    std::shared_ptr<LanguageModel> model = Tiny("llama");
+    ASSERT_NE(model, nullptr);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    model->AllocateCache(2, kPrompt + 1, torch::kFloat32);
+    model->Prefill(tokens.narrow(1, 0, kPrompt));
+    logits[math] = {model->Forward(tokens),
+                    model->DecodeStatic(tokens.narrow(1, kPrompt, 1),
+                                        torch::full({1}, kPrompt, torch::kLong))};
+    kernels[math] = model->sequence_kernel + " / " + model->decode_kernel;
+  }
+  ASSERT_TRUE(SelectAttention(Attention::kAuto).ok());
+  ExpectClose(logits[false].first, logits[true].first, "sequence: " + kernels[false]);
+  ExpectClose(logits[false].second, logits[true].second, "decode step: " + kernels[false]);
+  EXPECT_EQ(kernels[true].find("grouped"), std::string::npos) << kernels[true];
+#if GPUBENCH_TORCH_AT_LEAST(2, 5)
+  EXPECT_EQ(kernels[false], "flash (grouped heads) / flash (grouped heads)");
+#else
+  EXPECT_EQ(kernels[false].find("grouped"), std::string::npos) << kernels[false];
+#endif
 }
 
 // A wrong token changes the next logits: the cache carries the sequence

@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -84,10 +85,17 @@ NoCudnnAttention::~NoCudnnAttention() {
 }
 
 std::string AttentionKernel(const torch::Tensor& q, const torch::Tensor& k,
-                            const torch::Tensor& v, bool causal, const torch::Tensor& mask) {
+                            const torch::Tensor& v, bool causal, const torch::Tensor& mask,
+                            bool grouped) {
 #if GPUBENCH_TORCH_AT_LEAST(2, 0)
-  const int64_t choice = at::_fused_sdp_choice(
-      q, k, v, mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt, 0.0, causal);
+  const std::optional<torch::Tensor> m =
+      mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
+#if GPUBENCH_TORCH_AT_LEAST(2, 5)
+  const int64_t choice = at::_fused_sdp_choice(q, k, v, m, 0.0, causal, std::nullopt, grouped);
+#else
+  if (grouped) return "none";
+  const int64_t choice = at::_fused_sdp_choice(q, k, v, m, 0.0, causal);
+#endif
   switch (choice) {
     case 0: return "math";
     case 1: return "flash";
@@ -98,7 +106,7 @@ std::string AttentionKernel(const torch::Tensor& q, const torch::Tensor& k,
   }
 #else
   (void)q, (void)k, (void)v, (void)causal, (void)mask;
-  return "math (LibTorch 1.13 has no SDPA)";
+  return grouped ? "none" : "math (LibTorch 1.13 has no SDPA)";
 #endif
 }
 

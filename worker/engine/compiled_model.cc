@@ -71,11 +71,12 @@ class CompiledModel : public AnsweredByTwin<BenchModel> {
 
 // A language model's generation through its package's two models
 // (worker/python/gpubench_models/lm_aot.py): "prefill" (prompt, caches) and
-// "step" (token, position, caches), each returning logits [B, vocab], which
-// write the cache given in place. The cache is allocated here, once, and
-// every call gets the same tensors, so a captured step replays. The step is
-// always the static form (the whole cache under a mask); the twin's weights
-// are fp32.
+// "step" (token, position, caches), or a serving run's "prefill_slots"
+// (prompts, slots, caches) and "rows" (tokens, positions, caches), each
+// returning logits, which write the cache given in place. The cache is
+// allocated here, once, and every call gets the same tensors, so a captured
+// step replays. A step is always the masked form over the whole cache; the
+// twin's weights are fp32.
 class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
  public:
   CompiledLanguageModel(std::shared_ptr<LanguageModel> twin, const RunConfig& c,
@@ -83,8 +84,9 @@ class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
       : AnsweredByTwin(std::move(twin)),
         c_(c),
         device_(device),
-        prefill_(Loader(c.aot_package, "prefill", device)),
-        step_(Loader(c.aot_package, "step", device)) {
+        serving_(c.mode == Mode::kServe),
+        prefill_(Loader(c.aot_package, serving_ ? "prefill_slots" : "prefill", device)),
+        step_(Loader(c.aot_package, serving_ ? "rows" : "step", device)) {
     // The kernel SDPA dispatched to for each model's shapes, as the compile
     // recorded it.
     const auto metadata = prefill_.get_metadata();
@@ -92,8 +94,8 @@ class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
       auto it = metadata.find(key);
       return it == metadata.end() ? std::string("unknown") : "compiled " + it->second;
     };
-    sequence_kernel = kernel("attention_prefill");
-    decode_kernel = kernel("attention_step");
+    sequence_kernel = kernel(serving_ ? "attention_prefill_slots" : "attention_prefill");
+    decode_kernel = kernel(serving_ ? "attention_rows" : "attention_step");
   }
 
   void AllocateCache(int64_t batch, int64_t capacity, torch::ScalarType dtype) override {
@@ -112,9 +114,7 @@ class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
   }
 
   torch::Tensor Prefill(const torch::Tensor& prompt) override {
-    std::vector<torch::Tensor> inputs = {prompt};
-    inputs.insert(inputs.end(), caches_.begin(), caches_.end());
-    return prefill_.run(inputs)[0];
+    return Run(&prefill_, {prompt}, false);
   }
 
   torch::Tensor Decode(const torch::Tensor& token, int64_t position) override {
@@ -123,9 +123,22 @@ class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
   }
 
   torch::Tensor DecodeStatic(const torch::Tensor& token, const torch::Tensor& position) override {
-    std::vector<torch::Tensor> inputs = {token, position};
-    inputs.insert(inputs.end(), caches_.begin(), caches_.end());
-    return step_.run(inputs)[0];
+    return Run(&step_, {token, position}, false);
+  }
+
+  torch::Tensor PrefillSlots(const torch::Tensor& prompts, const torch::Tensor& slots,
+                             int64_t start) override {
+    if (start != 0) {
+      throw std::runtime_error("execution aot: the package prefills whole prompts, not chunks");
+    }
+    return Run(&prefill_, {prompts, slots}, true);
+  }
+
+  // Over the whole cache, each row under its mask (the span is the eager
+  // step's saving).
+  torch::Tensor DecodeRows(const torch::Tensor& tokens, const torch::Tensor& positions,
+                           int64_t /*span*/) override {
+    return Run(&step_, {tokens, positions}, true);
   }
 
   // The twin's weights are fp32: the package's are in the cache's dtype.
@@ -144,8 +157,22 @@ class CompiledLanguageModel : public AnsweredByTwin<LanguageModel> {
   }
 
  private:
+  // One of the package's models on inputs, then the caches; serving: the
+  // serving package's, which a generation's package has not (and back).
+  torch::Tensor Run(torch::inductor::AOTIModelPackageLoader* model,
+                    std::vector<torch::Tensor> inputs, bool serving) {
+    if (serving != serving_) {
+      throw std::runtime_error(serving_ ? "execution aot: a serving run's package only serves"
+                                        : "execution aot: this package generates; it does not "
+                                          "serve (compiled for another mode)");
+    }
+    inputs.insert(inputs.end(), caches_.begin(), caches_.end());
+    return model->run(inputs)[0];
+  }
+
   const RunConfig c_;
   const torch::Device device_;
+  const bool serving_;  // mode serve: prefill_slots and rows
   torch::inductor::AOTIModelPackageLoader prefill_, step_;
   std::vector<torch::Tensor> caches_;  // k0, v0, k1, v1...
   torch::Tensor position_;

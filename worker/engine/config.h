@@ -6,9 +6,11 @@
 #ifndef GPUBENCH_WORKER_ENGINE_CONFIG_H_
 #define GPUBENCH_WORKER_ENGINE_CONFIG_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -195,6 +197,22 @@ struct RunConfig {
   int cpu_threads = 0;
   std::string cpu_threads_reason;  // "2: the CPUs this worker may use (...)"
 };
+
+// The longest prompt and the longest output a serving load sends (a
+// trace's, or its drawn lengths' bounds): a slot of the cache holds both,
+// and its positions run to their sum less one.
+inline std::pair<int64_t, int64_t> LongestServed(const RunConfig& c) {
+  if (c.trace.empty()) {
+    // A max of 0 or below its min: fixed.
+    return {std::max(c.input_len, c.input_len_max), std::max(c.output_len, c.output_len_max)};
+  }
+  int64_t input = 1, output = 1;
+  for (const RunConfig::TraceRequest& t : c.trace) {
+    input = std::max<int64_t>(input, t.input_tokens);
+    output = std::max<int64_t>(output, t.output_tokens);
+  }
+  return {input, output};
+}
 
 // Where the spec's scalar fields of a run land in RunConfig: the field's
 // path below gpubench.v1.RunConfig and the member. worker/convert.cc copies

@@ -75,12 +75,13 @@ class LanguageModel : public BenchModel {
 
 // A language model that generates through the AOTInductor package compiled
 // from its Python twin for this config (execution aot; compiled_model.cc):
-// its prefill and decode step, the twin answering for the counts.
+// its prefill and decode step (mode serve: PrefillSlots of whole prompts
+// and DecodeRows over the whole cache), the twin answering for the counts.
 absl::StatusOr<std::shared_ptr<LanguageModel>> LoadCompiledLanguageModel(
     std::shared_ptr<LanguageModel> twin, const RunConfig& c, const torch::Device& device);
 
 // A language model as the serving scheduler (worker/serve.h) drives it
-// (workloads/serve.cc): eager, in the run's precision, its cache of
+// (workloads/serve.cc): eager or compiled, in the run's precision, its cache of
 // c.batch_size slots for the longest request the load sends. A request's
 // prompt is PromptOf's with seed. steps_ahead decode steps run ahead of
 // the one whose tokens the host waits for (-1: 1 on a GPU, 0 on the CPU).
@@ -89,11 +90,6 @@ absl::StatusOr<std::shared_ptr<LanguageModel>> LoadCompiledLanguageModel(
 std::unique_ptr<serve::Model> NewServeModel(
     const RunConfig& c, torch::Device device, std::shared_ptr<LanguageModel> model, uint64_t seed,
     std::map<int64_t, std::vector<int64_t>>* tokens = nullptr, int steps_ahead = -1);
-
-// The longest prompt and the longest output a serving load sends (a
-// trace's, or its drawn lengths' bounds): a slot of the cache holds both,
-// and its positions run to their sum less one.
-std::pair<int64_t, int64_t> LongestServed(const RunConfig& c);
 
 // The prompt of request: its input_tokens token ids below vocab, drawn
 // from (seed, its id) alone.

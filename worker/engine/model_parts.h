@@ -38,14 +38,23 @@ inline torch::Tensor Apply(const torch::nn::Linear& layer, const torch::Tensor& 
 // 2.x dispatches to SDPA's kernels (flash, memory-efficient, cuDNN, math,
 // as ConfigureBackends allows), which is what users of 2.x run; 1.13 has no
 // at::scaled_dot_product_attention, so it gets the textbook formula.
+// grouped: k and v have fewer heads, each serving heads / kv_heads queries,
+// and the kernel reads them so (SDPA's enable_gqa, 2.5 on) rather than a
+// copy with the heads repeated; only where AttentionKernel said it can.
 inline torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, bool causal,
-                               const torch::Tensor& mask = {}) {
-#if TORCH_VERSION_MAJOR >= 2
+                               const torch::Tensor& mask = {}, bool grouped = false) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  return at::scaled_dot_product_attention(
+      q, k, v, mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt,
+      /*dropout_p=*/0.0, causal, /*scale=*/std::nullopt, grouped);
+#elif TORCH_VERSION_MAJOR >= 2
+  (void)grouped;
   return at::scaled_dot_product_attention(
       q, k, v, mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt,
       /*dropout_p=*/0.0, causal);
 #else
+  (void)grouped;
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
   if (causal) {
@@ -68,9 +77,11 @@ inline torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k,
 
 // The SDPA kernel LibTorch would run Sdpa's arguments on ("flash",
 // "efficient", "cudnn", "math"), or "none" where the kernels allowed cannot
-// run them; 1.13 names its textbook formula.
+// run them; 1.13 names its textbook formula. grouped: asked with k and v's
+// own fewer heads ("none" where this LibTorch has no grouped attention).
 std::string AttentionKernel(const torch::Tensor& q, const torch::Tensor& k,
-                            const torch::Tensor& v, bool causal, const torch::Tensor& mask);
+                            const torch::Tensor& v, bool causal, const torch::Tensor& mask,
+                            bool grouped = false);
 
 // ---------------------------------------------------------------------------
 // Fixed label functions.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "worker/engine/attention.h"
@@ -28,6 +29,8 @@ enum class Style { kGpt, kLlama };
 
 constexpr double kNormEps = 1e-5;
 constexpr double kRopeTheta = 500000;  // Llama 3's
+// A kernel's name where it reads grouped heads as they are.
+constexpr char kGrouped[] = " (grouped heads)";
 
 struct Shape {
   Style style;
@@ -121,6 +124,26 @@ class Block : public torch::nn::Module {
         .reshape({b, s_.heads, n, s_.head_dim()});
   }
 
+  // A pass's kernel, on its first forward: with grouped heads where a
+  // fused kernel reads them as they are (no copy of the cache's span with
+  // each key/value head repeated, at every step), else the repeated heads'.
+  std::string ChooseKernel(const torch::Tensor& q, const torch::Tensor& keys,
+                           const torch::Tensor& values, bool causal,
+                           const torch::Tensor& mask) const {
+    if (s_.kv_heads != s_.heads) {
+      const std::string grouped = AttentionKernel(q, keys, values, causal, mask, true);
+      if (grouped != "none" && grouped != "math") return grouped + kGrouped;
+    }
+    std::string kernel = AttentionKernel(q, Repeat(keys), Repeat(values), causal, mask);
+    if (kernel == "none") {
+      throw std::runtime_error(absl::StrCat(
+          "attention ", AttentionName(s_.attention), " cannot run these shapes: q [",
+          absl::StrJoin(q.sizes(), ", "), "] ", std::string(c10::toString(q.scalar_type())),
+          " on ", q.device().str(), " (LibTorch's warnings say why)"));
+    }
+    return kernel;
+  }
+
   torch::Tensor Attend(const torch::Tensor& h, Pass pass, const Where& at, KvCache* cache,
                        std::string* kernel) {
     const int64_t b = h.size(0), t = h.size(1), hd = s_.head_dim(), kv = s_.kv_width();
@@ -185,18 +208,13 @@ class Block : public torch::nn::Module {
         break;
       }
     }
-    keys = Repeat(keys);
-    values = Repeat(values);
-    if (kernel->empty()) {
-      *kernel = AttentionKernel(q, keys, values, causal, mask);
-      if (*kernel == "none") {
-        throw std::runtime_error(absl::StrCat(
-            "attention ", AttentionName(s_.attention), " cannot run these shapes: q [",
-            absl::StrJoin(q.sizes(), ", "), "] ", std::string(c10::toString(q.scalar_type())),
-            " on ", q.device().str(), " (LibTorch's warnings say why)"));
-      }
+    if (kernel->empty()) *kernel = ChooseKernel(q, keys, values, causal, mask);
+    const bool grouped = absl::EndsWith(*kernel, kGrouped);
+    if (!grouped) {
+      keys = Repeat(keys);
+      values = Repeat(values);
     }
-    const torch::Tensor y = Sdpa(q, keys, values, causal, mask);
+    const torch::Tensor y = Sdpa(q, keys, values, causal, mask, grouped);
     return Apply(out_, y.transpose(1, 2).reshape({b, t, s_.width}));
   }
 

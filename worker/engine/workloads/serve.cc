@@ -2,9 +2,11 @@
 // the scheduler of worker/serve.h drives the model's two serving steps, a
 // step's prompts' prefill (whole or a chunk) into their slots of the KV
 // cache and one decode step over the slots in use, each request at its own
-// position. Eager, or
-// each decode step a replayed CUDA graph of its bucket of rows; weights in
-// the run's precision as decode.cc holds them. A step's tokens are read to
+// position. Eager, or each decode step a replayed CUDA graph of its bucket
+// of rows; or (aot) both steps the compiled package's, its decode step over
+// the whole cache under each row's mask, and (aot_cuda_graph) that step
+// captured for each bucket. Weights in the run's precision as decode.cc
+// holds them. A step's tokens are read to
 // the host, as a server streaming them does; on a GPU the next step is
 // queued before the host waits for them.
 #include <torch/torch.h>
@@ -220,19 +222,6 @@ class ServeModel : public serve::Model {
 
 }  // namespace
 
-std::pair<int64_t, int64_t> LongestServed(const RunConfig& c) {
-  if (c.trace.empty()) {
-    // A max of 0 or below its min: fixed.
-    return {std::max(c.input_len, c.input_len_max), std::max(c.output_len, c.output_len_max)};
-  }
-  int64_t input = 1, output = 1;
-  for (const RunConfig::TraceRequest& t : c.trace) {
-    input = std::max<int64_t>(input, t.input_tokens);
-    output = std::max<int64_t>(output, t.output_tokens);
-  }
-  return {input, output};
-}
-
 std::vector<int64_t> PromptOf(const serve::Request& request, int64_t vocab, uint64_t seed) {
   std::vector<int64_t> ids(request.input_tokens);
   uint64_t state = seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(request.id + 1));
@@ -292,6 +281,11 @@ absl::Status ServeOnDevice(const RunConfig& c, torch::Device device, const Measu
   if (!created.ok()) return created.status();
   auto model = std::dynamic_pointer_cast<LanguageModel>(*created);
   if (model == nullptr) return absl::InvalidArgumentError(c.workload + " is not a language model");
+  if (IsCompiled(c.execution)) {
+    auto compiled = LoadCompiledLanguageModel(std::move(model), c, device);
+    if (!compiled.ok()) return compiled.status();
+    model = std::move(*compiled);
+  }
   out->parameter_count = model->ParameterCount();
   std::unique_ptr<serve::Model> served = NewServeModel(c, device, model, m.seed);
   auto outcome = serve::Serve(ServeLoadOf(c, m), served.get(), serve::SteadyTimeline(), cancel,

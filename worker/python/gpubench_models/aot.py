@@ -12,7 +12,7 @@ channels_last where asked) and returns float32: fp16 and bf16 cast the input
 inside the compiled graph and run the weights in that dtype, as a deployed
 half-precision model does; tf32 allows TF32 in matmuls and convolutions.
 The language models (gpt, llama) compile two models into one package,
-"prefill" and "step" (lm_aot.py). Writes the package to a temporary file beside --out and renames it, so a
+"prefill" and "step", or for serving "prefill_slots" and "rows" (lm_aot.py). Writes the package to a temporary file beside --out and renames it, so a
 reader never sees half a package. Prints one JSON line:
 {"package": PATH, "compile_s": S, "parameters": N, "torch": VERSION}.
 Exit 2 for a workload or setting that cannot be compiled, 3 for a Python
@@ -45,6 +45,10 @@ def parse_args(argv):
     p.add_argument("--ffn-size", type=int, default=0)
     p.add_argument("--prompt-length", type=int, default=0)
     p.add_argument("--new-tokens", type=int, default=0)
+    # A serving run's package (mode serve): its cache holds the longest prompt and output
+    # (0: the generation's two models above).
+    p.add_argument("--serve-input-len", type=int, default=0)
+    p.add_argument("--serve-output-len", type=int, default=0)
     p.add_argument("--attention", default="auto",
                    choices=("auto", "flash", "efficient", "cudnn", "math"))
     p.add_argument("--batch", type=int, default=1)

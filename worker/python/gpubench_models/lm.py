@@ -51,6 +51,20 @@ def repeat_kv(x, rep):
     return x[:, :, None].expand(b, kvh, rep, s, hd).reshape(b, kvh * rep, s, hd)
 
 
+# SDPA's enable_gqa (torch 2.5 on): grouped key/value heads read as they are.
+_GROUPED = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+
+
+def sdpa(q, k, v, rep, **kw):
+    """SDPA of q over k and v whose heads each serve rep query heads: read as they are
+    (enable_gqa: no copy with the heads repeated, as the C++ models where a fused kernel
+    takes them; SDPA's math repeats them itself), else repeated. enable_gqa also keeps
+    torch.export's dynamic prompt length free of the repeat's reshape guards."""
+    if rep > 1 and _GROUPED:
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw)
+    return F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep), **kw)
+
+
 class CachedAttention(nn.Module):
     """The attention of both models over q [B, H, T, hd], k and v [B, KVH, T, hd].
 
@@ -80,30 +94,29 @@ class CachedAttention(nn.Module):
             k_cache[:, :, p:p + 1] = k
             v_cache[:, :, p:p + 1] = v
             k, v = k_cache[:, :, :p + 1], v_cache[:, :, :p + 1]
-            return F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep),
-                                                  is_causal=False)
+            return sdpa(q, k, v, rep, is_causal=False)
         if mode == "rows":
             n, span = q.shape[0], p
-            where = pos.view(n, 1, 1, 1).expand(n, k.shape[1], 1, k.shape[3])
-            k_cache[:n].scatter_(2, where, k)
-            v_cache[:n].scatter_(2, where, v)
+            # Row r's key and value at (r, every head, its position): index_put_ on the
+            # whole cache, which a compiled step writes in place (a scatter_ into the rows'
+            # slice copies that slice out and back, each layer, each step).
+            rows, at = torch.arange(n, device=q.device), pos.view(n)
+            k_cache[rows, :, at] = k[:, :, 0]
+            v_cache[rows, :, at] = v[:, :, 0]
             mask = (torch.arange(span, device=q.device).view(1, span) <= pos.view(n, 1))
-            return F.scaled_dot_product_attention(
-                q, repeat_kv(k_cache[:n, :, :span], rep), repeat_kv(v_cache[:n, :, :span], rep),
-                attn_mask=mask.view(n, 1, 1, span))
+            return sdpa(q, k_cache[:n, :, :span], v_cache[:n, :, :span], rep,
+                        attn_mask=mask.view(n, 1, 1, span))
         if mode == "static":
             k_cache.index_copy_(2, pos, k)
             v_cache.index_copy_(2, pos, v)
             length = k_cache.shape[2]
             mask = (torch.arange(length, device=q.device) <= pos).view(1, 1, 1, length)
-            return F.scaled_dot_product_attention(q, repeat_kv(k_cache, rep),
-                                                  repeat_kv(v_cache, rep), attn_mask=mask)
+            return sdpa(q, k_cache, v_cache, rep, attn_mask=mask)
         if mode == "prefill":
             t = k.shape[2]
             k_cache[:, :, :t] = k
             v_cache[:, :, :t] = v
-        return F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep),
-                                              is_causal=True)
+        return sdpa(q, k, v, rep, is_causal=True)
 
 
 class GptAttention(CachedAttention):
@@ -319,6 +332,46 @@ class Step(nn.Module):
     def forward(self, token, position, caches):
         pairs = [(caches[2 * i], caches[2 * i + 1]) for i in range(len(caches) // 2)]
         return self.model(token, mode="static", pos=position, caches=pairs)[:, -1]
+
+
+class PrefillSlots(nn.Module):
+    """prefill_slots(prompts [k, P], slots [k], caches) -> the last position's logits [k, V]:
+    serving's prefill of k whole prompts, each one's keys and values written to its own row
+    (slot) of the caches at positions 0..P-1, in place; the caches as Prefill's, with a row
+    a slot."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, prompts, slots, caches):
+        k, p = prompts.shape
+        fresh = [torch.empty((k,) + tuple(t.shape[1:2]) + (p,) + tuple(t.shape[3:]),
+                             dtype=t.dtype, device=t.device) for t in caches]
+        pairs = [(fresh[2 * i], fresh[2 * i + 1]) for i in range(len(fresh) // 2)]
+        logits = self.model(prompts, mode="prefill", caches=pairs)[:, -1]
+        # (slot, every head, 0..P-1) of the whole cache: index_put_, which a compiled
+        # prefill writes in place (an index_copy_ into the positions' slice copies the
+        # slice out and back).
+        at = torch.arange(p, device=prompts.device)
+        for cache, rows in zip(caches, fresh):
+            cache[slots.view(k, 1), :, at.view(1, p)] = rows.transpose(1, 2)
+        return logits
+
+
+class Rows(nn.Module):
+    """rows(tokens [n, 1], positions [n], caches) -> logits [n, V]: serving's decode step of
+    the caches' rows 0..n-1, each at its own position (its keys and values written there),
+    over the whole cache under each row's mask."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens, positions, caches):
+        pairs = [(caches[2 * i], caches[2 * i + 1]) for i in range(len(caches) // 2)]
+        return self.model(tokens, mode="rows", pos=positions.view(-1, 1),
+                          p=caches[0].shape[2], caches=pairs)[:, -1]
 
 
 def new_caches(c, batch, length, dtype, device):
