@@ -210,6 +210,11 @@ absl::StatusOr<int> RankOption(const Args& a);
 int ExplainCommand(const Args& a, std::ostream& out, std::ostream& err);  // explain_command.cc
 // explain for a CPU run (its profile without device times): explain_cpu.cc.
 int ExplainCpuRun(const Args& a, const v1::Run& run, std::ostream& out);
+// Operators as explain lists them (explain_cpu.cc): each one's calls, its
+// time in microseconds (the column named time_column), mean time a call and
+// share, and with_category its category.
+Table OperatorTable(const google::protobuf::RepeatedPtrField<v1::OperatorStat>& operators,
+                    const char* time_column, bool with_category);
 // run_id's trace of rank from d, read as it streams in; DataLoss where it
 // arrived damaged, InvalidArgument where it is not a trace
 // (explain_command.cc).

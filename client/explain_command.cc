@@ -179,14 +179,8 @@ void PrintOperators(const v1::ProfileSummary& p, std::ostream& out) {
   if (p.device_operators().empty()) return;
   out << "\noperators by their kernels' device time (the run's profile; share of its "
          "kernels' time)\n";
-  Table t{{"operator", "calls", "device us", "mean us/call", "share"}, {}};
-  for (const v1::OperatorStat& op : p.device_operators()) {
-    t.rows.push_back({op.name(), absl::StrCat(op.count()), Us(op.self_time_us()),
-                      op.count() > 0 ? absl::StrFormat("%.2f", op.self_time_us() / op.count())
-                                     : "-",
-                      absl::StrFormat("%.1f%%", 100 * op.share())});
-  }
-  PrintTable(t, Format::kTable, out);
+  PrintTable(OperatorTable(p.device_operators(), "device us", /*with_category=*/false),
+             Format::kTable, out);
 }
 
 void PrintOperatorsJson(const v1::ProfileSummary& p, JsonWriter& json) {

@@ -43,6 +43,21 @@ std::string Sentence(const v1::ProfileSummary& p) {
 
 }  // namespace
 
+Table OperatorTable(const google::protobuf::RepeatedPtrField<v1::OperatorStat>& operators,
+                    const char* time_column, bool with_category) {
+  Table t{{"operator", "calls", time_column, "mean us/call", "share"}, {}};
+  if (with_category) t.header.push_back("category");
+  for (const v1::OperatorStat& op : operators) {
+    t.rows.push_back({op.name(), absl::StrCat(op.count()),
+                      absl::StrFormat("%.0f", op.self_time_us()),
+                      op.count() > 0 ? absl::StrFormat("%.2f", op.self_time_us() / op.count())
+                                     : "-",
+                      absl::StrFormat("%.1f%%", 100 * op.share())});
+    if (with_category) t.rows.back().push_back(op.category());
+  }
+  return t;
+}
+
 int ExplainCpuRun(const Args& a, const v1::Run& run, std::ostream& out) {
   const v1::ProfileSummary& p = run.result().profile();
   const std::string sentence = Sentence(p);
@@ -75,15 +90,8 @@ int ExplainCpuRun(const Args& a, const v1::Run& run, std::ostream& out) {
   }
   PrintTable(categories, Format::kTable, out);
   out << "\n";
-  Table top{{"operator", "calls", "self us", "mean us/call", "share", "category"}, {}};
-  for (const v1::OperatorStat& op : p.top_operators()) {
-    top.rows.push_back({op.name(), absl::StrCat(op.count()),
-                        absl::StrFormat("%.0f", op.self_time_us()),
-                        op.count() > 0 ? absl::StrFormat("%.2f", op.self_time_us() / op.count())
-                                       : "-",
-                        absl::StrFormat("%.1f%%", 100 * op.share()), op.category()});
-  }
-  PrintTable(top, Format::kTable, out);
+  PrintTable(OperatorTable(p.top_operators(), "self us", /*with_category=*/true), Format::kTable,
+             out);
   out << "\n" << sentence << "\n";
   return kExitOk;
 }

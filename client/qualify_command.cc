@@ -2,6 +2,7 @@
 // (report/qualify.h) against its SKU's envelope, with the one line, exit
 // code and textfile that node-problem-detector, Slurm's NHC and Prometheus
 // take.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <ostream>
@@ -203,6 +204,37 @@ int QualifyPairs(const Args& a, std::ostream& out, std::ostream& err) {
   return Verdict(a, report::QualifyHostPairs(hosts, pairs), /*level=*/0, out, err);
 }
 
+// The suite run again on each host marked in confirm (all at once), and
+// each one's fails kept only where its re-run fails too (report::ConfirmFails).
+void RerunFailingHosts(const std::vector<Daemon>& daemons, const std::vector<HostRuns>& hosts,
+                       const std::vector<bool>& confirm, const v1::Envelope& envelope,
+                       const google::protobuf::Timestamp& since,
+                       std::vector<std::vector<report::Check>>* by_host, std::ostream& err) {
+  std::vector<std::string> rerun_logs(hosts.size());
+  const std::vector<HostRuns> reruns =
+      EachHost(daemons, [&](size_t i, const v1::HostInfo&, HostRuns* host) {
+        if (!confirm[i]) return;
+        v1::RunProbeRequest again;
+        again.set_level(1);
+        std::ostringstream log;
+        host->status = SessionOf(daemons[i], again, false, since, &host->runs, log);
+        rerun_logs[i] = log.str();
+      });
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (!confirm[i]) continue;
+    const std::string& name = daemons[i].host.name;
+    err << rerun_logs[i];
+    if (!reruns[i].status.ok()) {
+      err << "qualify: " << name << ": the re-run: " << reruns[i].status.message() << "\n";
+    }
+    std::vector<report::Check> rerun;
+    if (reruns[i].status.ok()) {
+      rerun = report::QualifyHost(name, hosts[i].cpu_model, reruns[i].runs, envelope, 1);
+    }
+    report::ConfirmFails(rerun, &(*by_host)[i]);
+  }
+}
+
 }  // namespace
 
 int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
@@ -225,9 +257,27 @@ int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
             SessionOf((*daemons)[i], *request, a.Has("latest"), since, &host->runs, log);
         logs[i] = log.str();
       });
-  std::vector<report::Check> checks;
+  // Each answering host's checks; a fail of the suite drains a node, so
+  // where one fails the suite runs again (on every such host at once) and a
+  // fail stands only where its re-run fails too.
+  std::vector<std::vector<report::Check>> by_host(hosts.size());
+  std::vector<bool> confirm(hosts.size(), false);
   for (size_t i = 0; i < hosts.size(); ++i) {
     err << logs[i];
+    if (!hosts[i].status.ok()) continue;
+    const std::string& name = (*daemons)[i].host.name;
+    by_host[i] =
+        report::QualifyHost(name, hosts[i].cpu_model, hosts[i].runs, *envelope, request->level());
+    confirm[i] = !a.Has("latest") && report::NeedsConfirming(by_host[i]);
+    if (confirm[i]) {
+      err << "qualify: " << name << ": a check fails; running the suite again to confirm\n";
+    }
+  }
+  if (std::find(confirm.begin(), confirm.end(), true) != confirm.end()) {
+    RerunFailingHosts(*daemons, hosts, confirm, *envelope, since, &by_host, err);
+  }
+  std::vector<report::Check> checks;
+  for (size_t i = 0; i < hosts.size(); ++i) {
     if (!hosts[i].status.ok()) {
       report::Check c;
       c.host = (*daemons)[i].host.name;
@@ -237,24 +287,7 @@ int QualifyCommand(const Args& a, std::ostream& out, std::ostream& err) {
       checks.push_back(c);
       continue;
     }
-    const std::string& name = (*daemons)[i].host.name;
-    std::vector<report::Check> host =
-        report::QualifyHost(name, hosts[i].cpu_model, hosts[i].runs, *envelope, request->level());
-    if (!a.Has("latest") && report::NeedsConfirming(host)) {
-      // A fail of the suite drains a node: measured twice before it does.
-      err << "qualify: " << name << ": a check fails; running the suite again to confirm\n";
-      v1::RunProbeRequest again;
-      again.set_level(1);
-      std::vector<v1::Run> runs;
-      std::ostringstream log;
-      const absl::Status s = SessionOf((*daemons)[i], again, false, since, &runs, log);
-      err << log.str();
-      if (!s.ok()) err << "qualify: " << name << ": the re-run: " << s.message() << "\n";
-      std::vector<report::Check> rerun;
-      if (s.ok()) rerun = report::QualifyHost(name, hosts[i].cpu_model, runs, *envelope, 1);
-      report::ConfirmFails(rerun, &host);
-    }
-    for (report::Check& c : host) checks.push_back(std::move(c));
+    for (report::Check& c : by_host[i]) checks.push_back(std::move(c));
   }
   return Verdict(a, checks, request->level(), out, err);
 }

@@ -226,6 +226,13 @@ void SortByTime(std::vector<Row>* rows) {
             [](const Row& a, const Row& b) { return a.self_time_us > b.self_time_us; });
 }
 
+// The top_n rows by time (every row where top_n is 0 or less).
+template <typename Row>
+void KeepTop(std::vector<Row>* rows, int top_n) {
+  SortByTime(rows);
+  if (top_n > 0 && static_cast<int>(rows->size()) > top_n) rows->resize(top_n);
+}
+
 }  // namespace
 
 Table BuildTable(const std::vector<Event>& events, int top_n) {
@@ -262,14 +269,10 @@ Table BuildTable(const std::vector<Event>& events, int top_n) {
     row.share = total > 0 ? row.self_time_us / total : 0;
     table.top.push_back(row);
   }
-  SortByTime(&table.top);
-  if (top_n > 0 && static_cast<int>(table.top.size()) > top_n) table.top.resize(top_n);
+  KeepTop(&table.top, top_n);
   if (table.device_times) {
     table.launching = ByLaunchingOperator(events, launched_by);
-    SortByTime(&table.launching);
-    if (top_n > 0 && static_cast<int>(table.launching.size()) > top_n) {
-      table.launching.resize(top_n);
-    }
+    KeepTop(&table.launching, top_n);
   }
   for (const auto& [category, us] : categories) {
     table.categories.push_back({category, us, total > 0 ? us / total : 0});
